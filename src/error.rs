@@ -1,0 +1,34 @@
+//! The error value every core operation returns; mapped to an MPI error class at the ABI edge.
+
+use crate::abi::consts;
+use std::ffi::c_int;
+
+/// An MPI error: its class (or a user-defined code) and a message that names the bad argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MpiError {
+    /// MPI error class or code, as returned to C.
+    pub code: c_int,
+    /// Human-readable detail, e.g. `invalid count argument (count=-1)`.
+    pub msg: String,
+}
+
+impl MpiError {
+    pub fn new(code: c_int, msg: impl Into<String>) -> Self {
+        MpiError { code, msg: msg.into() }
+    }
+
+    /// A function that is exported but not implemented yet.
+    pub fn unsupported(what: &str) -> Self {
+        MpiError::new(
+            consts::MPI_ERR_UNSUPPORTED_OPERATION,
+            format!("{what} is not implemented yet in oxmpi"),
+        )
+    }
+}
+
+pub type MpiResult<T = ()> = Result<T, MpiError>;
+
+/// Shorthand for returning an error: `return err(MPI_ERR_COUNT, "...")`.
+pub fn err<T>(code: c_int, msg: impl Into<String>) -> MpiResult<T> {
+    Err(MpiError::new(code, msg))
+}
