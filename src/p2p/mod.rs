@@ -1,1 +1,654 @@
-//! TODO-module placeholder
+//! Point-to-point engine: matching (posted and unexpected queues), protocols (eager through
+//! the rings, rendezvous with a single-copy read or a streamed fallback), progress and waiting.
+//!
+//! Message order between a pair of ranks is the ring order, and both queues are searched
+//! front to back, so MPI's non-overtaking rule holds per (source, communicator).
+
+pub mod buffers;
+pub mod request;
+
+use crate::abi::consts::*;
+use crate::transport::shm::{self, Packet, Segment};
+use buffers::{RecvBuf, SendBuf};
+use request::{Op, Request, SendMode, Slab, Status};
+use std::collections::VecDeque;
+
+/// Who a message is from/for: communicator context, source rank in that communicator, tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Envelope {
+    pub ctx: u32,
+    pub src: i32,
+    pub tag: i32,
+}
+
+impl Envelope {
+    /// Whether a receive posted with `self` (wildcards allowed) takes a message with `msg`.
+    fn accepts(&self, msg: &Envelope) -> bool {
+        self.ctx == msg.ctx
+            && (self.src == MPI_ANY_SOURCE || self.src == msg.src)
+            && (self.tag == MPI_ANY_TAG || self.tag == msg.tag)
+    }
+}
+
+mod kind {
+    pub const EAGER: u32 = 1;
+    pub const EAGER_SYNC: u32 = 2;
+    pub const RTS: u32 = 3;
+    pub const ACK: u32 = 4;
+    pub const FIN: u32 = 5;
+    pub const CTS: u32 = 6;
+    pub const DATA: u32 = 7;
+}
+
+/// A message that arrived before its receive was posted.
+pub struct Unexpected {
+    pub env: Envelope,
+    /// World rank of the sender.
+    pub from: usize,
+    pub len: usize,
+    pub body: Body,
+}
+
+pub enum Body {
+    /// The payload, copied out of the ring; `ack` is the sender's request id for a sync send.
+    Eager { data: Vec<u8>, ack: Option<u32> },
+    /// A rendezvous request: the data is still at `addr` in the sender.
+    Rts { addr: u64, sreq: u32 },
+}
+
+/// Work queued for a peer because its ring was full, kept in order.
+enum Out {
+    Eager { req: u32 },
+    Rts { req: u32 },
+    Ack { sreq: u32 },
+    Fin { sreq: u32 },
+    Cts { sreq: u32, rreq: u32 },
+    Data { req: u32, rreq: u32, offset: usize },
+}
+
+/// How long to spin and yield before sleeping, chosen once from ranks per core.
+struct WaitPolicy {
+    spins: u32,
+    yields: u32,
+}
+
+impl WaitPolicy {
+    fn for_node(local_ranks: usize) -> WaitPolicy {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let oversubscribed = local_ranks > cores;
+        WaitPolicy {
+            spins: shm::env_usize("OXMPI_SPIN_COUNT").unwrap_or(if oversubscribed { 16 } else { 4000 }) as u32,
+            yields: shm::env_usize("OXMPI_YIELD_COUNT").unwrap_or(if oversubscribed { 8 } else { 200 }) as u32,
+        }
+    }
+}
+
+pub struct Engine {
+    pub me: usize,
+    pub nranks: usize,
+    shm: Option<Segment>,
+    eager_limit: usize,
+    /// Peer pid for single-copy reads, when the kernel allowed the probe read.
+    cma_pid: Vec<Option<u32>>,
+    pub reqs: Slab,
+    posted: Vec<u32>,
+    unexpected: VecDeque<Unexpected>,
+    outq: Vec<VecDeque<Out>>,
+    /// Ring slots, then queued work: peers with queued work, to skip the others cheaply.
+    pending_peers: usize,
+    wait: WaitPolicy,
+    /// Attached bsend buffer capacity and bytes in use.
+    pub bsend_capacity: usize,
+    pub bsend_used: usize,
+}
+
+/// Value peers read at init to find out whether single-copy reads are allowed.
+static CMA_PROBE: u64 = 0x0c0a_c0a0_5eed_f00d;
+
+impl Engine {
+    /// An engine for `nranks` ranks on one node; `shm` is None for a job of one.
+    pub fn new(me: usize, nranks: usize, shm: Option<Segment>) -> Engine {
+        let eager_limit = shm.as_ref().map_or(usize::MAX, |s| s.geometry().payload_capacity());
+        Engine {
+            me,
+            nranks,
+            shm,
+            eager_limit,
+            cma_pid: vec![None; nranks],
+            reqs: Slab::default(),
+            posted: Vec::new(),
+            unexpected: VecDeque::new(),
+            outq: (0..nranks).map(|_| VecDeque::new()).collect(),
+            pending_peers: 0,
+            wait: WaitPolicy::for_node(nranks),
+            bsend_capacity: 0,
+            bsend_used: 0,
+        }
+    }
+
+    /// Address of the probe value peers read (recorded in the segment).
+    pub fn cma_probe_addr() -> u64 {
+        &CMA_PROBE as *const u64 as u64
+    }
+
+    /// Tries a real single-copy read from every peer; enables it per peer where it works.
+    pub fn probe_cma(&mut self) {
+        let Some(seg) = &self.shm else { return };
+        if std::env::var("OXMPI_CMA").is_ok_and(|v| v == "0") {
+            return;
+        }
+        for peer in 0..self.nranks {
+            if peer == self.me {
+                continue;
+            }
+            let (pid, addr) = seg.peer_identity(peer);
+            let mut got = [0u8; 8];
+            if shm::cma_read(pid, addr, &mut got).is_ok() && u64::from_ne_bytes(got) == CMA_PROBE {
+                self.cma_pid[peer] = Some(pid);
+            } else {
+                log::debug!("single-copy reads from rank {peer} denied; using the ring");
+            }
+        }
+    }
+
+    pub fn cma_enabled_peers(&self) -> usize {
+        self.cma_pid.iter().filter(|p| p.is_some()).count()
+    }
+
+    pub fn eager_limit(&self) -> usize {
+        self.eager_limit
+    }
+
+    // ----- starting operations -----
+
+    /// Starts a send of `buf` to world rank `dst`; returns the request id. Sends that fit a
+    /// slot and find it free complete at once.
+    pub fn isend(&mut self, dst: usize, env: Envelope, buf: SendBuf, mode: SendMode, comm: i32) -> u32 {
+        let req = self.reqs.insert(Request {
+            op: Op::Send { dst, env, buf, mode, bsend_bytes: 0 },
+            complete: false,
+            status: Status::default(),
+            comm,
+            persistent: None,
+            freed: false,
+            active: true,
+        });
+        self.start_send(req);
+        req
+    }
+
+    /// (Re)starts the send held by request `req`.
+    pub fn start_send(&mut self, req: u32) {
+        let Some(Request { op: Op::Send { dst, env, buf, mode, .. }, .. }) = self.reqs.get(req) else {
+            unreachable!("start_send on a request that is not a send")
+        };
+        let (dst, env, mode, len) = (*dst, *env, *mode, buf.len());
+        if dst == self.me {
+            self.send_to_self(req, env, mode);
+        } else if len <= self.eager_limit {
+            self.push_out(dst, Out::Eager { req });
+        } else {
+            self.push_out(dst, Out::Rts { req });
+        }
+    }
+
+    /// Self messages skip the rings: matched at once, or copied to the unexpected queue.
+    fn send_to_self(&mut self, req: u32, env: Envelope, mode: SendMode) {
+        let data = match &self.reqs.get(req).unwrap().op {
+            Op::Send { buf, .. } => buf.bytes().to_vec(),
+            _ => unreachable!(),
+        };
+        let sync = mode == SendMode::Sync;
+        let len = data.len();
+        let msg = Unexpected { env, from: self.me, len, body: Body::Eager { data, ack: sync.then_some(req) } };
+        if !sync {
+            self.complete_send(req);
+        }
+        self.on_message(msg);
+    }
+
+    /// Posts a receive; returns its request id.
+    pub fn irecv(&mut self, env: Envelope, buf: RecvBuf, comm: i32) -> u32 {
+        let req = self.reqs.insert(Request {
+            op: Op::Recv { env, buf, expected: 0, arrived: 0 },
+            complete: false,
+            status: Status::default(),
+            comm,
+            persistent: None,
+            freed: false,
+            active: true,
+        });
+        self.start_recv(req);
+        req
+    }
+
+    /// (Re)starts the receive held by request `req`: takes a queued message or posts it.
+    pub fn start_recv(&mut self, req: u32) {
+        let Some(Request { op: Op::Recv { env, .. }, .. }) = self.reqs.get(req) else {
+            unreachable!("start_recv on a request that is not a receive")
+        };
+        let env = *env;
+        self.progress();
+        if let Some(pos) = self.unexpected.iter().position(|m| env.accepts(&m.env)) {
+            let msg = self.unexpected.remove(pos).unwrap();
+            self.deliver(req, msg);
+        } else {
+            self.posted.push(req);
+        }
+    }
+
+    /// Receives a message taken by mprobe into request `req` (which holds the receive buffer).
+    pub fn receive_message(&mut self, req: u32, msg: Unexpected) {
+        self.deliver(req, msg);
+    }
+
+    // ----- probing -----
+
+    /// The first queued message a receive with `env` would take, without taking it.
+    pub fn iprobe(&mut self, env: Envelope) -> Option<Status> {
+        self.progress();
+        self.unexpected.iter().find(|m| env.accepts(&m.env)).map(|m| Status {
+            source: m.env.src,
+            tag: m.env.tag,
+            bytes: m.len,
+            ..Default::default()
+        })
+    }
+
+    /// Whether a message `env` accepts is queued (no progress; for wait predicates).
+    pub fn has_unexpected_for(&self, env: &Envelope) -> bool {
+        self.unexpected.iter().any(|m| env.accepts(&m.env))
+    }
+
+    /// Takes the first queued message `env` accepts (MPI_Improbe).
+    pub fn improbe(&mut self, env: Envelope) -> Option<Unexpected> {
+        self.progress();
+        let pos = self.unexpected.iter().position(|m| env.accepts(&m.env))?;
+        self.unexpected.remove(pos)
+    }
+
+    /// Cancels a receive that is still posted; returns whether it was cancelled.
+    pub fn cancel_recv(&mut self, req: u32) -> bool {
+        let Some(pos) = self.posted.iter().position(|&r| r == req) else { return false };
+        self.posted.remove(pos);
+        let r = self.reqs.get_mut(req).unwrap();
+        r.status.cancelled = true;
+        r.status.source = MPI_ANY_SOURCE;
+        r.status.tag = MPI_ANY_TAG;
+        r.complete = true;
+        true
+    }
+
+    // ----- completion -----
+
+    fn complete_send(&mut self, req: u32) {
+        let r = self.reqs.get_mut(req).expect("completion of an unknown send request");
+        if let Op::Send { bsend_bytes, .. } = &mut r.op {
+            self.bsend_used -= *bsend_bytes;
+            *bsend_bytes = 0;
+        }
+        r.complete = true;
+        if r.freed {
+            self.reqs.remove(req);
+        }
+    }
+
+    fn complete_recv(&mut self, req: u32, received: usize) {
+        let r = self.reqs.get_mut(req).expect("completion of an unknown receive request");
+        if let Op::Recv { buf, .. } = &mut r.op {
+            buf.finish(received);
+        }
+        r.complete = true;
+        if r.freed {
+            self.reqs.remove(req);
+        }
+    }
+
+    /// Hands message `msg` to receive request `req`.
+    fn deliver(&mut self, req: u32, msg: Unexpected) {
+        let cap = match &self.reqs.get(req).unwrap().op {
+            Op::Recv { buf, .. } => buf.capacity(),
+            _ => unreachable!("deliver to a request that is not a receive"),
+        };
+        let n = msg.len.min(cap);
+        {
+            let r = self.reqs.get_mut(req).unwrap();
+            r.status = Status {
+                source: msg.env.src,
+                tag: msg.env.tag,
+                bytes: n,
+                cancelled: false,
+                error: if msg.len > cap { MPI_ERR_TRUNCATE } else { MPI_SUCCESS },
+            };
+        }
+        match msg.body {
+            Body::Eager { data, ack } => {
+                if let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op {
+                    buf.slice_mut(0, n).copy_from_slice(&data[..n]);
+                }
+                self.complete_recv(req, n);
+                if let Some(sreq) = ack {
+                    self.control(msg.from, Out::Ack { sreq });
+                }
+            }
+            Body::Rts { addr, sreq } => {
+                if let Some(pid) = self.cma_pid[msg.from] {
+                    let ok = match &mut self.reqs.get_mut(req).unwrap().op {
+                        Op::Recv { buf, .. } => shm::cma_read(pid, addr, buf.slice_mut(0, n)).is_ok(),
+                        _ => unreachable!(),
+                    };
+                    if ok {
+                        self.complete_recv(req, n);
+                        self.control(msg.from, Out::Fin { sreq });
+                        return;
+                    }
+                    log::debug!("single-copy read from rank {} failed; streaming instead", msg.from);
+                    self.cma_pid[msg.from] = None;
+                }
+                if let Op::Recv { expected, arrived, .. } = &mut self.reqs.get_mut(req).unwrap().op {
+                    *expected = msg.len;
+                    *arrived = 0;
+                }
+                self.control(msg.from, Out::Cts { sreq, rreq: req });
+            }
+        }
+    }
+
+    /// Sends a control packet, or acts on it directly when it is for this rank.
+    fn control(&mut self, to: usize, out: Out) {
+        if to == self.me {
+            match out {
+                Out::Ack { sreq } | Out::Fin { sreq } => self.complete_send(sreq),
+                _ => unreachable!("only acknowledgements go to oneself"),
+            }
+        } else {
+            self.push_out(to, out);
+        }
+    }
+
+    fn push_out(&mut self, dst: usize, out: Out) {
+        if self.outq[dst].is_empty() {
+            self.pending_peers += 1;
+        }
+        self.outq[dst].push_back(out);
+        self.flush_peer(dst);
+    }
+
+    /// Writes queued work for `dst` into its ring while slots are free.
+    fn flush_peer(&mut self, dst: usize) -> bool {
+        let mut did = false;
+        while let Some(out) = self.outq[dst].front_mut() {
+            let seg = self.shm.as_mut().expect("a peer without shared memory");
+            if !seg.can_send(dst) {
+                break;
+            }
+            did = true;
+            let mut done = true;
+            match *out {
+                Out::Eager { req } => {
+                    let r = self.reqs.get(req).unwrap();
+                    let Op::Send { env, buf, mode, .. } = &r.op else { unreachable!() };
+                    let sync = *mode == SendMode::Sync;
+                    let pk = Packet {
+                        kind: if sync { kind::EAGER_SYNC } else { kind::EAGER },
+                        context: env.ctx,
+                        src: env.src,
+                        tag: env.tag,
+                        sreq: req,
+                        len: buf.len() as u64,
+                        ..Default::default()
+                    };
+                    let bytes = buf.bytes();
+                    seg.send(dst, &pk, |slot| slot[..bytes.len()].copy_from_slice(bytes));
+                    self.outq[dst].pop_front();
+                    if !sync {
+                        self.complete_send(req);
+                    }
+                    continue;
+                }
+                Out::Rts { req } => {
+                    let Op::Send { env, buf, .. } = &self.reqs.get(req).unwrap().op else { unreachable!() };
+                    let pk = Packet {
+                        kind: kind::RTS,
+                        context: env.ctx,
+                        src: env.src,
+                        tag: env.tag,
+                        sreq: req,
+                        len: buf.len() as u64,
+                        addr: buf.addr(),
+                        ..Default::default()
+                    };
+                    seg.send(dst, &pk, |_| {});
+                }
+                Out::Ack { sreq } => seg.send(dst, &Packet { kind: kind::ACK, sreq, ..Default::default() }, |_| {}),
+                Out::Fin { sreq } => seg.send(dst, &Packet { kind: kind::FIN, sreq, ..Default::default() }, |_| {}),
+                Out::Cts { sreq, rreq } => {
+                    seg.send(dst, &Packet { kind: kind::CTS, sreq, rreq, ..Default::default() }, |_| {})
+                }
+                Out::Data { req, rreq, ref mut offset } => {
+                    let Op::Send { buf, .. } = &self.reqs.get(req).unwrap().op else { unreachable!() };
+                    let bytes = buf.bytes();
+                    let n = (bytes.len() - *offset).min(seg.geometry().payload_capacity());
+                    let chunk = &bytes[*offset..*offset + n];
+                    let pk = Packet { kind: kind::DATA, rreq, len: n as u64, addr: *offset as u64, ..Default::default() };
+                    seg.send(dst, &pk, |slot| slot[..n].copy_from_slice(chunk));
+                    *offset += n;
+                    done = *offset >= bytes.len();
+                    if done {
+                        self.outq[dst].pop_front();
+                        self.complete_send(req);
+                        continue;
+                    }
+                }
+            }
+            if done {
+                self.outq[dst].pop_front();
+            }
+        }
+        if did && self.outq[dst].is_empty() {
+            self.pending_peers -= 1;
+        }
+        did
+    }
+
+    /// Handles one message that arrived (from a ring or from oneself).
+    fn on_message(&mut self, msg: Unexpected) {
+        if let Some(pos) = self.posted.iter().position(|&r| match &self.reqs.get(r).unwrap().op {
+            Op::Recv { env, .. } => env.accepts(&msg.env),
+            _ => false,
+        }) {
+            let req = self.posted.remove(pos);
+            self.deliver(req, msg);
+        } else {
+            self.unexpected.push_back(msg);
+        }
+    }
+
+    /// Handles the packet in the next slot from `src`; the slot is released by the caller.
+    fn on_packet(&mut self, src: usize, pk: Packet, payload: &[u8]) {
+        let env = Envelope { ctx: pk.context, src: pk.src, tag: pk.tag };
+        match pk.kind {
+            kind::EAGER | kind::EAGER_SYNC => {
+                let ack = (pk.kind == kind::EAGER_SYNC).then_some(pk.sreq);
+                // Deliver straight from the slot when the receive is already posted.
+                if let Some(pos) = self.posted.iter().position(|&r| match &self.reqs.get(r).unwrap().op {
+                    Op::Recv { env: want, .. } => want.accepts(&env),
+                    _ => false,
+                }) {
+                    let req = self.posted.remove(pos);
+                    let r = self.reqs.get_mut(req).unwrap();
+                    let Op::Recv { buf, .. } = &mut r.op else { unreachable!() };
+                    let cap = buf.capacity();
+                    let n = payload.len().min(cap);
+                    buf.slice_mut(0, n).copy_from_slice(&payload[..n]);
+                    r.status = Status {
+                        source: env.src,
+                        tag: env.tag,
+                        bytes: n,
+                        cancelled: false,
+                        error: if payload.len() > cap { MPI_ERR_TRUNCATE } else { MPI_SUCCESS },
+                    };
+                    self.complete_recv(req, n);
+                    if let Some(sreq) = ack {
+                        self.control(src, Out::Ack { sreq });
+                    }
+                } else {
+                    let data = payload.to_vec();
+                    self.unexpected.push_back(Unexpected { env, from: src, len: data.len(), body: Body::Eager { data, ack } });
+                }
+            }
+            kind::RTS => self.on_message(Unexpected {
+                env,
+                from: src,
+                len: pk.len as usize,
+                body: Body::Rts { addr: pk.addr, sreq: pk.sreq },
+            }),
+            kind::ACK | kind::FIN => self.complete_send(pk.sreq),
+            kind::CTS => self.push_out(src, Out::Data { req: pk.sreq, rreq: pk.rreq, offset: 0 }),
+            kind::DATA => {
+                let req = pk.rreq;
+                let r = self.reqs.get_mut(req).expect("data for an unknown receive");
+                let Op::Recv { buf, expected, arrived, .. } = &mut r.op else { unreachable!() };
+                let off = pk.addr as usize;
+                let cap = buf.capacity();
+                if off < cap {
+                    let n = payload.len().min(cap - off);
+                    buf.slice_mut(off, n).copy_from_slice(&payload[..n]);
+                }
+                *arrived += payload.len();
+                if *arrived >= *expected {
+                    let n = (*expected).min(cap);
+                    self.complete_recv(req, n);
+                }
+            }
+            k => log::error!("unknown packet kind {k} from rank {src}"),
+        }
+    }
+
+    /// One pass over the rings and the queued work; returns whether anything happened.
+    pub fn progress(&mut self) -> bool {
+        let Some(_) = &self.shm else { return false };
+        let mut did = false;
+        for src in 0..self.nranks {
+            if src == self.me {
+                continue;
+            }
+            loop {
+                let seg = self.shm.as_mut().unwrap();
+                let Some(inc) = seg.peek(src) else { break };
+                let pk = inc.packet;
+                // Copy-free hand-off: the slot stays ours until release below. The payload
+                // slice borrows the segment, which on_packet never touches for this ring.
+                let payload: *const [u8] = inc.payload;
+                // SAFETY: the slot is owned by this rank until `release(src)`; on_packet only
+                // writes to other slots (towards peers), never to the ring from `src`.
+                self.on_packet(src, pk, unsafe { &*payload });
+                self.shm.as_mut().unwrap().release(src);
+                did = true;
+            }
+        }
+        if self.pending_peers > 0 {
+            for dst in 0..self.nranks {
+                if !self.outq[dst].is_empty() {
+                    did |= self.flush_peer(dst);
+                }
+            }
+        }
+        did
+    }
+
+    /// Drives progress until `done` holds: spins, then yields, then sleeps on the doorbell.
+    pub fn wait_until(&mut self, mut done: impl FnMut(&Engine) -> bool) {
+        let mut idle = 0u32;
+        loop {
+            if done(self) {
+                return;
+            }
+            if self.progress() {
+                idle = 0;
+                continue;
+            }
+            idle = idle.saturating_add(1);
+            if idle <= self.wait.spins {
+                std::hint::spin_loop();
+            } else if idle <= self.wait.spins + self.wait.yields {
+                std::thread::yield_now();
+            } else if let Some(seg) = &self.shm {
+                let blocked_out = self.pending_peers > 0
+                    && (0..self.nranks).any(|d| !self.outq[d].is_empty() && seg.can_send(d));
+                seg.sleep(50, || !blocked_out && !seg.any_incoming());
+            } else {
+                // Alone: nothing can arrive; a wait here waits for nothing (a user error),
+                // so sleep instead of spinning.
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+    }
+
+    pub fn is_complete(&self, req: u32) -> bool {
+        self.reqs.get(req).is_some_and(|r| r.complete)
+    }
+
+    /// Whether waiting on `req` would return now (complete, or an inactive persistent request).
+    pub fn is_done(&self, req: u32) -> bool {
+        self.reqs.get(req).is_none_or(|r| r.complete || !r.active)
+    }
+
+    /// Collects a finished request: frees it unless persistent (then it becomes inactive).
+    /// Returns its status; an inactive persistent request gives the empty status.
+    pub fn collect(&mut self, req: u32) -> Status {
+        let r = self.reqs.get_mut(req).expect("collect of an unknown request");
+        if !r.active {
+            return Status::empty();
+        }
+        debug_assert!(r.complete);
+        let status = r.status;
+        if r.persistent.is_some() {
+            r.active = false;
+            r.op = Op::Nothing;
+        } else {
+            self.reqs.remove(req);
+        }
+        status
+    }
+
+    /// Starts an inactive persistent request again.
+    pub fn start_persistent(&mut self, req: u32) -> Result<(), &'static str> {
+        let r = self.reqs.get_mut(req).ok_or("invalid request")?;
+        let Some(p) = &r.persistent else { return Err("request is not persistent") };
+        if r.active {
+            return Err("persistent request is already active");
+        }
+        r.op = (p.start)();
+        r.complete = false;
+        r.active = true;
+        r.status = Status::default();
+        match r.op {
+            Op::Send { .. } => self.start_send(req),
+            Op::Recv { .. } => self.start_recv(req),
+            _ => {
+                // MPI_PROC_NULL peer: nothing to move.
+                let r = self.reqs.get_mut(req).unwrap();
+                r.complete = true;
+                r.status = Status::proc_null();
+            }
+        }
+        Ok(())
+    }
+
+    /// MPI_Request_free: drops a finished or inactive request now, an active one when it
+    /// completes.
+    pub fn free_request(&mut self, req: u32) {
+        let Some(r) = self.reqs.get_mut(req) else { return };
+        if r.complete || !r.active {
+            self.reqs.remove(req);
+        } else {
+            r.freed = true;
+        }
+    }
+
+    /// Whether everything this rank sent has left its queues (used by finalize).
+    pub fn quiet(&self) -> bool {
+        self.pending_peers == 0
+    }
+}

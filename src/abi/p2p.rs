@@ -1,0 +1,1178 @@
+//! Point-to-point entry points: decode handles and pointers, check arguments, call the engine.
+
+use super::consts::*;
+use super::types::*;
+use crate::datatype::{self, Layout};
+use crate::error::{MpiError, MpiResult, err};
+use crate::p2p::buffers::{RecvBuf, SendBuf};
+use crate::p2p::request::{Op, Persistent, Request, SendMode, Status};
+use crate::p2p::{Engine, Envelope};
+use crate::runtime::{self, Runtime};
+use std::ffi::{c_int, c_void};
+
+/// Request handles: kind DIRECT, object REQUEST (0xb), slab index in the low 26 bits.
+const DIRECT_REQUEST: u32 = 0xac00_0000;
+/// Largest tag (the MPI_TAG_UB attribute).
+pub const TAG_UB: c_int = c_int::MAX;
+
+fn request_handle(id: u32) -> MPI_Request {
+    (DIRECT_REQUEST | id) as MPI_Request
+}
+
+/// The slab index of a live request handle.
+fn request_id(engine: &Engine, h: MPI_Request) -> MpiResult<u32> {
+    let id = (h as u32) & 0x03ff_ffff;
+    if (h as u32) & 0xfc00_0000 == DIRECT_REQUEST && engine.reqs.get(id).is_some() {
+        Ok(id)
+    } else {
+        err(MPI_ERR_REQUEST, format!("invalid request (0x{:08x})", h as u32))
+    }
+}
+
+/// Writes `s` into a C status unless it is MPI_STATUS_IGNORE.
+///
+/// # Safety
+/// `p` is MPI_STATUS_IGNORE (1), null, or points at a writable MPI_Status.
+pub unsafe fn write_status(p: *mut MPI_Status, s: &Status, with_error: bool) {
+    if p.is_null() || p as usize == 1 {
+        return;
+    }
+    let bytes = s.bytes as u64;
+    // SAFETY: the caller guarantees p points at a status.
+    let st = unsafe { &mut *p };
+    st.count_lo = bytes as u32 as c_int;
+    st.count_hi_and_cancelled = (((bytes >> 32) as u32) << 1 | s.cancelled as u32) as c_int;
+    st.MPI_SOURCE = s.source;
+    st.MPI_TAG = s.tag;
+    if with_error {
+        st.MPI_ERROR = s.error;
+    }
+}
+
+/// Reads the byte count and cancelled flag back from a C status.
+pub fn status_bytes(st: &MPI_Status) -> (u64, bool) {
+    let hi = (st.count_hi_and_cancelled as u32 >> 1) as u64;
+    ((hi << 32) | st.count_lo as u32 as u64, st.count_hi_and_cancelled & 1 != 0)
+}
+
+fn check_count(count: i64) -> MpiResult<usize> {
+    if count < 0 { err(MPI_ERR_COUNT, format!("invalid count argument (count={count})")) } else { Ok(count as usize) }
+}
+
+fn check_buffer(buf: *const c_void, count: usize, layout: &Layout) -> MpiResult<()> {
+    if buf.is_null() && count > 0 && layout.size > 0 {
+        return err(MPI_ERR_BUFFER, "invalid buffer pointer (NULL with a nonzero count)");
+    }
+    Ok(())
+}
+
+fn check_send_tag(tag: c_int) -> MpiResult<()> {
+    if !(0..=TAG_UB).contains(&tag) {
+        return err(MPI_ERR_TAG, format!("invalid tag argument (tag={tag})"));
+    }
+    Ok(())
+}
+
+fn check_recv_tag(tag: c_int) -> MpiResult<()> {
+    if tag == MPI_ANY_TAG { Ok(()) } else { check_send_tag(tag) }
+}
+
+/// A checked peer: MPI_PROC_NULL, or a rank of the communicator (its world rank too).
+enum Peer {
+    Null,
+    Any,
+    Rank { rank: i32, world: usize },
+}
+
+fn check_peer(rt: &Runtime, comm: MPI_Comm, rank: c_int, allow_any: bool) -> MpiResult<Peer> {
+    let c = rt.comms.get(comm)?;
+    match rank {
+        MPI_PROC_NULL => Ok(Peer::Null),
+        MPI_ANY_SOURCE if allow_any => Ok(Peer::Any),
+        r if r >= 0 && (r as usize) < c.size() => Ok(Peer::Rank { rank: r, world: c.world_rank(r as usize) }),
+        r => err(MPI_ERR_RANK, format!("invalid rank argument (rank={r}, communicator size {})", c.size())),
+    }
+}
+
+/// Everything a send needs, checked.
+struct SendArgs {
+    peer: Peer,
+    env: Envelope,
+    layout: Layout,
+    count: usize,
+}
+
+fn send_args(rt: &Runtime, count: i64, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<SendArgs> {
+    let c = rt.comms.get(comm)?;
+    let count = check_count(count)?;
+    let layout = datatype::layout(datatype)?;
+    check_send_tag(tag)?;
+    let peer = check_peer(rt, comm, dest, false)?;
+    Ok(SendArgs { peer, env: Envelope { ctx: c.ctx, src: c.rank as i32, tag }, layout, count })
+}
+
+fn recv_args(rt: &Runtime, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<(Peer, Envelope, Layout, usize)> {
+    let c = rt.comms.get(comm)?;
+    let count = check_count(count)?;
+    let layout = datatype::layout(datatype)?;
+    check_recv_tag(tag)?;
+    let peer = check_peer(rt, comm, source, true)?;
+    let src = match peer {
+        Peer::Rank { rank, .. } => rank,
+        _ => MPI_ANY_SOURCE,
+    };
+    Ok((peer, Envelope { ctx: c.ctx, src, tag }, layout, count))
+}
+
+/// Starts a send; returns the request id (already complete for MPI_PROC_NULL).
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype`, valid until the send completes.
+unsafe fn start_send(rt: &mut Runtime, buf: *const c_void, count: i64, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode) -> MpiResult<u32> {
+    let a = send_args(rt, count, datatype, dest, tag, comm)?;
+    check_buffer(buf, a.count, &a.layout)?;
+    let Peer::Rank { world, .. } = a.peer else {
+        return Ok(rt.engine.reqs.insert(Request::completed(Status::proc_null(), comm)));
+    };
+    // SAFETY: forwarded from the caller.
+    let sbuf = unsafe { SendBuf::new(buf.cast(), a.layout, a.count) };
+    if mode == SendMode::Buffered {
+        return buffered_send(rt, world, a.env, sbuf, comm);
+    }
+    Ok(rt.engine.isend(world, a.env, sbuf, mode, comm))
+}
+
+/// MPI_Bsend: copies the data, accounts it against the attached buffer, and lets the copy
+/// travel on its own; the caller's request is complete at once.
+fn buffered_send(rt: &mut Runtime, world: usize, env: Envelope, sbuf: SendBuf, comm: MPI_Comm) -> MpiResult<u32> {
+    let e = &mut rt.engine;
+    let need = sbuf.len() + MPI_BSEND_OVERHEAD as usize;
+    if e.bsend_used + need > e.bsend_capacity {
+        return err(
+            MPI_ERR_BUFFER,
+            format!(
+                "insufficient space in the attached buffer for a buffered send ({} bytes needed, {} free)",
+                need,
+                e.bsend_capacity - e.bsend_used
+            ),
+        );
+    }
+    e.bsend_used += need;
+    let copy = SendBuf::owned(sbuf.bytes().to_vec());
+    let id = e.isend(world, env, copy, SendMode::Buffered, comm);
+    match e.reqs.get_mut(id) {
+        Some(r) if !r.complete => {
+            if let Op::Send { bsend_bytes, .. } = &mut r.op {
+                *bsend_bytes = need;
+            }
+            r.freed = true;
+        }
+        _ => {
+            // Already delivered: give the space back now.
+            e.bsend_used -= need;
+            e.reqs.remove(id);
+        }
+    }
+    Ok(e.reqs.insert(Request::completed(Status::default(), comm)))
+}
+
+/// Starts a receive; returns the request id (already complete for MPI_PROC_NULL).
+///
+/// # Safety
+/// `buf` has room for `count` elements of `datatype`, valid until the receive completes.
+unsafe fn start_recv(rt: &mut Runtime, buf: *mut c_void, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<u32> {
+    let (peer, env, layout, count) = recv_args(rt, count, datatype, source, tag, comm)?;
+    check_buffer(buf, count, &layout)?;
+    if let Peer::Null = peer {
+        return Ok(rt.engine.reqs.insert(Request::completed(Status::proc_null(), comm)));
+    }
+    // SAFETY: forwarded from the caller.
+    let rbuf = unsafe { RecvBuf::new(buf.cast(), layout, count) };
+    Ok(rt.engine.irecv(env, rbuf, comm))
+}
+
+/// Waits for request `id`, collects it, and reports its status.
+fn wait_id(rt: &mut Runtime, id: u32) -> Status {
+    rt.engine.wait_until(|e| e.is_done(id));
+    rt.engine.collect(id)
+}
+
+fn status_result(s: &Status) -> MpiResult {
+    if s.error == MPI_SUCCESS { Ok(()) } else { Err(MpiError::new(s.error, error_text(s.error))) }
+}
+
+fn error_text(code: c_int) -> &'static str {
+    match code {
+        MPI_ERR_TRUNCATE => "message truncated (the receive buffer is smaller than the message)",
+        _ => "operation failed",
+    }
+}
+
+// ----- blocking sends and receives -----
+
+unsafe fn blocking_send(buf: *const c_void, count: i64, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode) -> MpiResult {
+    runtime::with(|rt| {
+        // SAFETY: the buffer is valid for the duration of the blocking call.
+        let id = unsafe { start_send(rt, buf, count, datatype, dest, tag, comm, mode)? };
+        wait_id(rt, id);
+        Ok(())
+    })
+}
+
+pub unsafe fn MPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult {
+    unsafe { blocking_send(buf, count as i64, datatype, dest, tag, comm, SendMode::Standard) }
+}
+pub unsafe fn MPI_Send_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult {
+    unsafe { blocking_send(buf, count, datatype, dest, tag, comm, SendMode::Standard) }
+}
+pub unsafe fn MPI_Ssend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult {
+    unsafe { blocking_send(buf, count as i64, datatype, dest, tag, comm, SendMode::Sync) }
+}
+pub unsafe fn MPI_Ssend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult {
+    unsafe { blocking_send(buf, count, datatype, dest, tag, comm, SendMode::Sync) }
+}
+pub unsafe fn MPI_Rsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult {
+    unsafe { blocking_send(buf, count as i64, datatype, dest, tag, comm, SendMode::Ready) }
+}
+pub unsafe fn MPI_Rsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult {
+    unsafe { blocking_send(buf, count, datatype, dest, tag, comm, SendMode::Ready) }
+}
+pub unsafe fn MPI_Bsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult {
+    unsafe { blocking_send(buf, count as i64, datatype, dest, tag, comm, SendMode::Buffered) }
+}
+pub unsafe fn MPI_Bsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult {
+    unsafe { blocking_send(buf, count, datatype, dest, tag, comm, SendMode::Buffered) }
+}
+
+unsafe fn blocking_recv(buf: *mut c_void, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
+    runtime::with(|rt| {
+        // SAFETY: the buffer is valid for the duration of the blocking call.
+        let id = unsafe { start_recv(rt, buf, count, datatype, source, tag, comm)? };
+        let s = wait_id(rt, id);
+        // SAFETY: status is MPI_STATUS_IGNORE or the caller's status.
+        unsafe { write_status(status, &s, false) };
+        status_result(&s)
+    })
+}
+
+pub unsafe fn MPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
+    unsafe { blocking_recv(buf, count as i64, datatype, source, tag, comm, status) }
+}
+pub unsafe fn MPI_Recv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
+    unsafe { blocking_recv(buf, count, datatype, source, tag, comm, status) }
+}
+
+// ----- nonblocking -----
+
+unsafe fn nonblocking_send(buf: *const c_void, count: i64, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request, mode: SendMode) -> MpiResult {
+    if request.is_null() {
+        return err(MPI_ERR_ARG, "invalid request pointer (NULL)");
+    }
+    runtime::with(|rt| {
+        // SAFETY: the caller keeps the buffer valid until the request completes (MPI rule).
+        let id = unsafe { start_send(rt, buf, count, datatype, dest, tag, comm, mode)? };
+        // SAFETY: checked non-null above; the caller passes a writable request.
+        unsafe { *request = request_handle(id) };
+        Ok(())
+    })
+}
+
+pub unsafe fn MPI_Isend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { nonblocking_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Standard) }
+}
+pub unsafe fn MPI_Isend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { nonblocking_send(buf, count, datatype, dest, tag, comm, request, SendMode::Standard) }
+}
+pub unsafe fn MPI_Issend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { nonblocking_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Sync) }
+}
+pub unsafe fn MPI_Issend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { nonblocking_send(buf, count, datatype, dest, tag, comm, request, SendMode::Sync) }
+}
+pub unsafe fn MPI_Irsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { nonblocking_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Ready) }
+}
+pub unsafe fn MPI_Irsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { nonblocking_send(buf, count, datatype, dest, tag, comm, request, SendMode::Ready) }
+}
+pub unsafe fn MPI_Ibsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { nonblocking_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Buffered) }
+}
+pub unsafe fn MPI_Ibsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { nonblocking_send(buf, count, datatype, dest, tag, comm, request, SendMode::Buffered) }
+}
+
+unsafe fn nonblocking_recv(buf: *mut c_void, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    if request.is_null() {
+        return err(MPI_ERR_ARG, "invalid request pointer (NULL)");
+    }
+    runtime::with(|rt| {
+        // SAFETY: the caller keeps the buffer valid until the request completes (MPI rule).
+        let id = unsafe { start_recv(rt, buf, count, datatype, source, tag, comm)? };
+        // SAFETY: checked non-null above.
+        unsafe { *request = request_handle(id) };
+        Ok(())
+    })
+}
+
+pub unsafe fn MPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { nonblocking_recv(buf, count as i64, datatype, source, tag, comm, request) }
+}
+pub unsafe fn MPI_Irecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { nonblocking_recv(buf, count, datatype, source, tag, comm, request) }
+}
+
+// ----- persistent -----
+
+unsafe fn persistent_send(buf: *const c_void, count: i64, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request, mode: SendMode) -> MpiResult {
+    if request.is_null() {
+        return err(MPI_ERR_ARG, "invalid request pointer (NULL)");
+    }
+    runtime::with(|rt| {
+        let a = send_args(rt, count, datatype, dest, tag, comm)?;
+        check_buffer(buf, a.count, &a.layout)?;
+        let (env, layout, n) = (a.env, a.layout, a.count);
+        let buf = buf as *const u8;
+        let start: Box<dyn Fn() -> Op> = match a.peer {
+            Peer::Rank { world, .. } => Box::new(move || Op::Send {
+                dst: world,
+                env,
+                // SAFETY: MPI requires the buffer to stay valid while the request exists and
+                // unmodified while it is active.
+                buf: unsafe { SendBuf::new(buf, layout, n) },
+                mode,
+                bsend_bytes: 0,
+            }),
+            _ => Box::new(|| Op::Nothing),
+        };
+        let mut r = Request::completed(Status::empty(), comm);
+        r.persistent = Some(Persistent { start });
+        r.active = false;
+        let id = rt.engine.reqs.insert(r);
+        // SAFETY: checked non-null above.
+        unsafe { *request = request_handle(id) };
+        Ok(())
+    })
+}
+
+pub unsafe fn MPI_Send_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { persistent_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Standard) }
+}
+pub unsafe fn MPI_Send_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { persistent_send(buf, count, datatype, dest, tag, comm, request, SendMode::Standard) }
+}
+pub unsafe fn MPI_Ssend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { persistent_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Sync) }
+}
+pub unsafe fn MPI_Ssend_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { persistent_send(buf, count, datatype, dest, tag, comm, request, SendMode::Sync) }
+}
+pub unsafe fn MPI_Rsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { persistent_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Ready) }
+}
+pub unsafe fn MPI_Rsend_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { persistent_send(buf, count, datatype, dest, tag, comm, request, SendMode::Ready) }
+}
+pub unsafe fn MPI_Bsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { persistent_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Buffered) }
+}
+pub unsafe fn MPI_Bsend_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { persistent_send(buf, count, datatype, dest, tag, comm, request, SendMode::Buffered) }
+}
+
+unsafe fn persistent_recv(buf: *mut c_void, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    if request.is_null() {
+        return err(MPI_ERR_ARG, "invalid request pointer (NULL)");
+    }
+    runtime::with(|rt| {
+        let (peer, env, layout, n) = recv_args(rt, count, datatype, source, tag, comm)?;
+        check_buffer(buf, n, &layout)?;
+        let buf = buf as *mut u8;
+        let start: Box<dyn Fn() -> Op> = match peer {
+            Peer::Null => Box::new(|| Op::Nothing),
+            // SAFETY: MPI requires the buffer to stay valid while the request exists.
+            _ => Box::new(move || Op::Recv { env, buf: unsafe { RecvBuf::new(buf, layout, n) }, expected: 0, arrived: 0 }),
+        };
+        let mut r = Request::completed(Status::empty(), comm);
+        r.persistent = Some(Persistent { start });
+        r.active = false;
+        let id = rt.engine.reqs.insert(r);
+        // SAFETY: checked non-null above.
+        unsafe { *request = request_handle(id) };
+        Ok(())
+    })
+}
+
+pub unsafe fn MPI_Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { persistent_recv(buf, count as i64, datatype, source, tag, comm, request) }
+}
+pub unsafe fn MPI_Recv_init_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    unsafe { persistent_recv(buf, count, datatype, source, tag, comm, request) }
+}
+
+fn start_one(rt: &mut Runtime, h: MPI_Request) -> MpiResult {
+    let id = request_id(&rt.engine, h)?;
+    let is_bsend = matches!(rt.engine.reqs.get(id).map(|r| &r.persistent), Some(Some(_)))
+        && matches!(rt.engine.reqs.get(id).and_then(|r| r.persistent.as_ref()).map(|p| (p.start)()), Some(Op::Send { mode: SendMode::Buffered, .. }));
+    if is_bsend {
+        // A persistent buffered send: each start is one buffered send.
+        let r = rt.engine.reqs.get_mut(id).unwrap();
+        if r.active {
+            return err(MPI_ERR_REQUEST, "persistent request is already active");
+        }
+        let Some(Op::Send { dst, env, buf, .. }) = r.persistent.as_ref().map(|p| (p.start)()) else { unreachable!() };
+        let comm = r.comm;
+        let done = buffered_send(rt, dst, env, buf, comm)?;
+        rt.engine.reqs.remove(done);
+        let r = rt.engine.reqs.get_mut(id).unwrap();
+        r.active = true;
+        r.complete = true;
+        r.status = Status::default();
+        return Ok(());
+    }
+    rt.engine.start_persistent(id).map_err(|m| MpiError::new(MPI_ERR_REQUEST, m))
+}
+
+pub unsafe fn MPI_Start(request: *mut MPI_Request) -> MpiResult {
+    if request.is_null() {
+        return err(MPI_ERR_ARG, "invalid request pointer (NULL)");
+    }
+    // SAFETY: checked non-null; the caller passes a valid request variable.
+    let h = unsafe { *request };
+    runtime::with(|rt| start_one(rt, h))
+}
+
+pub unsafe fn MPI_Startall(count: c_int, array_of_requests: *mut MPI_Request) -> MpiResult {
+    let n = check_count(count as i64)?;
+    let reqs = unsafe { request_array(array_of_requests, n)? };
+    runtime::with(|rt| reqs.iter().try_for_each(|&h| start_one(rt, h)))
+}
+
+// ----- completion -----
+
+/// # Safety
+/// `p` points at `n` requests (or n == 0).
+unsafe fn request_array<'a>(p: *mut MPI_Request, n: usize) -> MpiResult<&'a mut [MPI_Request]> {
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return err(MPI_ERR_ARG, "invalid array of requests (NULL)");
+    }
+    // SAFETY: the caller passes an array of n requests.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
+}
+
+/// Request ids of an array of handles; MPI_REQUEST_NULL entries are None.
+fn decode_all(engine: &Engine, hs: &[MPI_Request]) -> MpiResult<Vec<Option<u32>>> {
+    hs.iter().map(|&h| if h == MPI_REQUEST_NULL { Ok(None) } else { request_id(engine, h).map(Some) }).collect()
+}
+
+/// Collects a done request and updates the caller's handle (MPI_REQUEST_NULL unless it
+/// stays alive as an inactive persistent request).
+fn collect_into(engine: &mut Engine, id: u32, handle: &mut MPI_Request) -> Status {
+    let s = engine.collect(id);
+    if engine.reqs.get(id).is_none() {
+        *handle = MPI_REQUEST_NULL;
+    }
+    s
+}
+
+/// Whether request `id` counts as active for Waitany/Testany/Waitsome (inactive persistent
+/// ones are skipped like MPI_REQUEST_NULL).
+fn is_active(engine: &Engine, id: u32) -> bool {
+    engine.reqs.get(id).is_some_and(|r| r.active)
+}
+
+pub unsafe fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> MpiResult {
+    if request.is_null() {
+        return err(MPI_ERR_ARG, "invalid request pointer (NULL)");
+    }
+    runtime::with(|rt| {
+        // SAFETY: checked non-null.
+        let handle = unsafe { &mut *request };
+        let s = if *handle == MPI_REQUEST_NULL {
+            Status::empty()
+        } else {
+            let id = request_id(&rt.engine, *handle)?;
+            rt.engine.wait_until(|e| e.is_done(id));
+            collect_into(&mut rt.engine, id, handle)
+        };
+        // SAFETY: status is MPI_STATUS_IGNORE or the caller's status.
+        unsafe { write_status(status, &s, false) };
+        status_result(&s)
+    })
+}
+
+pub unsafe fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> MpiResult {
+    if request.is_null() || flag.is_null() {
+        return err(MPI_ERR_ARG, "invalid request or flag pointer (NULL)");
+    }
+    runtime::with(|rt| {
+        // SAFETY: checked non-null.
+        let handle = unsafe { &mut *request };
+        let s = if *handle == MPI_REQUEST_NULL {
+            Some(Status::empty())
+        } else {
+            let id = request_id(&rt.engine, *handle)?;
+            if !rt.engine.is_done(id) {
+                rt.engine.progress();
+            }
+            rt.engine.is_done(id).then(|| collect_into(&mut rt.engine, id, handle))
+        };
+        // SAFETY: flag checked non-null; status per MPI.
+        unsafe {
+            *flag = s.is_some() as c_int;
+            if let Some(s) = &s {
+                write_status(status, s, false);
+            }
+        }
+        s.as_ref().map_or(Ok(()), status_result)
+    })
+}
+
+/// # Safety
+/// `statuses` is MPI_STATUSES_IGNORE or points at `n` statuses.
+unsafe fn status_at(statuses: *mut MPI_Status, i: usize) -> *mut MPI_Status {
+    if statuses.is_null() || statuses as usize == 1 {
+        statuses
+    } else {
+        // SAFETY: i < n, the array's length.
+        unsafe { statuses.add(i) }
+    }
+}
+
+pub unsafe fn MPI_Waitall(count: c_int, array_of_requests: *mut MPI_Request, array_of_statuses: *mut MPI_Status) -> MpiResult {
+    let n = check_count(count as i64)?;
+    let hs = unsafe { request_array(array_of_requests, n)? };
+    runtime::with(|rt| {
+        let ids = decode_all(&rt.engine, hs)?;
+        rt.engine.wait_until(|e| ids.iter().flatten().all(|&id| e.is_done(id)));
+        let mut any_error = false;
+        let mut all: Vec<Status> = Vec::with_capacity(n);
+        for (i, id) in ids.iter().enumerate() {
+            let s = match id {
+                Some(id) => collect_into(&mut rt.engine, *id, &mut hs[i]),
+                None => Status::empty(),
+            };
+            any_error |= s.error != MPI_SUCCESS;
+            all.push(s);
+        }
+        for (i, s) in all.iter().enumerate() {
+            // SAFETY: statuses is IGNORE or an array of n.
+            unsafe { write_status(status_at(array_of_statuses, i), s, any_error) };
+        }
+        if any_error { err(MPI_ERR_IN_STATUS, "one or more requests failed (see the statuses)") } else { Ok(()) }
+    })
+}
+
+pub unsafe fn MPI_Testall(count: c_int, array_of_requests: *mut MPI_Request, flag: *mut c_int, array_of_statuses: *mut MPI_Status) -> MpiResult {
+    let n = check_count(count as i64)?;
+    if flag.is_null() {
+        return err(MPI_ERR_ARG, "invalid flag pointer (NULL)");
+    }
+    let hs = unsafe { request_array(array_of_requests, n)? };
+    runtime::with(|rt| {
+        let ids = decode_all(&rt.engine, hs)?;
+        rt.engine.progress();
+        let all_done = ids.iter().flatten().all(|&id| rt.engine.is_done(id));
+        // SAFETY: checked non-null.
+        unsafe { *flag = all_done as c_int };
+        if !all_done {
+            return Ok(());
+        }
+        let mut any_error = false;
+        let mut all = Vec::with_capacity(n);
+        for (i, id) in ids.iter().enumerate() {
+            let s = id.map_or(Status::empty(), |id| collect_into(&mut rt.engine, id, &mut hs[i]));
+            any_error |= s.error != MPI_SUCCESS;
+            all.push(s);
+        }
+        for (i, s) in all.iter().enumerate() {
+            // SAFETY: statuses is IGNORE or an array of n.
+            unsafe { write_status(status_at(array_of_statuses, i), s, any_error) };
+        }
+        if any_error { err(MPI_ERR_IN_STATUS, "one or more requests failed (see the statuses)") } else { Ok(()) }
+    })
+}
+
+/// Waitany/Testany: index of a completed active request, or MPI_UNDEFINED when none is active.
+unsafe fn any_of(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status, block: bool) -> MpiResult {
+    let n = check_count(count as i64)?;
+    if index.is_null() {
+        return err(MPI_ERR_ARG, "invalid index pointer (NULL)");
+    }
+    let hs = unsafe { request_array(array_of_requests, n)? };
+    runtime::with(|rt| {
+        let ids = decode_all(&rt.engine, hs)?;
+        let active: Vec<(usize, u32)> =
+            ids.iter().enumerate().filter_map(|(i, id)| id.filter(|&id| is_active(&rt.engine, id)).map(|id| (i, id))).collect();
+        let pick = |e: &Engine| active.iter().find(|(_, id)| e.is_complete(*id)).copied();
+        if active.is_empty() {
+            // SAFETY: index/flag/status pointers come from the caller per MPI.
+            unsafe {
+                *index = MPI_UNDEFINED;
+                if !flag.is_null() {
+                    *flag = 1;
+                }
+                write_status(status, &Status::empty(), false);
+            }
+            return Ok(());
+        }
+        if block {
+            rt.engine.wait_until(|e| pick(e).is_some());
+        } else {
+            rt.engine.progress();
+        }
+        match pick(&rt.engine) {
+            Some((i, id)) => {
+                let s = collect_into(&mut rt.engine, id, &mut hs[i]);
+                // SAFETY: as above.
+                unsafe {
+                    *index = i as c_int;
+                    if !flag.is_null() {
+                        *flag = 1;
+                    }
+                    write_status(status, &s, false);
+                }
+                status_result(&s)
+            }
+            None => {
+                // SAFETY: as above.
+                unsafe {
+                    *index = MPI_UNDEFINED;
+                    *flag = 0;
+                }
+                Ok(())
+            }
+        }
+    })
+}
+
+pub unsafe fn MPI_Waitany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, status: *mut MPI_Status) -> MpiResult {
+    unsafe { any_of(count, array_of_requests, index, std::ptr::null_mut(), status, true) }
+}
+
+pub unsafe fn MPI_Testany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> MpiResult {
+    if flag.is_null() {
+        return err(MPI_ERR_ARG, "invalid flag pointer (NULL)");
+    }
+    unsafe { any_of(count, array_of_requests, index, flag, status, false) }
+}
+
+/// Waitsome/Testsome: every completed active request; outcount MPI_UNDEFINED when none is active.
+unsafe fn some_of(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status, block: bool) -> MpiResult {
+    let n = check_count(incount as i64)?;
+    if outcount.is_null() || (n > 0 && array_of_indices.is_null()) {
+        return err(MPI_ERR_ARG, "invalid outcount or indices pointer (NULL)");
+    }
+    let hs = unsafe { request_array(array_of_requests, n)? };
+    runtime::with(|rt| {
+        let ids = decode_all(&rt.engine, hs)?;
+        let active: Vec<(usize, u32)> =
+            ids.iter().enumerate().filter_map(|(i, id)| id.filter(|&id| is_active(&rt.engine, id)).map(|id| (i, id))).collect();
+        if active.is_empty() {
+            // SAFETY: checked non-null.
+            unsafe { *outcount = MPI_UNDEFINED };
+            return Ok(());
+        }
+        if block {
+            rt.engine.wait_until(|e| active.iter().any(|(_, id)| e.is_complete(*id)));
+        } else {
+            rt.engine.progress();
+        }
+        let done: Vec<(usize, u32)> = active.into_iter().filter(|(_, id)| rt.engine.is_complete(*id)).collect();
+        let mut any_error = false;
+        let statuses: Vec<(usize, Status)> = done
+            .iter()
+            .map(|&(i, id)| {
+                let s = collect_into(&mut rt.engine, id, &mut hs[i]);
+                any_error |= s.error != MPI_SUCCESS;
+                (i, s)
+            })
+            .collect();
+        // SAFETY: indices and statuses have room for incount entries (MPI).
+        unsafe {
+            *outcount = statuses.len() as c_int;
+            for (k, (i, s)) in statuses.iter().enumerate() {
+                *array_of_indices.add(k) = *i as c_int;
+                write_status(status_at(array_of_statuses, k), s, any_error);
+            }
+        }
+        if any_error { err(MPI_ERR_IN_STATUS, "one or more requests failed (see the statuses)") } else { Ok(()) }
+    })
+}
+
+pub unsafe fn MPI_Waitsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> MpiResult {
+    unsafe { some_of(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, true) }
+}
+
+pub unsafe fn MPI_Testsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> MpiResult {
+    unsafe { some_of(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, false) }
+}
+
+pub unsafe fn MPI_Request_free(request: *mut MPI_Request) -> MpiResult {
+    if request.is_null() {
+        return err(MPI_ERR_ARG, "invalid request pointer (NULL)");
+    }
+    runtime::with(|rt| {
+        // SAFETY: checked non-null.
+        let handle = unsafe { &mut *request };
+        let id = request_id(&rt.engine, *handle)?;
+        rt.engine.free_request(id);
+        *handle = MPI_REQUEST_NULL;
+        Ok(())
+    })
+}
+
+pub unsafe fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> MpiResult {
+    if flag.is_null() {
+        return err(MPI_ERR_ARG, "invalid flag pointer (NULL)");
+    }
+    runtime::with(|rt| {
+        let s = if request == MPI_REQUEST_NULL {
+            Some(Status::empty())
+        } else {
+            let id = request_id(&rt.engine, request)?;
+            rt.engine.progress();
+            let r = rt.engine.reqs.get(id).unwrap();
+            if !r.active { Some(Status::empty()) } else { r.complete.then_some(r.status) }
+        };
+        // SAFETY: flag checked; status per MPI.
+        unsafe {
+            *flag = s.is_some() as c_int;
+            if let Some(s) = &s {
+                write_status(status, s, false);
+            }
+        }
+        Ok(())
+    })
+}
+
+pub unsafe fn MPI_Cancel(request: *mut MPI_Request) -> MpiResult {
+    if request.is_null() {
+        return err(MPI_ERR_ARG, "invalid request pointer (NULL)");
+    }
+    // SAFETY: checked non-null.
+    let h = unsafe { *request };
+    runtime::with(|rt| {
+        let id = request_id(&rt.engine, h)?;
+        // Receives still posted are cancelled; sends are not (already on their way), which
+        // MPI_Test_cancelled then reports.
+        if matches!(rt.engine.reqs.get(id).map(|r| &r.op), Some(Op::Recv { .. })) {
+            rt.engine.cancel_recv(id);
+        }
+        Ok(())
+    })
+}
+
+pub unsafe fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) -> MpiResult {
+    if status.is_null() || status as usize == 1 || flag.is_null() {
+        return err(MPI_ERR_ARG, "invalid status or flag pointer");
+    }
+    // SAFETY: checked; the caller passes a status filled by the library.
+    unsafe { *flag = status_bytes(&*status).1 as c_int };
+    Ok(())
+}
+
+// ----- sendrecv -----
+
+unsafe fn sendrecv(sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
+    runtime::with(|rt| {
+        // SAFETY: both buffers are valid for the duration of the blocking call.
+        let r = unsafe { start_recv(rt, recvbuf, recvcount, recvtype, source, recvtag, comm)? };
+        let s = match unsafe { start_send(rt, sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::Standard) } {
+            Ok(s) => s,
+            Err(e) => {
+                rt.engine.cancel_recv(r);
+                rt.engine.wait_until(|e| e.is_done(r));
+                rt.engine.collect(r);
+                return Err(e);
+            }
+        };
+        rt.engine.wait_until(|e| e.is_done(r) && e.is_done(s));
+        rt.engine.collect(s);
+        let st = rt.engine.collect(r);
+        // SAFETY: status is IGNORE or the caller's.
+        unsafe { write_status(status, &st, false) };
+        status_result(&st)
+    })
+}
+
+pub unsafe fn MPI_Sendrecv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
+    unsafe { sendrecv(sendbuf, sendcount as i64, sendtype, dest, sendtag, recvbuf, recvcount as i64, recvtype, source, recvtag, comm, status) }
+}
+pub unsafe fn MPI_Sendrecv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
+    unsafe { sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status) }
+}
+
+unsafe fn sendrecv_replace(buf: *mut c_void, count: i64, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
+    runtime::with(|rt| {
+        let a = send_args(rt, count, datatype, dest, sendtag, comm)?;
+        check_buffer(buf, a.count, &a.layout)?;
+        // The outgoing data is copied first, so the receive may overwrite the buffer.
+        // SAFETY: buf holds count elements (caller).
+        let packed = unsafe { SendBuf::new(buf as *const u8, a.layout, a.count) }.bytes().to_vec();
+        let s = match a.peer {
+            Peer::Rank { world, .. } => rt.engine.isend(world, a.env, SendBuf::owned(packed), SendMode::Standard, comm),
+            _ => rt.engine.reqs.insert(Request::completed(Status::proc_null(), comm)),
+        };
+        // SAFETY: as above, the buffer is ours until this call returns.
+        let r = unsafe { start_recv(rt, buf, count, datatype, source, recvtag, comm)? };
+        rt.engine.wait_until(|e| e.is_done(r) && e.is_done(s));
+        rt.engine.collect(s);
+        let st = rt.engine.collect(r);
+        // SAFETY: status is IGNORE or the caller's.
+        unsafe { write_status(status, &st, false) };
+        status_result(&st)
+    })
+}
+
+pub unsafe fn MPI_Sendrecv_replace(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
+    unsafe { sendrecv_replace(buf, count as i64, datatype, dest, sendtag, source, recvtag, comm, status) }
+}
+pub unsafe fn MPI_Sendrecv_replace_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
+    unsafe { sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status) }
+}
+
+// ----- probe and matched probe -----
+
+pub unsafe fn MPI_Iprobe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, status: *mut MPI_Status) -> MpiResult {
+    if flag.is_null() {
+        return err(MPI_ERR_ARG, "invalid flag pointer (NULL)");
+    }
+    runtime::with(|rt| {
+        let (peer, env, _, _) = recv_args(rt, 0, MPI_BYTE, source, tag, comm)?;
+        let found = match peer {
+            Peer::Null => Some(Status::proc_null()),
+            _ => rt.engine.iprobe(env),
+        };
+        // SAFETY: flag checked; status per MPI.
+        unsafe {
+            *flag = found.is_some() as c_int;
+            if let Some(s) = &found {
+                write_status(status, s, false);
+            }
+        }
+        Ok(())
+    })
+}
+
+pub unsafe fn MPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
+    runtime::with(|rt| {
+        let (peer, env, _, _) = recv_args(rt, 0, MPI_BYTE, source, tag, comm)?;
+        let s = match peer {
+            Peer::Null => Status::proc_null(),
+            _ => {
+                rt.engine.wait_until(|e| e.has_unexpected_for(&env));
+                rt.engine.iprobe(env).expect("a queued message vanished")
+            }
+        };
+        // SAFETY: status per MPI.
+        unsafe { write_status(status, &s, false) };
+        Ok(())
+    })
+}
+
+/// Turns a message taken by mprobe into a message handle (a request holding it).
+fn message_handle(rt: &mut Runtime, msg: crate::p2p::Unexpected, comm: MPI_Comm) -> MPI_Message {
+    let mut r = Request::completed(Status::default(), comm);
+    r.op = Op::Message(msg);
+    request_handle(rt.engine.reqs.insert(r))
+}
+
+fn probe_status(m: &crate::p2p::Unexpected) -> Status {
+    Status { source: m.env.src, tag: m.env.tag, bytes: m.len, ..Default::default() }
+}
+
+unsafe fn mprobe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, message: *mut MPI_Message, status: *mut MPI_Status, block: bool) -> MpiResult {
+    if message.is_null() {
+        return err(MPI_ERR_ARG, "invalid message pointer (NULL)");
+    }
+    runtime::with(|rt| {
+        let (peer, env, _, _) = recv_args(rt, 0, MPI_BYTE, source, tag, comm)?;
+        let (h, s) = match peer {
+            Peer::Null => (Some(MPI_MESSAGE_NO_PROC), Status::proc_null()),
+            _ => {
+                if block {
+                    rt.engine.wait_until(|e| e.has_unexpected_for(&env));
+                }
+                match rt.engine.improbe(env) {
+                    Some(m) => {
+                        let s = probe_status(&m);
+                        (Some(message_handle(rt, m, comm)), s)
+                    }
+                    None => (None, Status::default()),
+                }
+            }
+        };
+        // SAFETY: pointers checked or per MPI.
+        unsafe {
+            if !flag.is_null() {
+                *flag = h.is_some() as c_int;
+            }
+            if let Some(h) = h {
+                *message = h;
+                write_status(status, &s, false);
+            }
+        }
+        Ok(())
+    })
+}
+
+pub unsafe fn MPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, message: *mut MPI_Message, status: *mut MPI_Status) -> MpiResult {
+    unsafe { mprobe(source, tag, comm, std::ptr::null_mut(), message, status, true) }
+}
+
+pub unsafe fn MPI_Improbe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, message: *mut MPI_Message, status: *mut MPI_Status) -> MpiResult {
+    if flag.is_null() {
+        return err(MPI_ERR_ARG, "invalid flag pointer (NULL)");
+    }
+    unsafe { mprobe(source, tag, comm, flag, message, status, false) }
+}
+
+/// Starts the receive of a matched message; returns the request id.
+///
+/// # Safety
+/// `buf` has room for `count` elements, valid until the receive completes.
+unsafe fn start_mrecv(rt: &mut Runtime, buf: *mut c_void, count: i64, datatype: MPI_Datatype, message: &mut MPI_Message) -> MpiResult<u32> {
+    let count = check_count(count)?;
+    let layout = datatype::layout(datatype)?;
+    check_buffer(buf, count, &layout)?;
+    if *message == MPI_MESSAGE_NO_PROC {
+        *message = MPI_MESSAGE_NULL;
+        return Ok(rt.engine.reqs.insert(Request::completed(Status::proc_null(), MPI_COMM_NULL)));
+    }
+    let id = request_id(&rt.engine, *message)
+        .ok()
+        .filter(|&id| matches!(rt.engine.reqs.get(id).map(|r| &r.op), Some(Op::Message(_))))
+        .ok_or_else(|| MpiError::new(MPI_ERR_REQUEST, format!("invalid message handle (0x{:08x})", *message as u32)))?;
+    let r = rt.engine.reqs.get_mut(id).unwrap();
+    let Op::Message(msg) = std::mem::replace(&mut r.op, Op::Nothing) else { unreachable!() };
+    // SAFETY: forwarded from the caller.
+    r.op = Op::Recv { env: msg.env, buf: unsafe { RecvBuf::new(buf.cast(), layout, count) }, expected: 0, arrived: 0 };
+    r.complete = false;
+    rt.engine.receive_message(id, msg);
+    *message = MPI_MESSAGE_NULL;
+    Ok(id)
+}
+
+unsafe fn mrecv(buf: *mut c_void, count: i64, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> MpiResult {
+    if message.is_null() {
+        return err(MPI_ERR_ARG, "invalid message pointer (NULL)");
+    }
+    runtime::with(|rt| {
+        // SAFETY: message checked non-null; the buffer is valid during the blocking call.
+        let id = unsafe { start_mrecv(rt, buf, count, datatype, &mut *message)? };
+        let s = wait_id(rt, id);
+        // SAFETY: status per MPI.
+        unsafe { write_status(status, &s, false) };
+        status_result(&s)
+    })
+}
+
+pub unsafe fn MPI_Mrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> MpiResult {
+    unsafe { mrecv(buf, count as i64, datatype, message, status) }
+}
+pub unsafe fn MPI_Mrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> MpiResult {
+    unsafe { mrecv(buf, count, datatype, message, status) }
+}
+
+unsafe fn imrecv(buf: *mut c_void, count: i64, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> MpiResult {
+    if message.is_null() || request.is_null() {
+        return err(MPI_ERR_ARG, "invalid message or request pointer (NULL)");
+    }
+    runtime::with(|rt| {
+        // SAFETY: pointers checked; the buffer stays valid until completion (MPI rule).
+        let id = unsafe { start_mrecv(rt, buf, count, datatype, &mut *message)? };
+        // SAFETY: checked non-null.
+        unsafe { *request = request_handle(id) };
+        Ok(())
+    })
+}
+
+pub unsafe fn MPI_Imrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> MpiResult {
+    unsafe { imrecv(buf, count as i64, datatype, message, request) }
+}
+pub unsafe fn MPI_Imrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> MpiResult {
+    unsafe { imrecv(buf, count, datatype, message, request) }
+}
+
+// ----- counts -----
+
+/// Elements of `datatype` in `bytes`, or MPI_UNDEFINED when it is not a whole number.
+fn whole_elements(bytes: u64, datatype: MPI_Datatype) -> MpiResult<i64> {
+    let size = datatype::layout(datatype)?.size as u64;
+    Ok(if size == 0 {
+        if bytes == 0 { 0 } else { MPI_UNDEFINED as i64 }
+    } else if bytes % size == 0 {
+        (bytes / size) as i64
+    } else {
+        MPI_UNDEFINED as i64
+    })
+}
+
+/// # Safety
+/// `status` points at a status filled by the library.
+unsafe fn status_ref<'a>(status: *const MPI_Status) -> MpiResult<&'a MPI_Status> {
+    if status.is_null() || status as usize == 1 {
+        return err(MPI_ERR_ARG, "invalid status argument (NULL or MPI_STATUS_IGNORE)");
+    }
+    // SAFETY: checked, caller's status.
+    Ok(unsafe { &*status })
+}
+
+fn to_int(v: i64) -> c_int {
+    if v > c_int::MAX as i64 { MPI_UNDEFINED } else { v as c_int }
+}
+
+pub unsafe fn MPI_Get_count(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> MpiResult {
+    let st = unsafe { status_ref(status)? };
+    let n = whole_elements(status_bytes(st).0, datatype)?;
+    // SAFETY: caller's output.
+    unsafe { *count = to_int(n) };
+    Ok(())
+}
+pub unsafe fn MPI_Get_count_c(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> MpiResult {
+    let st = unsafe { status_ref(status)? };
+    let n = whole_elements(status_bytes(st).0, datatype)?;
+    // SAFETY: caller's output.
+    unsafe { *count = n };
+    Ok(())
+}
+
+/// Basic elements in `bytes`: for the predefined types every element is one basic element
+/// except the pair types, which hold two (a partial pair counts its first part).
+fn basic_elements(bytes: u64, datatype: MPI_Datatype) -> MpiResult<i64> {
+    let layout = datatype::layout(datatype)?;
+    if layout.size == 0 {
+        return Ok(0);
+    }
+    let parts: &[usize] = match datatype {
+        MPI_FLOAT_INT => &[4, 4],
+        MPI_DOUBLE_INT | MPI_LONG_INT => &[8, 4],
+        MPI_SHORT_INT => &[2, 4],
+        MPI_LONG_DOUBLE_INT => &[16, 4],
+        MPI_2INT | MPI_2INTEGER | MPI_2REAL => &[4, 4],
+        MPI_2DOUBLE_PRECISION => &[8, 8],
+        _ => return whole_elements(bytes, datatype),
+    };
+    let whole = bytes / layout.size as u64;
+    let mut rest = bytes % layout.size as u64;
+    let mut n = whole as i64 * parts.len() as i64;
+    for &p in parts {
+        if rest >= p as u64 {
+            n += 1;
+            rest -= p as u64;
+        }
+    }
+    Ok(if rest == 0 { n } else { MPI_UNDEFINED as i64 })
+}
+
+pub unsafe fn MPI_Get_elements(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> MpiResult {
+    let st = unsafe { status_ref(status)? };
+    let n = basic_elements(status_bytes(st).0, datatype)?;
+    // SAFETY: caller's output.
+    unsafe { *count = to_int(n) };
+    Ok(())
+}
+pub unsafe fn MPI_Get_elements_x(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> MpiResult {
+    let st = unsafe { status_ref(status)? };
+    let n = basic_elements(status_bytes(st).0, datatype)?;
+    // SAFETY: caller's output.
+    unsafe { *count = n };
+    Ok(())
+}
+pub unsafe fn MPI_Get_elements_c(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> MpiResult {
+    unsafe { MPI_Get_elements_x(status, datatype, count) }
+}
+
+pub unsafe fn MPI_Status_set_elements(status: *mut MPI_Status, datatype: MPI_Datatype, count: c_int) -> MpiResult {
+    unsafe { MPI_Status_set_elements_x(status, datatype, count as MPI_Count) }
+}
+pub unsafe fn MPI_Status_set_elements_x(status: *mut MPI_Status, datatype: MPI_Datatype, count: MPI_Count) -> MpiResult {
+    let n = check_count(count)?;
+    let size = datatype::layout(datatype)?.size;
+    if status.is_null() || status as usize == 1 {
+        return err(MPI_ERR_ARG, "invalid status argument");
+    }
+    // SAFETY: checked; caller's status.
+    let st = unsafe { &mut *status };
+    let cancelled = st.count_hi_and_cancelled & 1 != 0;
+    let s = Status { source: st.MPI_SOURCE, tag: st.MPI_TAG, bytes: n * size, cancelled, error: st.MPI_ERROR };
+    // SAFETY: as above.
+    unsafe { write_status(status, &s, false) };
+    Ok(())
+}
+pub unsafe fn MPI_Status_set_elements_c(status: *mut MPI_Status, datatype: MPI_Datatype, count: MPI_Count) -> MpiResult {
+    unsafe { MPI_Status_set_elements_x(status, datatype, count) }
+}
+pub unsafe fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> MpiResult {
+    if status.is_null() || status as usize == 1 {
+        return err(MPI_ERR_ARG, "invalid status argument");
+    }
+    // SAFETY: checked; caller's status.
+    let st = unsafe { &mut *status };
+    st.count_hi_and_cancelled = (st.count_hi_and_cancelled & !1) | (flag != 0) as c_int;
+    Ok(())
+}
+
+// ----- buffered-send buffer -----
+
+/// The attached buffer, returned by detach.
+static BSEND_BUFFER: std::sync::Mutex<Option<(usize, usize)>> = std::sync::Mutex::new(None);
+
+unsafe fn buffer_attach(buffer: *mut c_void, size: i64) -> MpiResult {
+    let size = check_count(size)?;
+    if buffer.is_null() && size > 0 {
+        return err(MPI_ERR_BUFFER, "invalid buffer pointer (NULL)");
+    }
+    runtime::with(|rt| {
+        let mut b = BSEND_BUFFER.lock().unwrap();
+        if b.is_some() {
+            return err(MPI_ERR_BUFFER, "a buffer is already attached (detach it first)");
+        }
+        *b = Some((buffer as usize, size));
+        rt.engine.bsend_capacity = size;
+        Ok(())
+    })
+}
+
+pub unsafe fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> MpiResult {
+    unsafe { buffer_attach(buffer, size as i64) }
+}
+pub unsafe fn MPI_Buffer_attach_c(buffer: *mut c_void, size: MPI_Count) -> MpiResult {
+    unsafe { buffer_attach(buffer, size) }
+}
+
+/// Detach waits for the buffered sends to leave, then returns the buffer's address and size.
+unsafe fn buffer_detach(buffer_addr: *mut c_void) -> MpiResult<usize> {
+    if buffer_addr.is_null() {
+        return err(MPI_ERR_ARG, "invalid buffer address pointer (NULL)");
+    }
+    runtime::with(|rt| {
+        rt.engine.wait_until(|e| e.bsend_used == 0);
+        let (addr, size) = BSEND_BUFFER.lock().unwrap().take().unwrap_or((0, 0));
+        rt.engine.bsend_capacity = 0;
+        // SAFETY: buffer_addr points at a `void *` (MPI passes the address of the pointer).
+        unsafe { *(buffer_addr as *mut *mut c_void) = addr as *mut c_void };
+        Ok(size)
+    })
+}
+
+pub unsafe fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> MpiResult {
+    let n = unsafe { buffer_detach(buffer_addr)? };
+    if !size.is_null() {
+        // SAFETY: caller's output.
+        unsafe { *size = n as c_int };
+    }
+    Ok(())
+}
+pub unsafe fn MPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut MPI_Count) -> MpiResult {
+    let n = unsafe { buffer_detach(buffer_addr)? };
+    if !size.is_null() {
+        // SAFETY: caller's output.
+        unsafe { *size = n as MPI_Count };
+    }
+    Ok(())
+}

@@ -1,0 +1,146 @@
+//! Requests: the state of every point-to-point operation, kept in a slab whose indices are
+//! the payload of the MPI_Request handles and travel in packets as request ids.
+
+use super::buffers::{RecvBuf, SendBuf};
+use super::Envelope;
+use crate::abi::consts::*;
+
+/// How a send completes (MPI send modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendMode {
+    Standard,
+    /// Completes only once the receive is matched.
+    Sync,
+    Ready,
+    /// Completes locally; the data was copied (accounted against the attached buffer).
+    Buffered,
+}
+
+/// What a receive or probe reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Status {
+    pub source: i32,
+    pub tag: i32,
+    pub bytes: usize,
+    pub cancelled: bool,
+    pub error: i32,
+}
+
+pub enum Op {
+    Send {
+        dst: usize,
+        env: Envelope,
+        buf: SendBuf,
+        mode: SendMode,
+        /// Bytes accounted against the attached bsend buffer, returned on completion.
+        bsend_bytes: usize,
+    },
+    Recv {
+        env: Envelope,
+        buf: RecvBuf,
+        /// For streamed rendezvous: message length and bytes arrived so far.
+        expected: usize,
+        arrived: usize,
+    },
+    /// A message taken out of the queues by MPI_Mprobe/Improbe, waiting for MPI_Mrecv.
+    Message(super::Unexpected),
+    /// A request with nothing to do (persistent and inactive, or completed self-contained).
+    Nothing,
+}
+
+/// Arguments kept by a persistent request to start it again.
+pub struct Persistent {
+    pub start: Box<dyn Fn() -> Op>,
+}
+
+pub struct Request {
+    pub op: Op,
+    pub complete: bool,
+    pub status: Status,
+    /// The communicator handle, for error reporting.
+    pub comm: i32,
+    pub persistent: Option<Persistent>,
+    /// MPI_Request_free was called while active: drop the request when it completes.
+    pub freed: bool,
+    /// False for a persistent request between completions (and before its first start).
+    pub active: bool,
+}
+
+impl Request {
+    /// A request that is complete from the start (MPI_PROC_NULL peers, buffered sends).
+    pub fn completed(status: Status, comm: i32) -> Request {
+        Request { op: Op::Nothing, complete: true, status, comm, persistent: None, freed: false, active: true }
+    }
+}
+
+impl Status {
+    /// The status of a request that had nothing to do (MPI's "empty" status).
+    pub fn empty() -> Status {
+        Status { source: MPI_ANY_SOURCE, tag: MPI_ANY_TAG, bytes: 0, cancelled: false, error: MPI_SUCCESS }
+    }
+
+    /// The status of a receive from MPI_PROC_NULL.
+    pub fn proc_null() -> Status {
+        Status { source: MPI_PROC_NULL, tag: MPI_ANY_TAG, bytes: 0, cancelled: false, error: MPI_SUCCESS }
+    }
+}
+
+/// Slab of requests. Ids are reused after `free`.
+#[derive(Default)]
+pub struct Slab {
+    slots: Vec<Option<Request>>,
+    free: Vec<u32>,
+}
+
+impl Slab {
+    pub fn insert(&mut self, r: Request) -> u32 {
+        if let Some(id) = self.free.pop() {
+            self.slots[id as usize] = Some(r);
+            id
+        } else {
+            self.slots.push(Some(r));
+            (self.slots.len() - 1) as u32
+        }
+    }
+
+    pub fn get(&self, id: u32) -> Option<&Request> {
+        self.slots.get(id as usize)?.as_ref()
+    }
+
+    pub fn get_mut(&mut self, id: u32) -> Option<&mut Request> {
+        self.slots.get_mut(id as usize)?.as_mut()
+    }
+
+    pub fn remove(&mut self, id: u32) -> Option<Request> {
+        let r = self.slots.get_mut(id as usize)?.take();
+        if r.is_some() {
+            self.free.push(id);
+        }
+        r
+    }
+
+    pub fn live(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dummy() -> Request {
+        Request::completed(Status::default(), 0)
+    }
+
+    #[test]
+    fn slab_reuses_ids() {
+        let mut s = Slab::default();
+        let a = s.insert(dummy());
+        let b = s.insert(dummy());
+        assert_ne!(a, b);
+        assert!(s.remove(a).is_some());
+        assert!(s.remove(a).is_none());
+        assert_eq!(s.insert(dummy()), a);
+        assert_eq!(s.live(), 2);
+    }
+}

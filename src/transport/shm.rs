@@ -1,0 +1,418 @@
+//! Shared-memory transport: one job-wide segment holding, for every ordered pair of ranks, a
+//! ring of fixed-size slots (the "RDMA eager channel" idea: persistent per-peer buffers, the
+//! receiver polls a flag, the flag going back to empty is the credit).
+//!
+//! Slot layout: a 48-byte header whose first word is the full/empty flag, then the payload, so
+//! a small message's header and first bytes share one cache line. Indices are private: the
+//! sender knows which slot it fills next, the receiver which it reads next; only the flags are
+//! shared. Each rank also has a doorbell (a futex word) that peers ring when it sleeps.
+
+use crate::error::{MpiError, MpiResult};
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::ptr;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
+
+pub const CACHE_LINE: usize = 64;
+/// Bytes of a slot taken by its header.
+pub const SLOT_HEADER: usize = 48;
+const SEGMENT_MAGIC: u64 = 0x6f78_6d70_6973_686d; // "oxmpishm"
+const SEG_HEADER_BYTES: usize = 4096;
+const RANK_INFO_BYTES: usize = 2 * CACHE_LINE;
+
+/// The header of a slot; written by the sender before it publishes the flag.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Packet {
+    pub kind: u32,
+    pub context: u32,
+    pub src: i32,
+    pub tag: i32,
+    pub sreq: u32,
+    pub rreq: u32,
+    /// Payload bytes in this slot, or the whole message's length for a rendezvous request.
+    pub len: u64,
+    /// The sender's buffer address (rendezvous) or the offset of a data chunk.
+    pub addr: u64,
+}
+
+/// Slot header as laid out in shared memory: the flag, then the packet.
+#[repr(C)]
+struct SlotHeader {
+    full: AtomicU32,
+    _pad: u32,
+    packet: Packet,
+}
+const _: () = assert!(std::mem::size_of::<SlotHeader>() == SLOT_HEADER);
+
+/// Per-rank record in the segment: identity for single-copy reads, and the doorbell.
+#[repr(C)]
+struct RankInfo {
+    pid: AtomicU32,
+    _pad: u32,
+    probe_addr: AtomicU64,
+    _line0: [u8; CACHE_LINE - 16],
+    doorbell: AtomicU32,
+    sleeping: AtomicU32,
+    _line1: [u8; CACHE_LINE - 8],
+}
+const _: () = assert!(std::mem::size_of::<RankInfo>() == RANK_INFO_BYTES);
+
+#[repr(C)]
+struct SegHeader {
+    magic: AtomicU64,
+    nranks: u64,
+    nslots: u64,
+    slot_size: u64,
+}
+
+/// Sizes of the segment, fixed at setup and identical on every rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    pub nranks: usize,
+    pub nslots: usize,
+    pub slot_size: usize,
+}
+
+impl Geometry {
+    /// Default geometry: 16 KiB of payload per slot; fewer slots per ring as ranks grow so
+    /// the segment stays O(ranks^2 * small).
+    pub fn for_ranks(nranks: usize) -> Geometry {
+        let nslots = env_usize("OXMPI_SHM_SLOTS").unwrap_or((128 / nranks.max(1)).clamp(4, 16));
+        let payload = env_usize("OXMPI_EAGER_LIMIT").unwrap_or(16384).max(CACHE_LINE);
+        let slot_size = (SLOT_HEADER + payload).div_ceil(CACHE_LINE) * CACHE_LINE;
+        Geometry { nranks, nslots, slot_size }
+    }
+
+    pub fn payload_capacity(&self) -> usize {
+        self.slot_size - SLOT_HEADER
+    }
+
+    fn ring_bytes(&self) -> usize {
+        self.nslots * self.slot_size
+    }
+
+    fn rings_offset(&self) -> usize {
+        SEG_HEADER_BYTES + (self.nranks * RANK_INFO_BYTES).div_ceil(4096) * 4096
+    }
+
+    pub fn total_bytes(&self) -> usize {
+        self.rings_offset() + self.nranks * self.nranks * self.ring_bytes()
+    }
+}
+
+pub fn env_usize(name: &str) -> Option<usize> {
+    std::env::var(name).ok()?.trim().parse().ok()
+}
+
+/// One rank's view of the mapped segment.
+pub struct Segment {
+    map: memmap2::MmapRaw,
+    geo: Geometry,
+    me: usize,
+    /// Next slot this rank fills in its ring to each peer.
+    send_next: Vec<usize>,
+    /// Next slot this rank reads in the ring from each peer.
+    recv_next: Vec<usize>,
+}
+
+// SAFETY: the segment is only touched through atomics (flags, doorbells) and through slot
+// bytes whose ownership the flags hand over; moving the mapping between threads is fine.
+unsafe impl Send for Segment {}
+
+/// A full slot handed to the receiver; it stays owned until `release`.
+pub struct Incoming<'a> {
+    pub packet: Packet,
+    pub payload: &'a [u8],
+}
+
+fn shm_error(what: &str, e: io::Error) -> MpiError {
+    MpiError::new(crate::abi::consts::MPI_ERR_OTHER, format!("shared memory: {what}: {e}"))
+}
+
+impl Segment {
+    /// Creates and sizes the segment file (rank 0 of the node). Space is reserved up front so
+    /// a too-small /dev/shm is an error here, not a SIGBUS later.
+    pub fn create(path: &str, geo: Geometry) -> MpiResult<File> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| shm_error(&format!("cannot create {path}"), e))?;
+        let len = geo.total_bytes() as libc::off_t;
+        // SAFETY: fd is a valid open file; posix_fallocate only reads its arguments.
+        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+        if rc != 0 {
+            let _ = std::fs::remove_file(path);
+            return Err(shm_error(
+                &format!(
+                    "cannot reserve {} MiB in {path} (is /dev/shm too small? set OXMPI_SHM_SLOTS lower)",
+                    geo.total_bytes() >> 20
+                ),
+                io::Error::from_raw_os_error(rc),
+            ));
+        }
+        Ok(file)
+    }
+
+    /// Maps the segment and records this rank's identity in it.
+    pub fn attach(path: &str, geo: Geometry, me: usize, probe_addr: u64) -> MpiResult<Segment> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| shm_error(&format!("cannot open {path}"), e))?;
+        let map = memmap2::MmapOptions::new()
+            .len(geo.total_bytes())
+            .map_raw(&file)
+            .map_err(|e| shm_error("mmap", e))?;
+        let seg = Segment { map, geo, me, send_next: vec![0; geo.nranks], recv_next: vec![0; geo.nranks] };
+        let h = seg.header();
+        if me == 0 {
+            // SAFETY: rank 0 writes the geometry before publishing the magic (Release); the
+            // others only read it after the PMI fence that follows.
+            unsafe {
+                let hp = seg.map.as_mut_ptr() as *mut SegHeader;
+                (*hp).nranks = geo.nranks as u64;
+                (*hp).nslots = geo.nslots as u64;
+                (*hp).slot_size = geo.slot_size as u64;
+            }
+            h.magic.store(SEGMENT_MAGIC, Ordering::Release);
+        }
+        let info = seg.info(me);
+        info.pid.store(std::process::id(), Ordering::Relaxed);
+        info.probe_addr.store(probe_addr, Ordering::Release);
+        Ok(seg)
+    }
+
+    /// Checks that the creator's geometry matches ours (after the fence following creation).
+    pub fn verify(&self) -> MpiResult<()> {
+        let h = self.header();
+        if h.magic.load(Ordering::Acquire) != SEGMENT_MAGIC
+            || h.nranks as usize != self.geo.nranks
+            || h.nslots as usize != self.geo.nslots
+            || h.slot_size as usize != self.geo.slot_size
+        {
+            return Err(MpiError::new(
+                crate::abi::consts::MPI_ERR_OTHER,
+                "shared memory: segment geometry differs between ranks (OXMPI_SHM_* must be the same on every rank)",
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn geometry(&self) -> Geometry {
+        self.geo
+    }
+
+    fn header(&self) -> &SegHeader {
+        // SAFETY: the mapping is at least SEG_HEADER_BYTES long and page aligned.
+        unsafe { &*(self.map.as_ptr() as *const SegHeader) }
+    }
+
+    fn info(&self, rank: usize) -> &RankInfo {
+        assert!(rank < self.geo.nranks);
+        // SAFETY: rank < nranks, so the record lies inside the rank-info area; it is only
+        // accessed through atomics.
+        unsafe { &*(self.map.as_ptr().add(SEG_HEADER_BYTES + rank * RANK_INFO_BYTES) as *const RankInfo) }
+    }
+
+    /// Pid and probe address a peer recorded at attach time.
+    pub fn peer_identity(&self, rank: usize) -> (u32, u64) {
+        let i = self.info(rank);
+        (i.pid.load(Ordering::Relaxed), i.probe_addr.load(Ordering::Acquire))
+    }
+
+    fn slot_ptr(&self, src: usize, dst: usize, idx: usize) -> *mut u8 {
+        let g = &self.geo;
+        assert!(src < g.nranks && dst < g.nranks && idx < g.nslots);
+        let off = g.rings_offset() + (src * g.nranks + dst) * g.ring_bytes() + idx * g.slot_size;
+        // SAFETY: the offset is inside the mapping (checked indices, total_bytes covers it).
+        unsafe { self.map.as_mut_ptr().add(off) }
+    }
+
+    fn slot_header(&self, p: *mut u8) -> &SlotHeader {
+        // SAFETY: p points at a slot start inside the mapping, 64-byte aligned.
+        unsafe { &*(p as *const SlotHeader) }
+    }
+
+    /// Whether the next slot towards `dst` is free (the receiver gave the credit back).
+    pub fn can_send(&self, dst: usize) -> bool {
+        let p = self.slot_ptr(self.me, dst, self.send_next[dst]);
+        self.slot_header(p).full.load(Ordering::Acquire) == 0
+    }
+
+    /// Fills the next slot towards `dst` with `packet` and the payload written by `fill`
+    /// (which gets the payload area, `payload_capacity` bytes), then publishes it.
+    /// The caller checked `can_send(dst)`.
+    pub fn send(&mut self, dst: usize, packet: &Packet, fill: impl FnOnce(&mut [u8])) {
+        let idx = self.send_next[dst];
+        let p = self.slot_ptr(self.me, dst, idx);
+        debug_assert_eq!(self.slot_header(p).full.load(Ordering::Relaxed), 0);
+        let cap = self.geo.payload_capacity();
+        // SAFETY: the slot is empty, so the receiver does not touch it until we set the flag;
+        // the header and payload regions lie inside this slot.
+        unsafe {
+            ptr::write(&raw mut (*(p as *mut SlotHeader)).packet, *packet);
+            fill(std::slice::from_raw_parts_mut(p.add(SLOT_HEADER), cap));
+        }
+        self.slot_header(p).full.store(1, Ordering::Release);
+        self.send_next[dst] = (idx + 1) % self.geo.nslots;
+        self.ring(dst);
+    }
+
+    /// The next full slot from `src`, if any.
+    pub fn peek(&self, src: usize) -> Option<Incoming<'_>> {
+        let p = self.slot_ptr(src, self.me, self.recv_next[src]);
+        let h = self.slot_header(p);
+        if h.full.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let packet = h.packet;
+        let n = (packet.len as usize).min(self.geo.payload_capacity());
+        // SAFETY: the flag says the sender finished writing and hands the slot to us until we
+        // release it; the payload lies inside the slot.
+        let payload = unsafe { std::slice::from_raw_parts(p.add(SLOT_HEADER), n) };
+        Some(Incoming { packet, payload })
+    }
+
+    /// Gives the slot read by `peek(src)` back to the sender (the credit).
+    pub fn release(&mut self, src: usize) {
+        let idx = self.recv_next[src];
+        let p = self.slot_ptr(src, self.me, idx);
+        self.slot_header(p).full.store(0, Ordering::Release);
+        self.recv_next[src] = (idx + 1) % self.geo.nslots;
+        // The sender may be asleep waiting for this credit.
+        self.ring(src);
+    }
+
+    /// Wakes `rank` if it sleeps. Pairs with the fence in `sleep`: either it sees our store
+    /// before sleeping, or we see it sleeping.
+    fn ring(&self, rank: usize) {
+        fence(Ordering::SeqCst);
+        let info = self.info(rank);
+        if info.sleeping.load(Ordering::Relaxed) != 0 {
+            info.doorbell.fetch_add(1, Ordering::SeqCst);
+            futex_wake(&info.doorbell);
+        }
+    }
+
+    /// Sleeps until a peer rings this rank's doorbell, or `timeout_ms` passes. `idle` is
+    /// called after announcing the sleep; the rank sleeps only if it returns true (nothing
+    /// arrived in the meantime).
+    pub fn sleep(&self, timeout_ms: u64, idle: impl FnOnce() -> bool) {
+        let info = self.info(self.me);
+        let seen = info.doorbell.load(Ordering::SeqCst);
+        info.sleeping.store(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if idle() {
+            futex_wait(&info.doorbell, seen, timeout_ms);
+        }
+        info.sleeping.store(0, Ordering::Relaxed);
+    }
+
+    /// Whether any slot from any peer is full (cheap check used before sleeping).
+    pub fn any_incoming(&self) -> bool {
+        (0..self.geo.nranks).any(|src| src != self.me && self.peek(src).is_some())
+    }
+}
+
+fn futex_wait(word: &AtomicU32, expected: u32, timeout_ms: u64) {
+    let ts = libc::timespec {
+        tv_sec: (timeout_ms / 1000) as libc::time_t,
+        tv_nsec: ((timeout_ms % 1000) * 1_000_000) as libc::c_long,
+    };
+    // SAFETY: the word lives in a shared mapping that outlives the call; FUTEX_WAIT (not
+    // private) because peers in other processes wake it.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, &ts as *const libc::timespec);
+    }
+}
+
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: as in futex_wait.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX);
+    }
+}
+
+/// Single-copy read of `len` bytes at `remote` in process `pid` into `local`
+/// (process_vm_readv, "CMA"). Fails when the kernel denies it (ptrace rules, seccomp).
+pub fn cma_read(pid: u32, remote: u64, local: &mut [u8]) -> io::Result<()> {
+    let mut done = 0usize;
+    while done < local.len() {
+        let liov = libc::iovec { iov_base: local[done..].as_mut_ptr().cast(), iov_len: local.len() - done };
+        let riov = libc::iovec { iov_base: (remote as usize + done) as *mut libc::c_void, iov_len: local.len() - done };
+        // SAFETY: the local iovec covers memory we own mutably; the remote one is only read by
+        // the kernel in the other process, which checks it.
+        let n = unsafe { libc::process_vm_readv(pid as libc::pid_t, &liov, 1, &riov, 1, 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "process_vm_readv read nothing"));
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
+/// Lets peers of this job read our memory with process_vm_readv under Yama ptrace_scope=1.
+pub fn allow_peer_reads() {
+    // SAFETY: prctl with PR_SET_PTRACER takes plain integer arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_segment(nranks: usize, nslots: usize) -> (String, Geometry) {
+        let path = format!("/dev/shm/oxmpi-unittest-{}-{}", std::process::id(), rand_suffix());
+        let geo = Geometry { nranks, nslots, slot_size: 256 };
+        Segment::create(&path, geo).unwrap();
+        (path, geo)
+    }
+
+    fn rand_suffix() -> u64 {
+        use std::sync::atomic::AtomicU64;
+        static N: AtomicU64 = AtomicU64::new(0);
+        N.fetch_add(1, Ordering::Relaxed)
+    }
+
+    #[test]
+    fn ring_delivers_in_order_and_returns_credits() {
+        let (path, geo) = temp_segment(2, 4);
+        let mut a = Segment::attach(&path, geo, 0, 0).unwrap();
+        let mut b = Segment::attach(&path, geo, 1, 0).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        b.verify().unwrap();
+        for round in 0..3u32 {
+            for i in 0..4u32 {
+                assert!(a.can_send(1));
+                let pk = Packet { kind: 1, tag: (round * 10 + i) as i32, len: 4, ..Default::default() };
+                a.send(1, &pk, |buf| buf[..4].copy_from_slice(&i.to_le_bytes()));
+            }
+            assert!(!a.can_send(1), "ring of 4 slots must be full after 4 sends");
+            for i in 0..4u32 {
+                let inc = b.peek(0).unwrap();
+                assert_eq!(inc.packet.tag, (round * 10 + i) as i32);
+                assert_eq!(inc.payload, &i.to_le_bytes());
+                b.release(0);
+            }
+            assert!(b.peek(0).is_none());
+        }
+    }
+
+    #[test]
+    fn cma_reads_own_memory() {
+        let src = [7u8; 100];
+        let mut dst = [0u8; 100];
+        cma_read(std::process::id(), src.as_ptr() as u64, &mut dst).unwrap();
+        assert_eq!(src, dst);
+    }
+}
