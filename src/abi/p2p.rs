@@ -346,7 +346,7 @@ unsafe fn persistent_send(buf: *const c_void, count: i64, datatype: MPI_Datatype
             _ => Box::new(|| Op::Nothing),
         };
         let mut r = Request::completed(Status::empty(), comm);
-        r.persistent = Some(Persistent { start });
+        r.persistent = Some(Persistent { start, buffered: mode == SendMode::Buffered });
         r.active = false;
         let id = rt.engine.reqs.insert(r);
         // SAFETY: checked non-null above.
@@ -394,7 +394,7 @@ unsafe fn persistent_recv(buf: *mut c_void, count: i64, datatype: MPI_Datatype, 
             _ => Box::new(move || Op::Recv { env, buf: unsafe { RecvBuf::new(buf, layout, n) }, expected: 0, arrived: 0 }),
         };
         let mut r = Request::completed(Status::empty(), comm);
-        r.persistent = Some(Persistent { start });
+        r.persistent = Some(Persistent { start, buffered: false });
         r.active = false;
         let id = rt.engine.reqs.insert(r);
         // SAFETY: checked non-null above.
@@ -412,18 +412,17 @@ pub unsafe fn MPI_Recv_init_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_
 
 fn start_one(rt: &mut Runtime, h: MPI_Request) -> MpiResult {
     let id = request_id(&rt.engine, h)?;
-    let is_bsend = matches!(rt.engine.reqs.get(id).map(|r| &r.persistent), Some(Some(_)))
-        && matches!(rt.engine.reqs.get(id).and_then(|r| r.persistent.as_ref()).map(|p| (p.start)()), Some(Op::Send { mode: SendMode::Buffered, .. }));
-    if is_bsend {
-        // A persistent buffered send: each start is one buffered send.
-        let r = rt.engine.reqs.get_mut(id).unwrap();
+    let r = rt.engine.reqs.get_mut(id).unwrap();
+    if let Some(p) = r.persistent.as_ref().filter(|p| p.buffered) {
+        // A persistent buffered send: each start is one buffered send, complete at once.
         if r.active {
             return err(MPI_ERR_REQUEST, "persistent request is already active");
         }
-        let Some(Op::Send { dst, env, buf, .. }) = r.persistent.as_ref().map(|p| (p.start)()) else { unreachable!() };
         let comm = r.comm;
-        let done = buffered_send(rt, dst, env, buf, comm)?;
-        rt.engine.reqs.remove(done);
+        if let Op::Send { dst, env, buf, .. } = (p.start)() {
+            let done = buffered_send(rt, dst, env, buf, comm)?;
+            rt.engine.reqs.remove(done);
+        }
         let r = rt.engine.reqs.get_mut(id).unwrap();
         r.active = true;
         r.complete = true;

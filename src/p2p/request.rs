@@ -51,6 +51,8 @@ pub enum Op {
 /// Arguments kept by a persistent request to start it again.
 pub struct Persistent {
     pub start: Box<dyn Fn() -> Op>,
+    /// Each start is one buffered send (MPI_Bsend_init).
+    pub buffered: bool,
 }
 
 pub struct Request {
