@@ -19,7 +19,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(ParseOutcome::Error(message)) => {
-            eprintln!("mpiexec: {message}\n{USAGE}");
+            eprintln!("mpiexec: {message} (see mpiexec --help)");
             return ExitCode::from(2);
         }
     };
