@@ -446,9 +446,44 @@ fn bad_usage_exits_2() {
     assert!(output.status.success() && text(&output.stdout).contains("usage"));
 }
 
+/// Whether `pid` has exited (a zombie waiting for its reaper counts as exited), waiting up
+/// to a moment for a process that was just sent SIGKILL.
 fn process_gone(pid: i32) -> bool {
-    // SAFETY: kill with signal 0 only checks for existence.
-    unsafe { libc::kill(pid, 0) != 0 }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let gone = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            // The state follows the parenthesised command name.
+            Ok(stat) => stat
+                .rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('Z')),
+        };
+        if gone || Instant::now() >= deadline {
+            return gone;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn teardown_kills_what_a_failed_rank_left_behind() {
+    // Rank 1 starts a process that ignores SIGTERM, then fails: the process must not survive.
+    let script = "if [ $PMI_RANK = 1 ]; then (trap '' TERM; exec sleep 31) & echo LEFT $!; sleep 0.2; exit 2; fi; \
+                  sleep 30";
+    let (output, elapsed) = run(&mut mpiexec(&["-n", "2", "sh", "-c", script]));
+    assert_eq!(output.status.code(), Some(2));
+    assert!(elapsed < PROMPT, "took {elapsed:?}");
+    let stdout = text(&output.stdout);
+    let pid: i32 = stdout
+        .trim()
+        .strip_prefix("LEFT ")
+        .expect(&stdout)
+        .parse()
+        .unwrap();
+    assert!(
+        process_gone(pid),
+        "process {pid} of a failed rank survived the job"
+    );
 }
 
 fn sigterm_cleans_up(signo: i32) {

@@ -140,7 +140,7 @@ impl Pmi {
             return Pmi::connect(socket, rank, size);
         }
         if let Ok(port) = std::env::var("PMI_PORT") {
-            return Pmi::connect_port(&port);
+            return Pmi::connect_port(&port, env_number("PMI_ID")?.unwrap_or(0));
         }
         let wire_kvsname = format!("singleton_{}_{}", std::process::id(), &random_hex()[..8]);
         Ok(Pmi {
@@ -159,8 +159,7 @@ impl Pmi {
     }
 
     /// `PMI_PORT=host:port`, `PMI_ID=<id>`: the server tells us size and rank after `initack`.
-    fn connect_port(port: &str) -> io::Result<Pmi> {
-        let id = env_number("PMI_ID")?.unwrap_or(0);
+    fn connect_port(port: &str, id: i64) -> io::Result<Pmi> {
         let stream = std::net::TcpStream::connect(port)?;
         stream.set_nodelay(true)?;
         let mut pmi = Pmi::unconnected(File::from(OwnedFd::from(stream)));
@@ -520,6 +519,89 @@ mod tests {
         assert!(short.len() <= 64 && short.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
         assert_ne!(short, sanitize_kvsname(&format!("{long}x")));
         assert_eq!(shm_prefix("oxmpi12_ab"), "oxmpi-oxmpi12_ab-");
+    }
+
+    /// A one-client PMI-1 server over TCP, enough for the client's requests.
+    fn fake_server(listener: std::net::TcpListener) {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = io::BufReader::new(stream.try_clone().unwrap());
+        let mut writer = stream;
+        let mut kvs = HashMap::from([(
+            "PMI_process_mapping".to_string(),
+            "(vector,(0,2,2))".to_string(),
+        )]);
+        let mut line = String::new();
+        while io::BufRead::read_line(&mut reader, &mut line).unwrap() > 0 {
+            let request = Line::parse(&line);
+            line.clear();
+            let replies: Vec<Line> = match request.command().unwrap() {
+                "initack" => vec![
+                    Line::cmd("initack"),
+                    Line::cmd("set").with("size", 4),
+                    Line::cmd("set").with("rank", request.get("pmiid").unwrap()),
+                    Line::cmd("set").with("debug", 0),
+                ],
+                "init" => vec![
+                    Line::cmd("response_to_init")
+                        .with("pmi_version", 1)
+                        .with("rc", 0),
+                ],
+                "get_maxes" => vec![
+                    Line::cmd("maxes")
+                        .with("keylen_max", 64)
+                        .with("vallen_max", 32),
+                ],
+                "get_appnum" => vec![Line::cmd("appnum").with("appnum", 2)],
+                "get_my_kvsname" => vec![Line::cmd("my_kvsname").with("kvsname", "kvs-x.y")],
+                "put" => {
+                    assert_eq!(request.get("kvsname"), Some("kvs-x.y"));
+                    let value = request.get("value").unwrap();
+                    assert!(value.len() < 32, "chunk of {} bytes", value.len());
+                    kvs.insert(request.get("key").unwrap().into(), value.into());
+                    vec![Line::cmd("put_result").with("rc", 0)]
+                }
+                "get" => vec![match kvs.get(request.get("key").unwrap()) {
+                    Some(v) => Line::cmd("get_result").with("rc", 0).with("value", v),
+                    None => Line::cmd("get_result")
+                        .with("rc", -1)
+                        .with("value", "unknown"),
+                }],
+                "barrier_in" => vec![Line::cmd("barrier_out")],
+                "finalize" => vec![Line::cmd("finalize_ack")],
+                other => panic!("unexpected {other}"),
+            };
+            for reply in replies {
+                writer.write_all(reply.encode().as_bytes()).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn pmi_port_client_splits_long_values() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let server = std::thread::spawn(move || fake_server(listener));
+        let mut pmi = Pmi::connect_port(&address, 3).unwrap();
+        assert_eq!((pmi.rank(), pmi.size(), pmi.appnum()), (3, 4, 2));
+        assert!(!pmi.is_singleton());
+        assert_eq!(pmi.kvsname(), "kvs_x_y");
+        let long: String = (0..100)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        pmi.put("card", &long).unwrap();
+        pmi.put("short", "v=1").unwrap();
+        pmi.put("tricky", &format!("{SPLIT_MARKER}9")).unwrap();
+        pmi.fence().unwrap();
+        assert_eq!(pmi.get("card").unwrap(), Some(long));
+        assert_eq!(pmi.get("short").unwrap().as_deref(), Some("v=1"));
+        assert_eq!(pmi.get("tricky").unwrap(), Some(format!("{SPLIT_MARKER}9")));
+        assert_eq!(pmi.get("absent").unwrap(), None);
+        assert_eq!(pmi.node_ids().unwrap(), vec![0, 0, 1, 1]);
+        assert!(pmi.put(&"k".repeat(64), "v").is_err());
+        pmi.finalize().unwrap();
+        pmi.finalize().unwrap();
+        drop(pmi);
+        server.join().unwrap();
     }
 
     #[test]

@@ -24,6 +24,8 @@ const KILL_GRACE: Duration = Duration::from_millis(500);
 /// How long to keep forwarding output after every rank has ended (a background process of a
 /// rank may hold its pipes open forever).
 const DRAIN_GRACE_NORMAL: Duration = Duration::from_secs(1);
+/// A rank's session is still signalled at teardown if the rank ended less than this ago.
+const RECENTLY_ENDED: Duration = Duration::from_secs(2);
 const DRAIN_GRACE_FAILED: Duration = Duration::from_millis(200);
 /// Limits announced to clients; the same as Hydra's so programs behave alike under both.
 const KVSNAME_MAX: usize = 256;
@@ -55,6 +57,7 @@ struct PmiConnection {
 struct Rank {
     pid: i32,
     ending: Option<Ending>,
+    ended_at: Option<Instant>,
     pmi: Option<PmiConnection>,
     pmi_initialized: bool,
     finalized: bool,
@@ -68,6 +71,9 @@ struct Shutdown {
     exit_code: i32,
     kill_at: Instant,
     killed: bool,
+    /// Sessions (= process groups) signalled at the start: SIGKILL goes to all of them, since
+    /// a rank may die at once while a process it started ignores the polite signal.
+    signalled_groups: Vec<i32>,
 }
 
 pub struct Job {
@@ -103,10 +109,11 @@ pub fn remove_shm_files(kvsname: &str) {
         return;
     };
     for entry in entries.flatten() {
-        if entry.file_name().to_string_lossy().starts_with(&prefix) {
-            if let Err(e) = std::fs::remove_file(entry.path()) {
-                log::warn!("cannot remove {}: {e}", entry.path().display());
-            }
+        if !entry.file_name().to_string_lossy().starts_with(&prefix) {
+            continue;
+        }
+        if let Err(e) = std::fs::remove_file(entry.path()) {
+            log::warn!("cannot remove {}: {e}", entry.path().display());
         }
     }
 }
@@ -158,6 +165,10 @@ impl Job {
         }
         while !self.finished() {
             self.wait_for_events();
+        }
+        // Every rank is gone, but what they started in their sessions may not be.
+        if let Some(shutdown) = self.shutdown.as_mut().filter(|s| !s.killed) {
+            shutdown.kill_now();
         }
         remove_shm_files(&self.kvsname);
         let _ = io::stdout().lock().flush();
@@ -242,6 +253,7 @@ impl Job {
         self.ranks.push(Rank {
             pid: child.id() as i32,
             ending: None,
+            ended_at: None,
             pmi: Some(PmiConnection {
                 socket: server_end,
                 pending: Vec::new(),
@@ -313,8 +325,7 @@ impl Job {
         if let Some(at) = self.next_timer() {
             timeout = timeout.min(at.saturating_duration_since(Instant::now()));
         }
-        let timeout_ms =
-            timeout.as_millis().min(1000) as i32 + i32::from(timeout.subsec_micros() % 1000 != 0);
+        let timeout_ms = timeout.as_micros().div_ceil(1000).min(1000) as i32;
         // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs.
         let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
         if ready > 0 {
@@ -344,10 +355,10 @@ impl Job {
                     Sink::Stdout => &mut rank.stdout,
                     Sink::Stderr => &mut rank.stderr,
                 };
-                if let Some(out) = stream {
-                    if let ReadResult::Closed = out.read_available() {
-                        *stream = None;
-                    }
+                if let Some(out) = stream
+                    && let ReadResult::Closed = out.read_available()
+                {
+                    *stream = None;
                 }
             }
         }
@@ -372,13 +383,28 @@ impl Job {
         if self.shutdown.is_some() {
             return;
         }
-        for rank in self.ranks.iter().filter(|r| r.ending.is_none()) {
-            signal_rank(rank.pid, signo);
+        // Live ranks, and ranks that just ended (the one whose death started this, typically):
+        // processes they started may linger in their sessions. A session of a rank that ended
+        // long ago is left alone, as its id may by now belong to an unrelated process group.
+        let now = Instant::now();
+        let signalled_groups: Vec<i32> = self
+            .ranks
+            .iter()
+            .filter(|r| {
+                r.ended_at
+                    .is_none_or(|t| now.duration_since(t) < RECENTLY_ENDED)
+            })
+            .map(|r| r.pid)
+            .collect();
+        for &pid in &signalled_groups {
+            signal_rank(pid, signo);
         }
+        let kill_at = now + KILL_GRACE;
         self.shutdown = Some(Shutdown {
             exit_code,
-            kill_at: Instant::now() + KILL_GRACE,
+            kill_at,
             killed: false,
+            signalled_groups,
         });
     }
 
@@ -394,13 +420,11 @@ impl Job {
                 self.begin_shutdown(124, libc::SIGTERM);
             }
         }
-        if let Some(shutdown) = &mut self.shutdown {
-            if !shutdown.killed && now >= shutdown.kill_at {
-                shutdown.killed = true;
-                for rank in self.ranks.iter().filter(|r| r.ending.is_none()) {
-                    signal_rank(rank.pid, libc::SIGKILL);
-                }
-            }
+        if let Some(shutdown) = &mut self.shutdown
+            && !shutdown.killed
+            && now >= shutdown.kill_at
+        {
+            shutdown.kill_now();
         }
     }
 
@@ -434,6 +458,7 @@ impl Job {
     fn on_rank_ended(&mut self, index: usize, ending: Ending) {
         let rank = &mut self.ranks[index];
         rank.ending = Some(ending);
+        rank.ended_at = Some(Instant::now());
         if self.shutdown.is_some() {
             return; // expected: we are killing the job
         }
@@ -582,6 +607,15 @@ impl Job {
                 "rank {index} called MPI_Abort(code {code}){detail}"
             ));
             self.begin_shutdown(code, libc::SIGTERM);
+        }
+    }
+}
+
+impl Shutdown {
+    fn kill_now(&mut self) {
+        self.killed = true;
+        for &pid in &self.signalled_groups {
+            signal_rank(pid, libc::SIGKILL);
         }
     }
 }
