@@ -24,9 +24,9 @@ const KILL_GRACE: Duration = Duration::from_millis(500);
 /// How long to keep forwarding output after every rank has ended (a background process of a
 /// rank may hold its pipes open forever).
 const DRAIN_GRACE_NORMAL: Duration = Duration::from_secs(1);
+const DRAIN_GRACE_FAILED: Duration = Duration::from_millis(200);
 /// A rank's session is still signalled at teardown if the rank ended less than this ago.
 const RECENTLY_ENDED: Duration = Duration::from_secs(2);
-const DRAIN_GRACE_FAILED: Duration = Duration::from_millis(200);
 /// Limits announced to clients; the same as Hydra's so programs behave alike under both.
 const KVSNAME_MAX: usize = 256;
 const KEYLEN_MAX: usize = 64;
@@ -71,9 +71,9 @@ struct Shutdown {
     exit_code: i32,
     kill_at: Instant,
     killed: bool,
-    /// Sessions (= process groups) signalled at the start: SIGKILL goes to all of them, since
-    /// a rank may die at once while a process it started ignores the polite signal.
-    signalled_groups: Vec<i32>,
+    /// Ranks whose sessions were signalled at the start: SIGKILL goes to all of them, since a
+    /// rank may die at once while a process it started ignores the polite signal.
+    signalled: Vec<usize>,
 }
 
 pub struct Job {
@@ -92,13 +92,15 @@ fn report(message: &str) {
     let _ = writeln!(io::stderr().lock(), "mpiexec: {message}");
 }
 
-/// Signals a rank's whole session (its process group, as it called setsid) and the rank itself,
-/// in case it moved to another group.
-fn signal_rank(pid: i32, signo: i32) {
-    // SAFETY: kill(2) with our own child's pid/pgid; ESRCH when it is gone is harmless.
+/// Signals a rank's whole session (its process group, as it called setsid) and, while it has
+/// not been reaped (so its pid is still its own), the rank itself in case it left the group.
+fn signal_rank(rank: &Rank, signo: i32) {
+    // SAFETY: kill(2) on our child's process group / our unreaped child; ESRCH is harmless.
     unsafe {
-        libc::kill(-pid, signo);
-        libc::kill(pid, signo);
+        libc::kill(-rank.pid, signo);
+        if rank.ending.is_none() {
+            libc::kill(rank.pid, signo);
+        }
     }
 }
 
@@ -167,8 +169,8 @@ impl Job {
             self.wait_for_events();
         }
         // Every rank is gone, but what they started in their sessions may not be.
-        if let Some(shutdown) = self.shutdown.as_mut().filter(|s| !s.killed) {
-            shutdown.kill_now();
+        if self.shutdown.as_ref().is_some_and(|s| !s.killed) {
+            self.kill_now();
         }
         remove_shm_files(&self.kvsname);
         let _ = io::stdout().lock().flush();
@@ -387,24 +389,21 @@ impl Job {
         // processes they started may linger in their sessions. A session of a rank that ended
         // long ago is left alone, as its id may by now belong to an unrelated process group.
         let now = Instant::now();
-        let signalled_groups: Vec<i32> = self
-            .ranks
-            .iter()
-            .filter(|r| {
-                r.ended_at
-                    .is_none_or(|t| now.duration_since(t) < RECENTLY_ENDED)
+        let signalled: Vec<usize> = (0..self.ranks.len())
+            .filter(|&i| {
+                let ended_at = self.ranks[i].ended_at;
+                ended_at.is_none_or(|t| now.duration_since(t) < RECENTLY_ENDED)
             })
-            .map(|r| r.pid)
             .collect();
-        for &pid in &signalled_groups {
-            signal_rank(pid, signo);
+        for &index in &signalled {
+            signal_rank(&self.ranks[index], signo);
         }
         let kill_at = now + KILL_GRACE;
         self.shutdown = Some(Shutdown {
             exit_code,
             kill_at,
             killed: false,
-            signalled_groups,
+            signalled,
         });
     }
 
@@ -424,7 +423,18 @@ impl Job {
             && !shutdown.killed
             && now >= shutdown.kill_at
         {
-            shutdown.kill_now();
+            self.kill_now();
+        }
+    }
+
+    /// The end of the teardown grace: SIGKILL to every signalled session.
+    fn kill_now(&mut self) {
+        let Some(shutdown) = &mut self.shutdown else {
+            return;
+        };
+        shutdown.killed = true;
+        for &index in &shutdown.signalled {
+            signal_rank(&self.ranks[index], libc::SIGKILL);
         }
     }
 
@@ -607,15 +617,6 @@ impl Job {
                 "rank {index} called MPI_Abort(code {code}){detail}"
             ));
             self.begin_shutdown(code, libc::SIGTERM);
-        }
-    }
-}
-
-impl Shutdown {
-    fn kill_now(&mut self) {
-        self.killed = true;
-        for &pid in &self.signalled_groups {
-            signal_rank(pid, libc::SIGKILL);
         }
     }
 }
