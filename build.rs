@@ -40,10 +40,7 @@ fn read_int_constants(path: &Path) -> Vec<IntConst> {
             continue;
         }
         if let Ok(value) = cols[3].parse::<i64>() {
-            v.push(IntConst {
-                name: name.to_string(),
-                value,
-            });
+            v.push(IntConst { name: name.to_string(), value });
         }
     }
     v

@@ -14,10 +14,7 @@ pub struct MpiError {
 
 impl MpiError {
     pub fn new(code: c_int, msg: impl Into<String>) -> Self {
-        MpiError {
-            code,
-            msg: msg.into(),
-        }
+        MpiError { code, msg: msg.into() }
     }
 
     /// A function that is exported but not implemented yet.
