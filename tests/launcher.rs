@@ -1,0 +1,540 @@
+//! End-to-end tests of `mpiexec` and of the PMI client.
+//!
+//! Ranks that need the PMI client are this test binary itself, re-executed with
+//! `OXMPI_TEST_ROLE` set: the `rank_role` test then plays the role instead of testing
+//! (see [`rank_role`]). Plain ranks are `sh -c` scripts.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use oxmpi::pmi::Pmi;
+
+const MPIEXEC: &str = env!("CARGO_BIN_EXE_mpiexec");
+const ROLE_VAR: &str = "OXMPI_TEST_ROLE";
+
+/// The 2-second promptness bound, with slack for a loaded 2-core CI machine.
+const PROMPT: Duration = Duration::from_secs(5);
+
+fn mpiexec(args: &[&str]) -> Command {
+    let mut command = Command::new(MPIEXEC);
+    command.args(args).stdin(Stdio::null());
+    command
+}
+
+fn run(command: &mut Command) -> (Output, Duration) {
+    let start = Instant::now();
+    let output = command.output().expect("mpiexec runs");
+    (output, start.elapsed())
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Arguments that make a rank re-execute this test binary in `role`.
+fn role_args(role: &str) -> Vec<String> {
+    let exe = std::env::current_exe().unwrap();
+    vec![
+        "-genv".into(),
+        ROLE_VAR.into(),
+        role.into(),
+        exe.to_string_lossy().into_owned(),
+        "rank_role".into(),
+        "--exact".into(),
+        "--nocapture".into(),
+        "--test-threads=1".into(),
+        "-q".into(),
+    ]
+}
+
+fn with_role<'a>(head: &[&'a str], role_args: &'a [String]) -> Vec<&'a str> {
+    head.iter()
+        .copied()
+        .chain(role_args.iter().map(String::as_str))
+        .collect()
+}
+
+// ----------------------------------------------------------------------------------------
+// The rank side.
+
+/// Not a test when run normally; as a rank (`OXMPI_TEST_ROLE` set) it plays that role.
+#[test]
+fn rank_role() {
+    let Ok(role) = std::env::var(ROLE_VAR) else {
+        return;
+    };
+    let mut pmi = Pmi::init().expect("PMI init");
+    let (rank, size) = (pmi.rank(), pmi.size());
+    match role.as_str() {
+        "pmi_check" => pmi_check(&mut pmi),
+        "abort" => {
+            pmi.fence().unwrap();
+            if rank == 1 {
+                pmi.abort(5, "test abort message");
+            }
+            std::thread::sleep(Duration::from_secs(30));
+        }
+        "no_finalize" => {
+            pmi.fence().unwrap();
+            if rank == 2 {
+                std::process::exit(0);
+            }
+            std::thread::sleep(Duration::from_secs(30));
+        }
+        "finalize_then_exit" => {
+            pmi.fence().unwrap();
+            pmi.finalize().unwrap();
+            std::process::exit(if rank == size - 1 { 4 } else { 0 });
+        }
+        "shm" => {
+            let path = format!(
+                "/dev/shm/{}rank{rank}",
+                oxmpi::pmi::shm_prefix(pmi.kvsname())
+            );
+            std::fs::write(&path, b"test").unwrap();
+            println!("SHMFILE {path} PID {}", std::process::id());
+            std::io::stdout().flush().unwrap();
+            std::thread::sleep(Duration::from_secs(30));
+        }
+        other => panic!("unknown role {other}"),
+    }
+    pmi.finalize().unwrap();
+}
+
+fn pmi_check(pmi: &mut Pmi) {
+    let (rank, size) = (pmi.rank(), pmi.size());
+    let expected_size: usize = std::env::var("OXMPI_TEST_SIZE").unwrap().parse().unwrap();
+    assert_eq!(size, expected_size);
+    assert!(!pmi.is_singleton());
+    assert_eq!(pmi.appnum(), 0);
+    let kvsname = pmi.kvsname().to_string();
+    assert!(
+        !kvsname.is_empty()
+            && kvsname
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+    );
+    // A long value crosses the server's value limit (1024 for Hydra and us) and is split.
+    let long_value = |r: usize| format!("{r}:").repeat(900) + "end";
+    pmi.put(
+        &format!("card{rank}"),
+        &format!("shm=/oxmpi-{kvsname}-{rank},tcp=127.0.0.1:{}", 4000 + rank),
+    )
+    .unwrap();
+    pmi.put(&format!("long{rank}"), &long_value(rank)).unwrap();
+    assert!(pmi.put("bad key", "v").is_err());
+    assert!(pmi.put("k", "a b").is_err());
+    pmi.fence().unwrap();
+    for peer in 0..size {
+        let card = pmi.get(&format!("card{peer}")).unwrap();
+        assert_eq!(
+            card,
+            Some(format!(
+                "shm=/oxmpi-{kvsname}-{peer},tcp=127.0.0.1:{}",
+                4000 + peer
+            ))
+        );
+        assert_eq!(
+            pmi.get(&format!("long{peer}")).unwrap(),
+            Some(long_value(peer))
+        );
+    }
+    assert_eq!(pmi.get("no_such_key").unwrap(), None);
+    assert_eq!(pmi.node_ids().unwrap(), vec![0; size]);
+    // A second round: fences are reusable.
+    pmi.put(&format!("round2_{rank}"), "x").unwrap();
+    pmi.fence().unwrap();
+    assert_eq!(
+        pmi.get(&format!("round2_{}", (rank + 1) % size))
+            .unwrap()
+            .as_deref(),
+        Some("x")
+    );
+    println!("PMICHECK rank={rank} size={size} kvs={kvsname} ok");
+}
+
+// ----------------------------------------------------------------------------------------
+// PMI end to end.
+
+fn check_pmi_job(launcher: &str) {
+    let roles = role_args("pmi_check");
+    let (output, _) = run(Command::new(launcher)
+        .args(with_role(
+            &["-n", "4", "-genv", "OXMPI_TEST_SIZE", "4"],
+            &roles,
+        ))
+        .stdin(Stdio::null()));
+    let stdout = text(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{launcher}: {:?}\n{stdout}\n{}",
+        output.status,
+        text(&output.stderr)
+    );
+    for rank in 0..4 {
+        assert!(
+            stdout.contains(&format!("PMICHECK rank={rank} size=4 ")),
+            "{launcher}: rank {rank}\n{stdout}"
+        );
+    }
+}
+
+#[test]
+fn pmi_put_fence_get_under_our_mpiexec() {
+    check_pmi_job(MPIEXEC);
+}
+
+fn hydra() -> Option<&'static str> {
+    let found = Command::new("mpiexec.mpich")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("note: mpiexec.mpich (Hydra) not found; skipping the Hydra check");
+    }
+    found.then_some("mpiexec.mpich")
+}
+
+#[test]
+fn pmi_put_fence_get_under_hydra() {
+    if let Some(hydra) = hydra() {
+        check_pmi_job(hydra);
+    }
+}
+
+#[test]
+fn pmi_singleton() {
+    // This process has no PMI environment unless a launcher started the whole test run.
+    if std::env::var_os("PMI_FD").is_some() || std::env::var_os("PMI_PORT").is_some() {
+        return;
+    }
+    let mut pmi = Pmi::init().unwrap();
+    assert!(pmi.is_singleton());
+    assert_eq!((pmi.rank(), pmi.size()), (0, 1));
+    assert!(pmi.kvsname().starts_with("singleton_"));
+    pmi.put("k", "v").unwrap();
+    pmi.fence().unwrap();
+    assert_eq!(pmi.get("k").unwrap().as_deref(), Some("v"));
+    assert_eq!(pmi.get("other").unwrap(), None);
+    assert_eq!(pmi.node_ids().unwrap(), vec![0]);
+    pmi.finalize().unwrap();
+}
+
+#[test]
+fn abort_ends_job_with_its_code() {
+    let roles = role_args("abort");
+    let (output, elapsed) = run(&mut mpiexec(&with_role(&["-n", "3"], &roles)));
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(5), "{stderr}");
+    assert!(
+        stderr.contains("mpiexec: rank 1 called MPI_Abort(code 5): test abort message"),
+        "{stderr}"
+    );
+    assert!(elapsed < PROMPT, "took {elapsed:?}");
+}
+
+#[test]
+fn abort_under_hydra() {
+    if let Some(hydra) = hydra() {
+        let roles = role_args("abort");
+        let (output, elapsed) = run(Command::new(hydra)
+            .args(with_role(&["-n", "3"], &roles))
+            .stdin(Stdio::null()));
+        assert_eq!(output.status.code(), Some(5), "{}", text(&output.stderr));
+        assert!(elapsed < PROMPT * 2, "took {elapsed:?}");
+    }
+}
+
+#[test]
+fn rank_exiting_without_finalize_ends_job() {
+    let roles = role_args("no_finalize");
+    let (output, elapsed) = run(&mut mpiexec(&with_role(&["-n", "4"], &roles)));
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("rank 2 (pid "), "{stderr}");
+    assert!(
+        stderr.contains("exited with code 0 without calling MPI_Finalize"),
+        "{stderr}"
+    );
+    assert!(elapsed < PROMPT, "took {elapsed:?}");
+}
+
+#[test]
+fn nonzero_exit_after_finalize_propagates_without_killing() {
+    let roles = role_args("finalize_then_exit");
+    let (output, _) = run(&mut mpiexec(&with_role(&["-n", "3"], &roles)));
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(4), "{stderr}");
+    assert!(!stderr.contains("mpiexec:"), "{stderr}");
+}
+
+// ----------------------------------------------------------------------------------------
+// Launcher behaviour with plain programs.
+
+#[test]
+fn forwards_stdout_and_stderr() {
+    let (output, _) = run(&mut mpiexec(&[
+        "-n",
+        "3",
+        "sh",
+        "-c",
+        "echo out $PMI_RANK of $PMI_SIZE; echo err $PMI_RANK >&2",
+    ]));
+    assert!(output.status.success());
+    let mut stdout: Vec<String> = text(&output.stdout).lines().map(String::from).collect();
+    stdout.sort();
+    assert_eq!(stdout, ["out 0 of 3", "out 1 of 3", "out 2 of 3"]);
+    let mut stderr: Vec<String> = text(&output.stderr).lines().map(String::from).collect();
+    stderr.sort();
+    assert_eq!(stderr, ["err 0", "err 1", "err 2"]);
+}
+
+#[test]
+fn tags_output_lines() {
+    for flag in ["-l", "--tag-output"] {
+        let (output, _) = run(&mut mpiexec(&[
+            "-n",
+            "2",
+            flag,
+            "sh",
+            "-c",
+            "echo a; echo b; printf tail; echo e >&2",
+        ]));
+        assert!(output.status.success());
+        let stdout = text(&output.stdout);
+        for rank in 0..2 {
+            for line in ["a", "b", "tail"] {
+                assert!(
+                    stdout.lines().any(|l| l == format!("[{rank}] {line}")),
+                    "{stdout}"
+                );
+            }
+            assert!(
+                text(&output.stderr)
+                    .lines()
+                    .any(|l| l == format!("[{rank}] e"))
+            );
+        }
+    }
+}
+
+#[test]
+fn does_not_interleave_partial_lines() {
+    let script = "if [ $PMI_RANK = 0 ]; then printf AAA; sleep 0.3; printf 'BBB\\n'; \
+                  else sleep 0.1; echo CCC$PMI_RANK; fi";
+    let (output, _) = run(&mut mpiexec(&["-n", "3", "sh", "-c", script]));
+    let mut stdout: Vec<String> = text(&output.stdout).lines().map(String::from).collect();
+    stdout.sort();
+    assert_eq!(stdout, ["AAABBB", "CCC1", "CCC2"]);
+}
+
+#[test]
+fn propagates_exit_status() {
+    let (output, _) = run(&mut mpiexec(&["-n", "2", "sh", "-c", "exit 3"]));
+    assert_eq!(output.status.code(), Some(3));
+    let (output, _) = run(&mut mpiexec(&["-n", "2", "true"]));
+    assert_eq!(output.status.code(), Some(0));
+    assert!(output.stderr.is_empty());
+    let (output, _) = run(&mut mpiexec(&["-n", "1", "/nonexistent/program"]));
+    assert_eq!(output.status.code(), Some(127));
+    assert!(text(&output.stderr).contains("cannot start rank 0"));
+}
+
+#[test]
+fn passes_env_and_genv() {
+    let (output, _) = run(&mut mpiexec(&[
+        "-n",
+        "2",
+        "-env",
+        "OXMPI_T_A",
+        "one two",
+        "-genv",
+        "OXMPI_T_B",
+        "-x",
+        "sh",
+        "-c",
+        "echo \"$OXMPI_T_A|$OXMPI_T_B\"",
+    ]));
+    assert!(output.status.success());
+    assert_eq!(text(&output.stdout), "one two|-x\none two|-x\n");
+}
+
+#[test]
+fn stdin_goes_to_rank_zero() {
+    let mut child = Command::new(MPIEXEC)
+        .args(["-n", "3", "-l", "sh", "-c", "cat; echo done"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"line one\nline two\n")
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let mut stdout: Vec<String> = text(&output.stdout).lines().map(String::from).collect();
+    stdout.sort();
+    assert_eq!(
+        stdout,
+        [
+            "[0] done",
+            "[0] line one",
+            "[0] line two",
+            "[1] done",
+            "[2] done"
+        ]
+    );
+}
+
+#[test]
+fn timeout_kills_job() {
+    let (output, elapsed) = run(&mut mpiexec(&[
+        "-n",
+        "2",
+        "--timeout",
+        "0.5",
+        "sleep",
+        "30",
+    ]));
+    assert_eq!(output.status.code(), Some(124));
+    assert!(text(&output.stderr).contains("timed out"));
+    assert!(elapsed < PROMPT, "took {elapsed:?}");
+}
+
+#[test]
+fn rank_killed_by_signal_ends_job_promptly() {
+    // Rank 1 kills itself; the others would sleep for 30 s (and ignore SIGTERM for good measure,
+    // so the SIGKILL escalation is exercised too).
+    let script =
+        "if [ $PMI_RANK = 1 ]; then sleep 0.2; kill -9 $$; fi; trap '' TERM; sleep 30 & wait; wait";
+    let (output, elapsed) = run(&mut mpiexec(&["-n", "3", "sh", "-c", script]));
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(137), "{stderr}");
+    assert!(stderr.contains("mpiexec: rank 1 (pid "), "{stderr}");
+    assert!(stderr.contains("killed by signal 9 (Killed)"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(elapsed < PROMPT, "took {elapsed:?}");
+}
+
+#[test]
+fn early_exit_with_error_kills_others() {
+    let script = "if [ $PMI_RANK = 2 ]; then exit 3; fi; sleep 30";
+    let (output, elapsed) = run(&mut mpiexec(&["-n", "3", "sh", "-c", script]));
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(3));
+    assert!(
+        stderr.contains("rank 2 (pid ")
+            && stderr.contains("exited with code 3 without calling MPI_Finalize"),
+        "{stderr}"
+    );
+    assert!(elapsed < PROMPT, "took {elapsed:?}");
+}
+
+#[test]
+fn bad_usage_exits_2() {
+    for args in [&["--bogus", "prog"][..], &[][..], &["-n", "x", "prog"][..]] {
+        let (output, _) = run(&mut mpiexec(args));
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(text(&output.stderr).starts_with("mpiexec: "));
+    }
+    let (output, _) = run(&mut mpiexec(&["--help"]));
+    assert!(output.status.success() && text(&output.stdout).contains("usage"));
+}
+
+/// Whether `pid` has exited (a zombie waiting for its reaper counts as exited), waiting up
+/// to a moment for a process that was just sent SIGKILL.
+fn process_gone(pid: i32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let gone = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            // The state follows the parenthesised command name.
+            Ok(stat) => stat
+                .rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('Z')),
+        };
+        if gone || Instant::now() >= deadline {
+            return gone;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn teardown_kills_what_a_failed_rank_left_behind() {
+    // Rank 1 starts a process that ignores SIGTERM, then fails: the process must not survive.
+    let script = "if [ $PMI_RANK = 1 ]; then (trap '' TERM; exec sleep 31) & echo LEFT $!; sleep 0.2; exit 2; fi; \
+                  sleep 30";
+    let (output, elapsed) = run(&mut mpiexec(&["-n", "2", "sh", "-c", script]));
+    assert_eq!(output.status.code(), Some(2));
+    assert!(elapsed < PROMPT, "took {elapsed:?}");
+    let stdout = text(&output.stdout);
+    let pid: i32 = stdout
+        .trim()
+        .strip_prefix("LEFT ")
+        .expect(&stdout)
+        .parse()
+        .unwrap();
+    assert!(
+        process_gone(pid),
+        "process {pid} of a failed rank survived the job"
+    );
+}
+
+fn sigterm_cleans_up(signo: i32) {
+    let roles = role_args("shm");
+    let mut child = Command::new(MPIEXEC)
+        .args(with_role(&["-n", "3", "--timeout", "60"], &roles))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut files = Vec::new();
+    let mut pids = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if let ["SHMFILE", path, "PID", pid] = words[..] {
+            files.push(path.to_string());
+            pids.push(pid.parse::<i32>().unwrap());
+            if files.len() == 3 {
+                break;
+            }
+        }
+    }
+    assert_eq!(files.len(), 3);
+    assert!(files.iter().all(|f| Path::new(f).exists()));
+    let start = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, signo) };
+    let output = child.wait_with_output().unwrap();
+    assert!(start.elapsed() < PROMPT, "took {:?}", start.elapsed());
+    assert_eq!(
+        output.status.code(),
+        Some(128 + signo),
+        "{}",
+        text(&output.stderr)
+    );
+    for file in &files {
+        assert!(!Path::new(file).exists(), "{file} left behind");
+    }
+    for pid in pids {
+        assert!(process_gone(pid), "rank pid {pid} still running");
+    }
+}
+
+#[test]
+fn sigterm_to_mpiexec_kills_ranks_and_removes_shm_files() {
+    sigterm_cleans_up(libc::SIGTERM);
+}
+
+#[test]
+fn sigint_to_mpiexec_kills_ranks_and_removes_shm_files() {
+    sigterm_cleans_up(libc::SIGINT);
+}
