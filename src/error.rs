@@ -19,10 +19,7 @@ impl MpiError {
 
     /// A function that is exported but not implemented yet.
     pub fn unsupported(what: &str) -> Self {
-        MpiError::new(
-            consts::MPI_ERR_UNSUPPORTED_OPERATION,
-            format!("{what} is not implemented yet in oxmpi"),
-        )
+        MpiError::new(consts::MPI_ERR_UNSUPPORTED_OPERATION, format!("{what} is not implemented yet in oxmpi"))
     }
 }
 

@@ -12,8 +12,8 @@ use crate::pmi::Pmi;
 use crate::transport::shm::{self, Geometry, Segment};
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::thread::ThreadId;
 
 pub struct Runtime {
@@ -135,7 +135,7 @@ fn attach_node_segment(pmi: &mut Pmi) -> MpiResult<Segment> {
         );
     }
     let geo = Geometry::for_ranks(size);
-    let path = format!("/dev/shm/oxmpi-{}-p2p", pmi.kvsname());
+    let path = format!("/dev/shm/{}p2p", crate::pmi::shm_prefix(pmi.kvsname()));
     if rank == 0 {
         Segment::create(&path, geo)?;
     }

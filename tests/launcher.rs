@@ -50,10 +50,7 @@ fn role_args(role: &str) -> Vec<String> {
 }
 
 fn with_role<'a>(head: &[&'a str], role_args: &'a [String]) -> Vec<&'a str> {
-    head.iter()
-        .copied()
-        .chain(role_args.iter().map(String::as_str))
-        .collect()
+    head.iter().copied().chain(role_args.iter().map(String::as_str)).collect()
 }
 
 // ----------------------------------------------------------------------------------------
@@ -89,10 +86,7 @@ fn rank_role() {
             std::process::exit(if rank == size - 1 { 4 } else { 0 });
         }
         "shm" => {
-            let path = format!(
-                "/dev/shm/{}rank{rank}",
-                oxmpi::pmi::shm_prefix(pmi.kvsname())
-            );
+            let path = format!("/dev/shm/{}rank{rank}", oxmpi::pmi::shm_prefix(pmi.kvsname()));
             std::fs::write(&path, b"test").unwrap();
             println!("SHMFILE {path} PID {}", std::process::id());
             std::io::stdout().flush().unwrap();
@@ -110,48 +104,25 @@ fn pmi_check(pmi: &mut Pmi) {
     assert!(!pmi.is_singleton());
     assert_eq!(pmi.appnum(), 0);
     let kvsname = pmi.kvsname().to_string();
-    assert!(
-        !kvsname.is_empty()
-            && kvsname
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_')
-    );
+    assert!(!kvsname.is_empty() && kvsname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
     // A long value crosses the server's value limit (1024 for Hydra and us) and is split.
     let long_value = |r: usize| format!("{r}:").repeat(900) + "end";
-    pmi.put(
-        &format!("card{rank}"),
-        &format!("shm=/oxmpi-{kvsname}-{rank},tcp=127.0.0.1:{}", 4000 + rank),
-    )
-    .unwrap();
+    pmi.put(&format!("card{rank}"), &format!("shm=/oxmpi-{kvsname}-{rank},tcp=127.0.0.1:{}", 4000 + rank)).unwrap();
     pmi.put(&format!("long{rank}"), &long_value(rank)).unwrap();
     assert!(pmi.put("bad key", "v").is_err());
     assert!(pmi.put("k", "a b").is_err());
     pmi.fence().unwrap();
     for peer in 0..size {
         let card = pmi.get(&format!("card{peer}")).unwrap();
-        assert_eq!(
-            card,
-            Some(format!(
-                "shm=/oxmpi-{kvsname}-{peer},tcp=127.0.0.1:{}",
-                4000 + peer
-            ))
-        );
-        assert_eq!(
-            pmi.get(&format!("long{peer}")).unwrap(),
-            Some(long_value(peer))
-        );
+        assert_eq!(card, Some(format!("shm=/oxmpi-{kvsname}-{peer},tcp=127.0.0.1:{}", 4000 + peer)));
+        assert_eq!(pmi.get(&format!("long{peer}")).unwrap(), Some(long_value(peer)));
     }
     assert_eq!(pmi.get("no_such_key").unwrap(), None);
     assert_eq!(pmi.node_ids().unwrap(), vec![0; size]);
     // A second round: fences are reusable.
     pmi.put(&format!("round2_{rank}"), "x").unwrap();
     pmi.fence().unwrap();
-    assert_eq!(
-        pmi.get(&format!("round2_{}", (rank + 1) % size))
-            .unwrap()
-            .as_deref(),
-        Some("x")
-    );
+    assert_eq!(pmi.get(&format!("round2_{}", (rank + 1) % size)).unwrap().as_deref(), Some("x"));
     println!("PMICHECK rank={rank} size={size} kvs={kvsname} ok");
 }
 
@@ -161,23 +132,12 @@ fn pmi_check(pmi: &mut Pmi) {
 fn check_pmi_job(launcher: &str) {
     let roles = role_args("pmi_check");
     let (output, _) = run(Command::new(launcher)
-        .args(with_role(
-            &["-n", "4", "-genv", "OXMPI_TEST_SIZE", "4"],
-            &roles,
-        ))
+        .args(with_role(&["-n", "4", "-genv", "OXMPI_TEST_SIZE", "4"], &roles))
         .stdin(Stdio::null()));
     let stdout = text(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{launcher}: {:?}\n{stdout}\n{}",
-        output.status,
-        text(&output.stderr)
-    );
+    assert!(output.status.success(), "{launcher}: {:?}\n{stdout}\n{}", output.status, text(&output.stderr));
     for rank in 0..4 {
-        assert!(
-            stdout.contains(&format!("PMICHECK rank={rank} size=4 ")),
-            "{launcher}: rank {rank}\n{stdout}"
-        );
+        assert!(stdout.contains(&format!("PMICHECK rank={rank} size=4 ")), "{launcher}: rank {rank}\n{stdout}");
     }
 }
 
@@ -187,10 +147,7 @@ fn pmi_put_fence_get_under_our_mpiexec() {
 }
 
 fn hydra() -> Option<&'static str> {
-    let found = Command::new("mpiexec.mpich")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let found = Command::new("mpiexec.mpich").arg("--version").output().is_ok_and(|o| o.status.success());
     if !found {
         eprintln!("note: mpiexec.mpich (Hydra) not found; skipping the Hydra check");
     }
@@ -228,10 +185,7 @@ fn abort_ends_job_with_its_code() {
     let (output, elapsed) = run(&mut mpiexec(&with_role(&["-n", "3"], &roles)));
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(5), "{stderr}");
-    assert!(
-        stderr.contains("mpiexec: rank 1 called MPI_Abort(code 5): test abort message"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("mpiexec: rank 1 called MPI_Abort(code 5): test abort message"), "{stderr}");
     assert!(elapsed < PROMPT, "took {elapsed:?}");
 }
 
@@ -239,9 +193,7 @@ fn abort_ends_job_with_its_code() {
 fn abort_under_hydra() {
     if let Some(hydra) = hydra() {
         let roles = role_args("abort");
-        let (output, elapsed) = run(Command::new(hydra)
-            .args(with_role(&["-n", "3"], &roles))
-            .stdin(Stdio::null()));
+        let (output, elapsed) = run(Command::new(hydra).args(with_role(&["-n", "3"], &roles)).stdin(Stdio::null()));
         assert_eq!(output.status.code(), Some(5), "{}", text(&output.stderr));
         assert!(elapsed < PROMPT * 2, "took {elapsed:?}");
     }
@@ -254,10 +206,7 @@ fn rank_exiting_without_finalize_ends_job() {
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("rank 2 (pid "), "{stderr}");
-    assert!(
-        stderr.contains("exited with code 0 without calling MPI_Finalize"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("exited with code 0 without calling MPI_Finalize"), "{stderr}");
     assert!(elapsed < PROMPT, "took {elapsed:?}");
 }
 
@@ -275,13 +224,8 @@ fn nonzero_exit_after_finalize_propagates_without_killing() {
 
 #[test]
 fn forwards_stdout_and_stderr() {
-    let (output, _) = run(&mut mpiexec(&[
-        "-n",
-        "3",
-        "sh",
-        "-c",
-        "echo out $PMI_RANK of $PMI_SIZE; echo err $PMI_RANK >&2",
-    ]));
+    let (output, _) =
+        run(&mut mpiexec(&["-n", "3", "sh", "-c", "echo out $PMI_RANK of $PMI_SIZE; echo err $PMI_RANK >&2"]));
     assert!(output.status.success());
     let mut stdout: Vec<String> = text(&output.stdout).lines().map(String::from).collect();
     stdout.sort();
@@ -294,28 +238,14 @@ fn forwards_stdout_and_stderr() {
 #[test]
 fn tags_output_lines() {
     for flag in ["-l", "--tag-output"] {
-        let (output, _) = run(&mut mpiexec(&[
-            "-n",
-            "2",
-            flag,
-            "sh",
-            "-c",
-            "echo a; echo b; printf tail; echo e >&2",
-        ]));
+        let (output, _) = run(&mut mpiexec(&["-n", "2", flag, "sh", "-c", "echo a; echo b; printf tail; echo e >&2"]));
         assert!(output.status.success());
         let stdout = text(&output.stdout);
         for rank in 0..2 {
             for line in ["a", "b", "tail"] {
-                assert!(
-                    stdout.lines().any(|l| l == format!("[{rank}] {line}")),
-                    "{stdout}"
-                );
+                assert!(stdout.lines().any(|l| l == format!("[{rank}] {line}")), "{stdout}");
             }
-            assert!(
-                text(&output.stderr)
-                    .lines()
-                    .any(|l| l == format!("[{rank}] e"))
-            );
+            assert!(text(&output.stderr).lines().any(|l| l == format!("[{rank}] e")));
         }
     }
 }
@@ -369,38 +299,17 @@ fn stdin_goes_to_rank_zero() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"line one\nline two\n")
-        .unwrap();
+    child.stdin.take().unwrap().write_all(b"line one\nline two\n").unwrap();
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success());
     let mut stdout: Vec<String> = text(&output.stdout).lines().map(String::from).collect();
     stdout.sort();
-    assert_eq!(
-        stdout,
-        [
-            "[0] done",
-            "[0] line one",
-            "[0] line two",
-            "[1] done",
-            "[2] done"
-        ]
-    );
+    assert_eq!(stdout, ["[0] done", "[0] line one", "[0] line two", "[1] done", "[2] done"]);
 }
 
 #[test]
 fn timeout_kills_job() {
-    let (output, elapsed) = run(&mut mpiexec(&[
-        "-n",
-        "2",
-        "--timeout",
-        "0.5",
-        "sleep",
-        "30",
-    ]));
+    let (output, elapsed) = run(&mut mpiexec(&["-n", "2", "--timeout", "0.5", "sleep", "30"]));
     assert_eq!(output.status.code(), Some(124));
     assert!(text(&output.stderr).contains("timed out"));
     assert!(elapsed < PROMPT, "took {elapsed:?}");
@@ -410,8 +319,7 @@ fn timeout_kills_job() {
 fn rank_killed_by_signal_ends_job_promptly() {
     // Rank 1 kills itself; the others would sleep for 30 s (and ignore SIGTERM for good measure,
     // so the SIGKILL escalation is exercised too).
-    let script =
-        "if [ $PMI_RANK = 1 ]; then sleep 0.2; kill -9 $$; fi; trap '' TERM; sleep 30 & wait; wait";
+    let script = "if [ $PMI_RANK = 1 ]; then sleep 0.2; kill -9 $$; fi; trap '' TERM; sleep 30 & wait; wait";
     let (output, elapsed) = run(&mut mpiexec(&["-n", "3", "sh", "-c", script]));
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(137), "{stderr}");
@@ -428,8 +336,7 @@ fn early_exit_with_error_kills_others() {
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(3));
     assert!(
-        stderr.contains("rank 2 (pid ")
-            && stderr.contains("exited with code 3 without calling MPI_Finalize"),
+        stderr.contains("rank 2 (pid ") && stderr.contains("exited with code 3 without calling MPI_Finalize"),
         "{stderr}"
     );
     assert!(elapsed < PROMPT, "took {elapsed:?}");
@@ -454,9 +361,7 @@ fn process_gone(pid: i32) -> bool {
         let gone = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             Err(_) => true,
             // The state follows the parenthesised command name.
-            Ok(stat) => stat
-                .rsplit_once(") ")
-                .is_some_and(|(_, rest)| rest.starts_with('Z')),
+            Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')),
         };
         if gone || Instant::now() >= deadline {
             return gone;
@@ -474,16 +379,8 @@ fn teardown_kills_what_a_failed_rank_left_behind() {
     assert_eq!(output.status.code(), Some(2));
     assert!(elapsed < PROMPT, "took {elapsed:?}");
     let stdout = text(&output.stdout);
-    let pid: i32 = stdout
-        .trim()
-        .strip_prefix("LEFT ")
-        .expect(&stdout)
-        .parse()
-        .unwrap();
-    assert!(
-        process_gone(pid),
-        "process {pid} of a failed rank survived the job"
-    );
+    let pid: i32 = stdout.trim().strip_prefix("LEFT ").expect(&stdout).parse().unwrap();
+    assert!(process_gone(pid), "process {pid} of a failed rank survived the job");
 }
 
 fn sigterm_cleans_up(signo: i32) {
@@ -515,12 +412,7 @@ fn sigterm_cleans_up(signo: i32) {
     unsafe { libc::kill(child.id() as i32, signo) };
     let output = child.wait_with_output().unwrap();
     assert!(start.elapsed() < PROMPT, "took {:?}", start.elapsed());
-    assert_eq!(
-        output.status.code(),
-        Some(128 + signo),
-        "{}",
-        text(&output.stderr)
-    );
+    assert_eq!(output.status.code(), Some(128 + signo), "{}", text(&output.stderr));
     for file in &files {
         assert!(!Path::new(file).exists(), "{file} left behind");
     }

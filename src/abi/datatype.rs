@@ -29,7 +29,12 @@ pub unsafe fn MPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_Count) -> M
     unsafe { MPI_Type_size_x(datatype, size) }
 }
 
-unsafe fn extent<T: From<i32> + TryFrom<usize>>(datatype: MPI_Datatype, lb: *mut T, ext: *mut T, true_extent: bool) -> MpiResult {
+unsafe fn extent<T: From<i32> + TryFrom<usize>>(
+    datatype: MPI_Datatype,
+    lb: *mut T,
+    ext: *mut T,
+    true_extent: bool,
+) -> MpiResult {
     let l = datatype::layout(datatype)?;
     let e = if true_extent { l.span(1) } else { l.extent };
     let e = T::try_from(e).map_err(|_| crate::error::MpiError::new(MPI_ERR_TYPE, "extent too large"))?;
@@ -48,12 +53,24 @@ pub unsafe fn MPI_Type_get_extent_x(datatype: MPI_Datatype, lb: *mut MPI_Count, 
 pub unsafe fn MPI_Type_get_extent_c(datatype: MPI_Datatype, lb: *mut MPI_Count, extent: *mut MPI_Count) -> MpiResult {
     unsafe { self::extent(datatype, lb, extent, false) }
 }
-pub unsafe fn MPI_Type_get_true_extent(datatype: MPI_Datatype, true_lb: *mut MPI_Aint, true_extent: *mut MPI_Aint) -> MpiResult {
+pub unsafe fn MPI_Type_get_true_extent(
+    datatype: MPI_Datatype,
+    true_lb: *mut MPI_Aint,
+    true_extent: *mut MPI_Aint,
+) -> MpiResult {
     unsafe { extent(datatype, true_lb, true_extent, true) }
 }
-pub unsafe fn MPI_Type_get_true_extent_x(datatype: MPI_Datatype, true_lb: *mut MPI_Count, true_extent: *mut MPI_Count) -> MpiResult {
+pub unsafe fn MPI_Type_get_true_extent_x(
+    datatype: MPI_Datatype,
+    true_lb: *mut MPI_Count,
+    true_extent: *mut MPI_Count,
+) -> MpiResult {
     unsafe { extent(datatype, true_lb, true_extent, true) }
 }
-pub unsafe fn MPI_Type_get_true_extent_c(datatype: MPI_Datatype, true_lb: *mut MPI_Count, true_extent: *mut MPI_Count) -> MpiResult {
+pub unsafe fn MPI_Type_get_true_extent_c(
+    datatype: MPI_Datatype,
+    true_lb: *mut MPI_Count,
+    true_extent: *mut MPI_Count,
+) -> MpiResult {
     unsafe { extent(datatype, true_lb, true_extent, true) }
 }

@@ -9,7 +9,12 @@ pub unsafe fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> MpiRe
     runtime::init(MPI_THREAD_SINGLE).map(|_| ())
 }
 
-pub unsafe fn MPI_Init_thread(_argc: *mut c_int, _argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) -> MpiResult {
+pub unsafe fn MPI_Init_thread(
+    _argc: *mut c_int,
+    _argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> MpiResult {
     if !(MPI_THREAD_SINGLE..=MPI_THREAD_MULTIPLE).contains(&required) {
         return err(MPI_ERR_ARG, format!("invalid thread level (required={required})"));
     }
@@ -66,5 +71,8 @@ pub unsafe fn MPI_Is_thread_main(flag: *mut c_int) -> MpiResult {
 
 pub unsafe fn MPI_Abort(comm: super::types::MPI_Comm, errorcode: c_int) -> MpiResult {
     let rank = runtime::world_rank().map_or("?".to_string(), |r| r.to_string());
-    runtime::abort_job(errorcode, &format!("rank {rank}: MPI_Abort(comm=0x{:08x}, errorcode={errorcode}) called", comm as u32))
+    runtime::abort_job(
+        errorcode,
+        &format!("rank {rank}: MPI_Abort(comm=0x{:08x}, errorcode={errorcode}) called", comm as u32),
+    )
 }

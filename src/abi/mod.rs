@@ -8,11 +8,11 @@ pub mod consts {
     #![allow(non_upper_case_globals)]
     include!(concat!(env!("OUT_DIR"), "/consts.rs"));
 }
-pub mod types;
-pub mod p2p;
 pub mod comm;
 pub mod datatype;
 pub mod init;
+pub mod p2p;
+pub mod types;
 
 /// Copies `s` into a C buffer of `cap` bytes as a NUL-terminated string (truncated to fit)
 /// and stores its length in `resultlen`.

@@ -102,7 +102,14 @@ struct SendArgs {
     count: usize,
 }
 
-fn send_args(rt: &Runtime, count: i64, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<SendArgs> {
+fn send_args(
+    rt: &Runtime,
+    count: i64,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<SendArgs> {
     let c = rt.comms.get(comm)?;
     let count = check_count(count)?;
     let layout = datatype::layout(datatype)?;
@@ -111,7 +118,14 @@ fn send_args(rt: &Runtime, count: i64, datatype: MPI_Datatype, dest: c_int, tag:
     Ok(SendArgs { peer, env: Envelope { ctx: c.ctx, src: c.rank as i32, tag }, layout, count })
 }
 
-fn recv_args(rt: &Runtime, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<(Peer, Envelope, Layout, usize)> {
+fn recv_args(
+    rt: &Runtime,
+    count: i64,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<(Peer, Envelope, Layout, usize)> {
     let c = rt.comms.get(comm)?;
     let count = check_count(count)?;
     let layout = datatype::layout(datatype)?;
@@ -128,7 +142,16 @@ fn recv_args(rt: &Runtime, count: i64, datatype: MPI_Datatype, source: c_int, ta
 ///
 /// # Safety
 /// `buf` holds `count` elements of `datatype`, valid until the send completes.
-unsafe fn start_send(rt: &mut Runtime, buf: *const c_void, count: i64, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode) -> MpiResult<u32> {
+unsafe fn start_send(
+    rt: &mut Runtime,
+    buf: *const c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    mode: SendMode,
+) -> MpiResult<u32> {
     let a = send_args(rt, count, datatype, dest, tag, comm)?;
     check_buffer(buf, a.count, &a.layout)?;
     let Peer::Rank { world, .. } = a.peer else {
@@ -180,7 +203,15 @@ fn buffered_send(rt: &mut Runtime, world: usize, env: Envelope, sbuf: SendBuf, c
 ///
 /// # Safety
 /// `buf` has room for `count` elements of `datatype`, valid until the receive completes.
-unsafe fn start_recv(rt: &mut Runtime, buf: *mut c_void, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<u32> {
+unsafe fn start_recv(
+    rt: &mut Runtime,
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<u32> {
     let (peer, env, layout, count) = recv_args(rt, count, datatype, source, tag, comm)?;
     check_buffer(buf, count, &layout)?;
     if let Peer::Null = peer {
@@ -210,7 +241,15 @@ fn error_text(code: c_int) -> &'static str {
 
 // ----- blocking sends and receives -----
 
-unsafe fn blocking_send(buf: *const c_void, count: i64, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: SendMode) -> MpiResult {
+unsafe fn blocking_send(
+    buf: *const c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    mode: SendMode,
+) -> MpiResult {
     runtime::with(|rt| {
         // SAFETY: the buffer is valid for the duration of the blocking call.
         let id = unsafe { start_send(rt, buf, count, datatype, dest, tag, comm, mode)? };
@@ -219,32 +258,96 @@ unsafe fn blocking_send(buf: *const c_void, count: i64, datatype: MPI_Datatype, 
     })
 }
 
-pub unsafe fn MPI_Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult {
+pub unsafe fn MPI_Send(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
     unsafe { blocking_send(buf, count as i64, datatype, dest, tag, comm, SendMode::Standard) }
 }
-pub unsafe fn MPI_Send_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult {
+pub unsafe fn MPI_Send_c(
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
     unsafe { blocking_send(buf, count, datatype, dest, tag, comm, SendMode::Standard) }
 }
-pub unsafe fn MPI_Ssend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult {
+pub unsafe fn MPI_Ssend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
     unsafe { blocking_send(buf, count as i64, datatype, dest, tag, comm, SendMode::Sync) }
 }
-pub unsafe fn MPI_Ssend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult {
+pub unsafe fn MPI_Ssend_c(
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
     unsafe { blocking_send(buf, count, datatype, dest, tag, comm, SendMode::Sync) }
 }
-pub unsafe fn MPI_Rsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult {
+pub unsafe fn MPI_Rsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
     unsafe { blocking_send(buf, count as i64, datatype, dest, tag, comm, SendMode::Ready) }
 }
-pub unsafe fn MPI_Rsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult {
+pub unsafe fn MPI_Rsend_c(
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
     unsafe { blocking_send(buf, count, datatype, dest, tag, comm, SendMode::Ready) }
 }
-pub unsafe fn MPI_Bsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult {
+pub unsafe fn MPI_Bsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
     unsafe { blocking_send(buf, count as i64, datatype, dest, tag, comm, SendMode::Buffered) }
 }
-pub unsafe fn MPI_Bsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult {
+pub unsafe fn MPI_Bsend_c(
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
     unsafe { blocking_send(buf, count, datatype, dest, tag, comm, SendMode::Buffered) }
 }
 
-unsafe fn blocking_recv(buf: *mut c_void, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
+unsafe fn blocking_recv(
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> MpiResult {
     runtime::with(|rt| {
         // SAFETY: the buffer is valid for the duration of the blocking call.
         let id = unsafe { start_recv(rt, buf, count, datatype, source, tag, comm)? };
@@ -255,16 +358,41 @@ unsafe fn blocking_recv(buf: *mut c_void, count: i64, datatype: MPI_Datatype, so
     })
 }
 
-pub unsafe fn MPI_Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
+pub unsafe fn MPI_Recv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> MpiResult {
     unsafe { blocking_recv(buf, count as i64, datatype, source, tag, comm, status) }
 }
-pub unsafe fn MPI_Recv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
+pub unsafe fn MPI_Recv_c(
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> MpiResult {
     unsafe { blocking_recv(buf, count, datatype, source, tag, comm, status) }
 }
 
 // ----- nonblocking -----
 
-unsafe fn nonblocking_send(buf: *const c_void, count: i64, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request, mode: SendMode) -> MpiResult {
+unsafe fn nonblocking_send(
+    buf: *const c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+    mode: SendMode,
+) -> MpiResult {
     if request.is_null() {
         return err(MPI_ERR_ARG, "invalid request pointer (NULL)");
     }
@@ -277,32 +405,104 @@ unsafe fn nonblocking_send(buf: *const c_void, count: i64, datatype: MPI_Datatyp
     })
 }
 
-pub unsafe fn MPI_Isend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Isend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { nonblocking_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Standard) }
 }
-pub unsafe fn MPI_Isend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Isend_c(
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { nonblocking_send(buf, count, datatype, dest, tag, comm, request, SendMode::Standard) }
 }
-pub unsafe fn MPI_Issend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Issend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { nonblocking_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Sync) }
 }
-pub unsafe fn MPI_Issend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Issend_c(
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { nonblocking_send(buf, count, datatype, dest, tag, comm, request, SendMode::Sync) }
 }
-pub unsafe fn MPI_Irsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Irsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { nonblocking_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Ready) }
 }
-pub unsafe fn MPI_Irsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Irsend_c(
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { nonblocking_send(buf, count, datatype, dest, tag, comm, request, SendMode::Ready) }
 }
-pub unsafe fn MPI_Ibsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Ibsend(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { nonblocking_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Buffered) }
 }
-pub unsafe fn MPI_Ibsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Ibsend_c(
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { nonblocking_send(buf, count, datatype, dest, tag, comm, request, SendMode::Buffered) }
 }
 
-unsafe fn nonblocking_recv(buf: *mut c_void, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+unsafe fn nonblocking_recv(
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     if request.is_null() {
         return err(MPI_ERR_ARG, "invalid request pointer (NULL)");
     }
@@ -315,16 +515,41 @@ unsafe fn nonblocking_recv(buf: *mut c_void, count: i64, datatype: MPI_Datatype,
     })
 }
 
-pub unsafe fn MPI_Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Irecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { nonblocking_recv(buf, count as i64, datatype, source, tag, comm, request) }
 }
-pub unsafe fn MPI_Irecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Irecv_c(
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { nonblocking_recv(buf, count, datatype, source, tag, comm, request) }
 }
 
 // ----- persistent -----
 
-unsafe fn persistent_send(buf: *const c_void, count: i64, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request, mode: SendMode) -> MpiResult {
+unsafe fn persistent_send(
+    buf: *const c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+    mode: SendMode,
+) -> MpiResult {
     if request.is_null() {
         return err(MPI_ERR_ARG, "invalid request pointer (NULL)");
     }
@@ -355,32 +580,104 @@ unsafe fn persistent_send(buf: *const c_void, count: i64, datatype: MPI_Datatype
     })
 }
 
-pub unsafe fn MPI_Send_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Send_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { persistent_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Standard) }
 }
-pub unsafe fn MPI_Send_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Send_init_c(
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { persistent_send(buf, count, datatype, dest, tag, comm, request, SendMode::Standard) }
 }
-pub unsafe fn MPI_Ssend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Ssend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { persistent_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Sync) }
 }
-pub unsafe fn MPI_Ssend_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Ssend_init_c(
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { persistent_send(buf, count, datatype, dest, tag, comm, request, SendMode::Sync) }
 }
-pub unsafe fn MPI_Rsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Rsend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { persistent_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Ready) }
 }
-pub unsafe fn MPI_Rsend_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Rsend_init_c(
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { persistent_send(buf, count, datatype, dest, tag, comm, request, SendMode::Ready) }
 }
-pub unsafe fn MPI_Bsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Bsend_init(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { persistent_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Buffered) }
 }
-pub unsafe fn MPI_Bsend_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Bsend_init_c(
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { persistent_send(buf, count, datatype, dest, tag, comm, request, SendMode::Buffered) }
 }
 
-unsafe fn persistent_recv(buf: *mut c_void, count: i64, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+unsafe fn persistent_recv(
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     if request.is_null() {
         return err(MPI_ERR_ARG, "invalid request pointer (NULL)");
     }
@@ -391,7 +688,12 @@ unsafe fn persistent_recv(buf: *mut c_void, count: i64, datatype: MPI_Datatype, 
         let start: Box<dyn Fn() -> Op> = match peer {
             Peer::Null => Box::new(|| Op::Nothing),
             // SAFETY: MPI requires the buffer to stay valid while the request exists.
-            _ => Box::new(move || Op::Recv { env, buf: unsafe { RecvBuf::new(buf, layout, n) }, expected: 0, arrived: 0 }),
+            _ => Box::new(move || Op::Recv {
+                env,
+                buf: unsafe { RecvBuf::new(buf, layout, n) },
+                expected: 0,
+                arrived: 0,
+            }),
         };
         let mut r = Request::completed(Status::empty(), comm);
         r.persistent = Some(Persistent { start, buffered: false });
@@ -403,10 +705,26 @@ unsafe fn persistent_recv(buf: *mut c_void, count: i64, datatype: MPI_Datatype, 
     })
 }
 
-pub unsafe fn MPI_Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Recv_init(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { persistent_recv(buf, count as i64, datatype, source, tag, comm, request) }
 }
-pub unsafe fn MPI_Recv_init_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Recv_init_c(
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { persistent_recv(buf, count, datatype, source, tag, comm, request) }
 }
 
@@ -541,7 +859,11 @@ unsafe fn status_at(statuses: *mut MPI_Status, i: usize) -> *mut MPI_Status {
     }
 }
 
-pub unsafe fn MPI_Waitall(count: c_int, array_of_requests: *mut MPI_Request, array_of_statuses: *mut MPI_Status) -> MpiResult {
+pub unsafe fn MPI_Waitall(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    array_of_statuses: *mut MPI_Status,
+) -> MpiResult {
     let n = check_count(count as i64)?;
     let hs = unsafe { request_array(array_of_requests, n)? };
     runtime::with(|rt| {
@@ -565,7 +887,12 @@ pub unsafe fn MPI_Waitall(count: c_int, array_of_requests: *mut MPI_Request, arr
     })
 }
 
-pub unsafe fn MPI_Testall(count: c_int, array_of_requests: *mut MPI_Request, flag: *mut c_int, array_of_statuses: *mut MPI_Status) -> MpiResult {
+pub unsafe fn MPI_Testall(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    flag: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> MpiResult {
     let n = check_count(count as i64)?;
     if flag.is_null() {
         return err(MPI_ERR_ARG, "invalid flag pointer (NULL)");
@@ -596,7 +923,14 @@ pub unsafe fn MPI_Testall(count: c_int, array_of_requests: *mut MPI_Request, fla
 }
 
 /// Waitany/Testany: index of a completed active request, or MPI_UNDEFINED when none is active.
-unsafe fn any_of(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status, block: bool) -> MpiResult {
+unsafe fn any_of(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+    block: bool,
+) -> MpiResult {
     let n = check_count(count as i64)?;
     if index.is_null() {
         return err(MPI_ERR_ARG, "invalid index pointer (NULL)");
@@ -604,8 +938,11 @@ unsafe fn any_of(count: c_int, array_of_requests: *mut MPI_Request, index: *mut 
     let hs = unsafe { request_array(array_of_requests, n)? };
     runtime::with(|rt| {
         let ids = decode_all(&rt.engine, hs)?;
-        let active: Vec<(usize, u32)> =
-            ids.iter().enumerate().filter_map(|(i, id)| id.filter(|&id| is_active(&rt.engine, id)).map(|id| (i, id))).collect();
+        let active: Vec<(usize, u32)> = ids
+            .iter()
+            .enumerate()
+            .filter_map(|(i, id)| id.filter(|&id| is_active(&rt.engine, id)).map(|id| (i, id)))
+            .collect();
         let pick = |e: &Engine| active.iter().find(|(_, id)| e.is_complete(*id)).copied();
         if active.is_empty() {
             // SAFETY: index/flag/status pointers come from the caller per MPI.
@@ -648,11 +985,22 @@ unsafe fn any_of(count: c_int, array_of_requests: *mut MPI_Request, index: *mut 
     })
 }
 
-pub unsafe fn MPI_Waitany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, status: *mut MPI_Status) -> MpiResult {
+pub unsafe fn MPI_Waitany(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    index: *mut c_int,
+    status: *mut MPI_Status,
+) -> MpiResult {
     unsafe { any_of(count, array_of_requests, index, std::ptr::null_mut(), status, true) }
 }
 
-pub unsafe fn MPI_Testany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> MpiResult {
+pub unsafe fn MPI_Testany(
+    count: c_int,
+    array_of_requests: *mut MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> MpiResult {
     if flag.is_null() {
         return err(MPI_ERR_ARG, "invalid flag pointer (NULL)");
     }
@@ -660,7 +1008,14 @@ pub unsafe fn MPI_Testany(count: c_int, array_of_requests: *mut MPI_Request, ind
 }
 
 /// Waitsome/Testsome: every completed active request; outcount MPI_UNDEFINED when none is active.
-unsafe fn some_of(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status, block: bool) -> MpiResult {
+unsafe fn some_of(
+    incount: c_int,
+    array_of_requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+    block: bool,
+) -> MpiResult {
     let n = check_count(incount as i64)?;
     if outcount.is_null() || (n > 0 && array_of_indices.is_null()) {
         return err(MPI_ERR_ARG, "invalid outcount or indices pointer (NULL)");
@@ -668,8 +1023,11 @@ unsafe fn some_of(incount: c_int, array_of_requests: *mut MPI_Request, outcount:
     let hs = unsafe { request_array(array_of_requests, n)? };
     runtime::with(|rt| {
         let ids = decode_all(&rt.engine, hs)?;
-        let active: Vec<(usize, u32)> =
-            ids.iter().enumerate().filter_map(|(i, id)| id.filter(|&id| is_active(&rt.engine, id)).map(|id| (i, id))).collect();
+        let active: Vec<(usize, u32)> = ids
+            .iter()
+            .enumerate()
+            .filter_map(|(i, id)| id.filter(|&id| is_active(&rt.engine, id)).map(|id| (i, id)))
+            .collect();
         if active.is_empty() {
             // SAFETY: checked non-null.
             unsafe { *outcount = MPI_UNDEFINED };
@@ -702,11 +1060,23 @@ unsafe fn some_of(incount: c_int, array_of_requests: *mut MPI_Request, outcount:
     })
 }
 
-pub unsafe fn MPI_Waitsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> MpiResult {
+pub unsafe fn MPI_Waitsome(
+    incount: c_int,
+    array_of_requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> MpiResult {
     unsafe { some_of(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, true) }
 }
 
-pub unsafe fn MPI_Testsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> MpiResult {
+pub unsafe fn MPI_Testsome(
+    incount: c_int,
+    array_of_requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+) -> MpiResult {
     unsafe { some_of(incount, array_of_requests, outcount, array_of_indices, array_of_statuses, false) }
 }
 
@@ -776,7 +1146,20 @@ pub unsafe fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) ->
 
 // ----- sendrecv -----
 
-unsafe fn sendrecv(sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
+unsafe fn sendrecv(
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> MpiResult {
     runtime::with(|rt| {
         // SAFETY: both buffers are valid for the duration of the blocking call.
         let r = unsafe { start_recv(rt, recvbuf, recvcount, recvtype, source, recvtag, comm)? };
@@ -798,14 +1181,69 @@ unsafe fn sendrecv(sendbuf: *const c_void, sendcount: i64, sendtype: MPI_Datatyp
     })
 }
 
-pub unsafe fn MPI_Sendrecv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
-    unsafe { sendrecv(sendbuf, sendcount as i64, sendtype, dest, sendtag, recvbuf, recvcount as i64, recvtype, source, recvtag, comm, status) }
+pub unsafe fn MPI_Sendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> MpiResult {
+    unsafe {
+        sendrecv(
+            sendbuf,
+            sendcount as i64,
+            sendtype,
+            dest,
+            sendtag,
+            recvbuf,
+            recvcount as i64,
+            recvtype,
+            source,
+            recvtag,
+            comm,
+            status,
+        )
+    }
 }
-pub unsafe fn MPI_Sendrecv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
-    unsafe { sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status) }
+pub unsafe fn MPI_Sendrecv_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> MpiResult {
+    unsafe {
+        sendrecv(
+            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status,
+        )
+    }
 }
 
-unsafe fn sendrecv_replace(buf: *mut c_void, count: i64, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
+unsafe fn sendrecv_replace(
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> MpiResult {
     runtime::with(|rt| {
         let a = send_args(rt, count, datatype, dest, sendtag, comm)?;
         check_buffer(buf, a.count, &a.layout)?;
@@ -827,16 +1265,42 @@ unsafe fn sendrecv_replace(buf: *mut c_void, count: i64, datatype: MPI_Datatype,
     })
 }
 
-pub unsafe fn MPI_Sendrecv_replace(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
+pub unsafe fn MPI_Sendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> MpiResult {
     unsafe { sendrecv_replace(buf, count as i64, datatype, dest, sendtag, source, recvtag, comm, status) }
 }
-pub unsafe fn MPI_Sendrecv_replace_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
+pub unsafe fn MPI_Sendrecv_replace_c(
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> MpiResult {
     unsafe { sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status) }
 }
 
 // ----- probe and matched probe -----
 
-pub unsafe fn MPI_Iprobe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, status: *mut MPI_Status) -> MpiResult {
+pub unsafe fn MPI_Iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> MpiResult {
     if flag.is_null() {
         return err(MPI_ERR_ARG, "invalid flag pointer (NULL)");
     }
@@ -884,7 +1348,15 @@ fn probe_status(m: &crate::p2p::Unexpected) -> Status {
     Status { source: m.env.src, tag: m.env.tag, bytes: m.len, ..Default::default() }
 }
 
-unsafe fn mprobe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, message: *mut MPI_Message, status: *mut MPI_Status, block: bool) -> MpiResult {
+unsafe fn mprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+    block: bool,
+) -> MpiResult {
     if message.is_null() {
         return err(MPI_ERR_ARG, "invalid message pointer (NULL)");
     }
@@ -919,11 +1391,24 @@ unsafe fn mprobe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, me
     })
 }
 
-pub unsafe fn MPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, message: *mut MPI_Message, status: *mut MPI_Status) -> MpiResult {
+pub unsafe fn MPI_Mprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> MpiResult {
     unsafe { mprobe(source, tag, comm, std::ptr::null_mut(), message, status, true) }
 }
 
-pub unsafe fn MPI_Improbe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, message: *mut MPI_Message, status: *mut MPI_Status) -> MpiResult {
+pub unsafe fn MPI_Improbe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> MpiResult {
     if flag.is_null() {
         return err(MPI_ERR_ARG, "invalid flag pointer (NULL)");
     }
@@ -934,7 +1419,13 @@ pub unsafe fn MPI_Improbe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut 
 ///
 /// # Safety
 /// `buf` has room for `count` elements, valid until the receive completes.
-unsafe fn start_mrecv(rt: &mut Runtime, buf: *mut c_void, count: i64, datatype: MPI_Datatype, message: &mut MPI_Message) -> MpiResult<u32> {
+unsafe fn start_mrecv(
+    rt: &mut Runtime,
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    message: &mut MPI_Message,
+) -> MpiResult<u32> {
     let count = check_count(count)?;
     let layout = datatype::layout(datatype)?;
     check_buffer(buf, count, &layout)?;
@@ -956,7 +1447,13 @@ unsafe fn start_mrecv(rt: &mut Runtime, buf: *mut c_void, count: i64, datatype: 
     Ok(id)
 }
 
-unsafe fn mrecv(buf: *mut c_void, count: i64, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> MpiResult {
+unsafe fn mrecv(
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> MpiResult {
     if message.is_null() {
         return err(MPI_ERR_ARG, "invalid message pointer (NULL)");
     }
@@ -970,14 +1467,32 @@ unsafe fn mrecv(buf: *mut c_void, count: i64, datatype: MPI_Datatype, message: *
     })
 }
 
-pub unsafe fn MPI_Mrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> MpiResult {
+pub unsafe fn MPI_Mrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> MpiResult {
     unsafe { mrecv(buf, count as i64, datatype, message, status) }
 }
-pub unsafe fn MPI_Mrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> MpiResult {
+pub unsafe fn MPI_Mrecv_c(
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> MpiResult {
     unsafe { mrecv(buf, count, datatype, message, status) }
 }
 
-unsafe fn imrecv(buf: *mut c_void, count: i64, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> MpiResult {
+unsafe fn imrecv(
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    message: *mut MPI_Message,
+    request: *mut MPI_Request,
+) -> MpiResult {
     if message.is_null() || request.is_null() {
         return err(MPI_ERR_ARG, "invalid message or request pointer (NULL)");
     }
@@ -990,10 +1505,22 @@ unsafe fn imrecv(buf: *mut c_void, count: i64, datatype: MPI_Datatype, message: 
     })
 }
 
-pub unsafe fn MPI_Imrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Imrecv(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    message: *mut MPI_Message,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { imrecv(buf, count as i64, datatype, message, request) }
 }
-pub unsafe fn MPI_Imrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> MpiResult {
+pub unsafe fn MPI_Imrecv_c(
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    message: *mut MPI_Message,
+    request: *mut MPI_Request,
+) -> MpiResult {
     unsafe { imrecv(buf, count, datatype, message, request) }
 }
 
@@ -1075,21 +1602,33 @@ pub unsafe fn MPI_Get_elements(status: *const MPI_Status, datatype: MPI_Datatype
     unsafe { *count = to_int(n) };
     Ok(())
 }
-pub unsafe fn MPI_Get_elements_x(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> MpiResult {
+pub unsafe fn MPI_Get_elements_x(
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    count: *mut MPI_Count,
+) -> MpiResult {
     let st = unsafe { status_ref(status)? };
     let n = basic_elements(status_bytes(st).0, datatype)?;
     // SAFETY: caller's output.
     unsafe { *count = n };
     Ok(())
 }
-pub unsafe fn MPI_Get_elements_c(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> MpiResult {
+pub unsafe fn MPI_Get_elements_c(
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    count: *mut MPI_Count,
+) -> MpiResult {
     unsafe { MPI_Get_elements_x(status, datatype, count) }
 }
 
 pub unsafe fn MPI_Status_set_elements(status: *mut MPI_Status, datatype: MPI_Datatype, count: c_int) -> MpiResult {
     unsafe { MPI_Status_set_elements_x(status, datatype, count as MPI_Count) }
 }
-pub unsafe fn MPI_Status_set_elements_x(status: *mut MPI_Status, datatype: MPI_Datatype, count: MPI_Count) -> MpiResult {
+pub unsafe fn MPI_Status_set_elements_x(
+    status: *mut MPI_Status,
+    datatype: MPI_Datatype,
+    count: MPI_Count,
+) -> MpiResult {
     let n = check_count(count)?;
     let size = datatype::layout(datatype)?.size;
     if status.is_null() || status as usize == 1 {
@@ -1103,7 +1642,11 @@ pub unsafe fn MPI_Status_set_elements_x(status: *mut MPI_Status, datatype: MPI_D
     unsafe { write_status(status, &s, false) };
     Ok(())
 }
-pub unsafe fn MPI_Status_set_elements_c(status: *mut MPI_Status, datatype: MPI_Datatype, count: MPI_Count) -> MpiResult {
+pub unsafe fn MPI_Status_set_elements_c(
+    status: *mut MPI_Status,
+    datatype: MPI_Datatype,
+    count: MPI_Count,
+) -> MpiResult {
     unsafe { MPI_Status_set_elements_x(status, datatype, count) }
 }
 pub unsafe fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> MpiResult {

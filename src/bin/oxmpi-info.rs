@@ -2,11 +2,7 @@
 //! value comes from (environment or default).
 
 /// Every tunable: name, default, what it does. Keep in step with the code that reads them.
-const TUNABLES: &[(&str, &str, &str)] = &[(
-    "OXMPI_LOG",
-    "warn",
-    "log filter (env_logger syntax), e.g. debug",
-)];
+const TUNABLES: &[(&str, &str, &str)] = &[("OXMPI_LOG", "warn", "log filter (env_logger syntax), e.g. debug")];
 
 fn main() {
     println!("oxmpi {}", env!("CARGO_PKG_VERSION"));
@@ -18,9 +14,7 @@ fn main() {
         }
     }
     let mut unknown: Vec<(String, String)> = std::env::vars()
-        .filter(|(name, _)| {
-            name.starts_with("OXMPI_") && !TUNABLES.iter().any(|(known, _, _)| known == name)
-        })
+        .filter(|(name, _)| name.starts_with("OXMPI_") && !TUNABLES.iter().any(|(known, _, _)| known == name))
         .collect();
     unknown.sort();
     for (name, value) in unknown {

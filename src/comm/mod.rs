@@ -153,7 +153,8 @@ fn first_set_bit(mask: &[u64]) -> Option<usize> {
 /// sends the result back.
 fn agree_free_mask(engine: &mut Engine, ctx: u32, rank: usize, members: &[usize], mine: &[u64]) -> Vec<u64> {
     let to_bytes = |m: &[u64]| m.iter().flat_map(|w| w.to_ne_bytes()).collect::<Vec<u8>>();
-    let from_bytes = |b: &[u8]| b.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap())).collect::<Vec<u64>>();
+    let from_bytes =
+        |b: &[u8]| b.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap())).collect::<Vec<u64>>();
     let nbytes = mine.len() * 8;
     if members.len() == 1 {
         return mine.to_vec();

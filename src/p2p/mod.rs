@@ -430,7 +430,8 @@ impl Engine {
                     let bytes = buf.bytes();
                     let n = (bytes.len() - *offset).min(seg.geometry().payload_capacity());
                     let chunk = &bytes[*offset..*offset + n];
-                    let pk = Packet { kind: kind::DATA, rreq, len: n as u64, addr: *offset as u64, ..Default::default() };
+                    let pk =
+                        Packet { kind: kind::DATA, rreq, len: n as u64, addr: *offset as u64, ..Default::default() };
                     seg.send(dst, &pk, |slot| slot[..n].copy_from_slice(chunk));
                     *offset += n;
                     done = *offset >= bytes.len();
@@ -494,7 +495,12 @@ impl Engine {
                     }
                 } else {
                     let data = payload.to_vec();
-                    self.unexpected.push_back(Unexpected { env, from: src, len: data.len(), body: Body::Eager { data, ack } });
+                    self.unexpected.push_back(Unexpected {
+                        env,
+                        from: src,
+                        len: data.len(),
+                        body: Body::Eager { data, ack },
+                    });
                 }
             }
             kind::RTS => self.on_message(Unexpected {
@@ -574,8 +580,8 @@ impl Engine {
             } else if idle <= self.wait.spins + self.wait.yields {
                 std::thread::yield_now();
             } else if let Some(seg) = &self.shm {
-                let blocked_out = self.pending_peers > 0
-                    && (0..self.nranks).any(|d| !self.outq[d].is_empty() && seg.can_send(d));
+                let blocked_out =
+                    self.pending_peers > 0 && (0..self.nranks).any(|d| !self.outq[d].is_empty() && seg.can_send(d));
                 seg.sleep(50, || !blocked_out && !seg.any_incoming());
             } else {
                 // Alone: nothing can arrive; a wait here waits for nothing (a user error),

@@ -1,8 +1,8 @@
 //! Requests: the state of every point-to-point operation, kept in a slab whose indices are
 //! the payload of the MPI_Request handles and travel in packets as request ids.
 
-use super::buffers::{RecvBuf, SendBuf};
 use super::Envelope;
+use super::buffers::{RecvBuf, SendBuf};
 use crate::abi::consts::*;
 
 /// How a send completes (MPI send modes).

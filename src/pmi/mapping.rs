@@ -16,10 +16,7 @@ struct Block {
 }
 
 fn invalid(mapping: &str, why: &str) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        format!("bad PMI_process_mapping {mapping:?}: {why}"),
-    )
+    io::Error::new(io::ErrorKind::InvalidData, format!("bad PMI_process_mapping {mapping:?}: {why}"))
 }
 
 fn parse_blocks(mapping: &str) -> io::Result<Vec<Block>> {
@@ -36,19 +33,12 @@ fn parse_blocks(mapping: &str) -> io::Result<Vec<Block>> {
             .ok_or_else(|| invalid(mapping, "expected (start,count,size) blocks"))?;
         let numbers: Vec<usize> = inner
             .split(',')
-            .map(|n| {
-                n.parse::<usize>()
-                    .map_err(|_| invalid(mapping, "not a number"))
-            })
+            .map(|n| n.parse::<usize>().map_err(|_| invalid(mapping, "not a number")))
             .collect::<io::Result<_>>()?;
         let [start_node, node_count, ranks_per_node] = numbers[..] else {
             return Err(invalid(mapping, "a block needs three numbers"));
         };
-        blocks.push(Block {
-            start_node,
-            node_count,
-            ranks_per_node,
-        });
+        blocks.push(Block { start_node, node_count, ranks_per_node });
     }
     Ok(blocks)
 }
@@ -56,10 +46,7 @@ fn parse_blocks(mapping: &str) -> io::Result<Vec<Block>> {
 /// The node index of each of `size` ranks, decoded from a `PMI_process_mapping` value.
 pub fn node_ids_from_mapping(mapping: &str, size: usize) -> io::Result<Vec<usize>> {
     let blocks = parse_blocks(mapping)?;
-    if blocks
-        .iter()
-        .all(|b| b.node_count == 0 || b.ranks_per_node == 0)
-    {
+    if blocks.iter().all(|b| b.node_count == 0 || b.ranks_per_node == 0) {
         return Err(invalid(mapping, "places no rank"));
     }
     let mut node_ids = Vec::with_capacity(size);
@@ -84,44 +71,22 @@ mod tests {
 
     #[test]
     fn one_node() {
-        assert_eq!(
-            node_ids_from_mapping("(vector,(0,1,4))", 4).unwrap(),
-            vec![0; 4]
-        );
+        assert_eq!(node_ids_from_mapping("(vector,(0,1,4))", 4).unwrap(), vec![0; 4]);
         // Hydra's form: one rank per node-slot, repeated.
-        assert_eq!(
-            node_ids_from_mapping("(vector,(0,1,1))", 3).unwrap(),
-            vec![0; 3]
-        );
+        assert_eq!(node_ids_from_mapping("(vector,(0,1,1))", 3).unwrap(), vec![0; 3]);
     }
 
     #[test]
     fn blocks_and_cyclic_repeat() {
-        assert_eq!(
-            node_ids_from_mapping("(vector,(0,2,2),(2,1,1))", 5).unwrap(),
-            vec![0, 0, 1, 1, 2]
-        );
+        assert_eq!(node_ids_from_mapping("(vector,(0,2,2),(2,1,1))", 5).unwrap(), vec![0, 0, 1, 1, 2]);
         // Round-robin over two nodes.
-        assert_eq!(
-            node_ids_from_mapping("(vector,(0,2,1))", 5).unwrap(),
-            vec![0, 1, 0, 1, 0]
-        );
-        assert_eq!(
-            node_ids_from_mapping(" (vector, (1,1,2)) ", 2).unwrap(),
-            vec![1, 1]
-        );
+        assert_eq!(node_ids_from_mapping("(vector,(0,2,1))", 5).unwrap(), vec![0, 1, 0, 1, 0]);
+        assert_eq!(node_ids_from_mapping(" (vector, (1,1,2)) ", 2).unwrap(), vec![1, 1]);
     }
 
     #[test]
     fn rejects_garbage() {
-        for bad in [
-            "",
-            "vector",
-            "(vector,)",
-            "(vector,(0,1))",
-            "(vector,(a,1,1))",
-            "(vector,(0,0,1))",
-        ] {
+        for bad in ["", "vector", "(vector,)", "(vector,(0,1))", "(vector,(a,1,1))", "(vector,(0,0,1))"] {
             assert!(node_ids_from_mapping(bad, 2).is_err(), "{bad}");
         }
     }

@@ -26,10 +26,7 @@ struct Maxes {
     vallen_max: usize,
 }
 
-const HYDRA_MAXES: Maxes = Maxes {
-    keylen_max: 64,
-    vallen_max: 1024,
-};
+const HYDRA_MAXES: Maxes = Maxes { keylen_max: 64, vallen_max: 1024 };
 
 /// A value longer than the server accepts is stored as numbered chunks `<key>#<i>`, and the
 /// key itself holds this marker followed by the chunk count.
@@ -66,23 +63,18 @@ fn protocol_error(what: String) -> io::Error {
 
 fn env_number(name: &str) -> io::Result<Option<i64>> {
     match std::env::var(name) {
-        Ok(text) => text.trim().parse().map(Some).map_err(|_| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{name}={text:?} is not a number"),
-            )
-        }),
+        Ok(text) => text
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("{name}={text:?} is not a number"))),
         Err(_) => Ok(None),
     }
 }
 
 fn required_env_number(name: &str) -> io::Result<i64> {
-    env_number(name)?.ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("PMI_FD is set but {name} is not"),
-        )
-    })
+    env_number(name)?
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("PMI_FD is set but {name} is not")))
 }
 
 /// Makes a KVS name usable inside a file name and unambiguous as a prefix: keeps
@@ -90,23 +82,12 @@ fn required_env_number(name: &str) -> io::Result<i64> {
 /// distinct with a hash of the original).
 pub fn sanitize_kvsname(raw: &str) -> String {
     const MAX_LEN: usize = 64;
-    let safe: String = raw
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let safe: String = raw.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
     if safe.len() <= MAX_LEN && !safe.is_empty() {
         return safe;
     }
     // FNV-1a: a stable hash, so every rank derives the same name.
-    let hash = raw.bytes().fold(0xcbf29ce484222325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
-    });
+    let hash = raw.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100000001b3));
     format!("{}_{hash:016x}", &safe[..safe.len().min(MAX_LEN - 17)])
 }
 
@@ -152,9 +133,7 @@ impl Pmi {
             maxes: HYDRA_MAXES,
             server_reports_abort: false,
             finalized: false,
-            channel: Channel::Singleton {
-                kvs: HashMap::new(),
-            },
+            channel: Channel::Singleton { kvs: HashMap::new() },
         })
     }
 
@@ -174,9 +153,7 @@ impl Pmi {
             }
         }
         let (rank, size) = (rank.unwrap_or(0), size.unwrap_or(1));
-        let Channel::Wire { socket, .. } = pmi.channel else {
-            unreachable!("built as Wire above")
-        };
+        let Channel::Wire { socket, .. } = pmi.channel else { unreachable!("built as Wire above") };
         Pmi::connect(socket, rank, size)
     }
 
@@ -190,10 +167,7 @@ impl Pmi {
             maxes: HYDRA_MAXES,
             server_reports_abort: false,
             finalized: false,
-            channel: Channel::Wire {
-                socket,
-                pending: Vec::new(),
-            },
+            channel: Channel::Wire { socket, pending: Vec::new() },
         }
     }
 
@@ -208,33 +182,20 @@ impl Pmi {
         let mut pmi = Pmi::unconnected(socket);
         pmi.rank = rank as usize;
         pmi.size = size as usize;
-        let init = Line::cmd("init")
-            .with("pmi_version", 1)
-            .with("pmi_subversion", 1);
+        let init = Line::cmd("init").with("pmi_version", 1).with("pmi_subversion", 1);
         let reply = pmi.call(&init, "response_to_init")?;
         if reply.rc() != 0 {
-            return Err(protocol_error(format!(
-                "PMI server refused PMI-1.1: {}",
-                reply.encode().trim_end()
-            )));
+            return Err(protocol_error(format!("PMI server refused PMI-1.1: {}", reply.encode().trim_end())));
         }
         pmi.server_reports_abort = reply.get("server") == Some(OUR_SERVER_TAG);
         let maxes = pmi.call(&Line::cmd("get_maxes"), "maxes")?;
-        let limit = |key, fallback| {
-            maxes
-                .get(key)
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(fallback)
-        };
+        let limit = |key, fallback| maxes.get(key).and_then(|v| v.parse().ok()).unwrap_or(fallback);
         pmi.maxes = Maxes {
             keylen_max: limit("keylen_max", HYDRA_MAXES.keylen_max),
             vallen_max: limit("vallen_max", HYDRA_MAXES.vallen_max),
         };
         let appnum = pmi.call(&Line::cmd("get_appnum"), "appnum")?;
-        pmi.appnum = appnum
-            .get("appnum")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
+        pmi.appnum = appnum.get("appnum").and_then(|v| v.parse().ok()).unwrap_or(0);
         let name = pmi.call(&Line::cmd("get_my_kvsname"), "my_kvsname")?;
         pmi.wire_kvsname = name
             .get("kvsname")
@@ -242,12 +203,7 @@ impl Pmi {
             .ok_or_else(|| protocol_error("PMI server sent no kvsname".into()))?
             .to_string();
         pmi.kvsname = sanitize_kvsname(&pmi.wire_kvsname);
-        log::debug!(
-            "pmi: rank {} of {}, kvs {}",
-            pmi.rank,
-            pmi.size,
-            pmi.wire_kvsname
-        );
+        log::debug!("pmi: rank {} of {}, kvs {}", pmi.rank, pmi.size, pmi.wire_kvsname);
         Ok(pmi)
     }
 
@@ -311,22 +267,13 @@ impl Pmi {
         if key.len() >= self.maxes.keylen_max {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!(
-                    "PMI key {key:?} is longer than the server's limit ({})",
-                    self.maxes.keylen_max - 1
-                ),
+                format!("PMI key {key:?} is longer than the server's limit ({})", self.maxes.keylen_max - 1),
             ));
         }
-        let request = Line::cmd("put")
-            .with("kvsname", &self.wire_kvsname)
-            .with("key", key)
-            .with("value", value);
+        let request = Line::cmd("put").with("kvsname", &self.wire_kvsname).with("key", key).with("value", value);
         let reply = self.call(&request, "put_result")?;
         if reply.rc() != 0 {
-            return Err(protocol_error(format!(
-                "PMI put {key:?} failed: {}",
-                reply.encode().trim_end()
-            )));
+            return Err(protocol_error(format!("PMI put {key:?} failed: {}", reply.encode().trim_end())));
         }
         Ok(())
     }
@@ -347,14 +294,13 @@ impl Pmi {
         let Some(count) = value.strip_prefix(SPLIT_MARKER) else {
             return Ok(Some(value));
         };
-        let count: usize = count
-            .parse()
-            .map_err(|_| protocol_error(format!("PMI key {key:?} has a bad chunk count")))?;
+        let count: usize =
+            count.parse().map_err(|_| protocol_error(format!("PMI key {key:?} has a bad chunk count")))?;
         let mut joined = String::new();
         for index in 0..count {
-            let chunk = self.get_one(&format!("{key}#{index}"))?.ok_or_else(|| {
-                protocol_error(format!("PMI key {key:?} is missing chunk {index}"))
-            })?;
+            let chunk = self
+                .get_one(&format!("{key}#{index}"))?
+                .ok_or_else(|| protocol_error(format!("PMI key {key:?} is missing chunk {index}")))?;
             joined.push_str(&chunk);
         }
         Ok(Some(joined))
@@ -364,9 +310,7 @@ impl Pmi {
         if let Channel::Singleton { kvs } = &self.channel {
             return Ok(kvs.get(key).cloned());
         }
-        let request = Line::cmd("get")
-            .with("kvsname", &self.wire_kvsname)
-            .with("key", key);
+        let request = Line::cmd("get").with("kvsname", &self.wire_kvsname).with("key", key);
         let reply = self.call(&request, "get_result")?;
         if reply.rc() != 0 {
             return Ok(None);
@@ -393,15 +337,10 @@ impl Pmi {
             Channel::Wire { .. } => self.server_reports_abort,
         };
         if !reported_by_server && !msg.is_empty() {
-            eprintln!(
-                "oxmpi: rank {} aborting job (code {code}): {msg}",
-                self.rank
-            );
+            eprintln!("oxmpi: rank {} aborting job (code {code}): {msg}", self.rank);
         }
         if let Channel::Wire { socket, .. } = &mut self.channel {
-            let request = Line::cmd("abort")
-                .with("exitcode", code)
-                .with("error_msg", wire::escape_text(msg));
+            let request = Line::cmd("abort").with("exitcode", code).with("error_msg", wire::escape_text(msg));
             if socket.write_all(request.encode().as_bytes()).is_ok() {
                 // The manager kills us; give it a moment so the job ends with its report
                 // rather than with our exit racing it. Returning early (EOF, timeout) is fine.
@@ -472,15 +411,11 @@ impl Pmi {
 /// close-on-exec so programs the rank starts do not hold the connection open (which would hide
 /// the rank's death from the launcher).
 fn adopt_fd(fd: i64) -> io::Result<File> {
-    let fd = i32::try_from(fd)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "PMI_FD out of range"))?;
+    let fd = i32::try_from(fd).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "PMI_FD out of range"))?;
     // SAFETY: fcntl on an arbitrary integer is harmless; it tells us whether the fd is open.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
     if fd < 0 || flags < 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("PMI_FD={fd} is not an open file descriptor"),
-        ));
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("PMI_FD={fd} is not an open file descriptor")));
     }
     // SAFETY: as above, on an fd we just found open.
     unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) };
@@ -491,11 +426,7 @@ fn adopt_fd(fd: i64) -> io::Result<File> {
 
 /// Waits up to `timeout_ms` for `fd` to become readable (or hang up).
 fn wait_readable(fd: i32, timeout_ms: i32) {
-    let mut poll_fd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
+    let mut poll_fd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
     // SAFETY: one valid pollfd, count 1.
     unsafe { libc::poll(&mut poll_fd, 1, timeout_ms) };
 }
@@ -506,14 +437,8 @@ mod tests {
 
     #[test]
     fn sanitizes_kvsnames() {
-        assert_eq!(
-            sanitize_kvsname("kvs_4234_0_1601662086_vm"),
-            "kvs_4234_0_1601662086_vm"
-        );
-        assert_eq!(
-            sanitize_kvsname("kvs_1_0_host.example-x"),
-            "kvs_1_0_host_example_x"
-        );
+        assert_eq!(sanitize_kvsname("kvs_4234_0_1601662086_vm"), "kvs_4234_0_1601662086_vm");
+        assert_eq!(sanitize_kvsname("kvs_1_0_host.example-x"), "kvs_1_0_host_example_x");
         let long = "k".repeat(300);
         let short = sanitize_kvsname(&long);
         assert!(short.len() <= 64 && short.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
@@ -526,10 +451,7 @@ mod tests {
         let (stream, _) = listener.accept().unwrap();
         let mut reader = io::BufReader::new(stream.try_clone().unwrap());
         let mut writer = stream;
-        let mut kvs = HashMap::from([(
-            "PMI_process_mapping".to_string(),
-            "(vector,(0,2,2))".to_string(),
-        )]);
+        let mut kvs = HashMap::from([("PMI_process_mapping".to_string(), "(vector,(0,2,2))".to_string())]);
         let mut line = String::new();
         while io::BufRead::read_line(&mut reader, &mut line).unwrap() > 0 {
             let request = Line::parse(&line);
@@ -541,16 +463,8 @@ mod tests {
                     Line::cmd("set").with("rank", request.get("pmiid").unwrap()),
                     Line::cmd("set").with("debug", 0),
                 ],
-                "init" => vec![
-                    Line::cmd("response_to_init")
-                        .with("pmi_version", 1)
-                        .with("rc", 0),
-                ],
-                "get_maxes" => vec![
-                    Line::cmd("maxes")
-                        .with("keylen_max", 64)
-                        .with("vallen_max", 32),
-                ],
+                "init" => vec![Line::cmd("response_to_init").with("pmi_version", 1).with("rc", 0)],
+                "get_maxes" => vec![Line::cmd("maxes").with("keylen_max", 64).with("vallen_max", 32)],
                 "get_appnum" => vec![Line::cmd("appnum").with("appnum", 2)],
                 "get_my_kvsname" => vec![Line::cmd("my_kvsname").with("kvsname", "kvs-x.y")],
                 "put" => {
@@ -562,9 +476,7 @@ mod tests {
                 }
                 "get" => vec![match kvs.get(request.get("key").unwrap()) {
                     Some(v) => Line::cmd("get_result").with("rc", 0).with("value", v),
-                    None => Line::cmd("get_result")
-                        .with("rc", -1)
-                        .with("value", "unknown"),
+                    None => Line::cmd("get_result").with("rc", -1).with("value", "unknown"),
                 }],
                 "barrier_in" => vec![Line::cmd("barrier_out")],
                 "finalize" => vec![Line::cmd("finalize_ack")],
@@ -585,9 +497,7 @@ mod tests {
         assert_eq!((pmi.rank(), pmi.size(), pmi.appnum()), (3, 4, 2));
         assert!(!pmi.is_singleton());
         assert_eq!(pmi.kvsname(), "kvs_x_y");
-        let long: String = (0..100)
-            .map(|i| char::from(b'a' + (i % 26) as u8))
-            .collect();
+        let long: String = (0..100).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
         pmi.put("card", &long).unwrap();
         pmi.put("short", "v=1").unwrap();
         pmi.put("tricky", &format!("{SPLIT_MARKER}9")).unwrap();

@@ -15,9 +15,7 @@ pub struct Line {
 impl Line {
     /// A command line with `cmd=<name>` as its first field.
     pub fn cmd(name: &str) -> Line {
-        Line {
-            fields: vec![("cmd".to_string(), name.to_string())],
-        }
+        Line { fields: vec![("cmd".to_string(), name.to_string())] }
     }
 
     /// Appends a field (builder style).
@@ -28,10 +26,7 @@ impl Line {
 
     /// The value of the first field named `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.fields
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        self.fields.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
     /// The command name (`cmd=` or, for PMI-1 multi-line commands, `mcmd=`).
@@ -41,9 +36,7 @@ impl Line {
 
     /// `rc=` as a number; a missing `rc` counts as success, as Hydra omits it on some replies.
     pub fn rc(&self) -> i64 {
-        self.get("rc")
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0)
+        self.get("rc").and_then(|v| v.trim().parse().ok()).unwrap_or(0)
     }
 
     /// Parses one line (without or with its trailing newline). A token without `=` is kept
@@ -77,9 +70,7 @@ impl Line {
 
 /// Whether `text` can travel as a PMI-1 field value (or key) unchanged.
 pub fn is_wire_safe(text: &str) -> bool {
-    !text
-        .bytes()
-        .any(|b| b == b' ' || b == b'\n' || b == b'\r' || b == b'\t' || b == 0)
+    !text.bytes().any(|b| b == b' ' || b == b'\n' || b == b'\r' || b == b'\t' || b == 0)
 }
 
 /// Percent-encodes free text (an abort message) so it fits in one field value.
@@ -143,10 +134,7 @@ mod tests {
 
     #[test]
     fn encodes_round_trip() {
-        let line = Line::cmd("put")
-            .with("kvsname", "kvs_1")
-            .with("key", "k")
-            .with("value", "a=b");
+        let line = Line::cmd("put").with("kvsname", "kvs_1").with("key", "k").with("value", "a=b");
         let text = line.encode();
         assert_eq!(text, "cmd=put kvsname=kvs_1 key=k value=a=b\n");
         assert_eq!(Line::parse(&text), line);

@@ -164,10 +164,8 @@ impl Segment {
             .write(true)
             .open(path)
             .map_err(|e| shm_error(&format!("cannot open {path}"), e))?;
-        let map = memmap2::MmapOptions::new()
-            .len(geo.total_bytes())
-            .map_raw(&file)
-            .map_err(|e| shm_error("mmap", e))?;
+        let map =
+            memmap2::MmapOptions::new().len(geo.total_bytes()).map_raw(&file).map_err(|e| shm_error("mmap", e))?;
         let seg = Segment { map, geo, me, send_next: vec![0; geo.nranks], recv_next: vec![0; geo.nranks] };
         let h = seg.header();
         if me == 0 {

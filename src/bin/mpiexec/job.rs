@@ -123,28 +123,12 @@ pub fn remove_shm_files(kvsname: &str) {
 impl Job {
     pub fn new(options: Options, signals: SignalPipe) -> Job {
         // Filename-safe and free of '-', so `oxmpi-<kvsname>-` is an unambiguous prefix.
-        let kvsname = format!(
-            "oxmpi{}_{}",
-            std::process::id(),
-            &oxmpi::pmi::random_hex()[..12]
-        );
+        let kvsname = format!("oxmpi{}_{}", std::process::id(), &oxmpi::pmi::random_hex()[..12]);
         debug_assert_eq!(oxmpi::pmi::sanitize_kvsname(&kvsname), kvsname);
         let mut kvs = HashMap::new();
-        kvs.insert(
-            "PMI_process_mapping".to_string(),
-            format!("(vector,(0,1,{}))", options.ranks),
-        );
+        kvs.insert("PMI_process_mapping".to_string(), format!("(vector,(0,1,{}))", options.ranks));
         let timeout_at = options.timeout.map(|t| Instant::now() + t);
-        Job {
-            options,
-            kvsname,
-            ranks: Vec::new(),
-            kvs,
-            signals,
-            timeout_at,
-            shutdown: None,
-            drain_until: None,
-        }
+        Job { options, kvsname, ranks: Vec::new(), kvs, signals, timeout_at, shutdown: None, drain_until: None }
     }
 
     pub fn kvsname(&self) -> &str {
@@ -181,12 +165,7 @@ impl Job {
         if let Some(shutdown) = &self.shutdown {
             return shutdown.exit_code;
         }
-        self.ranks
-            .iter()
-            .filter_map(|r| r.ending)
-            .map(Ending::exit_code)
-            .max()
-            .unwrap_or(0)
+        self.ranks.iter().filter_map(|r| r.ending).map(Ending::exit_code).max().unwrap_or(0)
     }
 
     fn spawn_rank(&mut self, index: usize) -> io::Result<()> {
@@ -202,11 +181,7 @@ impl Job {
             .env("PMI_SIZE", self.options.ranks.to_string())
             .env("PMI_SPAWNED", "0")
             .envs(self.options.env.iter().map(|(k, v)| (k, v)))
-            .stdin(if index == 0 {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
+            .stdin(if index == 0 { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         // SAFETY: `getpid` is async-signal-safe; read here, before the fork.
@@ -222,13 +197,7 @@ impl Job {
                     return Err(io::Error::last_os_error());
                 }
                 // If mpiexec dies without cleaning up, the ranks die with it.
-                libc::prctl(
-                    libc::PR_SET_PDEATHSIG,
-                    libc::SIGKILL as libc::c_ulong,
-                    0,
-                    0,
-                    0,
-                );
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
                 if libc::getppid() != mpiexec_pid {
                     return Err(io::Error::other("mpiexec exited during launch"));
                 }
@@ -256,10 +225,7 @@ impl Job {
             pid: child.id() as i32,
             ending: None,
             ended_at: None,
-            pmi: Some(PmiConnection {
-                socket: server_end,
-                pending: Vec::new(),
-            }),
+            pmi: Some(PmiConnection { socket: server_end, pending: Vec::new() }),
             pmi_initialized: false,
             finalized: false,
             in_barrier: false,
@@ -271,28 +237,17 @@ impl Job {
 
     fn finished(&self) -> bool {
         let all_ended = self.ranks.iter().all(|r| r.ending.is_some());
-        let outputs_open = self
-            .ranks
-            .iter()
-            .any(|r| r.stdout.is_some() || r.stderr.is_some());
+        let outputs_open = self.ranks.iter().any(|r| r.stdout.is_some() || r.stderr.is_some());
         all_ended && (!outputs_open || self.drain_until.is_some_and(|t| Instant::now() >= t))
     }
 
     /// The file descriptors to poll, and what each one is.
     fn poll_set(&self) -> (Vec<libc::pollfd>, Vec<Source>) {
-        let mut fds = vec![libc::pollfd {
-            fd: self.signals.fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        }];
+        let mut fds = vec![libc::pollfd { fd: self.signals.fd(), events: libc::POLLIN, revents: 0 }];
         let mut sources = vec![Source::Signals];
         for (index, rank) in self.ranks.iter().enumerate() {
             let mut add = |fd, source| {
-                fds.push(libc::pollfd {
-                    fd,
-                    events: libc::POLLIN,
-                    revents: 0,
-                });
+                fds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
                 sources.push(source);
             };
             if let Some(pmi) = &rank.pmi {
@@ -309,15 +264,8 @@ impl Job {
     }
 
     fn next_timer(&self) -> Option<Instant> {
-        let kill_at = self
-            .shutdown
-            .as_ref()
-            .filter(|s| !s.killed)
-            .map(|s| s.kill_at);
-        [self.timeout_at, kill_at, self.drain_until]
-            .into_iter()
-            .flatten()
-            .min()
+        let kill_at = self.shutdown.as_ref().filter(|s| !s.killed).map(|s| s.kill_at);
+        [self.timeout_at, kill_at, self.drain_until].into_iter().flatten().min()
     }
 
     fn wait_for_events(&mut self) {
@@ -371,10 +319,7 @@ impl Job {
             // A second signal while tearing down: stop waiting politely.
             Some(shutdown) => shutdown.kill_at = Instant::now(),
             None => {
-                report(&format!(
-                    "received signal {signo} ({}); terminating the job",
-                    signals::describe(signo)
-                ));
+                report(&format!("received signal {signo} ({}); terminating the job", signals::describe(signo)));
                 self.begin_shutdown(128 + signo, signo);
             }
         }
@@ -399,12 +344,7 @@ impl Job {
             signal_rank(&self.ranks[index], signo);
         }
         let kill_at = now + KILL_GRACE;
-        self.shutdown = Some(Shutdown {
-            exit_code,
-            kill_at,
-            killed: false,
-            signalled,
-        });
+        self.shutdown = Some(Shutdown { exit_code, kill_at, killed: false, signalled });
     }
 
     fn check_timers(&mut self) {
@@ -413,9 +353,7 @@ impl Job {
             self.timeout_at = None;
             if self.shutdown.is_none() && self.ranks.iter().any(|r| r.ending.is_none()) {
                 let seconds = self.options.timeout.unwrap_or_default().as_secs_f64();
-                report(&format!(
-                    "job timed out after {seconds} s; killing the remaining ranks"
-                ));
+                report(&format!("job timed out after {seconds} s; killing the remaining ranks"));
                 self.begin_shutdown(124, libc::SIGTERM);
             }
         }
@@ -456,11 +394,7 @@ impl Job {
             }
         }
         if self.drain_until.is_none() && self.ranks.iter().all(|r| r.ending.is_some()) {
-            let grace = if self.shutdown.is_some() {
-                DRAIN_GRACE_FAILED
-            } else {
-                DRAIN_GRACE_NORMAL
-            };
+            let grace = if self.shutdown.is_some() { DRAIN_GRACE_FAILED } else { DRAIN_GRACE_NORMAL };
             self.drain_until = Some(Instant::now() + grace);
         }
     }
@@ -475,17 +409,12 @@ impl Job {
         let pid = rank.pid;
         match ending {
             Ending::Signaled(signo) => {
-                report(&format!(
-                    "rank {index} (pid {pid}) killed by signal {signo} ({})",
-                    signals::describe(signo)
-                ));
+                report(&format!("rank {index} (pid {pid}) killed by signal {signo} ({})", signals::describe(signo)));
                 self.begin_shutdown(128 + signo, libc::SIGTERM);
             }
             // A rank that spoke PMI must say finalize; a plain program (no PMI) may exit 0.
             Ending::Exited(code) if !rank.finalized && (code != 0 || rank.pmi_initialized) => {
-                report(&format!(
-                    "rank {index} (pid {pid}) exited with code {code} without calling MPI_Finalize"
-                ));
+                report(&format!("rank {index} (pid {pid}) exited with code {code} without calling MPI_Finalize"));
                 self.begin_shutdown(if code != 0 { code } else { 1 }, libc::SIGTERM);
             }
             Ending::Exited(_) => {}
@@ -552,20 +481,13 @@ impl Job {
                     self.kvs.insert(key.to_string(), value.to_string());
                     Line::cmd("put_result").with("rc", 0).with("msg", "success")
                 }
-                (false, _, _) => Line::cmd("put_result")
-                    .with("rc", -1)
-                    .with("msg", "unknown_kvsname"),
-                _ => Line::cmd("put_result")
-                    .with("rc", -1)
-                    .with("msg", "missing_key_or_value"),
+                (false, _, _) => Line::cmd("put_result").with("rc", -1).with("msg", "unknown_kvsname"),
+                _ => Line::cmd("put_result").with("rc", -1).with("msg", "missing_key_or_value"),
             },
             "get" => {
                 let key = request.get("key").unwrap_or("");
                 match self.kvs.get(key).filter(|_| kvs_matches) {
-                    Some(value) => Line::cmd("get_result")
-                        .with("rc", 0)
-                        .with("msg", "success")
-                        .with("value", value),
+                    Some(value) => Line::cmd("get_result").with("rc", 0).with("msg", "success").with("value", value),
                     None => Line::cmd("get_result")
                         .with("rc", -1)
                         .with("msg", format!("key_{key}_not_found"))
@@ -592,30 +514,19 @@ impl Job {
             }
             other => {
                 log::warn!("rank {index} sent an unsupported PMI command {other:?}");
-                Line::cmd(other)
-                    .with("rc", -1)
-                    .with("msg", "unsupported_command")
+                Line::cmd(other).with("rc", -1).with("msg", "unsupported_command")
             }
         };
         self.send(index, &reply);
     }
 
     fn on_abort(&mut self, index: usize, request: &Line) {
-        let code = request
-            .get("exitcode")
-            .and_then(|c| c.trim().parse::<i32>().ok())
-            .unwrap_or(1);
+        let code = request.get("exitcode").and_then(|c| c.trim().parse::<i32>().ok()).unwrap_or(1);
         if self.shutdown.is_none() {
             let message = wire::unescape_text(request.get("error_msg").unwrap_or(""));
             let message = message.trim_end();
-            let detail = if message.is_empty() {
-                String::new()
-            } else {
-                format!(": {message}")
-            };
-            report(&format!(
-                "rank {index} called MPI_Abort(code {code}){detail}"
-            ));
+            let detail = if message.is_empty() { String::new() } else { format!(": {message}") };
+            report(&format!("rank {index} called MPI_Abort(code {code}){detail}"));
             self.begin_shutdown(code, libc::SIGTERM);
         }
     }

@@ -61,11 +61,7 @@ fn normalize_single_dash_long(args: Vec<OsString>) -> Vec<OsString> {
             out.push(args[index - 1].clone());
         }
         // `--np=4` and `-n4` carry their value; everything else takes `known` separate values.
-        let skip = if name.contains('=') {
-            0
-        } else {
-            known.unwrap_or(0)
-        };
+        let skip = if name.contains('=') { 0 } else { known.unwrap_or(0) };
         for _ in 0..skip {
             if index < args.len() {
                 out.push(args[index].clone());
@@ -78,8 +74,7 @@ fn normalize_single_dash_long(args: Vec<OsString>) -> Vec<OsString> {
 }
 
 fn parse_count(text: &str, what: &str) -> Result<usize, String> {
-    text.parse::<usize>()
-        .map_err(|_| format!("{what} expects a number, got {text:?}"))
+    text.parse::<usize>().map_err(|_| format!("{what} expects a number, got {text:?}"))
 }
 
 /// Parses `args` (without the program name of mpiexec itself).
@@ -121,9 +116,10 @@ fn parse_inner(args: Vec<OsString>) -> Result<Options, Inner> {
             }
             Long("env") | Long("genv") => {
                 let name = parser.value()?;
-                let value = parser.raw_args()?.next().ok_or_else(|| {
-                    Inner::Error(format!("-env {} needs a value", name.to_string_lossy()))
-                })?;
+                let value = parser
+                    .raw_args()?
+                    .next()
+                    .ok_or_else(|| Inner::Error(format!("-env {} needs a value", name.to_string_lossy())))?;
                 env.push((name, value));
             }
             Short('l') | Long("tag-output") => tag_output = true,
@@ -133,9 +129,7 @@ fn parse_inner(args: Vec<OsString>) -> Result<Options, Inner> {
                     .parse()
                     .ok()
                     .filter(|s: &f64| s.is_finite() && *s > 0.0)
-                    .ok_or_else(|| {
-                        Inner::Error(format!("--timeout expects seconds > 0, got {text:?}"))
-                    })?;
+                    .ok_or_else(|| Inner::Error(format!("--timeout expects seconds > 0, got {text:?}")))?;
                 timeout = Some(Duration::from_secs_f64(seconds));
             }
             Short('h') | Long("help") => return Err(Inner::Help),
@@ -148,14 +142,7 @@ fn parse_inner(args: Vec<OsString>) -> Result<Options, Inner> {
         }
     }
     let program = program.ok_or_else(|| Inner::Error("no program to run".into()))?;
-    Ok(Options {
-        ranks,
-        env,
-        tag_output,
-        timeout,
-        program,
-        args: program_args,
-    })
+    Ok(Options { ranks, env, tag_output, timeout, program, args: program_args })
 }
 
 #[cfg(test)]
@@ -170,10 +157,7 @@ mod tests {
     fn mpich_style() {
         let options = parse(args("-np 4 -genv A 1 -env B -x -l prog -n 2 --foo")).unwrap();
         assert_eq!(options.ranks, 4);
-        assert_eq!(
-            options.env,
-            vec![("A".into(), "1".into()), ("B".into(), "-x".into())]
-        );
+        assert_eq!(options.env, vec![("A".into(), "1".into()), ("B".into(), "-x".into())]);
         assert!(options.tag_output);
         assert_eq!(options.program, "prog");
         assert_eq!(options.args, args("-n 2 --foo"));
@@ -186,28 +170,14 @@ mod tests {
         assert_eq!(options.timeout, Some(Duration::from_millis(1500)));
         assert_eq!(options.program, "prog");
         let options = parse(args("--np=2 -timeout 3 prog a")).unwrap();
-        assert_eq!(
-            (options.ranks, options.timeout),
-            (2, Some(Duration::from_secs(3)))
-        );
+        assert_eq!((options.ranks, options.timeout), (2, Some(Duration::from_secs(3))));
         assert_eq!(options.args, args("a"));
     }
 
     #[test]
     fn errors() {
-        for bad in [
-            "-n",
-            "-n x prog",
-            "-n 0 prog",
-            "--bogus prog",
-            "-q prog",
-            "-n 2",
-            "--timeout -1 prog",
-        ] {
-            assert!(
-                matches!(parse(args(bad)), Err(ParseOutcome::Error(_))),
-                "{bad}"
-            );
+        for bad in ["-n", "-n x prog", "-n 0 prog", "--bogus prog", "-q prog", "-n 2", "--timeout -1 prog"] {
+            assert!(matches!(parse(args(bad)), Err(ParseOutcome::Error(_))), "{bad}");
         }
         assert!(matches!(parse(args("--help")), Err(ParseOutcome::Help)));
     }

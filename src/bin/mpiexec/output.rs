@@ -31,13 +31,7 @@ pub enum ReadResult {
 
 impl OutputStream {
     pub fn new(pipe: File, sink: Sink, tag: Option<String>) -> OutputStream {
-        OutputStream {
-            pipe,
-            sink,
-            tag,
-            pending: Vec::new(),
-            at_line_start: true,
-        }
+        OutputStream { pipe, sink, tag, pending: Vec::new(), at_line_start: true }
     }
 
     /// Reads what is available (the caller polled the pipe) and forwards complete lines.
@@ -61,10 +55,7 @@ impl OutputStream {
                 }
                 ReadResult::Open
             }
-            Err(e)
-                if e.kind() == io::ErrorKind::Interrupted
-                    || e.kind() == io::ErrorKind::WouldBlock =>
-            {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted || e.kind() == io::ErrorKind::WouldBlock => {
                 ReadResult::Open
             }
             Err(_) => {

@@ -43,12 +43,7 @@ impl SignalPipe {
             // SAFETY: a zeroed sigaction is a valid starting point; we set handler and flags.
             let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
             action.sa_sigaction = on_signal as *const () as usize;
-            action.sa_flags = libc::SA_RESTART
-                | if signo == libc::SIGCHLD {
-                    libc::SA_NOCLDSTOP
-                } else {
-                    0
-                };
+            action.sa_flags = libc::SA_RESTART | if signo == libc::SIGCHLD { libc::SA_NOCLDSTOP } else { 0 };
             // SAFETY: valid action; the handler only calls write(2) on an fd that lives
             // for the rest of the process. Children get default dispositions back at exec.
             if unsafe { libc::sigaction(signo, &action, std::ptr::null_mut()) } != 0 {
@@ -84,7 +79,5 @@ pub fn describe(signo: i32) -> String {
         return format!("signal {signo}");
     }
     // SAFETY: non-null result of strsignal is a NUL-terminated C string.
-    unsafe { std::ffi::CStr::from_ptr(text) }
-        .to_string_lossy()
-        .into_owned()
+    unsafe { std::ffi::CStr::from_ptr(text) }.to_string_lossy().into_owned()
 }
