@@ -1,20 +1,83 @@
 //! Generates the ABI tables shared by the Rust side and the C headers.
 //!
-//! Source of truth: `src/abi/data/mpich-abi.tsv` (MPICH's constant values).
+//! Sources of truth:
+//! * `src/abi/data/mpich-abi.tsv`: MPICH's constant values;
+//! * `src/abi/mpi.decl`: the C prototype of every exported function and the callback typedefs
+//!   (written once by `scripts/extract-decl.py`; never the system headers here).
+//!
+//! Outputs in `$OUT_DIR`: `consts.rs`, `callbacks.rs` (Rust aliases of the callback types),
+//! `entries.rs` (every `PMPI_X` entry point and its weak `MPI_X` alias), `mpi.h`, `mpio.h`,
+//! and `exports.map` (a version script that exports the weak aliases from the cdylib).
+//! With `OXMPI_BLESS_HEADERS=1` the headers are also copied to `include/`.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::env;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+#[path = "src/abi/decl.rs"]
+mod decl;
+
+use decl::{Decls, Func, Impl};
+
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     let tsv_path = manifest.join("src/abi/data/mpich-abi.tsv");
+    let decl_path = manifest.join("src/abi/mpi.decl");
+    let abi_dir = manifest.join("src/abi");
     println!("cargo:rerun-if-changed={}", tsv_path.display());
+    println!("cargo:rerun-if-changed={}", decl_path.display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        abi_dir.join("decl.rs").display()
+    );
+    println!("cargo:rerun-if-changed={}", abi_dir.display());
+    println!("cargo:rerun-if-env-changed=OXMPI_BLESS_HEADERS");
 
     let consts = read_int_constants(&tsv_path);
     fs::write(out.join("consts.rs"), rust_consts(&consts)).unwrap();
+
+    let decls = decl::parse_decls(&fs::read_to_string(&decl_path).unwrap())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let callback_names: Vec<String> = decls.callbacks.iter().map(|c| c.name.clone()).collect();
+    let impls = scan_impl_modules(&abi_dir);
+
+    fs::write(
+        out.join("callbacks.rs"),
+        rust_callbacks(&decls, &callback_names),
+    )
+    .unwrap();
+    fs::write(
+        out.join("entries.rs"),
+        rust_entries(&decls, &callback_names, &impls),
+    )
+    .unwrap();
+
+    let rows = read_rows(&tsv_path);
+    let mpi_h = c_header(&decls, &rows);
+    fs::write(out.join("mpi.h"), &mpi_h).unwrap();
+    fs::write(out.join("mpio.h"), MPIO_H).unwrap();
+    if env::var("OXMPI_BLESS_HEADERS").is_ok_and(|v| v == "1") {
+        let inc = manifest.join("include");
+        fs::create_dir_all(&inc).unwrap();
+        fs::write(inc.join("mpi.h"), &mpi_h).unwrap();
+        fs::write(inc.join("mpio.h"), MPIO_H).unwrap();
+    }
+
+    // rustc exports only the `#[no_mangle]` Rust items; the weak aliases defined in assembly
+    // need this extra version script (ld merges it with rustc's own).
+    let map = out.join("exports.map");
+    fs::write(
+        &map,
+        "{ global: MPI_*; MPIX_*; MPII_*; MPIR_*; QMPI_*; };\n",
+    )
+    .unwrap();
+    println!(
+        "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
+        map.display()
+    );
 
     // The cdylib carries MPICH's soname so binaries built against MPICH load it.
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libmpi.so.12");
@@ -36,14 +99,21 @@ fn read_int_constants(path: &Path) -> Vec<IntConst> {
             continue;
         }
         let name = cols[0];
-        if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        if !is_ident(name) {
             continue;
         }
         if let Ok(value) = cols[3].parse::<i64>() {
-            v.push(IntConst { name: name.to_string(), value });
+            v.push(IntConst {
+                name: name.to_string(),
+                value,
+            });
         }
     }
     v
+}
+
+fn is_ident(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn rust_consts(consts: &[IntConst]) -> String {
@@ -53,3 +123,454 @@ fn rust_consts(consts: &[IntConst]) -> String {
     }
     s
 }
+
+/// Which module of `src/abi/` implements each `MPI_X` (only that folder, not recursive).
+fn scan_impl_modules(abi_dir: &Path) -> BTreeMap<String, Impl> {
+    let mut found: BTreeMap<String, Impl> = BTreeMap::new();
+    let mut files: Vec<PathBuf> = fs::read_dir(abi_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files.sort();
+    for path in files {
+        let module = path.file_stem().unwrap().to_str().unwrap().to_string();
+        if module == "mod" || module == "decl" {
+            continue;
+        }
+        println!("cargo:rerun-if-changed={}", path.display());
+        let source = fs::read_to_string(&path).unwrap();
+        for (name, is_unsafe, returns_result) in decl::scan_impls(&source) {
+            let imp = Impl {
+                module: module.clone(),
+                is_unsafe,
+                returns_result,
+            };
+            if let Some(prev) = found.insert(name.clone(), imp) {
+                panic!(
+                    "{name} is implemented twice: in src/abi/{}.rs and src/abi/{module}.rs",
+                    prev.module
+                );
+            }
+        }
+    }
+    found
+}
+
+fn rust_callbacks(decls: &Decls, callbacks: &[String]) -> String {
+    let mut s = String::from("// Generated by build.rs from src/abi/mpi.decl.\n");
+    for cb in &decls.callbacks {
+        let ty =
+            decl::rust_callback_type(cb, callbacks).unwrap_or_else(|e| panic!("{}: {e}", cb.name));
+        writeln!(s, "/// C: `{};` (nullable).", cb.c_text).unwrap();
+        writeln!(s, "pub type {} = {ty};", cb.name).unwrap();
+    }
+    for (target, alias) in &decls.aliases {
+        writeln!(s, "pub type {alias} = {target};").unwrap();
+    }
+    s
+}
+
+/// The `PMPI_X` name of `MPI_X` / `MPIX_X`.
+fn pmpi_name(name: &str) -> String {
+    format!("P{name}")
+}
+
+fn rust_entries(decls: &Decls, callbacks: &[String], impls: &BTreeMap<String, Impl>) -> String {
+    let mut s = String::from(
+        "// Generated by build.rs from src/abi/mpi.decl and the impls found in src/abi/*.rs.\n",
+    );
+    let declared: BTreeSet<&str> = decls.functions.iter().map(|f| f.name.as_str()).collect();
+    for name in impls.keys() {
+        if !declared.contains(name.as_str()) {
+            panic!(
+                "src/abi/{}.rs defines {name}, which mpi.decl does not declare",
+                impls[name].module
+            );
+        }
+    }
+    for f in &decls.functions {
+        entry(&mut s, f, callbacks, impls.get(&f.name));
+    }
+    s
+}
+
+fn entry(s: &mut String, f: &Func, callbacks: &[String], imp: Option<&Impl>) {
+    let pname = pmpi_name(&f.name);
+    let ret = decl::rust_return(&f.ret, callbacks).unwrap_or_else(|e| panic!("{}: {e}", f.name));
+    let returns_int = f.ret.base == "int" && f.ret.pointers == 0;
+    let names: Vec<String> = f.params.iter().map(|p| decl::rust_ident(&p.name)).collect();
+    let comm_hint = match decl::comm_param(f) {
+        Some(p) => format!("Some({})", decl::rust_ident(&p.name)),
+        None => "None".to_string(),
+    };
+    let mut params = Vec::new();
+    for (p, n) in f.params.iter().zip(&names) {
+        let ty = decl::rust_type(&p.ty, callbacks).unwrap_or_else(|e| panic!("{}: {e}", f.name));
+        // Parameters an unimplemented entry never reads are marked unused, except the
+        // communicator that picks the error handler.
+        let used = imp.is_some() || (returns_int && comm_hint == format!("Some({n})"));
+        params.push(format!("{}{n}: {ty}", if used { "" } else { "_" }));
+    }
+    writeln!(
+        s,
+        "/// C: `{};`{}",
+        f.c_text,
+        if f.variadic {
+            " (variadic in C; the extra arguments are ignored)"
+        } else {
+            ""
+        }
+    )
+    .unwrap();
+    match imp {
+        Some(i) => writeln!(
+            s,
+            "/// Implemented by `crate::abi::{}::{}`.",
+            i.module, f.name
+        )
+        .unwrap(),
+        None => writeln!(
+            s,
+            "/// Not implemented yet: reports MPI_ERR_UNSUPPORTED_OPERATION."
+        )
+        .unwrap(),
+    }
+    writeln!(s, "#[unsafe(no_mangle)]").unwrap();
+    writeln!(
+        s,
+        "pub unsafe extern \"C\" fn {pname}({}){ret} {{",
+        params.join(", ")
+    )
+    .unwrap();
+    match imp {
+        Some(i) => {
+            let call = format!("crate::abi::{}::{}({})", i.module, f.name, names.join(", "));
+            let call = if i.is_unsafe {
+                format!(
+                    "// SAFETY: C passed arguments that match {}'s prototype, which is the\n        \
+                     // contract the implementation documents.\n        unsafe {{ {call} }}",
+                    f.name
+                )
+            } else {
+                call
+            };
+            if i.returns_result {
+                if !returns_int {
+                    panic!(
+                        "src/abi/{}.rs: {} returns a C value, not MpiResult",
+                        i.module, f.name
+                    );
+                }
+                writeln!(s, "    crate::abi::entry::call({:?}, {comm_hint}, move || {{\n        {call}\n    }})", f.name)
+                    .unwrap();
+            } else {
+                writeln!(
+                    s,
+                    "    crate::abi::entry::guard({:?}, move || {{\n        {call}\n    }})",
+                    f.name
+                )
+                .unwrap();
+            }
+        }
+        None if returns_int => {
+            writeln!(
+                s,
+                "    crate::abi::entry::unsupported({:?}, {comm_hint})",
+                f.name
+            )
+            .unwrap();
+        }
+        None => {
+            writeln!(s, "    crate::abi::entry::unsupported_value({:?})", f.name).unwrap();
+        }
+    }
+    writeln!(s, "}}").unwrap();
+    writeln!(
+        s,
+        "core::arch::global_asm!(\".weak {n}\", \".type {n},@function\", \".set {n}, {pname}\");\n",
+        n = f.name
+    )
+    .unwrap();
+}
+
+/// A row of the constant table.
+struct Row {
+    name: String,
+    category: String,
+    c_type: String,
+    c_value: String,
+}
+
+fn read_rows(path: &Path) -> Vec<Row> {
+    let text = fs::read_to_string(path).unwrap();
+    let mut seen = BTreeSet::new();
+    let mut rows = Vec::new();
+    for line in text.lines().skip(2) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        if cols.len() < 4 || !is_ident(cols[0]) || !seen.insert(cols[0].to_string()) {
+            continue;
+        }
+        rows.push(Row {
+            name: cols[0].to_string(),
+            category: cols[1].to_string(),
+            c_type: cols[2].to_string(),
+            c_value: cols[3].to_string(),
+        });
+    }
+    rows
+}
+
+/// The handle type a `*_NULL` constant belongs to.
+fn null_handle_type(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "MPI_COMM_NULL" => "MPI_Comm",
+        "MPI_OP_NULL" => "MPI_Op",
+        "MPI_GROUP_NULL" => "MPI_Group",
+        "MPI_DATATYPE_NULL" => "MPI_Datatype",
+        "MPI_REQUEST_NULL" => "MPI_Request",
+        "MPI_ERRHANDLER_NULL" => "MPI_Errhandler",
+        "MPI_MESSAGE_NULL" => "MPI_Message",
+        "MPI_WIN_NULL" => "MPI_Win",
+        "MPI_SESSION_NULL" => "MPI_Session",
+        "MPI_INFO_NULL" => "MPI_Info",
+        _ => return None,
+    })
+}
+
+/// The C expression of a pointer-valued constant (values from the table, types from MPI).
+fn pointer_constant(name: &str, value: &str) -> Option<String> {
+    let ty = match name {
+        "MPI_FILE_NULL" => "MPI_File",
+        "MPI_BOTTOM" | "MPI_IN_PLACE" => "void *",
+        "MPI_STATUS_IGNORE" | "MPI_STATUSES_IGNORE" => "MPI_Status *",
+        "MPI_ERRCODES_IGNORE" => "int *",
+        "MPI_ARGV_NULL" => "char **",
+        "MPI_ARGVS_NULL" => "char ***",
+        "MPI_T_ENUM_NULL" => "MPI_T_enum",
+        "MPI_T_CVAR_HANDLE_NULL" => "MPI_T_cvar_handle",
+        "MPI_T_PVAR_HANDLE_NULL" => "MPI_T_pvar_handle",
+        "MPI_T_PVAR_SESSION_NULL" => "MPI_T_pvar_session",
+        _ => return None,
+    };
+    Some(format!("(({ty}){value})"))
+}
+
+/// The C expression of a predefined attribute-copy/delete or conversion callback.
+fn callback_constant(name: &str) -> Option<String> {
+    let ty = match name {
+        "MPI_NULL_COPY_FN" => "MPI_Copy_function",
+        "MPI_NULL_DELETE_FN" => "MPI_Delete_function",
+        "MPI_COMM_NULL_COPY_FN" | "MPI_COMM_DUP_FN" => "MPI_Comm_copy_attr_function",
+        "MPI_COMM_NULL_DELETE_FN" => "MPI_Comm_delete_attr_function",
+        "MPI_WIN_NULL_COPY_FN" | "MPI_WIN_DUP_FN" => "MPI_Win_copy_attr_function",
+        "MPI_WIN_NULL_DELETE_FN" => "MPI_Win_delete_attr_function",
+        "MPI_TYPE_NULL_COPY_FN" | "MPI_TYPE_DUP_FN" => "MPI_Type_copy_attr_function",
+        "MPI_TYPE_NULL_DELETE_FN" => "MPI_Type_delete_attr_function",
+        "MPI_CONVERSION_FN_NULL" => "MPI_Datarep_conversion_function",
+        "MPI_CONVERSION_FN_NULL_C" => "MPI_Datarep_conversion_function_c",
+        "MPI_DUP_FN" => return Some("MPIR_Dup_fn".to_string()),
+        _ => return None,
+    };
+    let target = if name.ends_with("DUP_FN") {
+        "MPIR_Dup_fn"
+    } else {
+        "0"
+    };
+    Some(format!("(({ty} *){target})"))
+}
+
+/// Constants that the header spells as members of an enum type instead of macros, because
+/// prototypes use the enum's type.
+const ENUMS: &[(&str, &str)] = &[
+    ("MPI_T_cb_safety", "MPI_T_CB_"),
+    ("MPI_T_source_order", "MPI_T_SOURCE_"),
+];
+
+fn int_literal(value: i64, hex: bool) -> String {
+    if hex {
+        format!("0x{:08x}", value as u32)
+    } else if value < 0 {
+        format!("({value})")
+    } else {
+        value.to_string()
+    }
+}
+
+fn c_header(decls: &Decls, rows: &[Row]) -> String {
+    let mut h = String::new();
+    let w = &mut h;
+    let version = env::var("CARGO_PKG_VERSION").unwrap();
+    let (maj, min, pat) = {
+        let v: Vec<u32> = version.split('.').map(|x| x.parse().unwrap_or(0)).collect();
+        (
+            v[0],
+            v.get(1).copied().unwrap_or(0),
+            v.get(2).copied().unwrap_or(0),
+        )
+    };
+    w.push_str(
+        "/* mpi.h for oxmpi: an MPI library with MPICH's ABI (libmpi.so.12).\n\
+         * Generated by oxmpi's build.rs from src/abi/mpi.decl and src/abi/data/mpich-abi.tsv;\n\
+         * do not edit. Regenerate with: OXMPI_BLESS_HEADERS=1 cargo build */\n\
+         #ifndef MPI_INCLUDED\n#define MPI_INCLUDED\n\n\
+         #if defined(__cplusplus)\nextern \"C\" {\n#endif\n\n",
+    );
+    writeln!(w, "#define OXMPI 1\n#define OXMPI_VERSION \"{version}\"").unwrap();
+    writeln!(
+        w,
+        "#define OXMPI_NUMVERSION {}\n",
+        maj * 10000 + min * 100 + pat
+    )
+    .unwrap();
+
+    w.push_str(
+        "/* Handles: integers whose bits encode the object kind (see MPICH's ABI). */\n\
+         typedef int MPI_Comm;\ntypedef int MPI_Datatype;\ntypedef int MPI_Group;\ntypedef int MPI_Op;\n\
+         typedef int MPI_Errhandler;\ntypedef int MPI_Win;\ntypedef int MPI_Info;\ntypedef int MPI_Request;\n\
+         typedef int MPI_Message;\ntypedef int MPI_Session;\ntypedef int MPIX_Grequest_class;\n\
+         typedef struct ADIOI_FileD *MPI_File;\n\n\
+         typedef long MPI_Aint;\ntypedef long MPI_Offset;\ntypedef long MPI_Count;\ntypedef int MPI_Fint;\n\n\
+         typedef struct MPI_Status {\n    int count_lo;\n    int count_hi_and_cancelled;\n    int MPI_SOURCE;\n\
+         \x20   int MPI_TAG;\n    int MPI_ERROR;\n} MPI_Status;\n\n\
+         typedef struct {\n    MPI_Fint count_lo;\n    MPI_Fint count_hi_and_cancelled;\n    MPI_Fint MPI_SOURCE;\n\
+         \x20   MPI_Fint MPI_TAG;\n    MPI_Fint MPI_ERROR;\n} MPI_F08_status;\n\n\
+         /* Tool-interface handles */\n\
+         typedef struct MPIR_T_enum_s *MPI_T_enum;\ntypedef struct MPIR_T_cvar_handle_s *MPI_T_cvar_handle;\n\
+         typedef struct MPIR_T_pvar_handle_s *MPI_T_pvar_handle;\n\
+         typedef struct MPIR_T_pvar_session_s *MPI_T_pvar_session;\n\
+         typedef struct MPIR_T_event_registration_s *MPI_T_event_registration;\n\
+         typedef struct MPIR_T_event_instance_s *MPI_T_event_instance;\n\n",
+    );
+
+    // Enums used as parameter types.
+    let mut in_enum = BTreeSet::new();
+    for (ty, prefix) in ENUMS {
+        let members: Vec<&Row> = rows
+            .iter()
+            .filter(|r| {
+                r.name.starts_with(prefix) && r.c_type == "int" && r.category == "mpi_t-constant"
+            })
+            .collect();
+        let body: Vec<String> = members
+            .iter()
+            .map(|r| format!("    {} = {}", r.name, r.c_value))
+            .collect();
+        writeln!(w, "typedef enum {ty} {{\n{}\n}} {ty};\n", body.join(",\n")).unwrap();
+        in_enum.extend(members.iter().map(|r| r.name.clone()));
+    }
+
+    w.push_str("/* Constants (values are MPICH's) */\n");
+    for r in rows {
+        if in_enum.contains(&r.name) {
+            continue;
+        }
+        let line = match (r.category.as_str(), r.c_type.as_str()) {
+            (_, "int") if r.category.starts_with("fortran") => None,
+            (cat, "int") => {
+                let Ok(v) = r.c_value.parse::<i64>() else {
+                    continue;
+                };
+                if let Some(ty) = cat
+                    .strip_prefix("handle:")
+                    .or_else(|| null_handle_type(&r.name))
+                {
+                    Some(format!("(({ty}){})", int_literal(v, true)))
+                } else if cat.starts_with("keyval") {
+                    Some(int_literal(v, true))
+                } else if r.name == "MPIO_REQUEST_NULL" {
+                    Some(format!("((MPI_Request){v})"))
+                } else {
+                    Some(int_literal(v, false))
+                }
+            }
+            (_, "string") => Some(r.c_value.clone()),
+            (_, "pointer") => pointer_constant(&r.name, &r.c_value),
+            (_, "function-pointer") => None, // after the callback typedefs
+            _ => None,
+        };
+        if let Some(v) = line {
+            writeln!(w, "#define {} {v}", r.name).unwrap();
+        }
+    }
+
+    w.push_str(
+        "\n/* MPI-IO (ROMIO) compatibility names */\n#define MPIO_Request MPI_Request\n#define MPIO_USES_MPI_REQUEST\n\
+         #define MPIO_REQUEST_DEFINED\n#define MPIO_Wait MPI_Wait\n#define MPIO_Test MPI_Test\n\
+         #define PMPIO_Wait PMPI_Wait\n#define PMPIO_Test PMPI_Test\n#define MPI_FILE_DEFINED\n\n",
+    );
+
+    w.push_str("/* Callback types */\n");
+    for cb in &decls.callbacks {
+        writeln!(w, "{};", cb.c_text).unwrap();
+    }
+    for (target, alias) in &decls.aliases {
+        writeln!(w, "typedef {target} {alias};").unwrap();
+    }
+
+    w.push_str(
+        "\n/* Predefined callbacks */\nint MPIR_Dup_fn(MPI_Comm oldcomm, int keyval, void *extra_state, \
+         void *attribute_val_in, void *attribute_val_out, int *flag);\n",
+    );
+    for r in rows.iter().filter(|r| r.c_type == "function-pointer") {
+        if let Some(v) = callback_constant(&r.name) {
+            writeln!(w, "#define {} {v}", r.name).unwrap();
+        }
+    }
+
+    w.push_str(
+        "\n/* Data objects exported by the library */\n\
+         extern int * const MPI_UNWEIGHTED;\nextern int * const MPI_WEIGHTS_EMPTY;\n\
+         extern struct MPIR_T_pvar_handle_s * const MPI_T_PVAR_ALL_HANDLES;\n\
+         extern MPI_Fint *MPI_F_STATUS_IGNORE;\nextern MPI_Fint *MPI_F_STATUSES_IGNORE;\n\
+         extern MPI_F08_status MPIR_F08_MPI_STATUS_IGNORE_OBJ;\n\
+         extern MPI_F08_status MPIR_F08_MPI_STATUSES_IGNORE_OBJ[1];\n\
+         extern int MPIR_F08_MPI_IN_PLACE;\nextern int MPIR_F08_MPI_BOTTOM;\n\
+         extern MPI_F08_status *MPI_F08_STATUS_IGNORE;\nextern MPI_F08_status *MPI_F08_STATUSES_IGNORE;\n\n",
+    );
+
+    w.push_str("/* Handle conversions: C and Fortran integer handles are the same value */\n");
+    for (obj, ty) in [
+        ("Comm", "MPI_Comm"),
+        ("Type", "MPI_Datatype"),
+        ("Group", "MPI_Group"),
+        ("Info", "MPI_Info"),
+        ("Request", "MPI_Request"),
+        ("Op", "MPI_Op"),
+        ("Errhandler", "MPI_Errhandler"),
+        ("Win", "MPI_Win"),
+        ("Message", "MPI_Message"),
+        ("Session", "MPI_Session"),
+    ] {
+        for p in ["", "P"] {
+            writeln!(w, "#define {p}MPI_{obj}_c2f(h) ((MPI_Fint)(h))").unwrap();
+            writeln!(w, "#define {p}MPI_{obj}_f2c(h) (({ty})(h))").unwrap();
+        }
+    }
+
+    w.push_str("\n/* Functions */\n");
+    for f in &decls.functions {
+        writeln!(w, "{};", f.c_text).unwrap();
+    }
+    w.push_str("\n/* Profiling interface */\n");
+    for f in &decls.functions {
+        let p = f.c_text.replacen(
+            &format!(" {}(", f.name),
+            &format!(" {}(", pmpi_name(&f.name)),
+            1,
+        );
+        let p = p.replacen(
+            &format!("*{}(", f.name),
+            &format!("*{}(", pmpi_name(&f.name)),
+            1,
+        );
+        writeln!(w, "{p};").unwrap();
+    }
+
+    w.push_str("\n#if defined(__cplusplus)\n}\n#endif\n\n#endif /* MPI_INCLUDED */\n");
+    h
+}
+
+/// mpio.h: everything lives in mpi.h; this name exists for programs that include it.
+const MPIO_H: &str = "/* mpio.h for oxmpi: the MPI-IO declarations are part of mpi.h. */\n\
+#ifndef MPIO_INCLUDE\n#define MPIO_INCLUDE\n#include \"mpi.h\"\n#endif\n";
