@@ -117,6 +117,12 @@ pub fn MPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_Aint {
     addr1.wrapping_sub(addr2)
 }
 
+/// `MPI_Pcontrol(level, ...)`: a hook for profiling libraries, which interpose `MPI_Pcontrol`;
+/// without one the standard gives it no effect. The variadic arguments are not read.
+pub fn MPI_Pcontrol(_level: c_int) -> MpiResult {
+    Ok(())
+}
+
 /// oxmpi has no GPU-aware transport: no buffer may live in device memory.
 pub fn MPIX_Query_cuda_support() -> c_int {
     0
