@@ -180,9 +180,7 @@ pub fn parse_decls(text: &str) -> Result<Decls, String> {
             .strip_suffix(')')
             .ok_or_else(|| ctx("parameter list does not end the line".into()))?;
         let head = &stmt[..open];
-        let name_start = head
-            .rfind(|c: char| c == ' ' || c == '*')
-            .map_or(0, |i| i + 1);
+        let name_start = head.rfind([' ', '*']).map_or(0, |i| i + 1);
         let name = head[name_start..].to_string();
         let ret = parse_ret(&head[..name_start]).map_err(ctx)?;
         let (params, variadic) = parse_params(list).map_err(ctx)?;
@@ -260,15 +258,13 @@ pub fn rust_base(base: &str, callbacks: &[String]) -> Result<String, String> {
 /// pointer) maps to the Rust alias of the same name, which is already a nullable fn pointer.
 pub fn rust_type(ty: &CType, callbacks: &[String]) -> Result<String, String> {
     let base = rust_base(&ty.base, callbacks)?;
-    let is_callback = callbacks.iter().any(|c| *c == ty.base);
+    let is_callback = callbacks.contains(&ty.base);
     let mut pointers = ty.pointers;
-    let mut s = if is_callback {
+    if is_callback {
         // The function type itself decays to the pointer the alias already is.
         pointers = pointers.saturating_sub(1);
-        base
-    } else {
-        base
-    };
+    }
+    let mut s = base;
     if let Some(n) = ty.inner_array {
         s = format!("[{s}; {n}]");
     }

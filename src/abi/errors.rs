@@ -54,14 +54,7 @@ pub unsafe fn MPI_Comm_create_errhandler(
             "null function pointer in argument comm_errhandler_fn",
         );
     };
-    // SAFETY: MPI_Comm is c_int, so `void (MPI_Comm *, int *, ...)` and the registry's
-    // `void (int *, int *, ...)` are the same C type.
-    let f = unsafe {
-        std::mem::transmute::<
-            unsafe extern "C" fn(*mut MPI_Comm, *mut c_int, ...),
-            unsafe extern "C" fn(*mut c_int, *mut c_int, ...),
-        >(f)
-    };
+    // MPI_Comm is c_int, so `void (MPI_Comm *, int *, ...)` is already the registry's shape.
     let eh = errhandler::create(HandlerKind::Comm, f)?;
     // SAFETY: checked non-null above; the caller promises validity.
     unsafe { put(errhandler, eh, "errhandler") }
