@@ -1,5 +1,11 @@
 //! The C ABI edge (MPICH's ABI): handle and struct types, constants, and the entry points.
 //! This layer only translates; behaviour lives in the modules below it.
+//!
+//! Every exported function is declared once, in `mpi.decl`. build.rs turns each declaration
+//! into a `PMPI_X` entry point with a weak `MPI_X` alias (`entries`) and into the prototypes of
+//! `include/mpi.h`. An entry calls `crate::abi::<module>::MPI_X` when a file `src/abi/<module>.rs`
+//! defines `pub unsafe fn MPI_X(..) -> MpiResult` (same arguments, Rust-typed); otherwise it
+//! reports MPI_ERR_UNSUPPORTED_OPERATION.
 
 #![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, clippy::missing_safety_doc)]
 
@@ -8,11 +14,58 @@ pub mod consts {
     #![allow(non_upper_case_globals)]
     include!(concat!(env!("OUT_DIR"), "/consts.rs"));
 }
+pub mod types;
+
+pub mod ctypes {
+    //! The C types that entry points take besides `types`: opaque pointer handles, the
+    //! tool-interface enums, and every callback type of `mpi.decl` as a nullable fn pointer.
+    pub use super::types::*;
+    // Generated callback signatures use any of these.
+    #[allow(unused_imports)]
+    use std::ffi::{c_char, c_int, c_void};
+
+    /// Target of `MPI_File`; never dereferenced on the C side.
+    #[repr(C)]
+    pub struct ADIOI_FileD {
+        _private: [u8; 0],
+    }
+    pub type MPI_File = *mut ADIOI_FileD;
+    pub type MPIX_Grequest_class = c_int;
+    /// `MPI_F08_status`: the same five fields as `MPI_Status`.
+    pub type MPI_F08_status = MPI_Status;
+    pub type MPI_T_enum = *mut c_void;
+    pub type MPI_T_cvar_handle = *mut c_void;
+    pub type MPI_T_pvar_handle = *mut c_void;
+    pub type MPI_T_pvar_session = *mut c_void;
+    pub type MPI_T_event_registration = *mut c_void;
+    pub type MPI_T_event_instance = *mut c_void;
+    /// C enums; their values fit an `int`, which is how x86-64 passes them.
+    pub type MPI_T_cb_safety = c_int;
+    pub type MPI_T_source_order = c_int;
+
+    include!(concat!(env!("OUT_DIR"), "/callbacks.rs"));
+}
+
+pub mod entry;
+pub mod env;
+pub mod errors;
+pub mod globals;
+
+pub mod entries {
+    //! Generated: every exported `PMPI_X` and its weak alias `MPI_X`.
+    #![allow(unused_imports, clippy::too_many_arguments, clippy::missing_safety_doc)]
+    use super::ctypes::*;
+    use std::ffi::{c_char, c_int, c_void};
+    include!(concat!(env!("OUT_DIR"), "/entries.rs"));
+}
+
+#[cfg(test)]
+mod decl;
+
 pub mod comm;
 pub mod datatype;
 pub mod init;
 pub mod p2p;
-pub mod types;
 
 /// Copies `s` into a C buffer of `cap` bytes as a NUL-terminated string (truncated to fit)
 /// and stores its length in `resultlen`.

@@ -1642,13 +1642,6 @@ pub unsafe fn MPI_Status_set_elements_x(
     unsafe { write_status(status, &s, false) };
     Ok(())
 }
-pub unsafe fn MPI_Status_set_elements_c(
-    status: *mut MPI_Status,
-    datatype: MPI_Datatype,
-    count: MPI_Count,
-) -> MpiResult {
-    unsafe { MPI_Status_set_elements_x(status, datatype, count) }
-}
 pub unsafe fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> MpiResult {
     if status.is_null() || status as usize == 1 {
         return err(MPI_ERR_ARG, "invalid status argument");

@@ -1,0 +1,395 @@
+//! Parser for `src/abi/mpi.decl` and the C-to-Rust type mapping of the ABI.
+//!
+//! build.rs includes this file with `#[path]` to generate the entry points and the header; the
+//! library compiles it only for its unit tests, so items unused by one of the two are expected.
+#![allow(dead_code)]
+
+/// A C type as written in a declaration: a base name, whether the pointee is `const`, and how
+/// many levels of pointer (`*` or a trailing `[]`) wrap it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CType {
+    pub base: String,
+    pub const_base: bool,
+    pub pointers: usize,
+    /// `int ranges[][3]`: a pointer to arrays of this many elements.
+    pub inner_array: Option<usize>,
+}
+
+/// One parameter: its type and its name (generated `argN` when the declaration has none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Param {
+    pub ty: CType,
+    pub name: String,
+    /// The parameter exactly as written in C, for the header.
+    pub c_text: String,
+}
+
+/// A function prototype or a callback typedef.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Func {
+    pub name: String,
+    pub ret: CType,
+    pub params: Vec<Param>,
+    pub variadic: bool,
+    /// The declaration as written in the decl file, without the trailing `;`.
+    pub c_text: String,
+}
+
+/// Everything the decl file holds.
+#[derive(Debug, Default)]
+pub struct Decls {
+    /// `typedef RET (NAME)(PARAMS);`: callback function types.
+    pub callbacks: Vec<Func>,
+    /// `typedef TARGET ALIAS;` pairs.
+    pub aliases: Vec<(String, String)>,
+    /// `RET MPI_X(PARAMS);`: exported functions.
+    pub functions: Vec<Func>,
+}
+
+/// Words that qualify or spell a base type; a further word after them is a parameter name.
+const TYPE_WORDS: &[&str] = &["const", "unsigned", "signed", "long", "short", "struct"];
+
+/// Parses one C type with an optional trailing name, e.g. `const int recvcounts[]`.
+pub fn parse_param(text: &str, index: usize) -> Result<Param, String> {
+    let text = text.trim();
+    let mut rest = text.to_string();
+    let mut pointers = 0;
+    let mut inner_array = None;
+    // Array suffixes: `[]` decays to a pointer; `[][N]` is a pointer to arrays of N.
+    while rest.ends_with(']') {
+        let open = rest.rfind('[').ok_or_else(|| format!("unbalanced [] in `{text}`"))?;
+        let size = rest[open + 1..rest.len() - 1].trim().to_string();
+        rest.truncate(open);
+        rest = rest.trim_end().to_string();
+        if size.is_empty() {
+            pointers += 1;
+        } else {
+            let n = size.parse::<usize>().map_err(|_| format!("array size in `{text}`"))?;
+            if inner_array.is_some() {
+                return Err(format!("unsupported array shape in `{text}`"));
+            }
+            inner_array = Some(n);
+        }
+    }
+    pointers += rest.matches('*').count();
+    let spaced = rest.replace('*', " ");
+    let mut words: Vec<&str> = spaced.split_whitespace().collect();
+    let const_base = words.first() == Some(&"const");
+    words.retain(|w| *w != "const");
+    let type_words = words.iter().filter(|w| !TYPE_WORDS.contains(w)).count();
+    let name = if type_words >= 2 { words.pop().map(str::to_string).unwrap() } else { format!("arg{index}") };
+    if words.is_empty() {
+        return Err(format!("no type in `{text}`"));
+    }
+    let base = words.join(" ");
+    Ok(Param { ty: CType { base, const_base, pointers, inner_array }, name, c_text: text.to_string() })
+}
+
+/// Parses a parameter list (the text between the parentheses).
+fn parse_params(list: &str) -> Result<(Vec<Param>, bool), String> {
+    let list = list.trim();
+    if list.is_empty() || list == "void" {
+        return Ok((Vec::new(), false));
+    }
+    let mut params = Vec::new();
+    let mut variadic = false;
+    for (i, part) in list.split(',').enumerate() {
+        let part = part.trim();
+        if part == "..." {
+            variadic = true;
+            continue;
+        }
+        params.push(parse_param(part, i)?);
+    }
+    Ok((params, variadic))
+}
+
+/// Parses a return type (`int`, `double`, `MPI_Aint`, `MPI_File`, ...).
+fn parse_ret(text: &str) -> Result<CType, String> {
+    let p = parse_param(text, 0)?;
+    if !p.name.starts_with("arg") {
+        return Err(format!("return type `{text}` parsed with a name"));
+    }
+    Ok(p.ty)
+}
+
+/// Parses the whole decl file. Lines are declarations ending in `;`; `#` starts a comment line.
+pub fn parse_decls(text: &str) -> Result<Decls, String> {
+    let mut d = Decls::default();
+    for (lineno, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let ctx = |e: String| format!("mpi.decl line {}: {e}", lineno + 1);
+        let stmt = line.strip_suffix(';').ok_or_else(|| ctx("missing `;`".into()))?;
+        if let Some(rest) = stmt.strip_prefix("typedef ") {
+            if let Some(open) = rest.find("(") {
+                // typedef RET (NAME)(PARAMS)
+                let ret = parse_ret(&rest[..open]).map_err(ctx)?;
+                let close = rest[open..].find(')').ok_or_else(|| ctx("bad typedef".into()))? + open;
+                let name = rest[open + 1..close].trim().to_string();
+                let list = rest[close + 1..].trim();
+                let list = list
+                    .strip_prefix('(')
+                    .and_then(|l| l.strip_suffix(')'))
+                    .ok_or_else(|| ctx("bad typedef parameter list".into()))?;
+                let (params, variadic) = parse_params(list).map_err(ctx)?;
+                d.callbacks.push(Func { name, ret, params, variadic, c_text: stmt.to_string() });
+            } else {
+                let words: Vec<&str> = rest.split_whitespace().collect();
+                if words.len() != 2 {
+                    return Err(ctx(format!("unsupported typedef `{stmt}`")));
+                }
+                d.aliases.push((words[0].to_string(), words[1].to_string()));
+            }
+            continue;
+        }
+        let open = stmt.find('(').ok_or_else(|| ctx("no parameter list".into()))?;
+        let list =
+            stmt[open + 1..].strip_suffix(')').ok_or_else(|| ctx("parameter list does not end the line".into()))?;
+        let head = &stmt[..open];
+        let name_start = head.rfind([' ', '*']).map_or(0, |i| i + 1);
+        let name = head[name_start..].to_string();
+        let ret = parse_ret(&head[..name_start]).map_err(ctx)?;
+        let (params, variadic) = parse_params(list).map_err(ctx)?;
+        d.functions.push(Func { name, ret, params, variadic, c_text: stmt.to_string() });
+    }
+    Ok(d)
+}
+
+/// Rust keywords that C parameter names may collide with.
+const RUST_KEYWORDS: &[&str] = &[
+    "as", "box", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern", "false", "fn", "for", "gen",
+    "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "static",
+    "struct", "super", "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "try", "yield",
+    "macro", "override", "priv", "typeof", "unsized", "virtual", "abstract", "become", "do", "final",
+];
+
+/// A C parameter name usable in Rust.
+pub fn rust_ident(name: &str) -> String {
+    if RUST_KEYWORDS.contains(&name) { format!("{name}_") } else { name.to_string() }
+}
+
+/// The Rust spelling of a C base type, or an error for a type the ABI does not use.
+pub fn rust_base(base: &str, callbacks: &[String]) -> Result<String, String> {
+    let s = match base {
+        "int" => "c_int",
+        "double" => "f64",
+        "char" => "c_char",
+        "void" => "c_void",
+        "MPI_Comm"
+        | "MPI_Datatype"
+        | "MPI_Group"
+        | "MPI_Op"
+        | "MPI_Errhandler"
+        | "MPI_Win"
+        | "MPI_Info"
+        | "MPI_Request"
+        | "MPI_Message"
+        | "MPI_Session"
+        | "MPI_Fint"
+        | "MPI_Aint"
+        | "MPI_Offset"
+        | "MPI_Count"
+        | "MPI_Status"
+        | "MPI_File"
+        | "MPI_F08_status"
+        | "MPIX_Grequest_class"
+        | "MPI_T_enum"
+        | "MPI_T_cvar_handle"
+        | "MPI_T_pvar_handle"
+        | "MPI_T_pvar_session"
+        | "MPI_T_event_registration"
+        | "MPI_T_event_instance"
+        | "MPI_T_cb_safety"
+        | "MPI_T_source_order" => base,
+        _ if callbacks.iter().any(|c| c == base) => base,
+        _ => return Err(format!("no Rust mapping for C type `{base}`")),
+    };
+    Ok(s.to_string())
+}
+
+/// The Rust type of a C parameter or return type.
+///
+/// A callback type (`MPI_User_function *fn`, or a bare function type, which C adjusts to a
+/// pointer) maps to the Rust alias of the same name, which is already a nullable fn pointer.
+pub fn rust_type(ty: &CType, callbacks: &[String]) -> Result<String, String> {
+    let base = rust_base(&ty.base, callbacks)?;
+    let is_callback = callbacks.contains(&ty.base);
+    let mut pointers = ty.pointers;
+    if is_callback {
+        // The function type itself decays to the pointer the alias already is.
+        pointers = pointers.saturating_sub(1);
+    }
+    let mut s = base;
+    if let Some(n) = ty.inner_array {
+        s = format!("[{s}; {n}]");
+    }
+    for level in 0..pointers {
+        // `const` qualifies the innermost pointee only.
+        let qual = if level == 0 && ty.const_base && !is_callback { "const" } else { "mut" };
+        s = format!("*{qual} {s}");
+    }
+    Ok(s)
+}
+
+/// The Rust `fn` pointer type of a callback typedef, wrapped in `Option` so C's NULL is valid.
+pub fn rust_callback_type(f: &Func, callbacks: &[String]) -> Result<String, String> {
+    let mut args = Vec::new();
+    for p in &f.params {
+        args.push(rust_type(&p.ty, callbacks)?);
+    }
+    if f.variadic {
+        args.push("...".to_string());
+    }
+    let ret = rust_return(&f.ret, callbacks)?;
+    Ok(format!("Option<unsafe extern \"C\" fn({}){ret}>", args.join(", ")))
+}
+
+/// ` -> T` for a non-void return, empty for `void`.
+pub fn rust_return(ty: &CType, callbacks: &[String]) -> Result<String, String> {
+    if ty.base == "void" && ty.pointers == 0 {
+        Ok(String::new())
+    } else {
+        Ok(format!(" -> {}", rust_type(ty, callbacks)?))
+    }
+}
+
+/// The first by-value `MPI_Comm` parameter: the communicator whose error handler applies.
+pub fn comm_param(f: &Func) -> Option<&Param> {
+    f.params.iter().find(|p| p.ty.base == "MPI_Comm" && p.ty.pointers == 0)
+}
+
+/// What an implementing module provides for `MPI_X`: the module, and whether the Rust function
+/// is `unsafe` and returns `MpiResult` (int-returning MPI functions) or a plain value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Impl {
+    pub module: String,
+    pub is_unsafe: bool,
+    pub returns_result: bool,
+}
+
+/// Finds `pub fn MPI_X(` / `pub unsafe fn MPI_X(` (and `MPIX_`) at the start of a line of a
+/// module's source; returns (name, is_unsafe, returns MpiResult).
+pub fn scan_impls(source: &str) -> Vec<(String, bool, bool)> {
+    let mut found = Vec::new();
+    let lines: Vec<&str> = source.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim_start();
+        let (rest, is_unsafe) = if let Some(r) = t.strip_prefix("pub unsafe fn ") {
+            (r, true)
+        } else if let Some(r) = t.strip_prefix("pub fn ") {
+            (r, false)
+        } else {
+            continue;
+        };
+        if !(rest.starts_with("MPI_") || rest.starts_with("MPIX_")) {
+            continue;
+        }
+        let Some(open) = rest.find('(') else { continue };
+        let name = rest[..open].to_string();
+        // The signature runs until the body's `{`, possibly over several lines.
+        let mut sig = String::new();
+        for l in &lines[i..] {
+            sig.push_str(l);
+            sig.push(' ');
+            if l.contains('{') {
+                break;
+            }
+        }
+        let sig = &sig[..sig.find('{').unwrap_or(sig.len())];
+        let returns_result = sig.contains("MpiResult");
+        found.push((name, is_unsafe, returns_result));
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cbs() -> Vec<String> {
+        vec!["MPI_User_function".to_string(), "MPI_T_event_cb_function".to_string()]
+    }
+
+    #[test]
+    fn parses_named_and_unnamed_params() {
+        let p = parse_param("const int recvcounts[]", 0).unwrap();
+        assert_eq!(p.name, "recvcounts");
+        assert_eq!(p.ty, CType { base: "int".into(), const_base: true, pointers: 1, inner_array: None });
+        let p = parse_param("void **", 3).unwrap();
+        assert_eq!(p.name, "arg3");
+        assert_eq!(p.ty.pointers, 2);
+        let p = parse_param("MPI_Comm", 1).unwrap();
+        assert_eq!(p.name, "arg1");
+        let p = parse_param("int ranges[][3]", 0).unwrap();
+        assert_eq!(p.ty.inner_array, Some(3));
+        assert_eq!(p.ty.pointers, 1);
+        let p = parse_param("char **array_of_argv[]", 0).unwrap();
+        assert_eq!((p.ty.pointers, p.name.as_str()), (3, "array_of_argv"));
+    }
+
+    #[test]
+    fn maps_c_types_to_rust() {
+        let t = |s: &str| rust_type(&parse_param(s, 0).unwrap().ty, &cbs()).unwrap();
+        assert_eq!(t("int count"), "c_int");
+        assert_eq!(t("const void *buf"), "*const c_void");
+        assert_eq!(t("char ***argv"), "*mut *mut *mut c_char");
+        assert_eq!(t("const char *x[]"), "*mut *const c_char");
+        assert_eq!(t("MPI_Status *status"), "*mut MPI_Status");
+        assert_eq!(t("MPI_File fh"), "MPI_File");
+        assert_eq!(t("int ranges[][3]"), "*mut [c_int; 3]");
+        assert_eq!(t("MPI_User_function *user_fn"), "MPI_User_function");
+        assert_eq!(t("MPI_T_event_cb_function event_cb_function"), "MPI_T_event_cb_function");
+        assert!(rust_type(&parse_param("float x", 0).unwrap().ty, &cbs()).is_err());
+    }
+
+    #[test]
+    fn parses_decl_lines() {
+        let d = parse_decls(concat!(
+            "# comment\n",
+            "typedef void (MPI_Handler_function)(MPI_Comm *, int *, ...);\n",
+            "typedef MPI_Handler_function MPI_Handler_fn;\n",
+            "int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);\n",
+            "double MPI_Wtime(void);\n",
+            "int MPI_Pcontrol(const int level, ...);\n",
+        ))
+        .unwrap();
+        assert_eq!(d.callbacks.len(), 1);
+        assert!(d.callbacks[0].variadic);
+        assert_eq!(d.aliases, vec![("MPI_Handler_function".into(), "MPI_Handler_fn".into())]);
+        let send = &d.functions[0];
+        assert_eq!(send.name, "MPI_Send");
+        assert_eq!(send.params.len(), 6);
+        assert_eq!(comm_param(send).unwrap().name, "comm");
+        assert_eq!(d.functions[1].ret.base, "double");
+        assert!(d.functions[1].params.is_empty());
+        assert!(d.functions[2].variadic);
+        let cb = rust_callback_type(&d.callbacks[0], &["MPI_Handler_function".into()]).unwrap();
+        assert_eq!(cb, "Option<unsafe extern \"C\" fn(*mut MPI_Comm, *mut c_int, ...)>");
+    }
+
+    #[test]
+    fn the_committed_decl_file_parses_and_maps() {
+        let d = parse_decls(include_str!("mpi.decl")).unwrap();
+        let names: Vec<String> = d.callbacks.iter().map(|c| c.name.clone()).collect();
+        assert!(d.functions.len() >= 634, "{} functions", d.functions.len());
+        for f in &d.functions {
+            rust_return(&f.ret, &names).unwrap();
+            for p in &f.params {
+                rust_type(&p.ty, &names).unwrap_or_else(|e| panic!("{}: {e}", f.name));
+            }
+        }
+    }
+
+    #[test]
+    fn finds_implementations() {
+        // Built from pieces so that build.rs's own scan of this file finds nothing.
+        let src = ["use x;", "    pub unsafe fn MPI_Send(", "        buf: *const c_void,", "    ) -> MpiResult {", "}"]
+            .join("\n")
+            + "\npub fn MPI_Wtime() -> f64 { 0.0 }\nfn MPI_Private() {}\n";
+        let found = scan_impls(&src);
+        assert_eq!(found, vec![("MPI_Send".to_string(), true, true), ("MPI_Wtime".to_string(), false, false)]);
+    }
+}

@@ -1,0 +1,110 @@
+//! What every generated entry point does around its implementation: stop panics at the C
+//! boundary and turn errors into codes through the error handler.
+
+use crate::abi::consts::{MPI_ERR_INTERN, MPI_SUCCESS};
+use crate::abi::types::MPI_Comm;
+use crate::errhandler;
+use crate::error::{MpiError, MpiResult};
+use std::any::Any;
+use std::ffi::c_int;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// The text of a panic payload.
+fn panic_text(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+fn internal(payload: &(dyn Any + Send)) -> MpiError {
+    MpiError::new(MPI_ERR_INTERN, format!("internal error in oxmpi: {}", panic_text(payload)))
+}
+
+/// Runs the implementation of an int-returning MPI function `name`: `MPI_SUCCESS` on success,
+/// else the error goes through the handler of `comm` (of MPI_COMM_WORLD when `None`).
+pub fn call(name: &'static str, comm: Option<MPI_Comm>, f: impl FnOnce() -> MpiResult) -> c_int {
+    // The closure holds only C arguments (plain values and raw pointers); after a panic nothing
+    // observes a half-updated value of it, so asserting unwind safety is sound.
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => MPI_SUCCESS,
+        Ok(Err(e)) => errhandler::raise(name, comm, e),
+        Err(payload) => errhandler::raise(name, comm, internal(payload.as_ref())),
+    }
+}
+
+/// A value a C function can return when it has nothing better: 0, 0.0 or a null pointer.
+pub trait CZero {
+    fn c_zero() -> Self;
+}
+impl CZero for c_int {
+    fn c_zero() -> Self {
+        0
+    }
+}
+impl CZero for std::ffi::c_long {
+    fn c_zero() -> Self {
+        0
+    }
+}
+impl CZero for f64 {
+    fn c_zero() -> Self {
+        0.0
+    }
+}
+impl<T> CZero for *mut T {
+    fn c_zero() -> Self {
+        std::ptr::null_mut()
+    }
+}
+
+/// Runs the implementation of a function that returns a plain C value (`MPI_Wtime`,
+/// `MPI_Aint_add`, ...). A panic is reported as MPI_ERR_INTERN through MPI_COMM_WORLD's
+/// handler, and the function then returns zero.
+pub fn guard<T: CZero>(name: &'static str, f: impl FnOnce() -> T) -> T {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(v) => v,
+        Err(payload) => {
+            errhandler::raise(name, None, internal(payload.as_ref()));
+            T::c_zero()
+        }
+    }
+}
+
+/// The entry of an int-returning function that is not implemented yet.
+pub fn unsupported(name: &'static str, comm: Option<MPI_Comm>) -> c_int {
+    errhandler::raise(name, comm, MpiError::unsupported(name))
+}
+
+/// The entry of a function returning a plain value that is not implemented yet: it cannot
+/// return an error code, so it logs and returns zero (a null handle or pointer).
+pub fn unsupported_value<T: CZero>(name: &'static str) -> T {
+    log::error!("{name} is not implemented yet in oxmpi; returning 0");
+    T::c_zero()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::consts::{MPI_COMM_SELF, MPI_ERR_COUNT, MPI_ERRORS_RETURN};
+
+    #[test]
+    fn errors_and_panics_become_codes() {
+        let _serial = errhandler::TEST_SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        errhandler::set_comm_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+        assert_eq!(call("MPI_Test_ok", Some(MPI_COMM_SELF), || Ok(())), MPI_SUCCESS);
+        let code = call("MPI_Test_err", Some(MPI_COMM_SELF), || Err(MpiError::new(MPI_ERR_COUNT, "bad count")));
+        assert_eq!(code, MPI_ERR_COUNT);
+        let code = call("MPI_Test_panic", Some(MPI_COMM_SELF), || panic!("boom"));
+        assert_eq!(code, MPI_ERR_INTERN);
+        let mut s = String::new();
+        errhandler::error_string(MPI_ERR_INTERN, &mut s);
+        assert!(s.contains("MPI_Test_panic") && s.contains("boom"), "{s}");
+        errhandler::on_comm_free(MPI_COMM_SELF);
+        assert_eq!(guard("MPI_Test_value", || 2.5), 2.5);
+        assert_eq!(unsupported_value::<c_int>("MPI_Test_value"), 0);
+    }
+}
