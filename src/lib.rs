@@ -6,6 +6,7 @@
 
 pub mod abi;
 pub mod comm;
+pub mod config;
 pub mod datatype;
 pub mod errhandler;
 pub mod error;

@@ -78,7 +78,7 @@ pub fn world_rank() -> Option<c_int> {
 
 fn init_logger(rank: usize) {
     LOGGER.get_or_init(|| {
-        let env = env_logger::Env::new().filter("OXMPI_LOG");
+        let env = env_logger::Env::new().filter(crate::config::LOG);
         let _ = env_logger::Builder::from_env(env)
             .format(move |buf, record| {
                 use std::io::Write;

@@ -4,7 +4,8 @@ use super::consts::*;
 use super::types::*;
 use crate::error::{MpiResult, err};
 use crate::runtime;
-use std::ffi::{CStr, c_char, c_int};
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 pub unsafe fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> MpiResult {
     if rank.is_null() {
@@ -82,4 +83,71 @@ pub unsafe fn MPI_Comm_get_name(comm: MPI_Comm, comm_name: *mut c_char, resultle
     // SAFETY: MPI requires room for MPI_MAX_OBJECT_NAME characters; names are shorter.
     unsafe { super::write_c_string(&name, comm_name, MPI_MAX_OBJECT_NAME as usize, resultlen) };
     Ok(())
+}
+
+/// Values of the predefined communicator attributes. MPI hands out pointers to them, so they
+/// live in statics; they are set when MPI is initialised.
+static ATTR_TAG_UB: AtomicI32 = AtomicI32::new(super::p2p::TAG_UB);
+static ATTR_HOST: AtomicI32 = AtomicI32::new(MPI_PROC_NULL);
+static ATTR_IO: AtomicI32 = AtomicI32::new(MPI_ANY_SOURCE);
+static ATTR_WTIME_IS_GLOBAL: AtomicI32 = AtomicI32::new(0);
+static ATTR_UNIVERSE_SIZE: AtomicI32 = AtomicI32::new(1);
+static ATTR_APPNUM: AtomicI32 = AtomicI32::new(0);
+static ATTR_LASTUSEDCODE: AtomicI32 = AtomicI32::new(0);
+
+/// The value cell of a predefined communicator keyval; the Fortran form of a keyval is the C
+/// value + 1 and asks for the integer itself rather than a pointer.
+fn predefined_attr(keyval: c_int) -> Option<(&'static AtomicI32, bool)> {
+    let by_value = keyval & 1 == 0;
+    let c_keyval = if by_value { keyval - 1 } else { keyval };
+    let cell = match c_keyval {
+        MPI_TAG_UB => &ATTR_TAG_UB,
+        MPI_HOST => &ATTR_HOST,
+        MPI_IO => &ATTR_IO,
+        MPI_WTIME_IS_GLOBAL => &ATTR_WTIME_IS_GLOBAL,
+        MPI_UNIVERSE_SIZE => &ATTR_UNIVERSE_SIZE,
+        MPI_APPNUM => &ATTR_APPNUM,
+        MPI_LASTUSEDCODE => &ATTR_LASTUSEDCODE,
+        _ => return None,
+    };
+    Some((cell, by_value))
+}
+
+pub unsafe fn MPI_Comm_get_attr(
+    comm: MPI_Comm,
+    comm_keyval: c_int,
+    attribute_val: *mut c_void,
+    flag: *mut c_int,
+) -> MpiResult {
+    if attribute_val.is_null() || flag.is_null() {
+        return err(MPI_ERR_ARG, "invalid attribute_val or flag pointer (NULL)");
+    }
+    let (size, appnum) = runtime::with(|rt| {
+        rt.comms.get(comm)?;
+        Ok((rt.comms.get(MPI_COMM_WORLD)?.size(), rt.pmi.appnum()))
+    })?;
+    let Some((cell, by_value)) = predefined_attr(comm_keyval) else {
+        return err(
+            MPI_ERR_KEYVAL,
+            format!("invalid keyval (0x{:08x}): user keyvals are not implemented yet in oxmpi", comm_keyval as u32),
+        );
+    };
+    ATTR_UNIVERSE_SIZE.store(size as c_int, Ordering::Relaxed);
+    ATTR_APPNUM.store(appnum, Ordering::Relaxed);
+    ATTR_LASTUSEDCODE.store(crate::errhandler::last_used_code(), Ordering::Relaxed);
+    // SAFETY: attribute_val points at a `void *` (C) or an address-sized integer (Fortran
+    // form), both 8 bytes; flag checked non-null.
+    unsafe {
+        if by_value {
+            *(attribute_val as *mut MPI_Aint) = cell.load(Ordering::Relaxed) as MPI_Aint;
+        } else {
+            *(attribute_val as *mut *const AtomicI32) = cell;
+        }
+        *flag = 1;
+    }
+    Ok(())
+}
+
+pub unsafe fn MPI_Attr_get(comm: MPI_Comm, keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> MpiResult {
+    unsafe { MPI_Comm_get_attr(comm, keyval, attribute_val, flag) }
 }

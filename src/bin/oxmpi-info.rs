@@ -1,20 +1,19 @@
 //! `oxmpi-info`: prints the version and every `OXMPI_*` tunable with its value and where the
 //! value comes from (environment or default).
 
-/// Every tunable: name, default, what it does. Keep in step with the code that reads them.
-const TUNABLES: &[(&str, &str, &str)] = &[("OXMPI_LOG", "warn", "log filter (env_logger syntax), e.g. debug")];
+use oxmpi::config::{TUNABLES, Tunable};
 
 fn main() {
     println!("oxmpi {}", env!("CARGO_PKG_VERSION"));
     println!("tunables:");
-    for (name, default, what) in TUNABLES {
+    for Tunable { name, default, what } in TUNABLES {
         match std::env::var(name) {
             Ok(value) => println!("  {name}={value} (environment; default {default}) - {what}"),
             Err(_) => println!("  {name}={default} (default) - {what}"),
         }
     }
     let mut unknown: Vec<(String, String)> = std::env::vars()
-        .filter(|(name, _)| name.starts_with("OXMPI_") && !TUNABLES.iter().any(|(known, _, _)| known == name))
+        .filter(|(name, _)| name.starts_with("OXMPI_") && !TUNABLES.iter().any(|t| t.name == name))
         .collect();
     unknown.sort();
     for (name, value) in unknown {

@@ -8,6 +8,7 @@ pub mod buffers;
 pub mod request;
 
 use crate::abi::consts::*;
+use crate::config;
 use crate::transport::shm::{self, Packet, Segment};
 use buffers::{RecvBuf, SendBuf};
 use request::{Op, Request, SendMode, Slab, Status};
@@ -77,8 +78,8 @@ impl WaitPolicy {
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         let oversubscribed = local_ranks > cores;
         WaitPolicy {
-            spins: shm::env_usize("OXMPI_SPIN_COUNT").unwrap_or(if oversubscribed { 16 } else { 4000 }) as u32,
-            yields: shm::env_usize("OXMPI_YIELD_COUNT").unwrap_or(if oversubscribed { 8 } else { 200 }) as u32,
+            spins: config::usize_var(config::SPIN_COUNT).unwrap_or(if oversubscribed { 16 } else { 4000 }) as u32,
+            yields: config::usize_var(config::YIELD_COUNT).unwrap_or(if oversubscribed { 8 } else { 200 }) as u32,
         }
     }
 }
@@ -134,7 +135,7 @@ impl Engine {
     /// Tries a real single-copy read from every peer; enables it per peer where it works.
     pub fn probe_cma(&mut self) {
         let Some(seg) = &self.shm else { return };
-        if std::env::var("OXMPI_CMA").is_ok_and(|v| v == "0") {
+        if std::env::var(config::CMA).is_ok_and(|v| v == "0") {
             return;
         }
         for peer in 0..self.nranks {

@@ -7,6 +7,7 @@
 //! sender knows which slot it fills next, the receiver which it reads next; only the flags are
 //! shared. Each rank also has a doorbell (a futex word) that peers ring when it sleeps.
 
+use crate::config;
 use crate::error::{MpiError, MpiResult};
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -79,8 +80,8 @@ impl Geometry {
     /// Default geometry: 16 KiB of payload per slot; fewer slots per ring as ranks grow so
     /// the segment stays O(ranks^2 * small).
     pub fn for_ranks(nranks: usize) -> Geometry {
-        let nslots = env_usize("OXMPI_SHM_SLOTS").unwrap_or((128 / nranks.max(1)).clamp(4, 16));
-        let payload = env_usize("OXMPI_EAGER_LIMIT").unwrap_or(16384).max(CACHE_LINE);
+        let nslots = config::usize_var(config::SHM_SLOTS).unwrap_or((128 / nranks.max(1)).clamp(4, 16));
+        let payload = config::usize_var(config::EAGER_LIMIT).unwrap_or(16384).max(CACHE_LINE);
         let slot_size = (SLOT_HEADER + payload).div_ceil(CACHE_LINE) * CACHE_LINE;
         Geometry { nranks, nslots, slot_size }
     }
@@ -100,10 +101,6 @@ impl Geometry {
     pub fn total_bytes(&self) -> usize {
         self.rings_offset() + self.nranks * self.nranks * self.ring_bytes()
     }
-}
-
-pub fn env_usize(name: &str) -> Option<usize> {
-    std::env::var(name).ok()?.trim().parse().ok()
 }
 
 /// One rank's view of the mapped segment.

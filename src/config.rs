@@ -1,0 +1,56 @@
+//! Tunables: every `OXMPI_*` environment variable the library reads, with its default, in
+//! one table that `oxmpi-info` prints.
+
+pub struct Tunable {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub what: &'static str,
+}
+
+pub const LOG: &str = "OXMPI_LOG";
+pub const EAGER_LIMIT: &str = "OXMPI_EAGER_LIMIT";
+pub const SHM_SLOTS: &str = "OXMPI_SHM_SLOTS";
+pub const CMA: &str = "OXMPI_CMA";
+pub const SPIN_COUNT: &str = "OXMPI_SPIN_COUNT";
+pub const YIELD_COUNT: &str = "OXMPI_YIELD_COUNT";
+
+pub const TUNABLES: &[Tunable] = &[
+    Tunable { name: LOG, default: "warn", what: "log filter (env_logger syntax), e.g. debug" },
+    Tunable {
+        name: EAGER_LIMIT,
+        default: "16384",
+        what: "largest message (bytes) sent eagerly through a ring slot; larger ones use rendezvous",
+    },
+    Tunable {
+        name: SHM_SLOTS,
+        default: "128/ranks, within 4..16",
+        what: "slots per ring between two ranks (memory: ranks^2 * slots * slot size)",
+    },
+    Tunable {
+        name: CMA,
+        default: "1",
+        what: "0 disables single-copy process_vm_readv for large messages (streams through the ring)",
+    },
+    Tunable {
+        name: SPIN_COUNT,
+        default: "4000 (16 when ranks outnumber cores)",
+        what: "idle polls before a waiting rank starts yielding the CPU",
+    },
+    Tunable {
+        name: YIELD_COUNT,
+        default: "200 (8 when ranks outnumber cores)",
+        what: "sched_yield calls before a waiting rank sleeps on its doorbell",
+    },
+];
+
+/// The value of tunable `name` as a number, if set and valid.
+pub fn usize_var(name: &str) -> Option<usize> {
+    let v = std::env::var(name).ok()?;
+    match v.trim().parse() {
+        Ok(n) => Some(n),
+        Err(_) => {
+            log::warn!("ignoring {name}={v}: not a number");
+            None
+        }
+    }
+}
