@@ -166,6 +166,10 @@ pub fn finalize() -> MpiResult<()> {
 
 /// Ends the whole job: tells the process manager, then exits with `code`.
 pub fn abort_job(code: c_int, msg: &str) -> ! {
+    // The process manager kills this process on abort: flush the program's C stdio first so
+    // what it printed before the error is not lost.
+    // SAFETY: fflush(NULL) flushes every open output stream; no pointers of ours involved.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
     if !GLOBAL.busy.load(Ordering::Relaxed) {
         // SAFETY: not inside `with` (checked), and callers are serialized.
         if let Some(rt) = unsafe { (*GLOBAL.state.get()).as_mut() } {
