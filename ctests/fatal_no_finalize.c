@@ -1,7 +1,7 @@
-/* oxmpi-test: np=2,4 expect-exit=nonzero exit-oxmpi-only max-wall=10 */
+/* oxmpi-test: np=2,4 expect-exit=nonzero oxmpi-strict=exit max-wall=10 */
 /* A rank that exits (status 0) without calling MPI_Finalize while the others
  * block in MPI_Recv from it: the job ends promptly with a nonzero status.
- * (MPICH 4.0.2 Hydra exits 0 here at np=2, hence exit-oxmpi-only.) */
+ * (MPICH 4.0.2 Hydra exits 0 here at np=2, hence oxmpi-strict=exit.) */
 #include "mtest.h"
 #include <unistd.h>
 

@@ -79,8 +79,9 @@ int main(int argc, char **argv)
             CHECK(0, "Imrecv: element %d is %d", i, rbuf[i]);
             break;
         }
-    /* ANY_TAG Mprobe gets the tag-8 message. */
-    MPI_CHECK(MPI_Mprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &msg, &st));
+    /* ANY_TAG Mprobe gets the tag-8 message (a fixed source: other ranks may
+     * already be sending their results to rank 0). */
+    MPI_CHECK(MPI_Mprobe(left, MPI_ANY_TAG, MPI_COMM_WORLD, &msg, &st));
     CHECK(st.MPI_TAG == 8 && st.MPI_SOURCE == left, "wildcard Mprobe: tag %d source %d", st.MPI_TAG, st.MPI_SOURCE);
     {
         int five[5];
