@@ -5,11 +5,14 @@
 //! transports (`transport`) and the process-manager client (`pmi`) hold the behaviour.
 
 pub mod abi;
+pub mod attr;
 pub mod comm;
 pub mod config;
 pub mod datatype;
 pub mod errhandler;
 pub mod error;
+pub mod group;
+pub mod info;
 pub mod p2p;
 pub mod pmi;
 pub mod runtime;

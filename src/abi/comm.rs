@@ -1,8 +1,16 @@
-//! Communicator entry points of this milestone: rank, size, dup, free, compare, names.
+//! Communicator entry points: rank, size, compare, names; construction (dup, split,
+//! split_type, create, create_group) and free; attributes and their keyvals; hints.
+//!
+//! Attribute copy and delete callbacks are user C code that may call MPI, so they run here,
+//! between `runtime::with` calls, never inside one.
 
 use super::consts::*;
+use super::ctypes::{
+    MPI_Comm_copy_attr_function, MPI_Comm_delete_attr_function, MPI_Copy_function, MPI_Delete_function,
+};
 use super::types::*;
-use crate::error::{MpiResult, err};
+use crate::attr;
+use crate::error::{MpiError, MpiResult, err};
 use crate::runtime;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -27,27 +35,270 @@ pub unsafe fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> MpiResult {
     Ok(())
 }
 
-pub unsafe fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> MpiResult {
-    if newcomm.is_null() {
-        return err(MPI_ERR_ARG, "invalid newcomm pointer (NULL)");
+fn non_null<T>(p: *const T, what: &str) -> MpiResult<()> {
+    if p.is_null() { err(MPI_ERR_ARG, format!("null pointer in parameter {what}")) } else { Ok(()) }
+}
+
+/// Hands a newly made communicator (or MPI_COMM_NULL) to C. A new communicator inherits the
+/// error handler of its parent.
+///
+/// # Safety
+/// `newcomm` was checked non-null and is writable.
+unsafe fn store_new(parent: MPI_Comm, made: Option<MPI_Comm>, newcomm: *mut MPI_Comm) -> MpiResult {
+    if let Some(h) = made {
+        crate::errhandler::on_comm_dup(parent, h);
     }
+    // SAFETY: caller contract.
+    unsafe { *newcomm = made.unwrap_or(MPI_COMM_NULL) };
+    Ok(())
+}
+
+/// The error a user callback's nonzero return becomes.
+fn callback_error(rc: c_int, what: &str, keyval: c_int) -> MpiError {
+    MpiError::new(rc, format!("the {what} callback of keyval 0x{:08x} returned {rc}", keyval as u32))
+}
+
+/// Runs the delete callback of `keyval` for the value `value` cached on `comm`.
+fn run_delete_callback(comm: MPI_Comm, keyval: c_int, value: usize) -> MpiResult {
+    let kv = attr::get(keyval)?;
+    let Some(delete) = kv.delete else { return Ok(()) };
+    // SAFETY: `delete` was registered by the program as an MPI_Comm_delete_attr_function;
+    // the value and extra state are the pointers it gave us.
+    let rc = unsafe { delete(comm, keyval, value as *mut c_void, kv.extra_state as *mut c_void) };
+    if rc == MPI_SUCCESS { Ok(()) } else { Err(callback_error(rc, "delete", keyval)) }
+}
+
+/// Deletes the attribute `keyval` (set to `value`) from `comm`: the delete callback first;
+/// the attribute stays when the callback fails.
+fn delete_attribute(comm: MPI_Comm, keyval: c_int, value: usize) -> MpiResult {
+    run_delete_callback(comm, keyval, value)?;
+    runtime::with(|rt| {
+        if rt.comms.get_mut(comm)?.attrs.remove(keyval) {
+            attr::release(keyval);
+        }
+        Ok(())
+    })
+}
+
+/// Deletes every attribute of `comm`, most recently set first (MPI requires that order for
+/// MPI_COMM_SELF at MPI_Finalize; elsewhere the order is left open).
+fn delete_all_attributes(comm: MPI_Comm) -> MpiResult {
+    let attrs: Vec<(c_int, usize)> = runtime::with(|rt| Ok(rt.comms.get(comm)?.attrs.iter().rev().collect()))?;
+    for (keyval, value) in attrs {
+        delete_attribute(comm, keyval, value)?;
+    }
+    Ok(())
+}
+
+/// Called first thing in MPI_Finalize: deletes the attributes of MPI_COMM_SELF, then of
+/// MPI_COMM_WORLD, running their delete callbacks while MPI is still usable.
+pub fn delete_attributes_at_finalize() -> MpiResult {
+    delete_all_attributes(MPI_COMM_SELF)?;
+    delete_all_attributes(MPI_COMM_WORLD)
+}
+
+/// Copies the attributes of `parent` onto its duplicate `child` through their copy callbacks.
+/// On a failing callback the duplicate is freed and the callback's error returned.
+fn copy_attributes(parent: MPI_Comm, child: MPI_Comm) -> MpiResult {
+    let attrs: Vec<(c_int, usize)> = runtime::with(|rt| Ok(rt.comms.get(parent)?.attrs.iter().collect()))?;
+    for (keyval, value) in attrs {
+        let Ok(kv) = attr::get(keyval) else { continue };
+        let Some(copy) = kv.copy else { continue };
+        let mut out: *mut c_void = std::ptr::null_mut();
+        let mut flag: c_int = 0;
+        // SAFETY: `copy` was registered by the program as an MPI_Comm_copy_attr_function;
+        // `out` and `flag` are live locals of the types the callback writes.
+        let rc = unsafe {
+            copy(parent, keyval, kv.extra_state as *mut c_void, value as *mut c_void, (&raw mut out).cast(), &mut flag)
+        };
+        if rc != MPI_SUCCESS {
+            let _ = free_communicator(child);
+            return Err(callback_error(rc, "copy", keyval));
+        }
+        if flag != 0 {
+            runtime::with(|rt| {
+                if rt.comms.get_mut(child)?.attrs.set(keyval, out as usize) {
+                    attr::retain(keyval);
+                }
+                Ok(())
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// MPI_Comm_dup's work: a new context, the error handler, hints and copied attributes.
+fn duplicate(comm: MPI_Comm) -> MpiResult<MPI_Comm> {
     let h = runtime::with(|rt| rt.comms.dup(&mut rt.engine, comm))?;
     crate::errhandler::on_comm_dup(comm, h);
+    copy_attributes(comm, h)?;
+    Ok(h)
+}
+
+/// MPI_Comm_free's work: attribute delete callbacks, then the communicator itself.
+fn free_communicator(h: MPI_Comm) -> MpiResult {
+    runtime::with(|rt| {
+        rt.comms.get(h)?;
+        if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
+            return err(MPI_ERR_COMM, "cannot free a predefined communicator");
+        }
+        Ok(())
+    })?;
+    delete_all_attributes(h)?;
+    runtime::with(|rt| rt.comms.free(h))?;
+    crate::errhandler::on_comm_free(h);
+    Ok(())
+}
+
+pub unsafe fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> MpiResult {
+    non_null(newcomm, "newcomm")?;
+    let h = duplicate(comm)?;
+    // SAFETY: checked non-null.
+    unsafe { *newcomm = h };
+    Ok(())
+}
+
+/// MPI_Comm_dup_with_info: as MPI_Comm_dup, with the hints of `info` instead of the parent's.
+pub unsafe fn MPI_Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm) -> MpiResult {
+    non_null(newcomm, "newcomm")?;
+    let hints = crate::info::get_or_empty(info)?;
+    let h = duplicate(comm)?;
+    runtime::with(|rt| {
+        rt.comms.get_mut(h)?.hints = hints;
+        Ok(())
+    })?;
     // SAFETY: checked non-null.
     unsafe { *newcomm = h };
     Ok(())
 }
 
 pub unsafe fn MPI_Comm_free(comm: *mut MPI_Comm) -> MpiResult {
-    if comm.is_null() {
-        return err(MPI_ERR_ARG, "invalid communicator pointer (NULL)");
-    }
+    non_null(comm, "comm")?;
     // SAFETY: checked non-null.
     let h = unsafe { *comm };
-    runtime::with(|rt| rt.comms.free(h))?;
-    crate::errhandler::on_comm_free(h);
+    free_communicator(h)?;
     // SAFETY: checked non-null.
     unsafe { *comm = MPI_COMM_NULL };
+    Ok(())
+}
+
+pub unsafe fn MPI_Comm_split(comm: MPI_Comm, color: c_int, key: c_int, newcomm: *mut MPI_Comm) -> MpiResult {
+    runtime::with(|rt| rt.comms.get(comm).map(|_| ()))?;
+    if color < 0 && color != MPI_UNDEFINED {
+        return err(MPI_ERR_ARG, format!("invalid color argument (color={color}, must be >= 0 or MPI_UNDEFINED)"));
+    }
+    non_null(newcomm, "newcomm")?;
+    let made = runtime::with(|rt| rt.comms.split(&mut rt.engine, comm, color, key))?;
+    // SAFETY: checked non-null.
+    unsafe { store_new(comm, made, newcomm) }
+}
+
+/// The key of MPI_COMM_TYPE_HW_GUIDED's info that names the kind of hardware resource.
+const HW_RESOURCE_TYPE: &str = "mpi_hw_resource_type";
+
+pub unsafe fn MPI_Comm_split_type(
+    comm: MPI_Comm,
+    split_type: c_int,
+    key: c_int,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+) -> MpiResult {
+    runtime::with(|rt| rt.comms.get(comm).map(|_| ()))?;
+    let hints = crate::info::get_or_empty(info)?;
+    if ![MPI_UNDEFINED, MPI_COMM_TYPE_SHARED, MPI_COMM_TYPE_HW_GUIDED, MPI_COMM_TYPE_HW_UNGUIDED].contains(&split_type)
+    {
+        return err(MPI_ERR_ARG, format!("invalid split_type argument ({split_type})"));
+    }
+    non_null(newcomm, "newcomm")?;
+    let made = runtime::with(|rt| {
+        let c = rt.comms.get(comm)?;
+        let members = c.members.clone();
+        let me = c.members[c.rank];
+        let nodes = rt.comms.node_ids(&mut rt.pmi)?;
+        let my_node = nodes[me] as c_int;
+        let color = match split_type {
+            MPI_COMM_TYPE_SHARED => my_node,
+            // Shared memory is the one resource type known here; for any other the standard
+            // gives MPI_COMM_NULL.
+            MPI_COMM_TYPE_HW_GUIDED if hints.get(HW_RESOURCE_TYPE) == Some("mpi_shared_memory") => my_node,
+            // The node is the only level below the whole job known here: use it when it is
+            // strictly smaller than the parent, as the standard requires, else MPI_COMM_NULL.
+            MPI_COMM_TYPE_HW_UNGUIDED if members.iter().any(|&w| nodes[w] != nodes[me]) => my_node,
+            _ => MPI_UNDEFINED,
+        };
+        rt.comms.split(&mut rt.engine, comm, color, key)
+    })?;
+    // SAFETY: checked non-null.
+    unsafe { store_new(comm, made, newcomm) }
+}
+
+pub unsafe fn MPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newcomm: *mut MPI_Comm) -> MpiResult {
+    runtime::with(|rt| rt.comms.get(comm).map(|_| ()))?;
+    let g = crate::group::get(group)?;
+    non_null(newcomm, "newcomm")?;
+    let made = runtime::with(|rt| rt.comms.create(&mut rt.engine, comm, &g.members))?;
+    // SAFETY: checked non-null.
+    unsafe { store_new(comm, made, newcomm) }
+}
+
+pub unsafe fn MPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int, newcomm: *mut MPI_Comm) -> MpiResult {
+    runtime::with(|rt| rt.comms.get(comm).map(|_| ()))?;
+    let g = crate::group::get(group)?;
+    if !(0..=super::p2p::TAG_UB).contains(&tag) {
+        return err(MPI_ERR_TAG, format!("invalid tag argument (tag={tag})"));
+    }
+    non_null(newcomm, "newcomm")?;
+    let made = runtime::with(|rt| rt.comms.create_group(&mut rt.engine, comm, &g.members, tag))?;
+    // SAFETY: checked non-null.
+    unsafe { store_new(comm, made, newcomm) }
+}
+
+pub unsafe fn MPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> MpiResult {
+    let members = runtime::with(|rt| Ok(rt.comms.get(comm)?.members.clone()))?;
+    non_null(group, "group")?;
+    let h = crate::group::insert(crate::group::Group::new(members))?;
+    // SAFETY: checked non-null.
+    unsafe { *group = h };
+    Ok(())
+}
+
+/// Every communicator is an intracommunicator for now.
+pub unsafe fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> MpiResult {
+    runtime::with(|rt| rt.comms.get(comm).map(|_| ()))?;
+    non_null(flag, "flag")?;
+    // SAFETY: checked non-null.
+    unsafe { *flag = 0 };
+    Ok(())
+}
+
+fn not_inter(comm: MPI_Comm) -> MpiResult {
+    runtime::with(|rt| rt.comms.get(comm).map(|_| ()))?;
+    err(MPI_ERR_COMM, format!("communicator 0x{:08x} is not an intercommunicator", comm as u32))
+}
+
+pub unsafe fn MPI_Comm_remote_size(comm: MPI_Comm, _size: *mut c_int) -> MpiResult {
+    not_inter(comm)
+}
+
+pub unsafe fn MPI_Comm_remote_group(comm: MPI_Comm, _group: *mut MPI_Group) -> MpiResult {
+    not_inter(comm)
+}
+
+pub unsafe fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> MpiResult {
+    runtime::with(|rt| rt.comms.get(comm).map(|_| ()))?;
+    let hints = crate::info::get_or_empty(info)?;
+    runtime::with(|rt| {
+        rt.comms.get_mut(comm)?.hints = hints;
+        Ok(())
+    })
+}
+
+pub unsafe fn MPI_Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> MpiResult {
+    let hints = runtime::with(|rt| Ok(rt.comms.get(comm)?.hints.clone()))?;
+    non_null(info_used, "info_used")?;
+    let h = crate::info::insert(hints)?;
+    // SAFETY: checked non-null.
+    unsafe { *info_used = h };
     Ok(())
 }
 
@@ -119,18 +370,24 @@ pub unsafe fn MPI_Comm_get_attr(
     attribute_val: *mut c_void,
     flag: *mut c_int,
 ) -> MpiResult {
-    if attribute_val.is_null() || flag.is_null() {
-        return err(MPI_ERR_ARG, "invalid attribute_val or flag pointer (NULL)");
-    }
     let (size, appnum) = runtime::with(|rt| {
         rt.comms.get(comm)?;
         Ok((rt.comms.get(MPI_COMM_WORLD)?.size(), rt.pmi.appnum()))
     })?;
+    if attribute_val.is_null() || flag.is_null() {
+        return err(MPI_ERR_ARG, "invalid attribute_val or flag pointer (NULL)");
+    }
     let Some((cell, by_value)) = predefined_attr(comm_keyval) else {
-        return err(
-            MPI_ERR_KEYVAL,
-            format!("invalid keyval (0x{:08x}): user keyvals are not implemented yet in oxmpi", comm_keyval as u32),
-        );
+        attr::get(comm_keyval)?;
+        let value = runtime::with(|rt| Ok(rt.comms.get(comm)?.attrs.get(comm_keyval)))?;
+        // SAFETY: attribute_val points at a `void *` (MPI's contract); flag checked non-null.
+        unsafe {
+            if let Some(v) = value {
+                *(attribute_val as *mut *mut c_void) = v as *mut c_void;
+            }
+            *flag = value.is_some() as c_int;
+        }
+        return Ok(());
     };
     ATTR_UNIVERSE_SIZE.store(size as c_int, Ordering::Relaxed);
     ATTR_APPNUM.store(appnum, Ordering::Relaxed);
@@ -148,6 +405,83 @@ pub unsafe fn MPI_Comm_get_attr(
     Ok(())
 }
 
+pub unsafe fn MPI_Comm_set_attr(comm: MPI_Comm, comm_keyval: c_int, attribute_val: *mut c_void) -> MpiResult {
+    let old = runtime::with(|rt| Ok(rt.comms.get(comm)?.attrs.get(comm_keyval)))?;
+    attr::get(comm_keyval)?;
+    // Replacing a value deletes the old one first, through its delete callback.
+    if let Some(old) = old {
+        run_delete_callback(comm, comm_keyval, old)?;
+    }
+    runtime::with(|rt| {
+        if rt.comms.get_mut(comm)?.attrs.set(comm_keyval, attribute_val as usize) {
+            attr::retain(comm_keyval);
+        }
+        Ok(())
+    })
+}
+
+pub unsafe fn MPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int) -> MpiResult {
+    let value = runtime::with(|rt| Ok(rt.comms.get(comm)?.attrs.get(comm_keyval)))?;
+    attr::get(comm_keyval)?;
+    match value {
+        Some(v) => delete_attribute(comm, comm_keyval, v),
+        None => Ok(()),
+    }
+}
+
+pub unsafe fn MPI_Comm_create_keyval(
+    comm_copy_attr_fn: MPI_Comm_copy_attr_function,
+    comm_delete_attr_fn: MPI_Comm_delete_attr_function,
+    comm_keyval: *mut c_int,
+    extra_state: *mut c_void,
+) -> MpiResult {
+    non_null(comm_keyval, "comm_keyval")?;
+    let k = attr::create(comm_copy_attr_fn, comm_delete_attr_fn, extra_state as usize)?;
+    // SAFETY: checked non-null.
+    unsafe { *comm_keyval = k };
+    Ok(())
+}
+
+pub unsafe fn MPI_Comm_free_keyval(comm_keyval: *mut c_int) -> MpiResult {
+    non_null(comm_keyval, "comm_keyval")?;
+    // SAFETY: checked non-null.
+    attr::free(unsafe { *comm_keyval })?;
+    // SAFETY: checked non-null.
+    unsafe { *comm_keyval = MPI_KEYVAL_INVALID };
+    Ok(())
+}
+
+/// MPI-1 name of `MPI_Comm_create_keyval` (the callback types have the same shape).
+pub unsafe fn MPI_Keyval_create(
+    copy_fn: MPI_Copy_function,
+    delete_fn: MPI_Delete_function,
+    keyval: *mut c_int,
+    extra_state: *mut c_void,
+) -> MpiResult {
+    // SAFETY: forwarded contract.
+    unsafe { MPI_Comm_create_keyval(copy_fn, delete_fn, keyval, extra_state) }
+}
+
+/// MPI-1 name of `MPI_Comm_free_keyval`.
+pub unsafe fn MPI_Keyval_free(keyval: *mut c_int) -> MpiResult {
+    // SAFETY: forwarded contract.
+    unsafe { MPI_Comm_free_keyval(keyval) }
+}
+
+/// MPI-1 name of `MPI_Comm_set_attr`.
+pub unsafe fn MPI_Attr_put(comm: MPI_Comm, keyval: c_int, attribute_val: *mut c_void) -> MpiResult {
+    // SAFETY: forwarded contract.
+    unsafe { MPI_Comm_set_attr(comm, keyval, attribute_val) }
+}
+
+/// MPI-1 name of `MPI_Comm_get_attr`.
 pub unsafe fn MPI_Attr_get(comm: MPI_Comm, keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> MpiResult {
+    // SAFETY: forwarded contract.
     unsafe { MPI_Comm_get_attr(comm, keyval, attribute_val, flag) }
+}
+
+/// MPI-1 name of `MPI_Comm_delete_attr`.
+pub unsafe fn MPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> MpiResult {
+    // SAFETY: forwarded contract.
+    unsafe { MPI_Comm_delete_attr(comm, keyval) }
 }

@@ -28,6 +28,7 @@ pub unsafe fn MPI_Init_thread(
 }
 
 pub unsafe fn MPI_Finalize() -> MpiResult {
+    super::comm::delete_attributes_at_finalize()?;
     runtime::finalize()
 }
 

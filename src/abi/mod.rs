@@ -64,6 +64,8 @@ mod decl;
 
 pub mod comm;
 pub mod datatype;
+pub mod group;
+pub mod info;
 pub mod init;
 pub mod p2p;
 

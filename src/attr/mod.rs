@@ -1,0 +1,206 @@
+//! Attribute caching: keyvals (the table behind user keyval handles, with their copy and
+//! delete callbacks) and the attribute list an object carries.
+//!
+//! The callbacks are C function pointers; this module only stores them. Calling them is left
+//! to the ABI layer, outside `runtime::with` and outside this table's lock, because a callback
+//! may itself call MPI (get another attribute, free a keyval, ...).
+
+use crate::abi::consts::*;
+use crate::abi::ctypes::{MPI_Comm_copy_attr_function, MPI_Comm_delete_attr_function};
+use crate::error::{MpiResult, err};
+use std::ffi::c_int;
+use std::sync::{Mutex, MutexGuard};
+
+/// Handles of user communicator keyvals, as MPICH makes them: kind DIRECT (bits 31..30 = 10),
+/// object KEYVAL (9), and the kind of object the key is for in bits 25..22 (1 = communicator).
+const DIRECT_COMM_KEYVAL: u32 = 0xa440_0000;
+/// Bits 21..0 index the table.
+const INDEX_MASK: u32 = 0x003f_ffff;
+/// The predefined communicator keyvals (MPI_TAG_UB ...): BUILTIN KEYVAL, object kind 1.
+const BUILTIN_COMM_KEYVAL: u32 = 0x6440_0000;
+
+/// A user keyval: its callbacks and extra state, shared by every attribute set with it.
+#[derive(Debug, Clone, Copy)]
+pub struct Keyval {
+    pub copy: MPI_Comm_copy_attr_function,
+    pub delete: MPI_Comm_delete_attr_function,
+    /// The `extra_state` pointer, passed back to the callbacks untouched.
+    pub extra_state: usize,
+    /// One for the user's handle (until MPI_Comm_free_keyval) plus one per attribute set.
+    refs: usize,
+    user_freed: bool,
+}
+
+static KEYVALS: Mutex<Vec<Option<Keyval>>> = Mutex::new(Vec::new());
+
+fn keyvals() -> MutexGuard<'static, Vec<Option<Keyval>>> {
+    KEYVALS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Whether `keyval` is one of the predefined communicator keyvals (C or Fortran form).
+pub fn is_predefined_comm(keyval: c_int) -> bool {
+    (keyval as u32) & 0xffc0_0000 == BUILTIN_COMM_KEYVAL
+}
+
+fn index_of(keyval: c_int) -> Option<usize> {
+    let k = keyval as u32;
+    (k & !INDEX_MASK == DIRECT_COMM_KEYVAL).then_some((k & INDEX_MASK) as usize)
+}
+
+/// The error for a keyval that names no live user communicator keyval.
+fn invalid(keyval: c_int) -> crate::error::MpiError {
+    use crate::error::MpiError;
+    let k = keyval as u32;
+    if keyval == MPI_KEYVAL_INVALID {
+        MpiError::new(MPI_ERR_KEYVAL, "attribute key was MPI_KEYVAL_INVALID")
+    } else if k >> 26 & 0xf == 9 && (k >> 22 & 0xf) != 1 {
+        MpiError::new(MPI_ERR_KEYVAL, format!("keyval 0x{k:08x} was not defined for communicators"))
+    } else {
+        MpiError::new(MPI_ERR_KEYVAL, format!("invalid keyval (0x{k:08x})"))
+    }
+}
+
+/// MPI_Comm_create_keyval: a new keyval owned by the caller.
+pub fn create(
+    copy: MPI_Comm_copy_attr_function,
+    delete: MPI_Comm_delete_attr_function,
+    extra_state: usize,
+) -> MpiResult<c_int> {
+    let mut t = keyvals();
+    let kv = Keyval { copy, delete, extra_state, refs: 1, user_freed: false };
+    let index = match t.iter().position(Option::is_none) {
+        Some(i) => i,
+        None if t.len() <= INDEX_MASK as usize => {
+            t.push(None);
+            t.len() - 1
+        }
+        None => return err(MPI_ERR_OTHER, "too many keyvals"),
+    };
+    t[index] = Some(kv);
+    Ok((DIRECT_COMM_KEYVAL | index as u32) as c_int)
+}
+
+/// The live user keyval `keyval`. As in MPICH, a keyval the user freed stays usable while
+/// attributes set with it remain.
+pub fn get(keyval: c_int) -> MpiResult<Keyval> {
+    if is_predefined_comm(keyval) {
+        return err(MPI_ERR_KEYVAL, format!("predefined keyval 0x{:08x} cannot be changed", keyval as u32));
+    }
+    index_of(keyval).and_then(|i| keyvals().get(i).copied().flatten()).ok_or_else(|| invalid(keyval))
+}
+
+/// MPI_Comm_free_keyval: drops the user's reference; attributes still set keep it alive.
+pub fn free(keyval: c_int) -> MpiResult<()> {
+    if is_predefined_comm(keyval) {
+        return err(MPI_ERR_KEYVAL, format!("predefined keyval 0x{:08x} cannot be freed", keyval as u32));
+    }
+    let mut t = keyvals();
+    match index_of(keyval).and_then(|i| t.get_mut(i)).and_then(Option::as_mut) {
+        Some(kv) if !kv.user_freed => kv.user_freed = true,
+        Some(_) => return err(MPI_ERR_KEYVAL, format!("keyval 0x{:08x} was already freed", keyval as u32)),
+        None => return Err(invalid(keyval)),
+    }
+    drop(t);
+    release(keyval);
+    Ok(())
+}
+
+/// One more attribute refers to `keyval`.
+pub fn retain(keyval: c_int) {
+    let mut t = keyvals();
+    if let Some(Some(kv)) = index_of(keyval).and_then(|i| t.get_mut(i)) {
+        kv.refs += 1;
+    }
+}
+
+/// One reference to `keyval` fewer; the keyval goes when none is left.
+pub fn release(keyval: c_int) {
+    let mut t = keyvals();
+    if let Some(i) = index_of(keyval)
+        && let Some(Some(kv)) = t.get_mut(i)
+    {
+        kv.refs -= 1;
+        if kv.refs == 0 {
+            t[i] = None;
+        }
+    }
+}
+
+/// The attributes cached on one object, in the order they were first set. Values are the
+/// caller's `void *`, kept as an address-sized integer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Attrs {
+    list: Vec<(c_int, usize)>,
+}
+
+impl Attrs {
+    pub fn get(&self, keyval: c_int) -> Option<usize> {
+        self.list.iter().find(|(k, _)| *k == keyval).map(|&(_, v)| v)
+    }
+
+    /// Sets `keyval` to `value`; returns true when the keyval is new on this object (the
+    /// caller then retains the keyval).
+    pub fn set(&mut self, keyval: c_int, value: usize) -> bool {
+        match self.list.iter_mut().find(|(k, _)| *k == keyval) {
+            Some(e) => {
+                e.1 = value;
+                false
+            }
+            None => {
+                self.list.push((keyval, value));
+                true
+            }
+        }
+    }
+
+    /// Removes `keyval`; returns whether it was set.
+    pub fn remove(&mut self, keyval: c_int) -> bool {
+        let before = self.list.len();
+        self.list.retain(|(k, _)| *k != keyval);
+        self.list.len() != before
+    }
+
+    /// (keyval, value) pairs in the order they were set.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (c_int, usize)> + '_ {
+        self.list.iter().copied()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keyval_lifetime_follows_references() {
+        let k = create(None, None, 7).unwrap();
+        assert_eq!(k as u32 & !INDEX_MASK, DIRECT_COMM_KEYVAL);
+        assert_eq!(get(k).unwrap().extra_state, 7);
+        retain(k);
+        free(k).unwrap();
+        assert_eq!(free(k).unwrap_err().code, MPI_ERR_KEYVAL);
+        assert!(get(k).is_ok(), "an attribute still holds it");
+        release(k);
+        assert_eq!(get(k).unwrap_err().code, MPI_ERR_KEYVAL);
+        assert_eq!(get(MPI_TAG_UB).unwrap_err().code, MPI_ERR_KEYVAL);
+        assert_eq!(free(MPI_TAG_UB).unwrap_err().code, MPI_ERR_KEYVAL);
+        assert_eq!(get(MPI_KEYVAL_INVALID).unwrap_err().code, MPI_ERR_KEYVAL);
+        assert!(is_predefined_comm(MPI_APPNUM) && is_predefined_comm(MPI_TAG_UB + 1));
+        assert!(!is_predefined_comm(MPI_WIN_BASE));
+    }
+
+    #[test]
+    fn attrs_keep_set_order() {
+        let mut a = Attrs::default();
+        assert!(a.set(3, 30));
+        assert!(a.set(1, 10));
+        assert!(!a.set(3, 31));
+        assert_eq!(a.iter().collect::<Vec<_>>(), vec![(3, 31), (1, 10)]);
+        assert!(a.remove(3));
+        assert!(!a.remove(3));
+        assert_eq!(a.get(1), Some(10));
+    }
+}
