@@ -214,7 +214,9 @@ enum Action {
 
 fn action_for(comm: Option<MPI_Comm>) -> (MPI_Comm, Action) {
     // Errors not tied to a valid communicator go to MPI_COMM_WORLD's handler, as in MPICH.
-    let comm = comm.filter(|c| crate::comm::is_valid(*c)).unwrap_or(MPI_COMM_WORLD);
+    // A communicator with a registered handler is live (freeing it drops the entry).
+    let registered = |c: &MPI_Comm| state().comm_handlers.contains_key(c);
+    let comm = comm.filter(|c| registered(c) || crate::comm::is_valid(*c)).unwrap_or(MPI_COMM_WORLD);
     let st = state();
     let eh = st.comm_handlers.get(&comm).copied().unwrap_or(MPI_ERRORS_ARE_FATAL);
     let action = if eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_ABORT {

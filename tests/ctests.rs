@@ -90,6 +90,11 @@ ctests! {
     fatal_sigkill => "fatal_sigkill.c",
     fatal_no_finalize => "fatal_no_finalize.c",
     oversub_pingpong => "oversub_pingpong.c",
+    group_algebra => "group_algebra.c",
+    comm_split => "comm_split.c",
+    comm_create => "comm_create.c",
+    attr_comm => "attr_comm.c",
+    info_basic => "info_basic.c",
     example_hello_ring => "examples/hello_ring.c",
 }
 

@@ -332,7 +332,7 @@ pub unsafe fn MPI_Comm_get_name(comm: MPI_Comm, comm_name: *mut c_char, resultle
     }
     let name = runtime::with(|rt| Ok(rt.comms.get(comm)?.name.clone()))?;
     // SAFETY: MPI requires room for MPI_MAX_OBJECT_NAME characters; names are shorter.
-    unsafe { super::write_c_string(&name, comm_name, MPI_MAX_OBJECT_NAME as usize, resultlen) };
+    unsafe { *resultlen = super::errors::write_c_string(&name, comm_name, MPI_MAX_OBJECT_NAME as usize) as c_int };
     Ok(())
 }
 

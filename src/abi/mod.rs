@@ -68,18 +68,3 @@ pub mod group;
 pub mod info;
 pub mod init;
 pub mod p2p;
-
-/// Copies `s` into a C buffer of `cap` bytes as a NUL-terminated string (truncated to fit)
-/// and stores its length in `resultlen`.
-///
-/// # Safety
-/// `dst` has room for `cap` bytes; `resultlen` is writable.
-pub unsafe fn write_c_string(s: &str, dst: *mut std::ffi::c_char, cap: usize, resultlen: *mut std::ffi::c_int) {
-    let bytes = &s.as_bytes()[..s.len().min(cap.saturating_sub(1))];
-    // SAFETY: bytes.len() + 1 <= cap (caller contract).
-    unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst as *mut u8, bytes.len());
-        *dst.add(bytes.len()) = 0;
-        *resultlen = bytes.len() as std::ffi::c_int;
-    }
-}
