@@ -10,6 +10,7 @@ pub mod config;
 pub mod datatype;
 pub mod errhandler;
 pub mod error;
+pub mod op;
 pub mod p2p;
 pub mod pmi;
 pub mod runtime;

@@ -65,6 +65,7 @@ mod decl;
 pub mod comm;
 pub mod datatype;
 pub mod init;
+pub mod op;
 pub mod p2p;
 
 /// Copies `s` into a C buffer of `cap` bytes as a NUL-terminated string (truncated to fit)
