@@ -5,6 +5,7 @@
 //! transports (`transport`) and the process-manager client (`pmi`) hold the behaviour.
 
 pub mod abi;
+pub mod coll;
 pub mod comm;
 pub mod config;
 pub mod datatype;

@@ -65,6 +65,7 @@ mod decl;
 pub mod comm;
 pub mod datatype;
 pub mod init;
+pub mod coll;
 pub mod op;
 pub mod p2p;
 
