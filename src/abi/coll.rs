@@ -1,6 +1,9 @@
 //! Collective entry points (blocking, intracommunicators): check arguments as MPICH does,
 //! decode the user buffers into block lists, and call `crate::coll`.
 
+// The entry points take MPI's C argument lists as they are.
+#![allow(clippy::too_many_arguments)]
+
 use super::consts::*;
 use super::types::*;
 use crate::coll::{self, Block, Group, In, Out};
@@ -189,7 +192,13 @@ pub unsafe fn MPI_Barrier(comm: MPI_Comm) -> MpiResult {
     with_group(comm, coll::barrier)
 }
 
-pub unsafe fn MPI_Bcast(buffer: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> MpiResult {
+pub unsafe fn MPI_Bcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
     // SAFETY: forwarded from the caller.
     unsafe { bcast(buffer, count as i64, datatype, root, comm) }
 }
@@ -320,7 +329,6 @@ pub unsafe fn MPI_Exscan_c(
     unsafe { exscan(sendbuf, recvbuf, count, datatype, op, comm) }
 }
 
-
 /// # Safety
 /// `sendbuf` (unless MPI_IN_PLACE) and, at the root, `recvbuf` hold `count` elements.
 unsafe fn reduce(
@@ -418,7 +426,9 @@ unsafe fn scan(
     comm: MPI_Comm,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { all_reduce_like(sendbuf, recvbuf, count, datatype, op, comm, |g, s, r, red| coll::scan(g, s, r, red, false)) }
+    unsafe {
+        all_reduce_like(sendbuf, recvbuf, count, datatype, op, comm, |g, s, r, red| coll::scan(g, s, r, red, false))
+    }
 }
 
 unsafe fn exscan(
@@ -430,7 +440,9 @@ unsafe fn exscan(
     comm: MPI_Comm,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { all_reduce_like(sendbuf, recvbuf, count, datatype, op, comm, |g, s, r, red| coll::scan(g, s, r, red, true)) }
+    unsafe {
+        all_reduce_like(sendbuf, recvbuf, count, datatype, op, comm, |g, s, r, red| coll::scan(g, s, r, red, true))
+    }
 }
 
 pub unsafe fn MPI_Reduce_scatter_block(
@@ -598,7 +610,6 @@ pub unsafe fn MPI_Gatherv_c(
 ///
 /// # Safety
 /// The buffers and arrays match the counts, as MPI_Gather(v) requires.
-#[allow(clippy::too_many_arguments)]
 unsafe fn gather(
     sendbuf: *const c_void,
     sendcount: i64,
@@ -711,7 +722,6 @@ pub unsafe fn MPI_Scatterv_c(
 ///
 /// # Safety
 /// The buffers and arrays match the counts, as MPI_Scatter(v) requires.
-#[allow(clippy::too_many_arguments)]
 unsafe fn scatter(
     sendbuf: *const c_void,
     send: Spread,

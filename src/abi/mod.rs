@@ -62,10 +62,10 @@ pub mod entries {
 #[cfg(test)]
 mod decl;
 
+pub mod coll;
 pub mod comm;
 pub mod datatype;
 pub mod init;
-pub mod coll;
 pub mod op;
 pub mod p2p;
 

@@ -32,7 +32,7 @@ impl Aligned {
 /// 16-byte aligned (the library's own buffers are byte vectors; C code expects its types'
 /// alignment).
 fn with_aligned(input: &[u8], inout: &mut [u8], call: impl FnOnce(*mut c_void, *mut c_void)) {
-    if input.as_ptr() as usize % 16 == 0 && inout.as_ptr() as usize % 16 == 0 {
+    if (input.as_ptr() as usize).is_multiple_of(16) && (inout.as_ptr() as usize).is_multiple_of(16) {
         call(input.as_ptr() as *mut c_void, inout.as_mut_ptr().cast());
     } else {
         let mut a = Aligned::copy_of(input);
@@ -48,7 +48,7 @@ pub unsafe fn MPI_Op_create(user_fn: MPI_User_function, commute: c_int, op: *mut
         return err(MPI_ERR_ARG, "invalid op pointer (NULL)");
     }
     let func = move |input: &[u8], inout: &mut [u8], count: usize, dt: MPI_Datatype| {
-        let per = if count == 0 { 0 } else { input.len() / count };
+        let per = input.len().checked_div(count).unwrap_or(0);
         // The C function takes an int count: call it on pieces of at most INT_MAX elements.
         let step = (c_int::MAX as usize).max(1);
         let mut done = 0;

@@ -230,7 +230,13 @@ pub fn bcast(g: &mut Group, buf: &mut Out, root: usize) -> MpiResult<()> {
 /// Each step combines a lower-ranked partial result (as the first operand) with the next
 /// higher one, so non-commutative operations see rank order; for them the tree is rooted at
 /// rank 0 and the result forwarded to `root`.
-fn reduce_packed(g: &mut Group, mut acc: Vec<u8>, red: &Reduction, root: usize, tag: i32) -> MpiResult<Option<Vec<u8>>> {
+fn reduce_packed(
+    g: &mut Group,
+    mut acc: Vec<u8>,
+    red: &Reduction,
+    root: usize,
+    tag: i32,
+) -> MpiResult<Option<Vec<u8>>> {
     let (n, r) = (g.size(), g.rank());
     let len = acc.len();
     let tree_root = if red.is_commutative() { root } else { 0 };
