@@ -1,11 +1,13 @@
 //! oxmpi: an MPI library with MPICH's ABI, written in Rust.
 //!
 //! Layers (see DESIGN.md): `abi` translates C calls into calls on the safe core below it;
-//! the core objects (`comm`, `datatype`, `errhandler`), point-to-point (`p2p`), the
-//! transports (`transport`) and the process-manager client (`pmi`) hold the behaviour.
+//! the core objects (`comm`, `group`, `datatype`, `op`, `errhandler`, `attr`, `info`),
+//! point-to-point (`p2p`), collectives (`coll`), the transports (`transport`) and the
+//! process-manager client (`pmi`) hold the behaviour.
 
 pub mod abi;
 pub mod attr;
+pub mod coll;
 pub mod comm;
 pub mod config;
 pub mod datatype;
@@ -13,6 +15,7 @@ pub mod errhandler;
 pub mod error;
 pub mod group;
 pub mod info;
+pub mod op;
 pub mod p2p;
 pub mod pmi;
 pub mod runtime;

@@ -95,6 +95,16 @@ ctests! {
     comm_create => "comm_create.c",
     attr_comm => "attr_comm.c",
     info_basic => "info_basic.c",
+    coll_allgather => "coll_allgather.c",
+    coll_alltoall => "coll_alltoall.c",
+    coll_barrier => "coll_barrier.c",
+    coll_bcast => "coll_bcast.c",
+    coll_errors => "coll_errors.c",
+    coll_gather => "coll_gather.c",
+    coll_redscat => "coll_redscat.c",
+    coll_reduce => "coll_reduce.c",
+    coll_reduce_local => "coll_reduce_local.c",
+    coll_scan => "coll_scan.c",
     example_hello_ring => "examples/hello_ring.c",
 }
 

@@ -62,9 +62,11 @@ pub mod entries {
 #[cfg(test)]
 mod decl;
 
+pub mod coll;
 pub mod comm;
 pub mod datatype;
 pub mod group;
 pub mod info;
 pub mod init;
+pub mod op;
 pub mod p2p;

@@ -1,0 +1,1034 @@
+//! Collective entry points (blocking, intracommunicators): check arguments as MPICH does,
+//! decode the user buffers into block lists, and call `crate::coll`.
+
+// The entry points take MPI's C argument lists as they are.
+#![allow(clippy::too_many_arguments)]
+
+use super::consts::*;
+use super::types::*;
+use crate::coll::{self, Block, Group, In, Out};
+use crate::datatype::{self, Layout};
+use crate::error::{MpiResult, err};
+use crate::op::{Op, Reduction};
+use crate::runtime;
+use std::borrow::Cow;
+use std::ffi::{c_int, c_void};
+
+fn is_in_place(p: *const c_void) -> bool {
+    p as isize == -1
+}
+
+fn check_count(count: i64, what: &str) -> MpiResult<usize> {
+    if count < 0 { err(MPI_ERR_COUNT, format!("invalid {what} argument ({what}={count})")) } else { Ok(count as usize) }
+}
+
+fn check_root(g: &Group, root: c_int) -> MpiResult<usize> {
+    if root < 0 || root as usize >= g.size() {
+        return err(MPI_ERR_ROOT, format!("invalid root argument (root={root}, communicator size {})", g.size()));
+    }
+    Ok(root as usize)
+}
+
+fn check_buf(p: *const c_void, bytes: usize, what: &str) -> MpiResult<()> {
+    if bytes > 0 && p.is_null() {
+        return err(MPI_ERR_BUFFER, format!("invalid {what} (NULL with a nonzero count)"));
+    }
+    Ok(())
+}
+
+fn check_not_in_place(p: *const c_void, what: &str) -> MpiResult<()> {
+    if is_in_place(p) {
+        return err(MPI_ERR_BUFFER, format!("MPI_IN_PLACE is not allowed as {what} here"));
+    }
+    Ok(())
+}
+
+fn check_alias(send: *const c_void, recv: *const c_void) -> MpiResult<()> {
+    if send == recv && !send.is_null() {
+        return err(MPI_ERR_BUFFER, "sendbuf and recvbuf are the same buffer (aliased); use MPI_IN_PLACE instead");
+    }
+    Ok(())
+}
+
+fn reduction(op: MPI_Op, datatype: MPI_Datatype) -> MpiResult<Reduction> {
+    datatype::layout(datatype)?;
+    Reduction::new(&Op::from_handle(op)?, datatype)
+}
+
+/// A C array of counts or displacements: `int[]`, or `MPI_Count[]`/`MPI_Aint[]` (both 64-bit).
+#[derive(Clone, Copy)]
+enum CArray {
+    Int(*const c_int),
+    Wide(*const i64),
+}
+
+impl CArray {
+    /// # Safety
+    /// The pointer is NULL or points at `n` readable elements.
+    unsafe fn read(self, n: usize, what: &str) -> MpiResult<Vec<i64>> {
+        let null = match self {
+            CArray::Int(p) => p.is_null(),
+            CArray::Wide(p) => p.is_null(),
+        };
+        if null {
+            return err(MPI_ERR_ARG, format!("invalid {what} array (NULL)"));
+        }
+        // SAFETY: non-null, and the caller guarantees n elements.
+        Ok(unsafe {
+            match self {
+                CArray::Int(p) => std::slice::from_raw_parts(p, n).iter().map(|&v| v as i64).collect(),
+                CArray::Wide(p) => std::slice::from_raw_parts(p, n).to_vec(),
+            }
+        })
+    }
+}
+
+/// How a buffer is split among the members: the same count at consecutive places, or a
+/// count and a displacement (in extents) per member.
+#[derive(Clone, Copy)]
+enum Spread {
+    Uniform(i64),
+    Varying { counts: CArray, displs: CArray },
+}
+
+/// (byte offset, count, layout) of each member's block of a buffer.
+///
+/// # Safety
+/// Varying arrays point at `n` elements (or are NULL).
+unsafe fn spread_blocks(spread: Spread, n: usize, layout: Layout, what: &str) -> MpiResult<Vec<(i64, usize, Layout)>> {
+    let ext = layout.extent as i64;
+    match spread {
+        Spread::Uniform(c) => {
+            let c = check_count(c, what)?;
+            Ok((0..n).map(|i| ((i * c) as i64 * ext, c, layout)).collect())
+        }
+        Spread::Varying { counts, displs } => {
+            // SAFETY: forwarded from the caller.
+            let (counts, displs) = unsafe { (counts.read(n, what)?, displs.read(n, "displacements")?) };
+            counts.iter().zip(&displs).map(|(&c, &d)| Ok((d * ext, check_count(c, what)?, layout))).collect()
+        }
+    }
+}
+
+/// A user buffer's extent in memory, computed from its blocks; not yet borrowed.
+struct Region {
+    base: *const u8,
+    span: usize,
+    blocks: Vec<Block>,
+}
+
+impl Region {
+    /// Blocks given as (byte offset from `p`, count, layout); offsets may be negative.
+    fn new(p: *const c_void, raw: &[(i64, usize, Layout)]) -> Region {
+        let used = raw.iter().filter(|(_, c, l)| *c > 0 && l.size > 0);
+        let lo = used.clone().map(|(o, _, _)| *o).min().unwrap_or(0);
+        let hi = used.map(|(o, c, l)| o + l.span(*c) as i64).max().unwrap_or(0);
+        let blocks = raw
+            .iter()
+            .map(|&(o, count, layout)| Block { offset: if count > 0 { (o - lo) as usize } else { 0 }, count, layout })
+            .collect();
+        let span = (hi - lo).max(0) as usize;
+        Region { base: (p as *const u8).wrapping_offset(lo as isize), span, blocks }
+    }
+
+    fn overlaps(&self, o: &Region) -> bool {
+        let (a, b) = (self.base as usize, o.base as usize);
+        self.span > 0 && o.span > 0 && a < b + o.span && b < a + self.span
+    }
+
+    /// # Safety
+    /// The region is readable user memory for the duration of the call; when `copy` is
+    /// false nothing writes to it meanwhile.
+    unsafe fn read<'a>(self, copy: bool) -> In<'a> {
+        let mem: Cow<'a, [u8]> = if self.span == 0 {
+            Cow::Borrowed(&[])
+        } else {
+            // SAFETY: caller contract; a copy is taken before any mutable view exists.
+            let s = unsafe { std::slice::from_raw_parts(self.base, self.span) };
+            if copy { Cow::Owned(s.to_vec()) } else { Cow::Borrowed(s) }
+        };
+        In { mem, blocks: self.blocks }
+    }
+
+    /// # Safety
+    /// The region is writable user memory, not otherwise accessed during the call.
+    unsafe fn write<'a>(self) -> Out<'a> {
+        let mem: &'a mut [u8] = if self.span == 0 {
+            &mut []
+        } else {
+            // SAFETY: caller contract.
+            unsafe { std::slice::from_raw_parts_mut(self.base as *mut u8, self.span) }
+        };
+        Out { mem, blocks: self.blocks }
+    }
+}
+
+/// Borrows an input and an output region, copying the input first when they overlap (a
+/// program may pass overlapping buffers that are not the same pointer; MPICH accepts that).
+///
+/// # Safety
+/// Both regions describe user memory valid for the call.
+unsafe fn borrow_pair<'a>(send: Option<Region>, recv: Option<Region>) -> (Option<In<'a>>, Option<Out<'a>>) {
+    let copy = matches!((&send, &recv), (Some(s), Some(r)) if s.overlaps(r));
+    // SAFETY: caller contract; an overlapping input is copied before the output is borrowed.
+    unsafe {
+        let input = send.map(|s| s.read(copy));
+        (input, recv.map(|r| r.write()))
+    }
+}
+
+/// Runs `f` on the group of `comm`.
+fn with_group(comm: MPI_Comm, f: impl FnOnce(&mut Group) -> MpiResult) -> MpiResult {
+    runtime::with(|rt| {
+        let c = rt.comms.get(comm)?;
+        let mut g = Group::new(&mut rt.engine, c);
+        f(&mut g)
+    })
+}
+
+// ----- barrier, broadcast -----
+
+pub unsafe fn MPI_Barrier(comm: MPI_Comm) -> MpiResult {
+    with_group(comm, coll::barrier)
+}
+
+pub unsafe fn MPI_Bcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { bcast(buffer, count as i64, datatype, root, comm) }
+}
+
+pub unsafe fn MPI_Bcast_c(
+    buffer: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { bcast(buffer, count, datatype, root, comm) }
+}
+
+/// # Safety
+/// `buffer` holds `count` elements of `datatype`.
+unsafe fn bcast(buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> MpiResult {
+    with_group(comm, |g| {
+        let count = check_count(count, "count")?;
+        let layout = datatype::layout(datatype)?;
+        let root = check_root(g, root)?;
+        check_buf(buffer, count * layout.size, "buffer")?;
+        check_not_in_place(buffer, "the buffer")?;
+        // SAFETY: the caller's buffer, used only for this call.
+        let mut out = unsafe { Region::new(buffer, &[(0, count, layout)]).write() };
+        coll::bcast(g, &mut out, root)
+    })
+}
+
+// ----- reductions -----
+
+pub unsafe fn MPI_Reduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { reduce(sendbuf, recvbuf, count as i64, datatype, op, root, comm) }
+}
+
+pub unsafe fn MPI_Reduce_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { reduce(sendbuf, recvbuf, count, datatype, op, root, comm) }
+}
+
+pub unsafe fn MPI_Allreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { allreduce(sendbuf, recvbuf, count as i64, datatype, op, comm) }
+}
+
+pub unsafe fn MPI_Allreduce_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { allreduce(sendbuf, recvbuf, count, datatype, op, comm) }
+}
+
+pub unsafe fn MPI_Scan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { scan(sendbuf, recvbuf, count as i64, datatype, op, comm) }
+}
+
+pub unsafe fn MPI_Scan_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { scan(sendbuf, recvbuf, count, datatype, op, comm) }
+}
+
+pub unsafe fn MPI_Exscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { exscan(sendbuf, recvbuf, count as i64, datatype, op, comm) }
+}
+
+pub unsafe fn MPI_Exscan_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { exscan(sendbuf, recvbuf, count, datatype, op, comm) }
+}
+
+/// # Safety
+/// `sendbuf` (unless MPI_IN_PLACE) and, at the root, `recvbuf` hold `count` elements.
+unsafe fn reduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
+    with_group(comm, |g| {
+        let count = check_count(count, "count")?;
+        let layout = datatype::layout(datatype)?;
+        let red = reduction(op, datatype)?;
+        let root = check_root(g, root)?;
+        let bytes = count * layout.size;
+        let is_root = g.rank() == root;
+        let in_place = is_in_place(sendbuf);
+        if in_place && !is_root {
+            return err(MPI_ERR_BUFFER, "MPI_IN_PLACE as sendbuf is only allowed at the root");
+        }
+        if !in_place {
+            check_buf(sendbuf, bytes, "sendbuf")?;
+        }
+        if is_root {
+            check_buf(recvbuf, bytes, "recvbuf")?;
+            check_not_in_place(recvbuf, "recvbuf")?;
+            if !in_place && bytes > 0 {
+                check_alias(sendbuf, recvbuf)?;
+            }
+        }
+        let block = [(0, count, layout)];
+        let send = (!in_place).then(|| Region::new(sendbuf, &block));
+        let recv = is_root.then(|| Region::new(recvbuf, &block));
+        // SAFETY: the caller's buffers, valid for this call.
+        let (send, recv) = unsafe { borrow_pair(send, recv) };
+        coll::reduce(g, send, recv, &red, root)
+    })
+}
+
+/// Allreduce, Scan and Exscan take the same arguments and all allow MPI_IN_PLACE.
+///
+/// # Safety
+/// `sendbuf` (unless MPI_IN_PLACE) and `recvbuf` hold `count` elements.
+unsafe fn all_reduce_like(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    run: fn(&mut Group, Option<In>, Out, &Reduction) -> MpiResult,
+) -> MpiResult {
+    with_group(comm, |g| {
+        let count = check_count(count, "count")?;
+        let layout = datatype::layout(datatype)?;
+        let red = reduction(op, datatype)?;
+        let bytes = count * layout.size;
+        let in_place = is_in_place(sendbuf);
+        if !in_place {
+            check_buf(sendbuf, bytes, "sendbuf")?;
+        }
+        check_buf(recvbuf, bytes, "recvbuf")?;
+        check_not_in_place(recvbuf, "recvbuf")?;
+        if !in_place && bytes > 0 {
+            check_alias(sendbuf, recvbuf)?;
+        }
+        let block = [(0, count, layout)];
+        let send = (!in_place).then(|| Region::new(sendbuf, &block));
+        // SAFETY: the caller's buffers, valid for this call.
+        let (send, recv) = unsafe { borrow_pair(send, Some(Region::new(recvbuf, &block))) };
+        run(g, send, recv.expect("receive buffer"), &red)
+    })
+}
+
+unsafe fn allreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { all_reduce_like(sendbuf, recvbuf, count, datatype, op, comm, coll::allreduce) }
+}
+
+unsafe fn scan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        all_reduce_like(sendbuf, recvbuf, count, datatype, op, comm, |g, s, r, red| coll::scan(g, s, r, red, false))
+    }
+}
+
+unsafe fn exscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        all_reduce_like(sendbuf, recvbuf, count, datatype, op, comm, |g, s, r, red| coll::scan(g, s, r, red, true))
+    }
+}
+
+pub unsafe fn MPI_Reduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { reduce_scatter(sendbuf, recvbuf, Spread::Uniform(recvcount as i64), datatype, op, comm) }
+}
+
+pub unsafe fn MPI_Reduce_scatter_block_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { reduce_scatter(sendbuf, recvbuf, Spread::Uniform(recvcount), datatype, op, comm) }
+}
+
+pub unsafe fn MPI_Reduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult {
+    let counts = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(recvcounts) };
+    // SAFETY: forwarded from the caller.
+    unsafe { reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm) }
+}
+
+pub unsafe fn MPI_Reduce_scatter_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult {
+    let counts = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(recvcounts) };
+    // SAFETY: forwarded from the caller.
+    unsafe { reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm) }
+}
+
+/// Reduce_scatter(_block). `counts` gives the count per member (its displacements are unused).
+///
+/// # Safety
+/// `sendbuf` (or `recvbuf` with MPI_IN_PLACE) holds the sum of the counts; `recvbuf` this
+/// member's count.
+unsafe fn reduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    counts: Spread,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> MpiResult {
+    with_group(comm, |g| {
+        let (n, r) = (g.size(), g.rank());
+        let counts: Vec<usize> = match counts {
+            Spread::Uniform(c) => vec![check_count(c, "recvcount")?; n],
+            Spread::Varying { counts, .. } => {
+                // SAFETY: the caller's array of n counts.
+                let v = unsafe { counts.read(n, "recvcounts")? };
+                v.into_iter().map(|c| check_count(c, "recvcounts")).collect::<MpiResult<_>>()?
+            }
+        };
+        let layout = datatype::layout(datatype)?;
+        let red = reduction(op, datatype)?;
+        let total: usize = counts.iter().sum();
+        let in_place = is_in_place(sendbuf);
+        if !in_place {
+            check_buf(sendbuf, total * layout.size, "sendbuf")?;
+            if total > 0 {
+                check_alias(sendbuf, recvbuf)?;
+            }
+        }
+        let own = if in_place { total } else { counts[r] };
+        check_buf(recvbuf, own * layout.size, "recvbuf")?;
+        check_not_in_place(recvbuf, "recvbuf")?;
+        let send = (!in_place).then(|| Region::new(sendbuf, &[(0, total, layout)]));
+        // With MPI_IN_PLACE the receive buffer also holds the whole input vector (block 1).
+        let recv_blocks: Vec<(i64, usize, Layout)> =
+            if in_place { vec![(0, counts[r], layout), (0, total, layout)] } else { vec![(0, counts[r], layout)] };
+        // SAFETY: the caller's buffers, valid for this call.
+        let (send, recv) = unsafe { borrow_pair(send, Some(Region::new(recvbuf, &recv_blocks))) };
+        let recv = recv.expect("receive buffer");
+        let whole = recv.blocks.get(1).copied();
+        coll::reduce_scatter(g, send, whole, recv, &counts, &red)
+    })
+}
+
+// ----- gather and scatter -----
+
+pub unsafe fn MPI_Gather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
+    let spread = Spread::Uniform(recvcount as i64);
+    // SAFETY: forwarded from the caller.
+    unsafe { gather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, root, comm) }
+}
+
+pub unsafe fn MPI_Gather_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { gather(sendbuf, sendcount, sendtype, recvbuf, Spread::Uniform(recvcount), recvtype, root, comm) }
+}
+
+pub unsafe fn MPI_Gatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
+    let spread = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(displs) };
+    // SAFETY: forwarded from the caller.
+    unsafe { gather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, root, comm) }
+}
+
+pub unsafe fn MPI_Gatherv_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
+    let spread = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(displs) };
+    // SAFETY: forwarded from the caller.
+    unsafe { gather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, root, comm) }
+}
+
+/// Gather(v).
+///
+/// # Safety
+/// The buffers and arrays match the counts, as MPI_Gather(v) requires.
+unsafe fn gather(
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recv: Spread,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
+    with_group(comm, |g| {
+        let root = check_root(g, root)?;
+        let is_root = g.rank() == root;
+        let in_place = is_in_place(sendbuf);
+        if in_place && !is_root {
+            return err(MPI_ERR_BUFFER, "MPI_IN_PLACE as sendbuf is only allowed at the root");
+        }
+        let send = if in_place {
+            None
+        } else {
+            let count = check_count(sendcount, "sendcount")?;
+            let layout = datatype::layout(sendtype)?;
+            check_buf(sendbuf, count * layout.size, "sendbuf")?;
+            Some(Region::new(sendbuf, &[(0, count, layout)]))
+        };
+        let recv = if is_root {
+            let layout = datatype::layout(recvtype)?;
+            // SAFETY: the caller's arrays, significant at the root.
+            let blocks = unsafe { spread_blocks(recv, g.size(), layout, "recvcount")? };
+            let bytes: usize = blocks.iter().map(|b| b.1 * layout.size).sum();
+            check_buf(recvbuf, bytes, "recvbuf")?;
+            check_not_in_place(recvbuf, "recvbuf")?;
+            if let Some(s) = &send
+                && s.span > 0
+            {
+                check_alias(sendbuf, recvbuf)?;
+            }
+            Some(Region::new(recvbuf, &blocks))
+        } else {
+            None
+        };
+        // SAFETY: the caller's buffers, valid for this call.
+        let (send, recv) = unsafe { borrow_pair(send, recv) };
+        coll::gather(g, send, recv, root)
+    })
+}
+
+pub unsafe fn MPI_Scatter(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
+    let spread = Spread::Uniform(sendcount as i64);
+    // SAFETY: forwarded from the caller.
+    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount as i64, recvtype, root, comm) }
+}
+
+pub unsafe fn MPI_Scatter_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { scatter(sendbuf, Spread::Uniform(sendcount), sendtype, recvbuf, recvcount, recvtype, root, comm) }
+}
+
+pub unsafe fn MPI_Scatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
+    let spread = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(displs) };
+    // SAFETY: forwarded from the caller.
+    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount as i64, recvtype, root, comm) }
+}
+
+pub unsafe fn MPI_Scatterv_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
+    let spread = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(displs) };
+    // SAFETY: forwarded from the caller.
+    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount, recvtype, root, comm) }
+}
+
+/// Scatter(v).
+///
+/// # Safety
+/// The buffers and arrays match the counts, as MPI_Scatter(v) requires.
+unsafe fn scatter(
+    sendbuf: *const c_void,
+    send: Spread,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> MpiResult {
+    with_group(comm, |g| {
+        let root = check_root(g, root)?;
+        let is_root = g.rank() == root;
+        let in_place = is_in_place(recvbuf);
+        if in_place && !is_root {
+            return err(MPI_ERR_BUFFER, "MPI_IN_PLACE as recvbuf is only allowed at the root");
+        }
+        let send = if is_root {
+            let layout = datatype::layout(sendtype)?;
+            // SAFETY: the caller's arrays, significant at the root.
+            let blocks = unsafe { spread_blocks(send, g.size(), layout, "sendcount")? };
+            let bytes: usize = blocks.iter().map(|b| b.1 * layout.size).sum();
+            check_buf(sendbuf, bytes, "sendbuf")?;
+            check_not_in_place(sendbuf, "sendbuf")?;
+            Some(Region::new(sendbuf, &blocks))
+        } else {
+            None
+        };
+        let recv = if in_place {
+            None
+        } else {
+            let count = check_count(recvcount, "recvcount")?;
+            let layout = datatype::layout(recvtype)?;
+            check_buf(recvbuf, count * layout.size, "recvbuf")?;
+            if is_root && count * layout.size > 0 {
+                check_alias(sendbuf, recvbuf)?;
+            }
+            Some(Region::new(recvbuf, &[(0, count, layout)]))
+        };
+        // SAFETY: the caller's buffers, valid for this call.
+        let (send, recv) = unsafe { borrow_pair(send, recv) };
+        coll::scatter(g, send, recv, root)
+    })
+}
+
+// ----- allgather, all-to-all -----
+
+pub unsafe fn MPI_Allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult {
+    let spread = Spread::Uniform(recvcount as i64);
+    // SAFETY: forwarded from the caller.
+    unsafe { allgather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, comm) }
+}
+
+pub unsafe fn MPI_Allgather_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, Spread::Uniform(recvcount), recvtype, comm) }
+}
+
+pub unsafe fn MPI_Allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult {
+    let spread = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(displs) };
+    // SAFETY: forwarded from the caller.
+    unsafe { allgather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, comm) }
+}
+
+pub unsafe fn MPI_Allgatherv_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult {
+    let spread = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(displs) };
+    // SAFETY: forwarded from the caller.
+    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, comm) }
+}
+
+/// Allgather(v).
+///
+/// # Safety
+/// The buffers and arrays match the counts, as MPI_Allgather(v) requires.
+unsafe fn allgather(
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recv: Spread,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult {
+    with_group(comm, |g| {
+        let in_place = is_in_place(sendbuf);
+        let send = if in_place {
+            None
+        } else {
+            let count = check_count(sendcount, "sendcount")?;
+            let layout = datatype::layout(sendtype)?;
+            check_buf(sendbuf, count * layout.size, "sendbuf")?;
+            Some(Region::new(sendbuf, &[(0, count, layout)]))
+        };
+        let layout = datatype::layout(recvtype)?;
+        // SAFETY: the caller's arrays of communicator size.
+        let blocks = unsafe { spread_blocks(recv, g.size(), layout, "recvcount")? };
+        let bytes: usize = blocks.iter().map(|b| b.1 * layout.size).sum();
+        check_buf(recvbuf, bytes, "recvbuf")?;
+        check_not_in_place(recvbuf, "recvbuf")?;
+        if let Some(s) = &send
+            && s.span > 0
+        {
+            check_alias(sendbuf, recvbuf)?;
+        }
+        // SAFETY: the caller's buffers, valid for this call.
+        let (send, recv) = unsafe { borrow_pair(send, Some(Region::new(recvbuf, &blocks))) };
+        coll::allgather(g, send, recv.expect("receive buffer"))
+    })
+}
+
+pub unsafe fn MPI_Alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult {
+    let (s, r) = (Spread::Uniform(sendcount as i64), Spread::Uniform(recvcount as i64));
+    // SAFETY: forwarded from the caller.
+    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm) }
+}
+
+pub unsafe fn MPI_Alltoall_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult {
+    let (s, r) = (Spread::Uniform(sendcount), Spread::Uniform(recvcount));
+    // SAFETY: forwarded from the caller.
+    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm) }
+}
+
+pub unsafe fn MPI_Alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult {
+    let s = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(sdispls) };
+    let r = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(rdispls) };
+    // SAFETY: forwarded from the caller.
+    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm) }
+}
+
+pub unsafe fn MPI_Alltoallv_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    sdispls: *const MPI_Aint,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    rdispls: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult {
+    let s = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(sdispls) };
+    let r = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(rdispls) };
+    // SAFETY: forwarded from the caller.
+    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm) }
+}
+
+pub unsafe fn MPI_Alltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult {
+    let s = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(sdispls) };
+    let r = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(rdispls) };
+    // SAFETY: forwarded from the caller.
+    unsafe { alltoall(sendbuf, s, Types::PerRank(sendtypes), recvbuf, r, Types::PerRank(recvtypes), comm) }
+}
+
+pub unsafe fn MPI_Alltoallw_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+) -> MpiResult {
+    let s = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(sdispls) };
+    let r = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(rdispls) };
+    // SAFETY: forwarded from the caller.
+    unsafe { alltoall(sendbuf, s, Types::PerRank(sendtypes), recvbuf, r, Types::PerRank(recvtypes), comm) }
+}
+
+/// One datatype for every block (displacements in extents), or one per member (Alltoallw:
+/// displacements in bytes).
+#[derive(Clone, Copy)]
+enum Types {
+    One(MPI_Datatype),
+    PerRank(*const MPI_Datatype),
+}
+
+/// The blocks of an all-to-all buffer.
+///
+/// # Safety
+/// Arrays hold `n` elements (or are NULL).
+unsafe fn alltoall_blocks(spread: Spread, types: Types, n: usize, what: &str) -> MpiResult<Vec<(i64, usize, Layout)>> {
+    match types {
+        // SAFETY: forwarded from the caller.
+        Types::One(dt) => unsafe { spread_blocks(spread, n, datatype::layout(dt)?, what) },
+        Types::PerRank(p) => {
+            if p.is_null() {
+                return err(MPI_ERR_ARG, "invalid datatypes array (NULL)");
+            }
+            // SAFETY: non-null, n elements (caller contract).
+            let dts = unsafe { std::slice::from_raw_parts(p, n) };
+            // Byte displacements: spread with a 1-byte "extent", then attach each type.
+            // SAFETY: forwarded from the caller.
+            let raw = unsafe { spread_blocks(spread, n, crate::datatype::BYTE, what)? };
+            raw.iter().zip(dts).map(|(&(off, count, _), &dt)| Ok((off, count, datatype::layout(dt)?))).collect()
+        }
+    }
+}
+
+/// Alltoall(v,w).
+///
+/// # Safety
+/// The buffers and arrays match the counts, as MPI_Alltoall(v,w) requires.
+unsafe fn alltoall(
+    sendbuf: *const c_void,
+    send: Spread,
+    sendtypes: Types,
+    recvbuf: *mut c_void,
+    recv: Spread,
+    recvtypes: Types,
+    comm: MPI_Comm,
+) -> MpiResult {
+    with_group(comm, |g| {
+        let n = g.size();
+        let in_place = is_in_place(sendbuf);
+        let send = if in_place {
+            None
+        } else {
+            // SAFETY: the caller's arrays of communicator size.
+            let blocks = unsafe { alltoall_blocks(send, sendtypes, n, "sendcount")? };
+            let bytes: usize = blocks.iter().map(|b| b.1 * b.2.size).sum();
+            check_buf(sendbuf, bytes, "sendbuf")?;
+            Some(Region::new(sendbuf, &blocks))
+        };
+        // SAFETY: the caller's arrays of communicator size.
+        let blocks = unsafe { alltoall_blocks(recv, recvtypes, n, "recvcount")? };
+        let bytes: usize = blocks.iter().map(|b| b.1 * b.2.size).sum();
+        check_buf(recvbuf, bytes, "recvbuf")?;
+        check_not_in_place(recvbuf, "recvbuf")?;
+        if let Some(s) = &send
+            && s.span > 0
+        {
+            check_alias(sendbuf, recvbuf)?;
+        }
+        // SAFETY: the caller's buffers, valid for this call.
+        let (send, recv) = unsafe { borrow_pair(send, Some(Region::new(recvbuf, &blocks))) };
+        coll::alltoall(g, send, recv.expect("receive buffer"))
+    })
+}
