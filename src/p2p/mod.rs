@@ -165,15 +165,7 @@ impl Engine {
     /// Starts a send of `buf` to world rank `dst`; returns the request id. Sends that fit a
     /// slot and find it free complete at once.
     pub fn isend(&mut self, dst: usize, env: Envelope, buf: SendBuf, mode: SendMode, comm: i32) -> u32 {
-        let req = self.reqs.insert(Request {
-            op: Op::Send { dst, env, buf, mode, bsend_bytes: 0 },
-            complete: false,
-            status: Status::default(),
-            comm,
-            persistent: None,
-            freed: false,
-            active: true,
-        });
+        let req = self.reqs.insert(Request::started(Op::Send { dst, env, buf, mode, bsend_bytes: 0 }, comm));
         self.start_send(req);
         req
     }
@@ -210,15 +202,7 @@ impl Engine {
 
     /// Posts a receive; returns its request id.
     pub fn irecv(&mut self, env: Envelope, buf: RecvBuf, comm: i32) -> u32 {
-        let req = self.reqs.insert(Request {
-            op: Op::Recv { env, buf, expected: 0, arrived: 0 },
-            complete: false,
-            status: Status::default(),
-            comm,
-            persistent: None,
-            freed: false,
-            active: true,
-        });
+        let req = self.reqs.insert(Request::started(Op::Recv { env, buf, expected: 0, arrived: 0 }, comm));
         self.start_recv(req);
         req
     }
@@ -307,32 +291,10 @@ impl Engine {
 
     /// Hands message `msg` to receive request `req`.
     fn deliver(&mut self, req: u32, msg: Unexpected) {
-        let cap = match &self.reqs.get(req).unwrap().op {
-            Op::Recv { buf, .. } => buf.capacity(),
-            _ => unreachable!("deliver to a request that is not a receive"),
-        };
-        let n = msg.len.min(cap);
-        {
-            let r = self.reqs.get_mut(req).unwrap();
-            r.status = Status {
-                source: msg.env.src,
-                tag: msg.env.tag,
-                bytes: n,
-                cancelled: false,
-                error: if msg.len > cap { MPI_ERR_TRUNCATE } else { MPI_SUCCESS },
-            };
-        }
         match msg.body {
-            Body::Eager { data, ack } => {
-                if let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op {
-                    buf.slice_mut(0, n).copy_from_slice(&data[..n]);
-                }
-                self.complete_recv(req, n);
-                if let Some(sreq) = ack {
-                    self.control(msg.from, Out::Ack { sreq });
-                }
-            }
+            Body::Eager { data, ack } => self.complete_eager(req, msg.env, &data, ack, msg.from),
             Body::Rts { addr, sreq } => {
+                let n = self.set_matched_status(req, msg.env, msg.len);
                 if let Some(pid) = self.cma_pid[msg.from] {
                     let ok = match &mut self.reqs.get_mut(req).unwrap().op {
                         Op::Recv { buf, .. } => shm::cma_read(pid, addr, buf.slice_mut(0, n)).is_ok(),
@@ -352,6 +314,31 @@ impl Engine {
                 }
                 self.control(msg.from, Out::Cts { sreq, rreq: req });
             }
+        }
+    }
+
+    /// Records in receive `req` the status of a matched message of `len` bytes; returns how
+    /// many bytes fit its buffer (fewer means truncation, reported in the status).
+    fn set_matched_status(&mut self, req: u32, env: Envelope, len: usize) -> usize {
+        let r = self.reqs.get_mut(req).unwrap();
+        let Op::Recv { buf, .. } = &r.op else { unreachable!("a match for a request that is not a receive") };
+        let cap = buf.capacity();
+        let n = len.min(cap);
+        let error = if len > cap { MPI_ERR_TRUNCATE } else { MPI_SUCCESS };
+        r.status = Status { source: env.src, tag: env.tag, bytes: n, cancelled: false, error };
+        n
+    }
+
+    /// Completes receive `req` with an eager payload (from a ring slot or the unexpected
+    /// queue) and acknowledges a synchronous send.
+    fn complete_eager(&mut self, req: u32, env: Envelope, data: &[u8], ack: Option<u32>, from: usize) {
+        let n = self.set_matched_status(req, env, data.len());
+        if let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op {
+            buf.slice_mut(0, n).copy_from_slice(&data[..n]);
+        }
+        self.complete_recv(req, n);
+        if let Some(sreq) = ack {
+            self.control(from, Out::Ack { sreq });
         }
     }
 
@@ -455,15 +442,20 @@ impl Engine {
 
     /// Handles one message that arrived (from a ring or from oneself).
     fn on_message(&mut self, msg: Unexpected) {
-        if let Some(pos) = self.posted.iter().position(|&r| match &self.reqs.get(r).unwrap().op {
-            Op::Recv { env, .. } => env.accepts(&msg.env),
-            _ => false,
-        }) {
-            let req = self.posted.remove(pos);
-            self.deliver(req, msg);
-        } else {
-            self.unexpected.push_back(msg);
+        match self.take_posted(&msg.env) {
+            Some(req) => self.deliver(req, msg),
+            None => self.unexpected.push_back(msg),
         }
+    }
+
+    /// Removes and returns the first posted receive that takes a message with `env`.
+    fn take_posted(&mut self, env: &Envelope) -> Option<u32> {
+        let reqs = &self.reqs;
+        let pos = self.posted.iter().position(|&r| match &reqs.get(r).unwrap().op {
+            Op::Recv { env: want, .. } => want.accepts(env),
+            _ => false,
+        })?;
+        Some(self.posted.remove(pos))
     }
 
     /// Handles the packet in the next slot from `src`; the slot is released by the caller.
@@ -473,27 +465,8 @@ impl Engine {
             kind::EAGER | kind::EAGER_SYNC => {
                 let ack = (pk.kind == kind::EAGER_SYNC).then_some(pk.sreq);
                 // Deliver straight from the slot when the receive is already posted.
-                if let Some(pos) = self.posted.iter().position(|&r| match &self.reqs.get(r).unwrap().op {
-                    Op::Recv { env: want, .. } => want.accepts(&env),
-                    _ => false,
-                }) {
-                    let req = self.posted.remove(pos);
-                    let r = self.reqs.get_mut(req).unwrap();
-                    let Op::Recv { buf, .. } = &mut r.op else { unreachable!() };
-                    let cap = buf.capacity();
-                    let n = payload.len().min(cap);
-                    buf.slice_mut(0, n).copy_from_slice(&payload[..n]);
-                    r.status = Status {
-                        source: env.src,
-                        tag: env.tag,
-                        bytes: n,
-                        cancelled: false,
-                        error: if payload.len() > cap { MPI_ERR_TRUNCATE } else { MPI_SUCCESS },
-                    };
-                    self.complete_recv(req, n);
-                    if let Some(sreq) = ack {
-                        self.control(src, Out::Ack { sreq });
-                    }
+                if let Some(req) = self.take_posted(&env) {
+                    self.complete_eager(req, env, payload, ack, src);
                 } else {
                     let data = payload.to_vec();
                     self.unexpected.push_back(Unexpected {

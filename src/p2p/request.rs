@@ -69,6 +69,11 @@ pub struct Request {
 }
 
 impl Request {
+    /// A started operation (nonblocking and not persistent).
+    pub fn started(op: Op, comm: i32) -> Request {
+        Request { op, complete: false, status: Status::default(), comm, persistent: None, freed: false, active: true }
+    }
+
     /// A request that is complete from the start (MPI_PROC_NULL peers, buffered sends).
     pub fn completed(status: Status, comm: i32) -> Request {
         Request { op: Op::Nothing, complete: true, status, comm, persistent: None, freed: false, active: true }
