@@ -632,3 +632,81 @@ impl Engine {
         self.pending_peers == 0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CTX: u32 = 0;
+
+    fn send(e: &mut Engine, tag: i32, data: &[u8]) -> u32 {
+        e.isend(0, Envelope { ctx: CTX, src: 0, tag }, SendBuf::owned(data.to_vec()), SendMode::Standard, 0)
+    }
+
+    fn recv(e: &mut Engine, src: i32, tag: i32, len: usize) -> u32 {
+        e.irecv(Envelope { ctx: CTX, src, tag }, RecvBuf::owned(len), 0)
+    }
+
+    fn received(e: &mut Engine, req: u32) -> (Status, Vec<u8>) {
+        assert!(e.is_complete(req));
+        let r = e.reqs.remove(req).unwrap();
+        match r.op {
+            Op::Recv { buf, .. } => (r.status, buf.into_owned()),
+            _ => panic!("not a receive"),
+        }
+    }
+
+    #[test]
+    fn wildcards_match_in_arrival_order() {
+        let mut e = Engine::new(0, 1, None);
+        send(&mut e, 5, b"first");
+        send(&mut e, 6, b"second");
+        let a = recv(&mut e, MPI_ANY_SOURCE, MPI_ANY_TAG, 16);
+        let (s, d) = received(&mut e, a);
+        assert_eq!((s.tag, s.bytes, &d[..5]), (5, 5, &b"first"[..]));
+        let b = recv(&mut e, 0, MPI_ANY_TAG, 16);
+        assert_eq!(received(&mut e, b).0.tag, 6);
+    }
+
+    #[test]
+    fn posted_receives_match_by_tag_not_order() {
+        let mut e = Engine::new(0, 1, None);
+        let want7 = recv(&mut e, 0, 7, 8);
+        let want8 = recv(&mut e, 0, 8, 8);
+        send(&mut e, 8, b"eight");
+        assert!(!e.is_complete(want7));
+        assert_eq!(received(&mut e, want8).0.tag, 8);
+        send(&mut e, 7, b"seven");
+        assert_eq!(&received(&mut e, want7).1[..5], b"seven");
+    }
+
+    #[test]
+    fn other_contexts_do_not_match() {
+        let mut e = Engine::new(0, 1, None);
+        e.isend(0, Envelope { ctx: CTX + 2, src: 0, tag: 1 }, SendBuf::owned(vec![1]), SendMode::Standard, 0);
+        let r = recv(&mut e, MPI_ANY_SOURCE, MPI_ANY_TAG, 1);
+        assert!(!e.is_complete(r));
+        assert!(e.iprobe(Envelope { ctx: CTX + 2, src: MPI_ANY_SOURCE, tag: 1 }).is_some());
+    }
+
+    #[test]
+    fn truncation_is_reported_and_sync_sends_wait_for_the_match() {
+        let mut e = Engine::new(0, 1, None);
+        let s = e.isend(0, Envelope { ctx: CTX, src: 0, tag: 3 }, SendBuf::owned(vec![9; 10]), SendMode::Sync, 0);
+        assert!(!e.is_complete(s), "a synchronous send completes only when matched");
+        let r = recv(&mut e, 0, 3, 4);
+        assert!(e.is_complete(s));
+        let (st, d) = received(&mut e, r);
+        assert_eq!((st.error, st.bytes, d), (MPI_ERR_TRUNCATE, 4, vec![9; 4]));
+    }
+
+    #[test]
+    fn cancelled_receive_is_complete_and_marked() {
+        let mut e = Engine::new(0, 1, None);
+        let r = recv(&mut e, 0, 1, 4);
+        assert!(e.cancel_recv(r));
+        assert!(e.reqs.get(r).unwrap().status.cancelled);
+        send(&mut e, 1, b"late");
+        assert!(e.iprobe(Envelope { ctx: CTX, src: 0, tag: 1 }).is_some(), "the message stays queued");
+    }
+}
