@@ -84,8 +84,7 @@ enum Peer {
     Rank { rank: i32, world: usize },
 }
 
-fn check_peer(rt: &Runtime, comm: MPI_Comm, rank: c_int, allow_any: bool) -> MpiResult<Peer> {
-    let c = rt.comms.get(comm)?;
+fn check_peer(c: &crate::comm::Comm, rank: c_int, allow_any: bool) -> MpiResult<Peer> {
     match rank {
         MPI_PROC_NULL => Ok(Peer::Null),
         MPI_ANY_SOURCE if allow_any => Ok(Peer::Any),
@@ -114,7 +113,7 @@ fn send_args(
     let count = check_count(count)?;
     let layout = datatype::layout(datatype)?;
     check_send_tag(tag)?;
-    let peer = check_peer(rt, comm, dest, false)?;
+    let peer = check_peer(c, dest, false)?;
     Ok(SendArgs { peer, env: Envelope { ctx: c.ctx, src: c.rank as i32, tag }, layout, count })
 }
 
@@ -130,7 +129,7 @@ fn recv_args(
     let count = check_count(count)?;
     let layout = datatype::layout(datatype)?;
     check_recv_tag(tag)?;
-    let peer = check_peer(rt, comm, source, true)?;
+    let peer = check_peer(c, source, true)?;
     let src = match peer {
         Peer::Rank { rank, .. } => rank,
         _ => MPI_ANY_SOURCE,
@@ -251,6 +250,17 @@ unsafe fn blocking_send(
     mode: SendMode,
 ) -> MpiResult {
     runtime::with(|rt| {
+        if matches!(mode, SendMode::Standard | SendMode::Ready) {
+            let a = send_args(rt, count, datatype, dest, tag, comm)?;
+            check_buffer(buf, a.count, &a.layout)?;
+            if let Peer::Rank { world, .. } = a.peer
+                && a.layout.is_contiguous()
+                // SAFETY: contiguous elements; the buffer is valid during the blocking call.
+                && rt.engine.try_send_eager_now(world, a.env, unsafe { SendBuf::new(buf.cast(), a.layout, a.count) }.bytes())
+            {
+                return Ok(());
+            }
+        }
         // SAFETY: the buffer is valid for the duration of the blocking call.
         let id = unsafe { start_send(rt, buf, count, datatype, dest, tag, comm, mode)? };
         wait_id(rt, id);

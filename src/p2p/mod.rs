@@ -170,6 +170,28 @@ impl Engine {
         req
     }
 
+    /// Blocking standard send fast path: when `bytes` fit a slot, nothing is queued before
+    /// them and the slot is free, writes them now, with no request. Returns whether it did.
+    pub fn try_send_eager_now(&mut self, dst: usize, env: Envelope, bytes: &[u8]) -> bool {
+        if dst == self.me || bytes.len() > self.eager_limit || !self.outq[dst].is_empty() {
+            return false;
+        }
+        let Some(seg) = self.shm.as_mut() else { return false };
+        if !seg.can_send(dst) {
+            return false;
+        }
+        let pk = Packet {
+            kind: kind::EAGER,
+            context: env.ctx,
+            src: env.src,
+            tag: env.tag,
+            len: bytes.len() as u64,
+            ..Default::default()
+        };
+        seg.send(dst, &pk, |slot| slot[..bytes.len()].copy_from_slice(bytes));
+        true
+    }
+
     /// (Re)starts the send held by request `req`.
     pub fn start_send(&mut self, req: u32) {
         let Some(Request { op: Op::Send { dst, env, buf, mode, .. }, .. }) = self.reqs.get(req) else {
