@@ -11,6 +11,8 @@
 #   DIR/lib/libmpi.so.12            the library (soname libmpi.so.12)
 #   DIR/lib/{libmpi.so,libmpich.so.12,libmpich.so,libmpichfort.so.12}  -> libmpi.so.12
 #   DIR/include/{mpi.h,mpio.h,mpif.h}  (mpio.h/mpif.h when the repository has them)
+#   DIR/include/mpi.mod             the `use mpi` module, compiled from include/mpi.f90 with
+#                                   $OXMPI_FC (default gfortran) when that compiler is found
 #   DIR/bin/{mpiexec,mpirun -> mpiexec,oxmpi-info}
 #   DIR/bin/{mpicc,mpicxx} and, with mpif.h, {mpifort,mpif77,mpif90}
 set -euo pipefail
@@ -111,6 +113,20 @@ if [ "$have_fortran" = yes ]; then
     wrapper mpifort OXMPI_FC gfortran ""
     ln -sfn mpifort "$prefix/bin/mpif77"
     ln -sfn mpifort "$prefix/bin/mpif90"
+    # `use mpi`: a .mod file belongs to the compiler that wrote it, so build it here.
+    fc=${OXMPI_FC:-gfortran}
+    rm -f "$prefix/include/mpi.mod"
+    if [ -f "$root/include/mpi.f90" ] && command -v "${fc%% *}" >/dev/null 2>&1; then
+        moddir=$(mktemp -d)
+        if (cd "$moddir" && $fc -c -I"$prefix/include" "$root/include/mpi.f90" -o mpi.o); then
+            install -m 0644 "$moddir/mpi.mod" "$prefix/include/mpi.mod"
+        else
+            echo "$0: note: $fc could not compile the mpi module; \`use mpi' is not available" >&2
+        fi
+        rm -rf "$moddir"
+    else
+        echo "$0: note: no Fortran compiler ($fc); \`use mpi' is not available (mpif.h is)" >&2
+    fi
 else
     rm -f "$prefix/bin/mpifort" "$prefix/bin/mpif77" "$prefix/bin/mpif90"
 fi
