@@ -93,7 +93,7 @@ ln -sfn mpiexec "$prefix/bin/mpirun"
 
 # Compiler wrappers: the prefix is baked in, quoted for sh.
 quoted_prefix="'$(printf '%s' "$prefix" | sed "s/'/'\\\\''/g")'"
-wrapper() { # name compiler-variable default-compiler extra-libs
+wrapper() { # name compiler-variable default-compiler extra-libs [default-compiler-flags]
     local out="$prefix/bin/$1"
     local p=${quoted_prefix//\\/\\\\}
     p=${p//&/\\&}
@@ -103,6 +103,7 @@ wrapper() { # name compiler-variable default-compiler extra-libs
         -e "s|@COMPILER_VAR@|$2|g" \
         -e "s|@DEFAULT_COMPILER@|$3|g" \
         -e "s|@EXTRA_LIBS@|$4|g" \
+        -e "s|@DEFAULT_FLAGS@|${5:-}|g" \
         "$root/scripts/mpicc.in" > "$out.tmp"
     chmod 0755 "$out.tmp"
     mv -f "$out.tmp" "$out"
@@ -110,7 +111,16 @@ wrapper() { # name compiler-variable default-compiler extra-libs
 wrapper mpicc OXMPI_CC cc ""
 wrapper mpicxx OXMPI_CXX c++ ""
 if [ "$have_fortran" = yes ]; then
-    wrapper mpifort OXMPI_FC gfortran ""
+    # gfortran >= 10 rejects a routine called with buffers of different types unless told
+    # otherwise; older ones do not know the option.
+    fflags=
+    probe=$(mktemp -d)
+    printf 'end\n' > "$probe/p.f90"
+    if (cd "$probe" && gfortran -fallow-argument-mismatch -c p.f90) >/dev/null 2>&1; then
+        fflags=-fallow-argument-mismatch
+    fi
+    rm -rf "$probe"
+    wrapper mpifort OXMPI_FC gfortran "" "$fflags"
     ln -sfn mpifort "$prefix/bin/mpif77"
     ln -sfn mpifort "$prefix/bin/mpif90"
     # `use mpi`: a .mod file belongs to the compiler that wrote it, so build it here.
