@@ -15,7 +15,7 @@ use crate::abi::globals::{MPI_F_STATUS_IGNORE, MPI_F_STATUSES_IGNORE, MPI_UNWEIG
 use crate::abi::types::{MPI_Aint, MPI_Comm, MPI_Fint, MPI_Status};
 use crate::error::{MpiError, MpiResult, err};
 use std::ffi::{CString, c_char, c_int, c_void};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 // The common blocks of mpif.h, with MPICH's sizes. They are defined in assembly and declared
 // `extern` below so that Rust code reaches them through the GOT: rustc treats its own statics
@@ -56,6 +56,7 @@ unsafe extern "C" {
     // Only their addresses are used; Fortran code owns the contents.
     static mpipriv1_: [MPI_Fint; 7];
     static mpipriv2_: [MPI_Fint; 6];
+    static mpiprivc_: [u8; 2];
     static mpifcmb5_: MPI_Fint;
     static mpifcmb9_: MPI_Fint;
 }
@@ -83,11 +84,24 @@ pub fn sentinel_addresses() -> [usize; 4] {
     [bottom(), in_place(), status_ignore(), statuses_ignore()]
 }
 
-/// Called by MPI_INIT / MPI_INIT_THREAD: publishes the Fortran status sentinels to C
-/// (`MPI_F_STATUS_IGNORE`, `MPI_F_STATUSES_IGNORE`), as MPICH's Fortran binding does.
+/// The C view of the Fortran MPI_ERRCODES_IGNORE, MPI_ARGVS_NULL and MPI_ARGV_NULL (as
+/// libmpichfort exports them; null until Fortran initialises MPI).
+#[unsafe(no_mangle)]
+pub static MPI_F_ERRCODES_IGNORE: AtomicPtr<MPI_Fint> = AtomicPtr::new(std::ptr::null_mut());
+#[unsafe(no_mangle)]
+pub static MPI_F_ARGVS_NULL: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+#[unsafe(no_mangle)]
+pub static MPI_F_ARGV_NULL: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Called by MPI_INIT / MPI_INIT_THREAD: publishes the addresses of the Fortran sentinels to
+/// C (`MPI_F_STATUS_IGNORE`, `MPI_F_STATUSES_IGNORE`, ...), as MPICH's Fortran binding does.
 pub fn on_fortran_init() {
     MPI_F_STATUS_IGNORE.store(status_ignore() as *mut MPI_Fint, Ordering::Relaxed);
     MPI_F_STATUSES_IGNORE.store(statuses_ignore() as *mut MPI_Fint, Ordering::Relaxed);
+    MPI_F_ERRCODES_IGNORE.store((statuses_ignore() + 20) as *mut MPI_Fint, Ordering::Relaxed);
+    let argvs = (&raw const mpiprivc_) as usize;
+    MPI_F_ARGVS_NULL.store(argvs as *mut c_void, Ordering::Relaxed);
+    MPI_F_ARGV_NULL.store((argvs + 1) as *mut c_void, Ordering::Relaxed);
 }
 
 /// A choice buffer: MPI_BOTTOM becomes C's NULL, MPI_IN_PLACE C's `(void *)-1`.
