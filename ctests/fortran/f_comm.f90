@@ -95,8 +95,12 @@ program comm
         errs = errs + 1
         print *, 'info_get_nthkey: [', trim(key), ']'
     end if
+    value = 'unchanged'
     call mpi_info_get(info, 'absent', MPI_MAX_INFO_VAL, value, flag, ierr)
-    if (flag) errs = errs + 1
+    if (flag .or. value /= 'unchanged') then
+        errs = errs + 1
+        print *, 'info_get of an absent key: [', trim(value), ']', flag
+    end if
     call mpi_info_free(info, ierr)
     if (info /= MPI_INFO_NULL) errs = errs + 1
 
