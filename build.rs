@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 #[path = "src/abi/decl.rs"]
 mod decl;
+#[path = "src/abi/fortran_gen.rs"]
+mod fortran_gen;
 
 use decl::{Decls, Func, Impl};
 
@@ -43,21 +45,42 @@ fn main() {
     fs::write(out.join("callbacks.rs"), rust_callbacks(&decls, &callback_names)).unwrap();
     fs::write(out.join("entries.rs"), rust_entries(&decls, &callback_names, &impls)).unwrap();
 
+    // The Fortran binding: entry points, mpif.h and the `use mpi` module source.
+    let fort_exports = manifest.join("src/abi/data/libmpichfort-exports.tsv");
+    println!("cargo:rerun-if-changed={}", fort_exports.display());
+    let (fentries, fhand) =
+        fortran_gen::fortran_entries(&decls, &fs::read_to_string(&fort_exports).unwrap(), &callback_names)
+            .unwrap_or_else(|e| panic!("{e}"));
+    fs::write(out.join("fortran_entries.rs"), fentries).unwrap();
+    fs::write(out.join("fortran_handwritten.rs"), fhand).unwrap();
+    let mpif_h = fortran_gen::mpif_h(&fs::read_to_string(&tsv_path).unwrap()).unwrap_or_else(|e| panic!("{e}"));
+
     let rows = read_rows(&tsv_path);
     let mpi_h = c_header(&decls, &rows);
-    fs::write(out.join("mpi.h"), &mpi_h).unwrap();
-    fs::write(out.join("mpio.h"), MPIO_H).unwrap();
+    let headers =
+        [("mpi.h", mpi_h.as_str()), ("mpio.h", MPIO_H), ("mpif.h", &mpif_h), ("mpi.f90", fortran_gen::MPI_F90)];
+    for (name, text) in headers {
+        fs::write(out.join(name), text).unwrap();
+    }
     if env::var("OXMPI_BLESS_HEADERS").is_ok_and(|v| v == "1") {
         let inc = manifest.join("include");
         fs::create_dir_all(&inc).unwrap();
-        fs::write(inc.join("mpi.h"), &mpi_h).unwrap();
-        fs::write(inc.join("mpio.h"), MPIO_H).unwrap();
+        for (name, text) in headers {
+            fs::write(inc.join(name), text).unwrap();
+        }
     }
 
     // rustc exports only the `#[no_mangle]` Rust items; the weak aliases defined in assembly
     // need this extra version script (ld merges it with rustc's own).
     let map = out.join("exports.map");
-    fs::write(&map, "{ global: MPI_*; MPIX_*; MPII_*; MPIR_*; QMPI_*; };\n").unwrap();
+    // The Fortran names (`mpi_send_`, `MPI_SEND`, `PMPI_SEND`, ...) are weak aliases too, and
+    // the Fortran common blocks are defined in assembly.
+    fs::write(
+        &map,
+        "{ global: MPI_*; MPIX_*; MPII_*; MPIR_*; QMPI_*; PMPI_*; PMPIX_*; mpi_*; pmpi_*; mpix_*; pmpix_*;\n  \
+         mpipriv1_; mpipriv2_; mpiprivc_; mpifcmb5_; mpifcmb9_; };\n",
+    )
+    .unwrap();
     println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={}", map.display());
 
     // The cdylib carries MPICH's soname so binaries built against MPICH load it.
@@ -113,7 +136,7 @@ fn scan_impl_modules(abi_dir: &Path) -> BTreeMap<String, Impl> {
     files.sort();
     for path in files {
         let module = path.file_stem().unwrap().to_str().unwrap().to_string();
-        if module == "mod" || module == "decl" {
+        if module == "mod" || module == "decl" || module == "fortran_gen" {
             continue;
         }
         println!("cargo:rerun-if-changed={}", path.display());

@@ -11,6 +11,8 @@
 #   DIR/lib/libmpi.so.12            the library (soname libmpi.so.12)
 #   DIR/lib/{libmpi.so,libmpich.so.12,libmpich.so,libmpichfort.so.12}  -> libmpi.so.12
 #   DIR/include/{mpi.h,mpio.h,mpif.h}  (mpio.h/mpif.h when the repository has them)
+#   DIR/include/mpi.mod             the `use mpi` module, compiled from include/mpi.f90 with
+#                                   $OXMPI_FC (default gfortran) when that compiler is found
 #   DIR/bin/{mpiexec,mpirun -> mpiexec,oxmpi-info}
 #   DIR/bin/{mpicc,mpicxx} and, with mpif.h, {mpifort,mpif77,mpif90}
 set -euo pipefail
@@ -91,7 +93,7 @@ ln -sfn mpiexec "$prefix/bin/mpirun"
 
 # Compiler wrappers: the prefix is baked in, quoted for sh.
 quoted_prefix="'$(printf '%s' "$prefix" | sed "s/'/'\\\\''/g")'"
-wrapper() { # name compiler-variable default-compiler extra-libs
+wrapper() { # name compiler-variable default-compiler extra-libs [default-compiler-flags]
     local out="$prefix/bin/$1"
     local p=${quoted_prefix//\\/\\\\}
     p=${p//&/\\&}
@@ -101,6 +103,7 @@ wrapper() { # name compiler-variable default-compiler extra-libs
         -e "s|@COMPILER_VAR@|$2|g" \
         -e "s|@DEFAULT_COMPILER@|$3|g" \
         -e "s|@EXTRA_LIBS@|$4|g" \
+        -e "s|@DEFAULT_FLAGS@|${5:-}|g" \
         "$root/scripts/mpicc.in" > "$out.tmp"
     chmod 0755 "$out.tmp"
     mv -f "$out.tmp" "$out"
@@ -108,9 +111,32 @@ wrapper() { # name compiler-variable default-compiler extra-libs
 wrapper mpicc OXMPI_CC cc ""
 wrapper mpicxx OXMPI_CXX c++ ""
 if [ "$have_fortran" = yes ]; then
-    wrapper mpifort OXMPI_FC gfortran ""
+    # gfortran >= 10 rejects a routine called with buffers of different types unless told
+    # otherwise; older ones do not know the option.
+    fflags=
+    probe=$(mktemp -d)
+    printf 'end\n' > "$probe/p.f90"
+    if (cd "$probe" && gfortran -fallow-argument-mismatch -c p.f90) >/dev/null 2>&1; then
+        fflags=-fallow-argument-mismatch
+    fi
+    rm -rf "$probe"
+    wrapper mpifort OXMPI_FC gfortran "" "$fflags"
     ln -sfn mpifort "$prefix/bin/mpif77"
     ln -sfn mpifort "$prefix/bin/mpif90"
+    # `use mpi`: a .mod file belongs to the compiler that wrote it, so build it here.
+    fc=${OXMPI_FC:-gfortran}
+    rm -f "$prefix/include/mpi.mod"
+    if [ -f "$root/include/mpi.f90" ] && command -v "${fc%% *}" >/dev/null 2>&1; then
+        moddir=$(mktemp -d)
+        if (cd "$moddir" && $fc -c -I"$prefix/include" "$root/include/mpi.f90" -o mpi.o); then
+            install -m 0644 "$moddir/mpi.mod" "$prefix/include/mpi.mod"
+        else
+            echo "$0: note: $fc could not compile the mpi module; \`use mpi' is not available" >&2
+        fi
+        rm -rf "$moddir"
+    else
+        echo "$0: note: no Fortran compiler ($fc); \`use mpi' is not available (mpif.h is)" >&2
+    fi
 else
     rm -f "$prefix/bin/mpifort" "$prefix/bin/mpif77" "$prefix/bin/mpif90"
 fi

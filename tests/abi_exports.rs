@@ -97,3 +97,39 @@ fn soname_is_mpichs() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Library soname: [libmpi.so.12]"), "soname not libmpi.so.12:\n{text}");
 }
+
+/// The Fortran routines of Debian's libmpichfort.so.12 (MPICH's four manglings of `mpi_x_` and
+/// `pmpi_x_`, the strong one `pmpi_x_`) and its common blocks, with MPICH's sizes. The `use
+/// mpi_f08` symbols (`*_f08*`) and MPICH's internal ones are not provided yet.
+#[test]
+fn every_mpichfort_routine_and_common_block_is_exported() {
+    let ours = exported();
+    let text = include_str!("../src/abi/data/libmpichfort-exports.tsv");
+    let mut problems = Vec::new();
+    let mut routines = 0;
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        let c: Vec<&str> = l.split('\t').collect();
+        let (name, kind, size) = (c[0], c[1], c[2].parse::<u64>().unwrap());
+        let fortran_name = name.to_lowercase().starts_with("mpi_") || name.to_lowercase().starts_with("pmpi_");
+        let common = name.starts_with("mpipriv") || name.starts_with("mpifcmb");
+        if name.contains("_f08") || !(fortran_name || common) || name.starts_with("MPI_Status_") {
+            continue;
+        }
+        match (ours.get(name), kind) {
+            (None, _) => problems.push(format!("{name}: missing")),
+            (Some(&(k, _, _)), "T") if k != 'T' => problems.push(format!("{name}: is {k}, MPICH has T")),
+            (Some(&(k, _, _)), "W") if k != 'W' => problems.push(format!("{name}: is {k}, MPICH has W")),
+            (Some(&(_, _, s)), "B") if s != Some(size) => {
+                problems.push(format!("{name}: size {s:?}, MPICH has {size}"))
+            }
+            _ => routines += 1,
+        }
+    }
+    for name in ["MPI_Status_c2f08", "MPI_Status_f082c", "PMPI_Status_c2f08", "PMPI_Status_f082c"] {
+        if !ours.contains_key(name) {
+            problems.push(format!("{name}: missing"));
+        }
+    }
+    assert!(problems.is_empty(), "{} Fortran export problems:\n{}", problems.len(), problems.join("\n"));
+    assert!(routines > 3000, "only {routines} Fortran symbols checked");
+}

@@ -1,5 +1,6 @@
 //! C test programs of `ctests/`, compiled with the installed `mpicc` wrapper and run with
-//! the installed `mpiexec` at several rank counts.
+//! the installed `mpiexec` at several rank counts; Fortran programs of `ctests/fortran/`
+//! (`.f` fixed form, `.f90` free form) likewise with the installed `mpifort`.
 //!
 //! The install tree is made once per `cargo test` run by `scripts/install.sh --prefix
 //! <target>/ctest-prefix --from <target>/<profile>`. Programs are compiled and run one at a
@@ -16,8 +17,12 @@
 //! - `OXMPI_CTEST_CFLAGS`: compiler flags (default `-O2 -Wall -Werror -Wno-stringop-overflow`; GCC 12 warns
 //!   falsely about `MPI_STATUSES_IGNORE` passed as an array).
 //! - `OXMPI_CTEST_TIMEOUT_SCALE`: multiply every timeout (not the `max-wall` limits).
+//! - `OXMPI_CTEST_MPIFORT`, `OXMPI_CTEST_FFLAGS`: the Fortran compiler wrapper (default: the
+//!   installed `mpifort`, or `mpifort` with an override) and its flags (default `-O2 -Wall`).
+//! - `OXMPI_CTEST_MPICH_FC`: Debian's MPICH Fortran compiler for the ABI tests (`mpif77.mpich`).
 //!
-//! Metadata: a C file declares how it is run in comment lines containing `oxmpi-test:`,
+//! Metadata: a C file declares how it is run in comment lines containing `oxmpi-test:`
+//! (a Fortran file in `! oxmpi-test: ...` comment lines),
 //! followed by space-separated items (values with spaces in double quotes):
 //! - `np=1,2,4,8` rank counts (default `1,2,4,8`);
 //! - `singleton` also run the program directly, without a launcher (with no `np=`: only that);
@@ -106,18 +111,29 @@ ctests! {
     coll_reduce_local => "coll_reduce_local.c",
     coll_scan => "coll_scan.c",
     example_hello_ring => "examples/hello_ring.c",
+    fortran_sentinels => "fortran/f_sentinels.f",
+    fortran_pt2pt => "fortran/f_pt2pt.f90",
+    fortran_coll => "fortran/f_coll.f90",
+    fortran_comm => "fortran/f_comm.f90",
+    fortran_use_mpi => "fortran/f_use_mpi.f90",
+    fortran_cg_solver => "fortran/f_cg_solver.f90",
+}
+
+/// A Fortran source file (compiled with `mpifort`).
+fn is_fortran(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "f" || e == "f90")
 }
 
 #[test]
 fn every_ctest_is_listed() {
     let root = repo_root();
     let mut missing = Vec::new();
-    for sub in ["", "examples/"] {
+    for sub in ["", "examples/", "fortran/"] {
         let dir = root.join("ctests").join(sub);
         let Ok(rd) = fs::read_dir(&dir) else { continue };
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".c") {
+            if name.ends_with(".c") || is_fortran(Path::new(&name)) {
                 let rel = format!("{sub}{name}");
                 if !LISTED.contains(&rel.as_str()) {
                     missing.push(rel);
@@ -146,6 +162,8 @@ struct Setup {
     root: PathBuf,
     /// Compiler wrapper command (program + leading arguments).
     mpicc: Vec<String>,
+    /// Fortran compiler wrapper command.
+    mpifort: Vec<String>,
     /// Launcher command (program + leading arguments); `-n N prog` is appended.
     mpiexec: Vec<String>,
     /// True when testing the oxmpi build (not an override).
@@ -155,6 +173,7 @@ struct Setup {
     /// Where compiled programs go.
     bindir: PathBuf,
     cflags: Vec<String>,
+    fflags: Vec<String>,
     timeout_scale: f64,
 }
 
@@ -191,6 +210,7 @@ fn make_setup() -> Result<Setup, String> {
     let cflags =
         words(&env_nonempty("OXMPI_CTEST_CFLAGS").unwrap_or("-O2 -Wall -Werror -Wno-stringop-overflow".into()));
     let timeout_scale = env_nonempty("OXMPI_CTEST_TIMEOUT_SCALE").and_then(|s| s.parse::<f64>().ok()).unwrap_or(1.0);
+    let fflags = words(&env_nonempty("OXMPI_CTEST_FFLAGS").unwrap_or("-O2 -Wall".into()));
     let cc_override = env_nonempty("OXMPI_CTEST_MPICC");
     let exec_override = env_nonempty("OXMPI_CTEST_MPIEXEC");
 
@@ -224,6 +244,11 @@ fn make_setup() -> Result<Setup, String> {
         Some(s) => words(s),
         None => vec![pfx("mpicc")],
     };
+    let mpifort = match env_nonempty("OXMPI_CTEST_MPIFORT") {
+        Some(s) => words(&s),
+        None if cc_override.is_none() => vec![pfx("mpifort")],
+        None => vec!["mpifort".to_string()],
+    };
     let mpiexec = match &exec_override {
         Some(s) => words(s),
         None => vec![pfx("mpiexec")],
@@ -243,7 +268,7 @@ fn make_setup() -> Result<Setup, String> {
     };
     let bindir = target.join("ctest-bin").join(tag);
     fs::create_dir_all(&bindir).map_err(|e| format!("mkdir {}: {e}", bindir.display()))?;
-    Ok(Setup { root, mpicc, mpiexec, oxmpi, prefix, bindir, cflags, timeout_scale })
+    Ok(Setup { root, mpicc, mpifort, mpiexec, oxmpi, prefix, bindir, cflags, fflags, timeout_scale })
 }
 
 /// One C program runs at a time.
@@ -541,8 +566,12 @@ fn shm_entries() -> BTreeSet<String> {
 
 fn compile(s: &Setup, mpicc: &[String], src: &Path, out: &Path, extra: &[&str]) -> Result<(), String> {
     let mut argv: Vec<String> = mpicc.to_vec();
-    argv.extend(s.cflags.iter().cloned());
-    if s.oxmpi {
+    if is_fortran(src) {
+        argv.extend(s.fflags.iter().cloned());
+    } else {
+        argv.extend(s.cflags.iter().cloned());
+    }
+    if s.oxmpi && !is_fortran(src) {
         // Enables CHECK_STRICT (see ctests/mtest.h).
         argv.push("-DMT_OXMPI=1".into());
     }
@@ -705,7 +734,8 @@ fn run_ctest(name: &str, rel: &str) {
     let text = fs::read_to_string(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
     let meta = Meta::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
     let bin = s.bindir.join(name);
-    if let Err(e) = compile(s, &s.mpicc, &src, &bin, &[]) {
+    let compiler = if is_fortran(&src) { &s.mpifort } else { &s.mpicc };
+    if let Err(e) = compile(s, compiler, &src, &bin, &[]) {
         panic!("{name}: {e}");
     }
     let mut ex = Expect::of(&meta);
@@ -860,6 +890,52 @@ fn abi_pmpi_profiling_library() {
             if let Some(f) = run_and_check(s, &format!("{name} {label} np={np}"), &argv, &env, false, 60.0, &ex) {
                 failures.push(f);
             }
+        }
+    }
+    assert!(failures.is_empty(), "{} failing run(s):\n{}", failures.len(), failures.join("\n"));
+}
+
+/// A Fortran program built with Debian's MPICH (`mpif77.mpich`: MPICH's mpif.h, linked with
+/// libmpichfort.so.12 and libmpich.so.12) runs on oxmpi, whose library answers to both names.
+#[test]
+fn abi_mpich_built_fortran_binary() {
+    let name = "abi_mpich_built_fortran_binary";
+    if filtered_out(name) {
+        return;
+    }
+    let _guard = serial();
+    let s = get_setup();
+    let fc = words(&env_nonempty("OXMPI_CTEST_MPICH_FC").unwrap_or("mpif77.mpich".into()));
+    let Some((_, mexec)) = mpich_tools() else {
+        if s.oxmpi {
+            panic!("{name}: Debian's MPICH (mpif77.mpich, mpiexec.mpich) is needed for the ABI tests");
+        }
+        eprintln!("skipped {name}: no MPICH tools");
+        return;
+    };
+    let bin = s.bindir.join("f_abi_mpich");
+    if let Err(e) = compile(s, &fc, &s.root.join("ctests/fortran/abi/f_abi.f"), &bin, &[]) {
+        panic!("{name}: {e}");
+    }
+    let mut failures = Vec::new();
+    let mut check = |label: String, argv: Vec<String>, env: Vec<(String, String)>| {
+        if let Some(f) = run_and_check(s, &label, &argv, &env, false, 60.0, &abi_no_errors()) {
+            failures.push(f);
+        }
+    };
+    if let Some(prefix) = s.prefix.as_ref().filter(|_| s.oxmpi) {
+        let lib = prefix.join("lib").display().to_string();
+        for np in [1u32, 2, 4] {
+            let ours = launch_argv(s, np, &bin, &["expect-oxmpi".into()]);
+            check(format!("{name} LD_LIBRARY_PATH np={np}"), ours, vec![("LD_LIBRARY_PATH".into(), lib.clone())]);
+        }
+        let mut argv = mexec.clone();
+        argv.extend(["-genv".into(), "LD_LIBRARY_PATH".into(), lib.clone(), "-n".into(), "2".into()]);
+        argv.extend([bin.display().to_string(), "expect-oxmpi".into()]);
+        check(format!("{name} mpiexec.mpich LD_LIBRARY_PATH np=2"), argv, vec![]);
+    } else {
+        for np in [1u32, 2, 4] {
+            check(format!("{name} np={np}"), launch_argv(s, np, &bin, &[]), vec![]);
         }
     }
     assert!(failures.is_empty(), "{} failing run(s):\n{}", failures.len(), failures.join("\n"));

@@ -61,6 +61,10 @@ pub mod entries {
 
 #[cfg(test)]
 mod decl;
+#[cfg(test)]
+mod fortran_gen;
+
+pub mod fortran;
 
 pub mod coll;
 pub mod comm;
