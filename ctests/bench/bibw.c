@@ -35,7 +35,7 @@ int main(int argc, char **argv)
     sts = bench_alloc(sizeof(MPI_Status) * 2 * (size_t)o.window);
     t = bench_alloc(sizeof(double) * (size_t)(o.iters + 1));
 
-    for (size = bench_first_size(&o); size <= o.max_size; size = bench_next_size(size)) {
+    for (size = bench_first_size(&o); size <= o.max_size; size = bench_next_size(&o, size)) {
         int iters = bench_iters_for(&o, size), warm = bench_warmup_for(&o, size);
         int total = warm + iters, k, j, s = 0, peer = 1 - bench_rank;
         size_t slots = size ? region / size : (size_t)o.window;

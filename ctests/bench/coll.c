@@ -200,7 +200,7 @@ int main(int argc, char **argv)
     for (i = 0; i < nops; i++) {
         int op = ops[i];
         size_t size;
-        for (size = bench_first_size(&o); size <= o.max_size; size = bench_next_size(size)) {
+        for (size = bench_first_size(&o); size <= o.max_size; size = bench_next_size(&o, size)) {
             int iters = bench_iters_for(&o, size), warm = bench_warmup_for(&o, size);
             int batch = bench_batch_for(&o, size);
             int nsamp = iters / batch > 0 ? iters / batch : 1;

@@ -19,7 +19,8 @@ static void usage(const bench_spec *s, FILE *f)
             "  --max-size N    largest message size in bytes (default %zu)\n"
             "  --iters N       timed iterations per size, up to 64 KiB; fewer above (default %d)\n"
             "  --warmup N      untimed iterations per size first (default %d)\n"
-            "  --batch N       iterations per timed sample (default: 10 below 1 KiB, else 1)\n",
+            "  --batch N       iterations per timed sample (default: 10 below 1 KiB, else 1)\n"
+            "  --step N        size multiplier: 0, 1, N, N^2, ... (default 2)\n",
             s->name, s->purpose, s->default_max_size, s->default_iters, s->default_warmup);
     if (s->uses_window)
         fprintf(f, "  --window N      messages in flight per iteration (default 64)\n");
@@ -105,6 +106,7 @@ int bench_init(int *argc, char ***argv, const bench_spec *s, bench_opts *o)
     o->iters = s->default_iters;
     o->warmup = s->default_warmup;
     o->window = 64;
+    o->step = 2;
     o->header = 1;
     if (s->list_default)
         snprintf(o->list, sizeof o->list, "%s", s->list_default);
@@ -138,6 +140,8 @@ int bench_init(int *argc, char ***argv, const bench_spec *s, bench_opts *o)
             err = parse_int(v, &o->warmup, 0);
         } else if (!strcmp(a, "--batch")) {
             err = parse_int(v, &o->batch, 1);
+        } else if (!strcmp(a, "--step")) {
+            err = parse_int(v, &o->step, 2);
         } else if (s->uses_window && !strcmp(a, "--window")) {
             err = parse_int(v, &o->window, 1);
         } else if (!strcmp(a, "--label")) {
@@ -174,8 +178,8 @@ int bench_init(int *argc, char ***argv, const bench_spec *s, bench_opts *o)
             *nl = '\0';
         printf("# %s: %s\n", s->name, s->purpose);
         printf("# library: %s\n", v);
-        printf("# np=%d sizes=%zu..%zu iters=%d warmup=%d%s%s\n", bench_np, o->min_size,
-               o->max_size, o->iters, o->warmup, o->check ? " check" : "", o->vary ? " vary" : "");
+        printf("# np=%d sizes=%zu..%zu step=%d iters=%d warmup=%d%s%s\n", bench_np, o->min_size,
+               o->max_size, o->step, o->iters, o->warmup, o->check ? " check" : "", o->vary ? " vary" : "");
         if (s->list_option)
             printf("# %s=%s\n", s->list_option + 2, o->list);
         if (o->check)
@@ -199,13 +203,13 @@ size_t bench_first_size(const bench_opts *o)
     return o->min_size;
 }
 
-size_t bench_next_size(size_t s)
+size_t bench_next_size(const bench_opts *o, size_t s)
 {
     size_t p = 1;
     if (s == 0)
         return 1;
     while (p <= s)
-        p <<= 1;
+        p *= (size_t)o->step;
     return p;
 }
 

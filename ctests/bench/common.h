@@ -24,6 +24,7 @@ typedef struct {
     int iters;       /* timed iterations at sizes up to 64 KiB (fewer above) */
     int warmup;      /* untimed iterations before them */
     int batch;       /* iterations per timed sample; 0 = automatic */
+    int step;        /* size multiplier from one size to the next (default 2) */
     int window;      /* messages in flight (bw, bibw, mbw_mr, vector bw) */
     int check;       /* validate received data; abort loudly on a mismatch */
     int vary;        /* change the send data every iteration (outside the timed region) */
@@ -54,9 +55,10 @@ int bench_init(int *argc, char ***argv, const bench_spec *spec, bench_opts *o);
 /* MPI_Finalize and the exit status. */
 int bench_finish(void);
 
-/* First size and the one after `s` (0, 1, 2, 4, ...); loop while s <= max_size. */
+/* First size and the one after `s`: 0, 1, then the next power of --step (2: 2, 4, 8, ...);
+ * loop while s <= max_size. */
 size_t bench_first_size(const bench_opts *o);
-size_t bench_next_size(size_t s);
+size_t bench_next_size(const bench_opts *o, size_t s);
 /* Iterations (timed or warm-up) at a size: `base` up to 64 KiB, then scaled down by size
  * (never below min(base, 10) timed / min(base, 2) warm-up). */
 int bench_iters_for(const bench_opts *o, size_t size);

@@ -24,7 +24,7 @@ int main(int argc, char **argv)
     rbuf = bench_alloc(o.max_size);
     t = bench_alloc(sizeof(double) * (size_t)(o.iters + 1));
 
-    for (size = bench_first_size(&o); size <= o.max_size; size = bench_next_size(size)) {
+    for (size = bench_first_size(&o); size <= o.max_size; size = bench_next_size(&o, size)) {
         int iters = bench_iters_for(&o, size), warm = bench_warmup_for(&o, size);
         int batch = bench_batch_for(&o, size);
         int nsamp = iters / batch > 0 ? iters / batch : 1;

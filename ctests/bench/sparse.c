@@ -48,7 +48,7 @@ int main(int argc, char **argv)
         threshold = (uint64_t)(pct / 100.0 * 4294967296.0);
         snprintf(name, sizeof name, "sparse_allreduce_d%.31s", items[d]);
         for (size = bench_first_size(&o) < 8 ? 8 : bench_first_size(&o); size <= o.max_size;
-             size = bench_next_size(size)) {
+             size = bench_next_size(&o, size)) {
             size_t count = size / 8, i;
             int iters = bench_iters_for(&o, size), warm = bench_warmup_for(&o, size);
             int batch = bench_batch_for(&o, size);

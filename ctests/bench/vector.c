@@ -54,7 +54,7 @@ static int run_config(size_t bl, size_t stride)
     snprintf(lat_name, sizeof lat_name, "vec_lat_b%zu_s%zu", bl * 8, stride * 8);
     snprintf(bw_name, sizeof bw_name, "vec_bw_b%zu_s%zu", bl * 8, stride * 8);
     first = o.min_size > unit ? o.min_size : unit;
-    for (size = first; size <= o.max_size; size = bench_next_size(size)) {
+    for (size = first; size <= o.max_size; size = bench_next_size(&o, size)) {
         size_t count = size / unit, extent, region, slots;
         MPI_Datatype vt;
         int rc, bad, any_bad, phase, peer = 1 - bench_rank;
