@@ -8,10 +8,11 @@
 #   --quick            fewer sizes and iterations, np 2 (under 5 minutes on 2 busy cores)
 #   --bench LIST       comma-separated, from: latency,bw,bibw,mbw_mr,vector,coll,sparse,startup
 #                      (default: all)
-#   --np LIST          rank counts for mbw_mr, coll, sparse and startup (default 2,4; --quick
-#                      2); latency, bw, bibw and vector always run on 2 ranks. Rank counts
-#                      above the core count oversubscribe: MPIs that busy-poll (MPICH) then
-#                      take milliseconds per operation
+#   --np LIST          rank counts for mbw_mr, coll, sparse and startup (default 2,4 with 4
+#                      cores or more, else 2; --quick 2); latency, bw, bibw and vector always
+#                      run on 2 ranks. Rank counts above the core count oversubscribe: MPIs
+#                      that busy-poll (MPICH) then take milliseconds per operation and a full
+#                      collective run can exceed --timeout
 #   --rounds N         rounds; each round runs every MPI once per benchmark, alternating
 #                      (A B C D A B C D ...) (default 3, --quick 2)
 #   --out DIR          output directory (default /tmp/oxmpi-compare-DATE)
@@ -65,7 +66,8 @@ if [ -z "$rounds" ]; then
     if [ $quick = yes ]; then rounds=2; else rounds=3; fi
 fi
 if [ -z "$nps" ]; then
-    if [ $quick = yes ]; then nps=2; else nps=2,4; fi
+    nps=2
+    if [ $quick = no ] && [ "$(nproc)" -ge 4 ]; then nps=2,4; fi
 fi
 if [ -z "$timeout_s" ]; then
     if [ $quick = yes ]; then timeout_s=120; else timeout_s=600; fi
