@@ -14,7 +14,7 @@
 #                      that busy-poll (MPICH) then take milliseconds per operation and a full
 #                      collective run can exceed --timeout
 #   --rounds N         rounds; each round runs every MPI once per benchmark, alternating
-#                      (A B C D A B C D ...) (default 3, --quick 2)
+#                      (A B C D A B C D ...) (default 3)
 #   --out DIR          output directory (default /tmp/oxmpi-compare-DATE)
 #   --mpis LIST        comma-separated, from: oxmpi,mpich,openmpi,oxmpi-mpichbin (default all)
 #   --oxmpi-prefix DIR use an existing oxmpi install instead of building and installing one
@@ -63,7 +63,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 if [ -z "$rounds" ]; then
-    if [ $quick = yes ]; then rounds=2; else rounds=3; fi
+    rounds=3
 fi
 if [ -z "$nps" ]; then
     nps=2
