@@ -11,8 +11,8 @@ pub const LOG: &str = "OXMPI_LOG";
 pub const EAGER_LIMIT: &str = "OXMPI_EAGER_LIMIT";
 pub const SHM_SLOTS: &str = "OXMPI_SHM_SLOTS";
 pub const CMA: &str = "OXMPI_CMA";
-pub const SPIN_COUNT: &str = "OXMPI_SPIN_COUNT";
-pub const YIELD_COUNT: &str = "OXMPI_YIELD_COUNT";
+pub const SPIN_US: &str = "OXMPI_SPIN_US";
+pub const YIELD_US: &str = "OXMPI_YIELD_US";
 
 pub const TUNABLES: &[Tunable] = &[
     Tunable { name: LOG, default: "warn", what: "log filter (env_logger syntax), e.g. debug" },
@@ -32,14 +32,14 @@ pub const TUNABLES: &[Tunable] = &[
         what: "0 disables single-copy process_vm_readv for large messages (streams through the ring)",
     },
     Tunable {
-        name: SPIN_COUNT,
-        default: "4000 (16 when ranks outnumber cores)",
-        what: "idle polls before a waiting rank starts yielding the CPU",
+        name: SPIN_US,
+        default: "20 (0 when ranks outnumber cores)",
+        what: "microseconds a waiting rank polls before it starts yielding the CPU",
     },
     Tunable {
-        name: YIELD_COUNT,
-        default: "200 (8 when ranks outnumber cores)",
-        what: "sched_yield calls before a waiting rank sleeps on its doorbell",
+        name: YIELD_US,
+        default: "200 (20 when ranks outnumber cores)",
+        what: "microseconds a waiting rank polls and yields before it sleeps on its doorbell",
     },
 ];
 

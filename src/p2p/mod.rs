@@ -13,6 +13,7 @@ use crate::transport::shm::{self, Packet, Segment};
 use buffers::{RecvBuf, SendBuf};
 use request::{Op, Request, SendMode, Slab, Status};
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 /// Who a message is from/for: communicator context, source rank in that communicator, tag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,22 +68,27 @@ enum Out {
     Data { req: u32, rreq: u32, offset: usize },
 }
 
-/// How long to spin and yield before sleeping, chosen once from ranks per core.
+/// How long a waiting rank spins, then yields, before it sleeps on its doorbell; chosen once
+/// from ranks per core. Limits are times, not counts, so a rank whose core is taken by
+/// another process (a loaded machine) gives it up after microseconds either way.
 struct WaitPolicy {
-    spins: u32,
-    yields: u32,
+    spin: Duration,
+    spin_then_yield: Duration,
 }
 
 impl WaitPolicy {
     fn for_node(local_ranks: usize) -> WaitPolicy {
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         let oversubscribed = local_ranks > cores;
-        WaitPolicy {
-            spins: config::usize_var(config::SPIN_COUNT).unwrap_or(if oversubscribed { 16 } else { 4000 }) as u32,
-            yields: config::usize_var(config::YIELD_COUNT).unwrap_or(if oversubscribed { 8 } else { 200 }) as u32,
-        }
+        let us = |name, default| Duration::from_micros(config::usize_var(name).unwrap_or(default) as u64);
+        let spin = us(config::SPIN_US, if oversubscribed { 0 } else { 20 });
+        let yielding = us(config::YIELD_US, if oversubscribed { 20 } else { 200 });
+        WaitPolicy { spin, spin_then_yield: spin + yielding }
     }
 }
+
+/// Idle polls between two looks at the clock while waiting.
+const POLLS_PER_CLOCK_READ: u32 = 32;
 
 pub struct Engine {
     pub me: usize,
@@ -561,19 +567,25 @@ impl Engine {
 
     /// Drives progress until `done` holds: spins, then yields, then sleeps on the doorbell.
     pub fn wait_until(&mut self, mut done: impl FnMut(&Engine) -> bool) {
-        let mut idle = 0u32;
+        let mut idle_since: Option<Instant> = None;
+        let mut polls = 0u32;
         loop {
             if done(self) {
                 return;
             }
             if self.progress() {
-                idle = 0;
+                idle_since = None;
                 continue;
             }
-            idle = idle.saturating_add(1);
-            if idle <= self.wait.spins {
+            polls = polls.wrapping_add(1);
+            if polls % POLLS_PER_CLOCK_READ != 0 {
                 std::hint::spin_loop();
-            } else if idle <= self.wait.spins + self.wait.yields {
+                continue;
+            }
+            let idle = idle_since.get_or_insert_with(Instant::now).elapsed();
+            if idle < self.wait.spin {
+                std::hint::spin_loop();
+            } else if idle < self.wait.spin_then_yield {
                 std::thread::yield_now();
             } else if let Some(seg) = &self.shm {
                 let blocked_out =
@@ -582,7 +594,7 @@ impl Engine {
             } else {
                 // Alone: nothing can arrive; a wait here waits for nothing (a user error),
                 // so sleep instead of spinning.
-                std::thread::sleep(std::time::Duration::from_millis(10));
+                std::thread::sleep(Duration::from_millis(10));
             }
         }
     }
