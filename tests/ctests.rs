@@ -106,6 +106,7 @@ ctests! {
     coll_reduce_local => "coll_reduce_local.c",
     coll_scan => "coll_scan.c",
     example_hello_ring => "examples/hello_ring.c",
+    dtype_constructors => "dtype_constructors.c",
 }
 
 #[test]
