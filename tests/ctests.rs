@@ -107,6 +107,7 @@ ctests! {
     coll_scan => "coll_scan.c",
     example_hello_ring => "examples/hello_ring.c",
     dtype_constructors => "dtype_constructors.c",
+    dtype_pack => "dtype_pack.c",
 }
 
 #[test]
