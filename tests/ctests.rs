@@ -108,6 +108,7 @@ ctests! {
     example_hello_ring => "examples/hello_ring.c",
     dtype_constructors => "dtype_constructors.c",
     dtype_pack => "dtype_pack.c",
+    dtype_sendrecv => "dtype_sendrecv.c",
 }
 
 #[test]
