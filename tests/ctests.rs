@@ -109,6 +109,8 @@ ctests! {
     dtype_constructors => "dtype_constructors.c",
     dtype_pack => "dtype_pack.c",
     dtype_sendrecv => "dtype_sendrecv.c",
+    dtype_errors => "dtype_errors.c",
+    dtype_darray => "dtype_darray.c",
 }
 
 #[test]
