@@ -371,7 +371,9 @@ pub fn darray(
 /// MPI_Type_create_f90_integer/real/complex: the cached type for (combiner, p, r), based on
 /// the smallest Fortran kind with that precision and range.
 pub fn f90(combiner: i32, p: i32, r: i32) -> MpiResult<MPI_Datatype> {
-    static CACHE: LazyLock<Mutex<HashMap<(i32, i32, i32), MPI_Datatype>>> = LazyLock::new(Default::default);
+    /// (combiner, p, r) -> handle.
+    type F90Cache = HashMap<(i32, i32, i32), MPI_Datatype>;
+    static CACHE: LazyLock<Mutex<F90Cache>> = LazyLock::new(Default::default);
     let undefined = |v: i32| v == MPI_UNDEFINED;
     let fits = |prec: i32, range: i32| (undefined(p) || p <= prec) && (undefined(r) || r <= range);
     let base = match combiner {

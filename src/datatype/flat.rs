@@ -206,9 +206,9 @@ impl FlatBuilder {
         if count == 0 || body.size == 0 {
             return;
         }
-        match body.nodes.as_slice() {
-            &[Node::Run { off: o, len }] => return self.vector(off + o, count, stride, len),
-            &[Node::Vector { off: o, count: c, stride: s, len }] if stride == c as isize * s => {
+        match *body.nodes.as_slice() {
+            [Node::Run { off: o, len }] => return self.vector(off + o, count, stride, len),
+            [Node::Vector { off: o, count: c, stride: s, len }] if stride == c as isize * s => {
                 return self.vector(off + o, count * c, s, len);
             }
             _ => {}

@@ -107,9 +107,9 @@ impl Layout {
         };
         // Elements folded into one node where the element stride continues the pattern, so a
         // vector of elements is walked as one vector.
-        let folded = match f.nodes() {
-            &[Node::Run { off, len }] => Some(Node::Vector { off, count, stride: self.ext, len }),
-            &[Node::Vector { off, count: c, stride, len }] if self.ext == c as isize * stride => {
+        let folded = match *f.nodes() {
+            [Node::Run { off, len }] => Some(Node::Vector { off, count, stride: self.ext, len }),
+            [Node::Vector { off, count: c, stride, len }] if self.ext == c as isize * stride => {
                 Some(Node::Vector { off, count: count * c, stride, len })
             }
             _ => None,

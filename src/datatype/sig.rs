@@ -49,7 +49,7 @@ impl Sig {
             match it {
                 &Item::Basic { dt, n } => {
                     let s = basic(dt).size;
-                    let k = if s == 0 { n } else { (bytes / s).min(n) };
+                    let k = bytes.checked_div(s).map_or(n, |q| q.min(n));
                     count += k;
                     bytes -= k * s;
                     if k < n {
@@ -180,8 +180,8 @@ fn convert_one(how: Ext32, native: &mut [u8], ext: &mut [u8], to_ext: bool) {
                 // Keep the low bytes, most significant first (values that do not fit are
                 // truncated, as in MPICH).
                 let n = ext.len();
-                for i in 0..n {
-                    ext[i] = native.get(n - 1 - i).copied().unwrap_or(0);
+                for (i, byte) in ext.iter_mut().enumerate() {
+                    *byte = native.get(n - 1 - i).copied().unwrap_or(0);
                 }
             } else {
                 let negative = signed && ext.first().is_some_and(|b| b & 0x80 != 0);
