@@ -179,8 +179,11 @@ fn words(s: &str) -> Vec<String> {
 fn profile_dir() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     let deps = exe.parent().ok_or("test executable has no parent directory")?;
-    let profile =
-        if deps.file_name().is_some_and(|n| n == "deps") { deps.parent().ok_or("deps has no parent")? } else { deps };
+    let profile = if deps.file_name().is_some_and(|n| n == "deps") {
+        deps.parent().ok_or("deps has no parent")?
+    } else {
+        deps
+    };
     Ok(profile.to_path_buf())
 }
 
@@ -193,9 +196,10 @@ fn make_setup() -> Result<Setup, String> {
     let root = repo_root();
     let profile = profile_dir()?;
     let target = profile.parent().ok_or("profile directory has no parent")?.to_path_buf();
-    let cflags =
-        words(&env_nonempty("OXMPI_CTEST_CFLAGS").unwrap_or("-O2 -Wall -Werror -Wno-stringop-overflow".into()));
-    let timeout_scale = env_nonempty("OXMPI_CTEST_TIMEOUT_SCALE").and_then(|s| s.parse::<f64>().ok()).unwrap_or(1.0);
+    let cflags = words(&env_nonempty("OXMPI_CTEST_CFLAGS").unwrap_or("-O2 -Wall -Werror -Wno-stringop-overflow".into()));
+    let timeout_scale = env_nonempty("OXMPI_CTEST_TIMEOUT_SCALE")
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or(1.0);
     let cc_override = env_nonempty("OXMPI_CTEST_MPICC");
     let exec_override = env_nonempty("OXMPI_CTEST_MPIEXEC");
 
@@ -381,7 +385,9 @@ impl Meta {
                     }
                     "expect-stderr" => m.stderr.push(need(v)?),
                     "expect-stdout" => m.stdout.push(need(v)?),
-                    "max-wall" => m.max_wall = Some(need(v)?.parse().map_err(|_| "bad max-wall".to_string())?),
+                    "max-wall" => {
+                        m.max_wall = Some(need(v)?.parse().map_err(|_| "bad max-wall".to_string())?)
+                    }
                     "timeout" => m.timeout = need(v)?.parse().map_err(|_| "bad timeout".to_string())?,
                     "env" => {
                         let nv = need(v)?;
@@ -439,8 +445,12 @@ fn spawn_reader<R: Read + Send + 'static>(mut r: R) -> mpsc::Receiver<Vec<u8>> {
 }
 
 fn kill_group(pgid: u32, sig: &str) {
-    let _ =
-        Command::new("kill").arg(format!("-{sig}")).arg("--").arg(format!("-{pgid}")).stderr(Stdio::null()).status();
+    let _ = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg("--")
+        .arg(format!("-{pgid}"))
+        .stderr(Stdio::null())
+        .status();
 }
 
 fn run_with_timeout(argv: &[String], env: &[(String, String)], clear_pmi: bool, timeout: f64) -> RunOut {
@@ -723,7 +733,8 @@ fn run_ctest(name: &str, rel: &str) {
     let mut failures = Vec::new();
     if meta.singleton {
         let argv = vec![bin.display().to_string()];
-        if let Some(f) = run_and_check(s, &format!("{name} singleton"), &argv, &meta.env, true, meta.timeout, &ex) {
+        if let Some(f) = run_and_check(s, &format!("{name} singleton"), &argv, &meta.env, true, meta.timeout, &ex)
+        {
             failures.push(f);
         }
     }
@@ -747,21 +758,15 @@ fn mpich_tools() -> Option<(Vec<String>, Vec<String>)> {
         if p.contains('/') {
             return Path::new(p).exists();
         }
-        std::env::var_os("PATH").map(|path| std::env::split_paths(&path).any(|d| d.join(p).is_file())).unwrap_or(false)
+        std::env::var_os("PATH")
+            .map(|path| std::env::split_paths(&path).any(|d| d.join(p).is_file()))
+            .unwrap_or(false)
     };
     if found(&cc[0]) && found(&ex[0]) { Some((cc, ex)) } else { None }
 }
 
 fn abi_no_errors() -> Expect<'static> {
-    Expect {
-        exit: &Exit::Code(0),
-        check_exit: true,
-        no_errors: true,
-        stdout: &[],
-        stderr: &[],
-        output: &[],
-        max_wall: None,
-    }
+    Expect { exit: &Exit::Code(0), check_exit: true, no_errors: true, stdout: &[], stderr: &[], output: &[], max_wall: None }
 }
 
 #[test]
@@ -799,11 +804,10 @@ fn abi_mpich_built_binary() {
         for np in [1u32, 2, 4] {
             // Our launcher, library found through LD_LIBRARY_PATH (libmpich.so.12 link).
             let ours = launch_argv(s, np, &bin, &["expect-oxmpi".into()]);
-            check(
-                format!("{name} LD_LIBRARY_PATH np={np}"),
-                ours.clone(),
-                vec![("LD_LIBRARY_PATH".into(), lib.clone())],
-            );
+            check(format!("{name} LD_LIBRARY_PATH np={np}"), ours.clone(), vec![(
+                "LD_LIBRARY_PATH".into(),
+                lib.clone(),
+            )]);
             check(format!("{name} LD_PRELOAD np={np}"), ours, vec![("LD_PRELOAD".into(), so.clone())]);
             // MPICH's Hydra launcher; the variables go to the ranks only (-genv).
             for (var, val) in [("LD_LIBRARY_PATH", &lib), ("LD_PRELOAD", &so)] {
