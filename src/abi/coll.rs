@@ -100,12 +100,12 @@ unsafe fn spread_blocks(spread: Spread, n: usize, layout: Layout, what: &str) ->
     match spread {
         Spread::Uniform(c) => {
             let c = check_count(c, what)?;
-            Ok((0..n).map(|i| ((i * c) as i64 * ext, c, layout)).collect())
+            Ok((0..n).map(|i| ((i * c) as i64 * ext, c, layout.clone())).collect())
         }
         Spread::Varying { counts, displs } => {
             // SAFETY: forwarded from the caller.
             let (counts, displs) = unsafe { (counts.read(n, what)?, displs.read(n, "displacements")?) };
-            counts.iter().zip(&displs).map(|(&c, &d)| Ok((d * ext, check_count(c, what)?, layout))).collect()
+            counts.iter().zip(&displs).map(|(&c, &d)| Ok((d * ext, check_count(c, what)?, layout.clone()))).collect()
         }
     }
 }
@@ -120,12 +120,18 @@ struct Region {
 impl Region {
     /// Blocks given as (byte offset from `p`, count, layout); offsets may be negative.
     fn new(p: *const c_void, raw: &[(i64, usize, Layout)]) -> Region {
+        // A block's data starts at `o + lower` (derived types may start before or after the
+        // pointer); its `Block::offset` is where that start lies in the region.
         let used = raw.iter().filter(|(_, c, l)| *c > 0 && l.size > 0);
-        let lo = used.clone().map(|(o, _, _)| *o).min().unwrap_or(0);
-        let hi = used.map(|(o, c, l)| o + l.span(*c) as i64).max().unwrap_or(0);
+        let lo = used.clone().map(|(o, c, l)| o + l.lower(*c) as i64).min().unwrap_or(0);
+        let hi = used.map(|(o, c, l)| o + l.lower(*c) as i64 + l.span(*c) as i64).max().unwrap_or(0);
         let blocks = raw
             .iter()
-            .map(|&(o, count, layout)| Block { offset: if count > 0 { (o - lo) as usize } else { 0 }, count, layout })
+            .map(|(o, count, layout)| Block {
+                offset: if *count > 0 && layout.size > 0 { (o + layout.lower(*count) as i64 - lo) as usize } else { 0 },
+                count: *count,
+                layout: layout.clone(),
+            })
             .collect();
         let span = (hi - lo).max(0) as usize;
         Region { base: (p as *const u8).wrapping_offset(lo as isize), span, blocks }
@@ -531,14 +537,17 @@ unsafe fn reduce_scatter(
         let own = if in_place { total } else { counts[r] };
         check_buf(recvbuf, own * layout.size, "recvbuf")?;
         check_not_in_place(recvbuf, "recvbuf")?;
-        let send = (!in_place).then(|| Region::new(sendbuf, &[(0, total, layout)]));
+        let send = (!in_place).then(|| Region::new(sendbuf, &[(0, total, layout.clone())]));
         // With MPI_IN_PLACE the receive buffer also holds the whole input vector (block 1).
-        let recv_blocks: Vec<(i64, usize, Layout)> =
-            if in_place { vec![(0, counts[r], layout), (0, total, layout)] } else { vec![(0, counts[r], layout)] };
+        let recv_blocks: Vec<(i64, usize, Layout)> = if in_place {
+            vec![(0, counts[r], layout.clone()), (0, total, layout.clone())]
+        } else {
+            vec![(0, counts[r], layout.clone())]
+        };
         // SAFETY: the caller's buffers, valid for this call.
         let (send, recv) = unsafe { borrow_pair(send, Some(Region::new(recvbuf, &recv_blocks))) };
         let recv = recv.expect("receive buffer");
-        let whole = recv.blocks.get(1).copied();
+        let whole = recv.blocks.get(1).cloned();
         coll::reduce_scatter(g, send, whole, recv, &counts, &red)
     })
 }
@@ -638,7 +647,7 @@ unsafe fn gather(
         let recv = if is_root {
             let layout = datatype::layout(recvtype)?;
             // SAFETY: the caller's arrays, significant at the root.
-            let blocks = unsafe { spread_blocks(recv, g.size(), layout, "recvcount")? };
+            let blocks = unsafe { spread_blocks(recv, g.size(), layout.clone(), "recvcount")? };
             let bytes: usize = blocks.iter().map(|b| b.1 * layout.size).sum();
             check_buf(recvbuf, bytes, "recvbuf")?;
             check_not_in_place(recvbuf, "recvbuf")?;
@@ -742,7 +751,7 @@ unsafe fn scatter(
         let send = if is_root {
             let layout = datatype::layout(sendtype)?;
             // SAFETY: the caller's arrays, significant at the root.
-            let blocks = unsafe { spread_blocks(send, g.size(), layout, "sendcount")? };
+            let blocks = unsafe { spread_blocks(send, g.size(), layout.clone(), "sendcount")? };
             let bytes: usize = blocks.iter().map(|b| b.1 * layout.size).sum();
             check_buf(sendbuf, bytes, "sendbuf")?;
             check_not_in_place(sendbuf, "sendbuf")?;
@@ -851,7 +860,7 @@ unsafe fn allgather(
         };
         let layout = datatype::layout(recvtype)?;
         // SAFETY: the caller's arrays of communicator size.
-        let blocks = unsafe { spread_blocks(recv, g.size(), layout, "recvcount")? };
+        let blocks = unsafe { spread_blocks(recv, g.size(), layout.clone(), "recvcount")? };
         let bytes: usize = blocks.iter().map(|b| b.1 * layout.size).sum();
         check_buf(recvbuf, bytes, "recvbuf")?;
         check_not_in_place(recvbuf, "recvbuf")?;

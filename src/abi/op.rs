@@ -159,6 +159,10 @@ unsafe fn reduce_local(
     if a < b + span && b < a + span {
         return err(MPI_ERR_BUFFER, "input and input/output buffers must not overlap (aliased buffers)");
     }
+    // The data of `count` elements starts at `lower` from each pointer (derived types may
+    // have a nonzero true lower bound).
+    let lo = layout.lower(count);
+    let (inbuf, inoutbuf) = (inbuf.cast::<u8>().wrapping_offset(lo), inoutbuf.cast::<u8>().wrapping_offset(lo));
     // SAFETY: the caller guarantees both buffers span `count` elements; they do not overlap
     // (checked above).
     let (input, inout) = unsafe {

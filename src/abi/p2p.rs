@@ -60,7 +60,9 @@ fn check_count(count: i64) -> MpiResult<usize> {
 }
 
 fn check_buffer(buf: *const c_void, count: usize, layout: &Layout) -> MpiResult<()> {
-    if buf.is_null() && count > 0 && layout.size > 0 {
+    // A null buffer is MPI_BOTTOM: fine when the type's displacements are absolute addresses
+    // (its data does not start at the pointer), as in MPICH.
+    if buf.is_null() && count > 0 && layout.size > 0 && layout.lower(count) == 0 {
         return err(MPI_ERR_BUFFER, "invalid buffer pointer (NULL with a nonzero count)");
     }
     Ok(())
@@ -574,7 +576,7 @@ unsafe fn persistent_send(
                 env,
                 // SAFETY: MPI requires the buffer to stay valid while the request exists and
                 // unmodified while it is active.
-                buf: unsafe { SendBuf::new(buf, layout, n) },
+                buf: unsafe { SendBuf::new(buf, layout.clone(), n) },
                 mode,
                 bsend_bytes: 0,
             }),
@@ -700,7 +702,7 @@ unsafe fn persistent_recv(
             // SAFETY: MPI requires the buffer to stay valid while the request exists.
             _ => Box::new(move || Op::Recv {
                 env,
-                buf: unsafe { RecvBuf::new(buf, layout, n) },
+                buf: unsafe { RecvBuf::new(buf, layout.clone(), n) },
                 expected: 0,
                 arrived: 0,
             }),
@@ -1538,7 +1540,7 @@ pub unsafe fn MPI_Imrecv_c(
 
 /// Elements of `datatype` in `bytes`, or MPI_UNDEFINED when it is not a whole number.
 fn whole_elements(bytes: u64, datatype: MPI_Datatype) -> MpiResult<i64> {
-    let size = datatype::layout(datatype)?.size as u64;
+    let size = datatype::type_size(datatype)? as u64;
     Ok(if size == 0 {
         if bytes == 0 { 0 } else { MPI_UNDEFINED as i64 }
     } else if bytes % size == 0 {
@@ -1577,32 +1579,14 @@ pub unsafe fn MPI_Get_count_c(status: *const MPI_Status, datatype: MPI_Datatype,
     Ok(())
 }
 
-/// Basic elements in `bytes`: for the predefined types every element is one basic element
-/// except the pair types, which hold two (a partial pair counts its first part).
+/// Basic elements in `bytes` of data of `datatype` (pair types and derived types hold several
+/// per element; a partial element counts its whole basic elements), or MPI_UNDEFINED when
+/// `bytes` ends inside a basic element.
 fn basic_elements(bytes: u64, datatype: MPI_Datatype) -> MpiResult<i64> {
-    let layout = datatype::layout(datatype)?;
-    if layout.size == 0 {
-        return Ok(0);
-    }
-    let parts: &[usize] = match datatype {
-        MPI_FLOAT_INT => &[4, 4],
-        MPI_DOUBLE_INT | MPI_LONG_INT => &[8, 4],
-        MPI_SHORT_INT => &[2, 4],
-        MPI_LONG_DOUBLE_INT => &[16, 4],
-        MPI_2INT | MPI_2INTEGER | MPI_2REAL => &[4, 4],
-        MPI_2DOUBLE_PRECISION => &[8, 8],
-        _ => return whole_elements(bytes, datatype),
-    };
-    let whole = bytes / layout.size as u64;
-    let mut rest = bytes % layout.size as u64;
-    let mut n = whole as i64 * parts.len() as i64;
-    for &p in parts {
-        if rest >= p as u64 {
-            n += 1;
-            rest -= p as u64;
-        }
-    }
-    Ok(if rest == 0 { n } else { MPI_UNDEFINED as i64 })
+    Ok(match datatype::basic_elements(datatype, bytes as usize)? {
+        Some(n) => n as i64,
+        None => MPI_UNDEFINED as i64,
+    })
 }
 
 pub unsafe fn MPI_Get_elements(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> MpiResult {
@@ -1640,7 +1624,7 @@ pub unsafe fn MPI_Status_set_elements_x(
     count: MPI_Count,
 ) -> MpiResult {
     let n = check_count(count)?;
-    let size = datatype::layout(datatype)?.size;
+    let size = datatype::type_size(datatype)?;
     if status.is_null() || status as usize == 1 {
         return err(MPI_ERR_ARG, "invalid status argument");
     }

@@ -121,7 +121,7 @@ impl<'a> Group<'a> {
 }
 
 /// One block of a user buffer: `count` elements of `layout` at byte `offset`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Block {
     pub offset: usize,
     pub count: usize,
@@ -168,7 +168,7 @@ impl Out<'_> {
     }
 
     fn put(&mut self, i: usize, packed: &[u8]) {
-        let b = self.blocks[i];
+        let b = &self.blocks[i];
         if b.count > 0 {
             op::unpack_into(&b.layout, b.count, packed, &mut self.mem[b.offset..]);
         }

@@ -250,15 +250,15 @@ pub fn unpack_into(layout: &Layout, count: usize, packed: &[u8], mem: &mut [u8])
 
 /// MPI_Reduce_local on memory-layout buffers: `inout = input op inout`.
 pub fn reduce_local(red: &Reduction, count: usize, input: &[u8], inout: &mut [u8]) {
-    let layout = red.layout;
+    let layout = &red.layout;
     if layout.is_contiguous() {
         let n = layout.size * count;
         red.apply(&input[..n], &mut inout[..n]);
     } else {
-        let a = pack(&layout, count, input);
-        let mut b = pack(&layout, count, inout);
+        let a = pack(layout, count, input);
+        let mut b = pack(layout, count, inout);
         red.apply(&a, &mut b);
-        unpack_into(&layout, count, &b, inout);
+        unpack_into(layout, count, &b, inout);
     }
 }
 

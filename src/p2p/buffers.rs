@@ -18,14 +18,17 @@ impl SendBuf {
     /// the send completes.
     pub unsafe fn new(base: *const u8, layout: Layout, count: usize) -> SendBuf {
         let len = layout.size * count;
-        if layout.is_contiguous() || len == 0 {
+        if len == 0 {
             return SendBuf { ptr: base, len, _owned: None };
         }
-        let mut packed = Vec::with_capacity(len);
-        layout.for_each_block(count, |off, n| {
-            // SAFETY: every block lies within the caller's elements.
-            packed.extend_from_slice(unsafe { std::slice::from_raw_parts(base.add(off), n) })
-        });
+        if let Some(at) = layout.contiguous_at() {
+            // Contiguous data (perhaps starting away from the buffer pointer, lb != 0): send
+            // it in place. `wrapping_offset` because MPI_BOTTOM is a null base.
+            return SendBuf { ptr: base.wrapping_offset(at), len, _owned: None };
+        }
+        let mut packed = vec![0u8; len];
+        // SAFETY: the caller vouches for `count` readable elements at `base`; `packed` is ours.
+        unsafe { layout.pack(base, count, 0..len, &mut packed) };
         SendBuf { ptr: packed.as_ptr(), len, _owned: Some(packed) }
     }
 
@@ -57,13 +60,17 @@ impl SendBuf {
     }
 }
 
-/// Where the bytes of a receive go: straight into the user's memory when contiguous, else into
-/// a staging vector unpacked when the receive completes.
+/// Where the bytes of a receive go: straight into the user's memory when the data is
+/// contiguous, else into a staging vector unpacked when the receive completes.
 pub struct RecvBuf {
     base: *mut u8,
+    /// Start of the data in the user's memory when it is contiguous (else unused).
+    direct: *mut u8,
     layout: Layout,
     count: usize,
     staging: Option<Vec<u8>>,
+    /// Whether the bytes are the engine's (kept staged) rather than the user's.
+    owned: bool,
 }
 
 impl RecvBuf {
@@ -71,13 +78,22 @@ impl RecvBuf {
     /// `base` must point at writable memory for `count` elements of `layout`, valid and not
     /// accessed by the user until the receive completes.
     pub unsafe fn new(base: *mut u8, layout: Layout, count: usize) -> RecvBuf {
-        let staging = (!layout.is_contiguous()).then(|| vec![0u8; layout.size * count]);
-        RecvBuf { base, layout, count, staging }
+        let at = layout.contiguous_at();
+        let staging = at.is_none().then(|| vec![0u8; layout.size * count]);
+        let direct = base.wrapping_offset(at.unwrap_or(0));
+        RecvBuf { base, direct, layout, count, staging, owned: false }
     }
 
     /// A receive into memory the engine owns.
     pub fn owned(len: usize) -> RecvBuf {
-        RecvBuf { base: std::ptr::null_mut(), layout: crate::datatype::BYTE, count: len, staging: Some(vec![0u8; len]) }
+        RecvBuf {
+            base: std::ptr::null_mut(),
+            direct: std::ptr::null_mut(),
+            layout: crate::datatype::BYTE,
+            count: len,
+            staging: Some(vec![0u8; len]),
+            owned: true,
+        }
     }
 
     pub fn capacity(&self) -> usize {
@@ -89,30 +105,23 @@ impl RecvBuf {
         assert!(offset + len <= self.capacity());
         match &mut self.staging {
             Some(v) => &mut v[offset..offset + len],
-            // SAFETY: contiguous layout, so bytes [0, capacity) of the user's buffer are ours
-            // until completion (constructor contract); the range was checked above.
             None if len == 0 => &mut [],
-            None => unsafe { std::slice::from_raw_parts_mut(self.base.add(offset), len) },
+            // SAFETY: contiguous data, so bytes [0, capacity) from `direct` are the user's
+            // elements, ours until completion (constructor contract); the range was checked.
+            None => unsafe { std::slice::from_raw_parts_mut(self.direct.add(offset), len) },
         }
     }
 
     /// Moves staged bytes into the user's layout; called once, when the receive completes.
     pub fn finish(&mut self, received: usize) {
-        if self.base.is_null() {
+        if self.owned {
             return;
         }
         let Some(staged) = self.staging.as_ref() else { return };
-        let mut pos = 0;
-        let base = self.base;
-        self.layout.for_each_block(self.count, |off, n| {
-            if pos >= received {
-                return;
-            }
-            let n = n.min(received - pos);
-            // SAFETY: every block lies within the user's elements (constructor contract).
-            unsafe { std::ptr::copy_nonoverlapping(staged[pos..].as_ptr(), base.add(off), n) };
-            pos += n;
-        });
+        let n = received.min(staged.len());
+        // SAFETY: the user's `count` elements at `base` are writable and ours until completion
+        // (constructor contract); the staging vector is separate memory.
+        unsafe { self.layout.unpack(self.base, self.count, 0, &staged[..n]) };
     }
 
     /// The received bytes of an engine-owned buffer.
