@@ -431,6 +431,8 @@ impl Meta {
 // Running a command with a timeout, killing its process group when it runs too long.
 
 struct RunOut {
+    /// Pid of the launcher (or of the program run directly); names its job's shm files.
+    pid: u32,
     status: Option<ExitStatus>,
     timed_out: bool,
     pipes_stuck: bool,
@@ -488,6 +490,7 @@ fn run_with_timeout(argv: &[String], env: &[(String, String)], clear_pmi: bool, 
         Ok(c) => c,
         Err(e) => {
             return RunOut {
+                pid: 0,
                 status: None,
                 timed_out: false,
                 pipes_stuck: false,
@@ -538,7 +541,7 @@ fn run_with_timeout(argv: &[String], env: &[(String, String)], clear_pmi: bool, 
     };
     let stdout = get(out_rx);
     let stderr = get(err_rx);
-    RunOut { status, timed_out, pipes_stuck, stdout, stderr, wall }
+    RunOut { pid: pgid, status, timed_out, pipes_stuck, stdout, stderr, wall }
 }
 
 fn tail(s: &str, max_lines: usize) -> String {
@@ -689,7 +692,14 @@ fn run_and_check(
         }
     }
     if s.oxmpi {
-        let left: Vec<String> = shm_entries().difference(&shm_before).cloned().collect();
+        // Only this job's files: our mpiexec names jobs `oxmpi<pid>_...`, a singleton
+        // `singleton_<pid>_...`; other jobs on the machine may come and go meanwhile.
+        let ours = [format!("oxmpi{}_", r.pid), format!("singleton_{}_", r.pid)];
+        let left: Vec<String> = shm_entries()
+            .difference(&shm_before)
+            .filter(|n| ours.iter().any(|o| n.contains(o.as_str())))
+            .cloned()
+            .collect();
         if !left.is_empty() {
             problems.push(format!("left in /dev/shm: {left:?}"));
             for f in &left {
