@@ -122,6 +122,8 @@ ctests! {
     dtype_sendrecv => "dtype_sendrecv.c",
     dtype_errors => "dtype_errors.c",
     dtype_darray => "dtype_darray.c",
+    dtype_blocklists => "dtype_blocklists.c",
+    dtype_blocklists_nocma => "dtype_blocklists_nocma.c",
 }
 
 /// A Fortran source file (compiled with `mpifort`).

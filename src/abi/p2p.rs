@@ -168,7 +168,7 @@ unsafe fn start_send(
 
 /// MPI_Bsend: copies the data, accounts it against the attached buffer, and lets the copy
 /// travel on its own; the caller's request is complete at once.
-fn buffered_send(rt: &mut Runtime, world: usize, env: Envelope, sbuf: SendBuf, comm: MPI_Comm) -> MpiResult<u32> {
+fn buffered_send(rt: &mut Runtime, world: usize, env: Envelope, mut sbuf: SendBuf, comm: MPI_Comm) -> MpiResult<u32> {
     let e = &mut rt.engine;
     let need = sbuf.len() + MPI_BSEND_OVERHEAD as usize;
     if e.bsend_used + need > e.bsend_capacity {
@@ -182,7 +182,7 @@ fn buffered_send(rt: &mut Runtime, world: usize, env: Envelope, sbuf: SendBuf, c
         );
     }
     e.bsend_used += need;
-    let copy = SendBuf::owned(sbuf.bytes().to_vec());
+    let copy = SendBuf::owned(sbuf.packed_bytes().to_vec());
     let id = e.isend(world, env, copy, SendMode::Buffered, comm);
     match e.reqs.get_mut(id) {
         Some(r) if !r.complete => {
@@ -1261,7 +1261,7 @@ unsafe fn sendrecv_replace(
         check_buffer(buf, a.count, &a.layout)?;
         // The outgoing data is copied first, so the receive may overwrite the buffer.
         // SAFETY: buf holds count elements (caller).
-        let packed = unsafe { SendBuf::new(buf as *const u8, a.layout, a.count) }.bytes().to_vec();
+        let packed = unsafe { SendBuf::new(buf as *const u8, a.layout, a.count) }.packed_bytes().to_vec();
         let s = match a.peer {
             Peer::Rank { world, .. } => rt.engine.isend(world, a.env, SendBuf::owned(packed), SendMode::Standard, comm),
             _ => rt.engine.reqs.insert(Request::completed(Status::proc_null(), comm)),

@@ -4,12 +4,39 @@
 
 use crate::datatype::Layout;
 
-/// The bytes a send carries: the user's memory when contiguous, else a packed copy.
+/// Smallest average block (bytes) for which a non-contiguous message moves as a list of
+/// blocks in one single-copy transfer (send-gather / receive-scatter) rather than through a
+/// packed copy: below it the per-block cost of the kernel's iovec walk exceeds a memcpy.
+pub const MIN_GATHER_BLOCK: usize = 256;
+
+/// Counts the blocks a walk visits (adjacent blocks of a vector count once).
+struct CountBlocks(usize);
+
+impl crate::datatype::flat::Visit for CountBlocks {
+    fn block(&mut self, _off: isize, _len: usize) {
+        self.0 += 1;
+    }
+    fn vector(&mut self, _off: isize, count: usize, stride: isize, len: usize) {
+        self.0 += if stride == len as isize { 1 } else { count };
+    }
+}
+
+/// Whether `count` elements of `layout` are dense enough for a block-list transfer.
+fn worth_a_block_list(layout: &Layout, count: usize, len: usize) -> bool {
+    let mut blocks = CountBlocks(0);
+    layout.walk(count, 0..len, &mut blocks);
+    blocks.0 > 0 && len / blocks.0 >= MIN_GATHER_BLOCK
+}
+
+/// The bytes a send carries: the user's memory when contiguous; else the user's blocks, packed
+/// into a copy only when the protocol needs contiguous bytes (`ensure_packed`).
 pub struct SendBuf {
     ptr: *const u8,
     len: usize,
     /// Keeps the packed or owned bytes alive while `ptr` points into them.
-    _owned: Option<Vec<u8>>,
+    owned: Option<Vec<u8>>,
+    /// The user's non-contiguous data, not packed yet.
+    scattered: Option<(*const u8, Layout, usize)>,
 }
 
 impl SendBuf {
@@ -19,22 +46,19 @@ impl SendBuf {
     pub unsafe fn new(base: *const u8, layout: Layout, count: usize) -> SendBuf {
         let len = layout.size * count;
         if len == 0 {
-            return SendBuf { ptr: base, len, _owned: None };
+            return SendBuf { ptr: base, len, owned: None, scattered: None };
         }
         if let Some(at) = layout.contiguous_at() {
             // Contiguous data (perhaps starting away from the buffer pointer, lb != 0): send
             // it in place. `wrapping_offset` because MPI_BOTTOM is a null base.
-            return SendBuf { ptr: base.wrapping_offset(at), len, _owned: None };
+            return SendBuf { ptr: base.wrapping_offset(at), len, owned: None, scattered: None };
         }
-        let mut packed = vec![0u8; len];
-        // SAFETY: the caller vouches for `count` readable elements at `base`; `packed` is ours.
-        unsafe { layout.pack(base, count, 0..len, &mut packed) };
-        SendBuf { ptr: packed.as_ptr(), len, _owned: Some(packed) }
+        SendBuf { ptr: std::ptr::null(), len, owned: None, scattered: Some((base, layout, count)) }
     }
 
     /// A send of bytes the engine owns (buffered sends, internal messages).
     pub fn owned(data: Vec<u8>) -> SendBuf {
-        SendBuf { ptr: data.as_ptr(), len: data.len(), _owned: Some(data) }
+        SendBuf { ptr: data.as_ptr(), len: data.len(), owned: Some(data), scattered: None }
     }
 
     pub fn len(&self) -> usize {
@@ -45,12 +69,38 @@ impl SendBuf {
         self.len == 0
     }
 
-    /// Address peers read with single-copy transfers.
+    /// Packs non-contiguous data into a copy (once), so `bytes` and `addr` describe it.
+    pub fn ensure_packed(&mut self) {
+        if let Some((base, layout, count)) = self.scattered.take() {
+            let mut packed = vec![0u8; self.len];
+            // SAFETY: the constructor's caller vouches for `count` readable elements at `base`
+            // until the send completes; `packed` is ours.
+            unsafe { layout.pack(base, count, 0..self.len, &mut packed) };
+            self.ptr = packed.as_ptr();
+            self.owned = Some(packed);
+        }
+    }
+
+    /// The blocks of a non-contiguous send as (address, length) in this process, when they
+    /// are at most `max` and dense enough to move without packing; None otherwise.
+    pub fn block_list(&self, max: usize) -> Option<Vec<(usize, usize)>> {
+        let (base, layout, count) = self.scattered.as_ref()?;
+        if !worth_a_block_list(layout, *count, self.len) {
+            return None;
+        }
+        let list = layout.iovecs(*base, *count, 0..self.len);
+        (list.len() <= max).then_some(list)
+    }
+
+    /// Address peers read with single-copy transfers (contiguous or packed data).
     pub fn addr(&self) -> u64 {
+        debug_assert!(self.scattered.is_none(), "address of unpacked non-contiguous data");
         self.ptr as u64
     }
 
+    /// The bytes, contiguous; non-contiguous data must have been packed (`ensure_packed`).
     pub fn bytes(&self) -> &[u8] {
+        assert!(self.scattered.is_none(), "bytes of unpacked non-contiguous data");
         if self.len == 0 {
             return &[];
         }
@@ -58,16 +108,25 @@ impl SendBuf {
         // `new`'s contract) or our own packed vector.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
+
+    /// The bytes, packing first if needed.
+    pub fn packed_bytes(&mut self) -> &[u8] {
+        self.ensure_packed();
+        self.bytes()
+    }
 }
 
 /// Where the bytes of a receive go: straight into the user's memory when the data is
-/// contiguous, else into a staging vector unpacked when the receive completes.
+/// contiguous or moved as a block list, else into a staging vector unpacked when the receive
+/// completes.
 pub struct RecvBuf {
     base: *mut u8,
     /// Start of the data in the user's memory when it is contiguous (else unused).
     direct: *mut u8,
     layout: Layout,
     count: usize,
+    contiguous: bool,
+    /// Staged bytes of non-contiguous data, allocated on first use.
     staging: Option<Vec<u8>>,
     /// Whether the bytes are the engine's (kept staged) rather than the user's.
     owned: bool,
@@ -79,9 +138,8 @@ impl RecvBuf {
     /// accessed by the user until the receive completes.
     pub unsafe fn new(base: *mut u8, layout: Layout, count: usize) -> RecvBuf {
         let at = layout.contiguous_at();
-        let staging = at.is_none().then(|| vec![0u8; layout.size * count]);
         let direct = base.wrapping_offset(at.unwrap_or(0));
-        RecvBuf { base, direct, layout, count, staging, owned: false }
+        RecvBuf { base, direct, layout, count, contiguous: at.is_some(), staging: None, owned: false }
     }
 
     /// A receive into memory the engine owns.
@@ -91,6 +149,7 @@ impl RecvBuf {
             direct: std::ptr::null_mut(),
             layout: crate::datatype::BYTE,
             count: len,
+            contiguous: false,
             staging: Some(vec![0u8; len]),
             owned: true,
         }
@@ -103,13 +162,29 @@ impl RecvBuf {
     /// The destination of bytes `[offset, offset + len)` of the message (within capacity).
     pub fn slice_mut(&mut self, offset: usize, len: usize) -> &mut [u8] {
         assert!(offset + len <= self.capacity());
-        match &mut self.staging {
-            Some(v) => &mut v[offset..offset + len],
-            None if len == 0 => &mut [],
+        if self.contiguous {
+            if len == 0 {
+                return &mut [];
+            }
             // SAFETY: contiguous data, so bytes [0, capacity) from `direct` are the user's
             // elements, ours until completion (constructor contract); the range was checked.
-            None => unsafe { std::slice::from_raw_parts_mut(self.direct.add(offset), len) },
+            return unsafe { std::slice::from_raw_parts_mut(self.direct.add(offset), len) };
         }
+        let cap = self.capacity();
+        &mut self.staging.get_or_insert_with(|| vec![0u8; cap])[offset..offset + len]
+    }
+
+    /// The destination of the first `n` bytes as (address, length) blocks in this process, for
+    /// a single-copy transfer straight into the user's memory: one block when contiguous, the
+    /// type's blocks when dense enough; None means "use `slice_mut`" (staging).
+    pub fn block_list(&self, n: usize) -> Option<Vec<(usize, usize)>> {
+        if self.contiguous {
+            return Some(vec![(self.direct as usize, n)]);
+        }
+        if self.owned || !worth_a_block_list(&self.layout, self.count, n) {
+            return None;
+        }
+        Some(self.layout.iovecs(self.base, self.count, 0..n))
     }
 
     /// Moves staged bytes into the user's layout; called once, when the receive completes.

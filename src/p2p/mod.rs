@@ -32,6 +32,9 @@ impl Envelope {
     }
 }
 
+/// Bytes of one (address, length) entry of a block list carried by a rendezvous request.
+const RTS_BLOCK_BYTES: usize = 16;
+
 mod kind {
     pub const EAGER: u32 = 1;
     pub const EAGER_SYNC: u32 = 2;
@@ -54,8 +57,9 @@ pub struct Unexpected {
 pub enum Body {
     /// The payload, copied out of the ring; `ack` is the sender's request id for a sync send.
     Eager { data: Vec<u8>, ack: Option<u32> },
-    /// A rendezvous request: the data is still at `addr` in the sender.
-    Rts { addr: u64, sreq: u32 },
+    /// A rendezvous request: the data is still in the sender, at `addr` (contiguous) or in
+    /// `blocks` (address, length) when the sender offers its non-contiguous layout.
+    Rts { addr: u64, sreq: u32, blocks: Vec<(u64, u64)> },
 }
 
 /// Work queued for a peer because its ring was full, kept in order.
@@ -200,10 +204,14 @@ impl Engine {
 
     /// (Re)starts the send held by request `req`.
     pub fn start_send(&mut self, req: u32) {
-        let Some(Request { op: Op::Send { dst, env, buf, mode, .. }, .. }) = self.reqs.get(req) else {
+        let Some(Request { op: Op::Send { dst, env, buf, mode, .. }, .. }) = self.reqs.get_mut(req) else {
             unreachable!("start_send on a request that is not a send")
         };
         let (dst, env, mode, len) = (*dst, *env, *mode, buf.len());
+        if dst == self.me || len <= self.eager_limit {
+            // Copied whole into a slot or a queue: needs contiguous bytes.
+            buf.ensure_packed();
+        }
         if dst == self.me {
             self.send_to_self(req, env, mode);
         } else if len <= self.eager_limit {
@@ -215,8 +223,8 @@ impl Engine {
 
     /// Self messages skip the rings: matched at once, or copied to the unexpected queue.
     fn send_to_self(&mut self, req: u32, env: Envelope, mode: SendMode) {
-        let data = match &self.reqs.get(req).unwrap().op {
-            Op::Send { buf, .. } => buf.bytes().to_vec(),
+        let data = match &mut self.reqs.get_mut(req).unwrap().op {
+            Op::Send { buf, .. } => buf.packed_bytes().to_vec(),
             _ => unreachable!(),
         };
         let sync = mode == SendMode::Sync;
@@ -321,11 +329,23 @@ impl Engine {
     fn deliver(&mut self, req: u32, msg: Unexpected) {
         match msg.body {
             Body::Eager { data, ack } => self.complete_eager(req, msg.env, &data, ack, msg.from),
-            Body::Rts { addr, sreq } => {
+            Body::Rts { addr, sreq, blocks } => {
                 let n = self.set_matched_status(req, msg.env, msg.len);
                 if let Some(pid) = self.cma_pid[msg.from] {
+                    let remote = if blocks.is_empty() { vec![(addr, n as u64)] } else { blocks };
                     let ok = match &mut self.reqs.get_mut(req).unwrap().op {
-                        Op::Recv { buf, .. } => shm::cma_read(pid, addr, buf.slice_mut(0, n)).is_ok(),
+                        Op::Recv { buf, .. } => match buf.block_list(n) {
+                            // Receive-scatter straight into the user's blocks.
+                            // SAFETY: the blocks lie in the receive buffer, which the MPI rules
+                            // reserve for this receive until it completes.
+                            Some(local) => unsafe { shm::cma_readv(pid, &local, &remote, n) }.is_ok(),
+                            None => {
+                                let staged = buf.slice_mut(0, n);
+                                let local = [(staged.as_mut_ptr() as usize, n)];
+                                // SAFETY: `local` is the staging slice borrowed just above.
+                                unsafe { shm::cma_readv(pid, &local, &remote, n) }.is_ok()
+                            }
+                        },
                         _ => unreachable!(),
                     };
                     if ok {
@@ -423,18 +443,31 @@ impl Engine {
                     continue;
                 }
                 Out::Rts { req } => {
-                    let Op::Send { env, buf, .. } = &self.reqs.get(req).unwrap().op else { unreachable!() };
+                    let Op::Send { env, buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
+                    // Send-gather: a dense non-contiguous send offers its blocks (they must fit
+                    // the slot); otherwise it offers packed bytes.
+                    let blocks =
+                        buf.block_list(seg.geometry().payload_capacity() / RTS_BLOCK_BYTES).unwrap_or_default();
+                    if blocks.is_empty() {
+                        buf.ensure_packed();
+                    }
                     let pk = Packet {
                         kind: kind::RTS,
                         context: env.ctx,
                         src: env.src,
                         tag: env.tag,
                         sreq: req,
+                        rreq: blocks.len() as u32,
                         len: buf.len() as u64,
-                        addr: buf.addr(),
-                        ..Default::default()
+                        addr: if blocks.is_empty() { buf.addr() } else { 0 },
                     };
-                    seg.send(dst, &pk, |_| {});
+                    seg.send(dst, &pk, |slot| {
+                        for (i, &(addr, len)) in blocks.iter().enumerate() {
+                            let at = i * RTS_BLOCK_BYTES;
+                            slot[at..at + 8].copy_from_slice(&(addr as u64).to_ne_bytes());
+                            slot[at + 8..at + 16].copy_from_slice(&(len as u64).to_ne_bytes());
+                        }
+                    });
                 }
                 Out::Ack { sreq } => seg.send(dst, &Packet { kind: kind::ACK, sreq, ..Default::default() }, |_| {}),
                 Out::Fin { sreq } => seg.send(dst, &Packet { kind: kind::FIN, sreq, ..Default::default() }, |_| {}),
@@ -505,14 +538,26 @@ impl Engine {
                     });
                 }
             }
-            kind::RTS => self.on_message(Unexpected {
-                env,
-                from: src,
-                len: pk.len as usize,
-                body: Body::Rts { addr: pk.addr, sreq: pk.sreq },
-            }),
+            kind::RTS => {
+                let blocks = payload
+                    .chunks_exact(RTS_BLOCK_BYTES)
+                    .take(pk.rreq as usize)
+                    .map(|b| {
+                        let word = |i: usize| u64::from_ne_bytes(b[i..i + 8].try_into().unwrap());
+                        (word(0), word(8))
+                    })
+                    .collect();
+                let body = Body::Rts { addr: pk.addr, sreq: pk.sreq, blocks };
+                self.on_message(Unexpected { env, from: src, len: pk.len as usize, body })
+            }
             kind::ACK | kind::FIN => self.complete_send(pk.sreq),
-            kind::CTS => self.push_out(src, Out::Data { req: pk.sreq, rreq: pk.rreq, offset: 0 }),
+            kind::CTS => {
+                // Streaming copies contiguous bytes out of the send buffer.
+                if let Some(Request { op: Op::Send { buf, .. }, .. }) = self.reqs.get_mut(pk.sreq) {
+                    buf.ensure_packed();
+                }
+                self.push_out(src, Out::Data { req: pk.sreq, rreq: pk.rreq, offset: 0 })
+            }
             kind::DATA => {
                 let req = pk.rreq;
                 let r = self.reqs.get_mut(req).expect("data for an unknown receive");

@@ -354,6 +354,97 @@ pub fn cma_read(pid: u32, remote: u64, local: &mut [u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Most iovecs one process_vm_readv call takes (the kernel's UIO_MAXIOV).
+const IOV_MAX: usize = 1024;
+
+/// A position in a list of (address, length) blocks, consumed front to back.
+struct BlockCursor<'a, A> {
+    blocks: &'a [(A, A)],
+    index: usize,
+    offset: usize,
+}
+
+impl<'a, A: Copy + TryInto<usize>> BlockCursor<'a, A> {
+    fn new(blocks: &'a [(A, A)]) -> Self {
+        BlockCursor { blocks, index: 0, offset: 0 }
+    }
+
+    fn get(&self, i: usize) -> (usize, usize) {
+        let (a, l) = self.blocks[i];
+        (a.try_into().ok().unwrap_or(0), l.try_into().ok().unwrap_or(0))
+    }
+
+    /// Up to `IOV_MAX` iovecs from the current position covering at most `limit` bytes.
+    fn batch(&self, limit: usize) -> (Vec<libc::iovec>, usize) {
+        let mut out = Vec::new();
+        let mut total = 0;
+        let mut i = self.index;
+        let mut skip = self.offset;
+        while i < self.blocks.len() && out.len() < IOV_MAX && total < limit {
+            let (addr, len) = self.get(i);
+            let n = (len - skip).min(limit - total);
+            if n > 0 {
+                out.push(libc::iovec { iov_base: (addr + skip) as *mut libc::c_void, iov_len: n });
+                total += n;
+            }
+            i += 1;
+            skip = 0;
+        }
+        (out, total)
+    }
+
+    fn advance(&mut self, mut n: usize) {
+        while n > 0 && self.index < self.blocks.len() {
+            let left = self.get(self.index).1 - self.offset;
+            if n < left {
+                self.offset += n;
+                return;
+            }
+            n -= left;
+            self.index += 1;
+            self.offset = 0;
+        }
+    }
+}
+
+/// Single-copy scatter/gather read of `len` bytes: from the blocks `remote` (address, length)
+/// of process `pid` into the blocks `local` of this process, in order, batched by IOV_MAX.
+///
+/// # Safety
+/// Every local block must be memory this process may write and nothing else reads or writes
+/// during the call.
+pub unsafe fn cma_readv(pid: u32, local: &[(usize, usize)], remote: &[(u64, u64)], len: usize) -> io::Result<()> {
+    let (mut l, mut r) = (BlockCursor::new(local), BlockCursor::new(remote));
+    let mut done = 0;
+    while done < len {
+        let (_, rbytes) = r.batch(len - done);
+        let (liov, lbytes) = l.batch(rbytes);
+        if lbytes == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "block lists shorter than the message"));
+        }
+        let (riov, _) = r.batch(lbytes);
+        // SAFETY: local iovecs cover writable memory (caller contract); the kernel checks the
+        // remote ones against the other process.
+        let n = unsafe {
+            libc::process_vm_readv(
+                pid as libc::pid_t,
+                liov.as_ptr(),
+                liov.len() as libc::c_ulong,
+                riov.as_ptr(),
+                riov.len() as libc::c_ulong,
+                0,
+            )
+        };
+        if n <= 0 {
+            return Err(if n < 0 { io::Error::last_os_error() } else { io::ErrorKind::UnexpectedEof.into() });
+        }
+        l.advance(n as usize);
+        r.advance(n as usize);
+        done += n as usize;
+    }
+    Ok(())
+}
+
 /// Lets peers of this job read our memory with process_vm_readv under Yama ptrace_scope=1.
 pub fn allow_peer_reads() {
     // SAFETY: prctl with PR_SET_PTRACER takes plain integer arguments.
@@ -401,6 +492,34 @@ mod tests {
             }
             assert!(b.peek(0).is_none());
         }
+    }
+
+    #[test]
+    fn scatter_gather_read_matches_blocks_of_different_shapes() {
+        let src: Vec<u8> = (0..=255u8).cycle().take(5000).collect();
+        // Remote: every other 100-byte block of src; local: blocks of 37 bytes, 3 apart.
+        let remote: Vec<(u64, u64)> = (0..25).map(|i| (src.as_ptr() as u64 + i * 200, 100)).collect();
+        let mut dst = vec![0u8; 40 * 80];
+        let local: Vec<(usize, usize)> = (0..80).map(|i| (dst.as_mut_ptr() as usize + i * 40, 37)).collect();
+        let len = 2500;
+        // SAFETY: the local blocks lie in `dst`, which nothing else touches meanwhile.
+        unsafe { cma_readv(std::process::id(), &local, &remote, len) }.unwrap();
+        let want: Vec<u8> = remote
+            .iter()
+            .flat_map(|&(a, l)| {
+                let off = (a - src.as_ptr() as u64) as usize;
+                src[off..off + l as usize].to_vec()
+            })
+            .collect();
+        let got: Vec<u8> = local
+            .iter()
+            .flat_map(|&(a, l)| {
+                let off = a - dst.as_ptr() as usize;
+                dst[off..off + l].to_vec()
+            })
+            .take(len)
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]
