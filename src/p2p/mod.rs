@@ -102,7 +102,10 @@ pub struct Engine {
     /// Peer pid for single-copy reads, when the kernel allowed the probe read.
     cma_pid: Vec<Option<u32>>,
     pub reqs: Slab,
-    posted: Vec<u32>,
+    posted: VecDeque<u32>,
+    /// Buffers for eager payloads that arrive before their receive, reused so the unexpected
+    /// path does not allocate in steady state.
+    payload_pool: Vec<Vec<u8>>,
     unexpected: VecDeque<Unexpected>,
     outq: Vec<VecDeque<Out>>,
     /// Ring slots, then queued work: peers with queued work, to skip the others cheaply.
@@ -127,7 +130,8 @@ impl Engine {
             eager_limit,
             cma_pid: vec![None; nranks],
             reqs: Slab::default(),
-            posted: Vec::new(),
+            posted: VecDeque::new(),
+            payload_pool: Vec::new(),
             unexpected: VecDeque::new(),
             outq: (0..nranks).map(|_| VecDeque::new()).collect(),
             pending_peers: 0,
@@ -249,12 +253,14 @@ impl Engine {
             unreachable!("start_recv on a request that is not a receive")
         };
         let env = *env;
-        self.progress();
+        // Messages still in the rings are later than every queued one from the same sender,
+        // so posting without draining the rings first keeps MPI's order, and lets them land
+        // straight in the receive buffer.
         if let Some(pos) = self.unexpected.iter().position(|m| env.accepts(&m.env)) {
             let msg = self.unexpected.remove(pos).unwrap();
             self.deliver(req, msg);
         } else {
-            self.posted.push(req);
+            self.posted.push_back(req);
         }
     }
 
@@ -328,7 +334,10 @@ impl Engine {
     /// Hands message `msg` to receive request `req`.
     fn deliver(&mut self, req: u32, msg: Unexpected) {
         match msg.body {
-            Body::Eager { data, ack } => self.complete_eager(req, msg.env, &data, ack, msg.from),
+            Body::Eager { data, ack } => {
+                self.complete_eager(req, msg.env, &data, ack, msg.from);
+                self.recycle_payload(data);
+            }
             Body::Rts { addr, sreq, blocks } => {
                 let n = self.set_matched_status(req, msg.env, msg.len);
                 if let Some(pid) = self.cma_pid[msg.from] {
@@ -362,6 +371,14 @@ impl Engine {
                 }
                 self.control(msg.from, Out::Cts { sreq, rreq: req });
             }
+        }
+    }
+
+    /// Keeps an eager payload buffer for reuse (a bounded number of slot-sized ones).
+    fn recycle_payload(&mut self, data: Vec<u8>) {
+        const POOL_MAX: usize = 64;
+        if self.payload_pool.len() < POOL_MAX && data.capacity() <= self.eager_limit {
+            self.payload_pool.push(data);
         }
     }
 
@@ -516,7 +533,7 @@ impl Engine {
             Op::Recv { env: want, .. } => want.accepts(env),
             _ => false,
         })?;
-        Some(self.posted.remove(pos))
+        self.posted.remove(pos)
     }
 
     /// Handles the packet in the next slot from `src`; the slot is released by the caller.
@@ -529,7 +546,9 @@ impl Engine {
                 if let Some(req) = self.take_posted(&env) {
                     self.complete_eager(req, env, payload, ack, src);
                 } else {
-                    let data = payload.to_vec();
+                    let mut data = self.payload_pool.pop().unwrap_or_default();
+                    data.clear();
+                    data.extend_from_slice(payload);
                     self.unexpected.push_back(Unexpected {
                         env,
                         from: src,
