@@ -24,7 +24,7 @@
 #   --timeout S       per-test limit (default 60); --max-timeout S: cap for tests whose
 #                     testlist asks for more (default 120)
 #   --maxnp N         cap on ranks per test (default 8; tests listed with more run with N)
-#   --budget S        wall-clock budget of the run phase (default 0 = none); tests not started
+#   --budget S        wall-clock budget of the run phase (default 1800; 0 = none); tests not started
 #                     in time count as failed
 #   --expected FILE   expected-pass list (default ctests/conformance/expected-pass.txt)
 #   --exclude FILE    exclusions (default ctests/conformance/exclude.txt)
@@ -41,7 +41,7 @@
 # Test identifiers: "dir/program np[ args][ env]" as runtests reports them in its JUnit output
 # (with the rank count after the --maxnp cap), e.g. "coll/allred 4 -count=100"; a run that is
 # listed twice in a testlist with the same identifier (e.g. np 8 and np 10 both capped to 8)
-# gets " #2", " #3" appended in testlist order.
+# gets " [2]", " [3]" appended in testlist order.
 
 set -u
 set -o pipefail
@@ -57,7 +57,7 @@ WORK=${TMPDIR:-/tmp}/oxmpi-conformance
 TIMEOUT=60
 MAX_TIMEOUT=120
 MAXNP=8
-BUDGET=0
+BUDGET=1800
 EXPECTED=$ROOT/ctests/conformance/expected-pass.txt
 EXCLUDE=$ROOT/ctests/conformance/exclude.txt
 RESULTS=""
@@ -163,14 +163,14 @@ for d in "${DIRLIST[@]}"; do
             if (name == "") return
             if (status == "") status = "pass"
             id = name
-            if (++seen[id] > 1) id = id " #" seen[id]
+            if (++seen[id] > 1) id = id " [" seen[id] "]"
             nfail += (status == "fail")
             if (status == "fail") {
                 f = sprintf("%s/%s.%d.txt", faildir, dir, nfail)
                 printf "%s", out > f; close(f)
                 print status "\t" id "\t" f
             } else print status "\t" id "\t"
-            name = ""; status = ""; out = ""
+            name = ""; status = ""; out = ""; want = 0; capture = 0
         }
         /<testcase name="/ {
             flush()
@@ -180,13 +180,14 @@ for d in "${DIRLIST[@]}"; do
             if ($0 ~ /<\/testcase>/) { flush() }
             next
         }
-        name != "" && /<failure/ { status = "fail"; capture = 1 }
-        name != "" && /<skipped/ {
-            # xfail tests that failed are reported as skipped with type TestFailed
-            status = "skip"; capture = ($0 ~ /TestFailed/)
+        name != "" && /<failure/ { status = "fail"; want = 1 }
+        name != "" && /<skipped/ { status = "skip"; want = 0 }   # SKIP, or a failing xfail test
+        name != "" && want && /<!\[CDATA\[/ { capture = 1 }
+        name != "" && capture {
+            line = $0; sub(/.*<!\[CDATA\[/, "", line); sub(/\]\]>.*/, "", line)
+            if (line !~ /^[ \t]*$/ || $0 !~ /\]\]>/) out = out line "\n"
         }
-        name != "" && capture { line = $0; sub(/.*<!\[CDATA\[/, "", line); sub(/\]\]>.*/, "", line); out = out line "\n" }
-        name != "" && /\]\]>/ { capture = 0 }
+        name != "" && /\]\]>/ { capture = 0; want = 0 }
         name != "" && /<\/testcase>/ { flush() }
         END { flush() }' "$j" >> "$OUTCOME"
 done
