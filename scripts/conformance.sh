@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# conformance.sh -- run the MPICH test suite (test/mpi of Debian's MPICH source) on oxmpi and
+# compare the results with the list of tests that must pass.
+#
+#   scripts/conformance.sh [--prefix DIR] [--dirs LIST] [--update] [options] [-- SUITE-ARGS]
+#
+# 1. Installs oxmpi with scripts/install.sh into DIR (default <workdir>/prefix), unless DIR
+#    already holds an install (DIR/bin/mpicc and DIR/bin/mpiexec).
+# 2. Runs scripts/run-mpich-suite.sh with that mpicc/mpiexec, a work area outside the
+#    repository, a per-test time limit and the exclusions of ctests/conformance/exclude.txt.
+# 3. Compares the outcome with ctests/conformance/expected-pass.txt: a listed test that does
+#    not pass fails the run (exit 1, its output is shown); a test that passes and is not listed
+#    is reported, and --update adds it to the list. The list only grows: nothing here removes
+#    entries.
+#
+# Options:
+#   --prefix DIR      oxmpi install to test (installed there first unless it exists)
+#   --from TARGETDIR  install already-built artifacts (install.sh --from), e.g. target/release
+#   --dirs LIST       comma list of test/mpi directories (default: $CONFORMANCE_DIRS, else
+#                     the directories the expected list covers: see DEFAULT_DIRS below)
+#   --update          add newly passing tests to the expected list
+#   --workdir DIR     suite work area (default: ${TMPDIR:-/tmp}/oxmpi-conformance); the
+#                     downloaded source and the configured build are reused between runs
+#   --timeout S       per-test limit (default 60); --max-timeout S: cap for tests whose
+#                     testlist asks for more (default 120)
+#   --maxnp N         cap on ranks per test (default 8; tests listed with more run with N)
+#   --budget S        wall-clock budget of the run phase (default 1800; 0 = none); tests not started
+#                     in time count as failed
+#   --expected FILE   expected-pass list (default ctests/conformance/expected-pass.txt)
+#   --exclude FILE    exclusions (default ctests/conformance/exclude.txt)
+#   --results DIR     where the suite writes its results (default: under the work area)
+#   --compare-only DIR  skip install and run; compare the results in DIR (a results directory
+#                     of an earlier run) with the expected list
+#   --mpicc CMD --mpiexec CMD  test another MPI (no install; e.g. mpicc.mpich mpiexec.mpich
+#                     for the reference column of docs/conformance.md); compare as usual
+#   -- ARGS           passed to run-mpich-suite.sh unchanged
+#
+# Exit status: 0 all expected tests passed; 1 an expected test failed (or did not run);
+# 2 setup failure (install, source download, configure, launcher check); 64 usage error.
+#
+# Test identifiers: "dir/program np[ args][ env]" as runtests reports them in its JUnit output
+# (with the rank count after the --maxnp cap), e.g. "coll/allred 4 -count=100"; a run that is
+# listed twice in a testlist with the same identifier (e.g. np 8 and np 10 both capped to 8)
+# gets " [2]", " [3]" appended in testlist order.
+
+set -u
+set -o pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DEFAULT_DIRS="attr,pt2pt,coll,comm,group,info,init,errhan"
+
+PREFIX=""
+FROM=""
+DIRS=${CONFORMANCE_DIRS:-$DEFAULT_DIRS}
+UPDATE=0
+WORK=${TMPDIR:-/tmp}/oxmpi-conformance
+TIMEOUT=60
+MAX_TIMEOUT=120
+MAXNP=8
+BUDGET=1800
+EXPECTED=$ROOT/ctests/conformance/expected-pass.txt
+EXCLUDE=$ROOT/ctests/conformance/exclude.txt
+RESULTS=""
+COMPARE_ONLY=""
+MPICC=""
+MPIEXEC=""
+SUITE_ARGS=()
+
+usage() { sed -n '2,/^$/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+die_usage() { echo "conformance: $*" >&2; echo "try --help" >&2; exit 64; }
+need_arg() { [ $# -ge 2 ] || die_usage "option $1 needs an argument"; }
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --*=*) opt=${1%%=*}; val=${1#*=}; shift; set -- "$opt" "$val" "$@"; continue ;;
+    esac
+    case "$1" in
+        --prefix) need_arg "$@"; PREFIX=$2; shift 2 ;;
+        --from) need_arg "$@"; FROM=$2; shift 2 ;;
+        --dirs) need_arg "$@"; DIRS=$2; shift 2 ;;
+        --update) UPDATE=1; shift ;;
+        --workdir) need_arg "$@"; WORK=$2; shift 2 ;;
+        --timeout) need_arg "$@"; TIMEOUT=$2; shift 2 ;;
+        --max-timeout) need_arg "$@"; MAX_TIMEOUT=$2; shift 2 ;;
+        --maxnp) need_arg "$@"; MAXNP=$2; shift 2 ;;
+        --budget) need_arg "$@"; BUDGET=$2; shift 2 ;;
+        --expected) need_arg "$@"; EXPECTED=$2; shift 2 ;;
+        --exclude) need_arg "$@"; EXCLUDE=$2; shift 2 ;;
+        --results) need_arg "$@"; RESULTS=$2; shift 2 ;;
+        --compare-only) need_arg "$@"; COMPARE_ONLY=$2; shift 2 ;;
+        --mpicc) need_arg "$@"; MPICC=$2; shift 2 ;;
+        --mpiexec) need_arg "$@"; MPIEXEC=$2; shift 2 ;;
+        --) shift; SUITE_ARGS=("$@"); break ;;
+        -h|--help) usage; exit 0 ;;
+        *) die_usage "unknown option: $1" ;;
+    esac
+done
+DIRS=$(echo "$DIRS" | tr ' ' ',' | sed 's/,,*/,/g; s/^,//; s/,$//')
+[ -n "$DIRS" ] || die_usage "empty --dirs"
+{ [ -n "$MPICC" ] && [ -z "$MPIEXEC" ]; } || { [ -z "$MPICC" ] && [ -n "$MPIEXEC" ]; } &&
+    die_usage "--mpicc and --mpiexec go together"
+
+log() { echo "[conformance] $*" >&2; }
+t_start=$(date +%s)
+
+# ---------------------------------------------------------------- install + run
+if [ -n "$COMPARE_ONLY" ]; then
+    [ -d "$COMPARE_ONLY" ] || die_usage "--compare-only $COMPARE_ONLY: no such directory"
+    RESULTS=$(cd "$COMPARE_ONLY" && pwd)
+else
+    mkdir -p "$WORK" || { log "cannot create $WORK"; exit 2; }
+    WORK=$(cd "$WORK" && pwd)
+    case "$WORK/" in "$ROOT"/*) die_usage "--workdir must be outside the repository" ;; esac
+    if [ -z "$MPICC" ]; then
+        if [ -n "$PREFIX" ] && [ -z "$FROM" ] && [ -x "$PREFIX/bin/mpicc" ] && [ -x "$PREFIX/bin/mpiexec" ]; then
+            log "using the oxmpi install in $PREFIX"
+        else
+            [ -n "$PREFIX" ] || PREFIX=$WORK/prefix
+            log "installing oxmpi into $PREFIX"
+            t0=$(date +%s)
+            if [ -n "$FROM" ]; then
+                bash "$ROOT/scripts/install.sh" --prefix "$PREFIX" --from "$FROM" >&2 ||
+                    { log "SETUP FAILURE: install.sh failed"; exit 2; }
+            else
+                bash "$ROOT/scripts/install.sh" --prefix "$PREFIX" >&2 ||
+                    { log "SETUP FAILURE: install.sh failed"; exit 2; }
+            fi
+            log "install took $(( $(date +%s) - t0 ))s"
+        fi
+        PREFIX=$(cd "$PREFIX" && pwd)
+        MPICC=$PREFIX/bin/mpicc
+        MPIEXEC=$PREFIX/bin/mpiexec
+    fi
+    [ -n "$RESULTS" ] || RESULTS=$WORK/results-$(basename "${MPICC%% *}")-$(date +%Y%m%d-%H%M%S)
+    EXCL_ARGS=()
+    [ -f "$EXCLUDE" ] && EXCL_ARGS=(--exclude "$EXCLUDE")
+    log "running the MPICH test suite: dirs=$DIRS maxnp=$MAXNP timeout=${TIMEOUT}s results=$RESULTS"
+    bash "$ROOT/scripts/run-mpich-suite.sh" --workdir "$WORK" --mpicc "$MPICC" --mpiexec "$MPIEXEC" \
+        --dirs "$DIRS" --maxnp "$MAXNP" --timeout "$TIMEOUT" --max-timeout "$MAX_TIMEOUT" \
+        --budget "$BUDGET" --results "$RESULTS" "${EXCL_ARGS[@]}" "${SUITE_ARGS[@]}"
+    rc=$?
+    if [ $rc -ne 0 ]; then
+        log "SETUP FAILURE: run-mpich-suite.sh exited with $rc"
+        exit 2
+    fi
+fi
+
+# ---------------------------------------------------------------- results
+# From each directory's JUnit file: one line "STATUS<TAB>ID" per test (STATUS pass, fail,
+# skip), and the output of each failing test in failures/<n>.txt.
+OUTCOME=$RESULTS/conformance-outcome.tsv
+FAILDIR=$RESULTS/failures
+rm -rf "$FAILDIR"; mkdir -p "$FAILDIR"
+: > "$OUTCOME"
+IFS=, read -r -a DIRLIST <<<"$DIRS"
+for d in "${DIRLIST[@]}"; do
+    j=$RESULTS/${d//\//_}.junit.xml
+    if [ ! -f "$j" ]; then
+        log "no results for $d ($j missing)"
+        continue
+    fi
+    awk -v faildir="$FAILDIR" -v dir="$d" '
+        function flush() {
+            if (name == "") return
+            if (status == "") status = "pass"
+            id = name
+            if (++seen[id] > 1) id = id " [" seen[id] "]"
+            nfail += (status == "fail")
+            if (status == "fail") {
+                f = sprintf("%s/%s.%d.txt", faildir, dir, nfail)
+                printf "%s", out > f; close(f)
+                print status "\t" id "\t" f
+            } else print status "\t" id "\t"
+            name = ""; status = ""; out = ""; want = 0; capture = 0
+        }
+        /<testcase name="/ {
+            flush()
+            s = $0; sub(/.*<testcase name="[0-9]* *- */, "", s); sub(/".*/, "", s)
+            sub(/^\.\//, "", s); gsub(/[ \t]+/, " ", s); sub(/ $/, "", s)
+            name = s
+            if ($0 ~ /<\/testcase>/) { flush() }
+            next
+        }
+        name != "" && /<failure/ { status = "fail"; want = 1 }
+        name != "" && /<skipped/ { status = "skip"; want = 0 }   # SKIP, or a failing xfail test
+        name != "" && want && /<!\[CDATA\[/ { capture = 1 }
+        name != "" && capture {
+            line = $0; sub(/.*<!\[CDATA\[/, "", line); sub(/\]\]>.*/, "", line)
+            if (line !~ /^[ \t]*$/ || $0 !~ /\]\]>/) out = out line "\n"
+        }
+        name != "" && /\]\]>/ { capture = 0; want = 0 }
+        name != "" && /<\/testcase>/ { flush() }
+        END { flush() }' "$j" >> "$OUTCOME"
+done
+
+npass=$(grep -c '^pass' "$OUTCOME")
+nfail=$(grep -c '^fail' "$OUTCOME")
+nskip=$(grep -c '^skip' "$OUTCOME")
+
+# ---------------------------------------------------------------- compare
+# expected entries of the directories that ran
+inrun() { awk -v dirs=",$DIRS," '{ split($0, a, "/"); if (index(dirs, "," a[1] ",")) print }'; }
+exp_list=$(mktemp); pass_list=$(mktemp); trap 'rm -f "$exp_list" "$pass_list"' EXIT
+if [ -f "$EXPECTED" ]; then
+    sed -e 's/#.*//' -e 's/[[:space:]]\+/ /g' -e 's/^ //' -e 's/ $//' "$EXPECTED" | grep -v '^$' | inrun | LC_ALL=C sort -u > "$exp_list"
+else
+    log "no expected list $EXPECTED (every test counts as new)"
+    : > "$exp_list"
+fi
+awk -F'\t' '$1 == "pass" { print $2 }' "$OUTCOME" | LC_ALL=C sort -u > "$pass_list"
+
+regress=$(LC_ALL=C comm -23 "$exp_list" "$pass_list")
+newpass=$(LC_ALL=C comm -13 "$exp_list" "$pass_list")
+nexp=$(wc -l < "$exp_list")
+
+echo
+if [ -n "$regress" ]; then
+    echo "=== FAILED: expected to pass ($(echo "$regress" | wc -l) of $nexp) ==="
+    while IFS= read -r id; do
+        line=$(awk -F'\t' -v id="$id" '$2 == id' "$OUTCOME" | head -1)
+        if [ -z "$line" ]; then
+            echo "--- $id: did not run (no result; excluded, renamed, or the directory aborted)"
+            continue
+        fi
+        st=${line%%$'\t'*}; f=${line##*$'\t'}
+        echo "--- $id: $st"
+        if [ -n "$f" ] && [ -f "$f" ]; then head -60 "$f" | sed 's/^/    /'; fi
+    done <<<"$regress"
+    echo
+fi
+if [ -n "$newpass" ]; then
+    echo "=== newly passing ($(echo "$newpass" | wc -l)); add to $(basename "$EXPECTED") (--update does) ==="
+    echo "$newpass" | sed 's/^/  /'
+    echo
+    if [ "$UPDATE" = 1 ]; then
+        tmp=$(mktemp)
+        {
+            # the leading comment block stays; the entries are kept sorted
+            [ -f "$EXPECTED" ] && awk '/^[[:space:]]*(#|$)/ { print; next } { exit }' "$EXPECTED"
+            { [ -f "$EXPECTED" ] && sed -e 's/#.*//' -e 's/[[:space:]]\+/ /g' -e 's/^ //' -e 's/ $//' "$EXPECTED" | grep -v '^$'
+              echo "$newpass"; } | LC_ALL=C sort -u
+        } > "$tmp"
+        mkdir -p "$(dirname "$EXPECTED")"
+        mv "$tmp" "$EXPECTED"
+        log "added $(echo "$newpass" | wc -l) test(s) to $EXPECTED"
+    fi
+fi
+[ -f "$RESULTS/summary.txt" ] && cat "$RESULTS/summary.txt"
+echo "outcome: $OUTCOME"
+echo "conformance: $npass passed, $nfail failed, $nskip skipped; expected $nexp," \
+     "regressions $( [ -n "$regress" ] && echo "$regress" | wc -l || echo 0)," \
+     "new $( [ -n "$newpass" ] && echo "$newpass" | wc -l || echo 0); $(( $(date +%s) - t_start ))s"
+[ -z "$regress" ] || exit 1
+exit 0
