@@ -150,9 +150,18 @@ fn free_communicator(h: MPI_Comm) -> MpiResult {
     Ok(())
 }
 
+/// The new communicator of a dup, or MPI_COMM_NULL in `newcomm` when it failed (an attribute
+/// copy callback refused, say), as MPICH leaves it.
+unsafe fn duplicate_into(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> MpiResult<MPI_Comm> {
+    duplicate(comm).inspect_err(|_| {
+        // SAFETY: the caller checked newcomm non-null.
+        unsafe { *newcomm = MPI_COMM_NULL }
+    })
+}
+
 pub unsafe fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> MpiResult {
     non_null(newcomm, "newcomm")?;
-    let h = duplicate(comm)?;
+    let h = unsafe { duplicate_into(comm, newcomm)? };
     // SAFETY: checked non-null.
     unsafe { *newcomm = h };
     Ok(())
@@ -162,7 +171,7 @@ pub unsafe fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> MpiResult 
 pub unsafe fn MPI_Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm) -> MpiResult {
     non_null(newcomm, "newcomm")?;
     let hints = crate::info::get_or_empty(info)?;
-    let h = duplicate(comm)?;
+    let h = unsafe { duplicate_into(comm, newcomm)? };
     runtime::with(|rt| {
         rt.comms.get_mut(h)?.hints = hints;
         Ok(())

@@ -97,7 +97,8 @@ pub fn free(keyval: c_int) -> MpiResult<()> {
     let mut t = keyvals();
     match index_of(keyval).and_then(|i| t.get_mut(i)).and_then(Option::as_mut) {
         Some(kv) if !kv.user_freed => kv.user_freed = true,
-        Some(_) => return err(MPI_ERR_KEYVAL, format!("keyval 0x{:08x} was already freed", keyval as u32)),
+        // Freeing again a keyval that attributes keep alive is ignored, as MPICH does.
+        Some(_) => return Ok(()),
         None => return Err(invalid(keyval)),
     }
     drop(t);
