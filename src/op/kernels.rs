@@ -253,20 +253,26 @@ fn zip_with<T: Scalar>(input: &[u8], inout: &mut [u8], f: impl Fn(T, T) -> T) {
     }
 }
 
-trait Int:
-    Scalar + Ord + std::ops::BitAnd<Output = Self> + std::ops::BitOr<Output = Self> + std::ops::BitXor<Output = Self>
-{
+/// Values with a truth value for the logical operations: zero is false, anything else true.
+trait Logical: Scalar + PartialEq {
     const ZERO: Self;
     const ONE: Self;
+}
+
+trait Int:
+    Logical + Ord + std::ops::BitAnd<Output = Self> + std::ops::BitOr<Output = Self> + std::ops::BitXor<Output = Self>
+{
     fn wadd(self, o: Self) -> Self;
     fn wmul(self, o: Self) -> Self;
 }
 
 macro_rules! int {
     ($($t:ty),*) => {$(
-        impl Int for $t {
+        impl Logical for $t {
             const ZERO: Self = 0;
             const ONE: Self = 1;
+        }
+        impl Int for $t {
             #[inline(always)]
             fn wadd(self, o: Self) -> Self { self.wrapping_add(o) }
             #[inline(always)]
@@ -282,6 +288,14 @@ trait Float:
 }
 impl Float for f32 {}
 impl Float for f64 {}
+impl Logical for f32 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+}
+impl Logical for f64 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+}
 
 // Element loops, one generic fn per operation so each (operation, type) is its own
 // monomorphised kernel. MAX/MIN follow C's `a > b ? a : b` (what MPICH computes).
@@ -304,16 +318,16 @@ fn k_fsum<T: Float>(i: &[u8], o: &mut [u8]) {
 fn k_fprod<T: Float>(i: &[u8], o: &mut [u8]) {
     zip_with::<T>(i, o, |a, b| a * b)
 }
-fn truth<T: Int>(v: bool) -> T {
+fn truth<T: Logical>(v: bool) -> T {
     if v { T::ONE } else { T::ZERO }
 }
-fn k_land<T: Int>(i: &[u8], o: &mut [u8]) {
+fn k_land<T: Logical>(i: &[u8], o: &mut [u8]) {
     zip_with::<T>(i, o, |a, b| truth(a != T::ZERO && b != T::ZERO))
 }
-fn k_lor<T: Int>(i: &[u8], o: &mut [u8]) {
+fn k_lor<T: Logical>(i: &[u8], o: &mut [u8]) {
     zip_with::<T>(i, o, |a, b| truth(a != T::ZERO || b != T::ZERO))
 }
-fn k_lxor<T: Int>(i: &[u8], o: &mut [u8]) {
+fn k_lxor<T: Logical>(i: &[u8], o: &mut [u8]) {
     zip_with::<T>(i, o, |a, b| truth((a != T::ZERO) != (b != T::ZERO)))
 }
 fn k_band<T: Int>(i: &[u8], o: &mut [u8]) {
@@ -365,12 +379,16 @@ fn int_kernel<T: Int>(op: Builtin) -> Option<Kernel> {
     })
 }
 
-fn float_kernel<T: Float>(op: Builtin) -> Option<Kernel> {
+fn float_kernel<T: Float + Logical>(op: Builtin) -> Option<Kernel> {
     Some(match op {
         Builtin::Max => k_max::<T>,
         Builtin::Min => k_min::<T>,
         Builtin::Sum => k_fsum::<T>,
         Builtin::Prod => k_fprod::<T>,
+        // Logical operations on floating types: an MPICH extension that programs rely on.
+        Builtin::Land => k_land::<T>,
+        Builtin::Lor => k_lor::<T>,
+        Builtin::Lxor => k_lxor::<T>,
         _ => return None,
     })
 }
@@ -383,7 +401,7 @@ fn complex_kernel<F: Float>(op: Builtin) -> Option<Kernel> {
     })
 }
 
-fn logical_kernel<T: Int>(op: Builtin) -> Option<Kernel> {
+fn logical_kernel<T: Logical>(op: Builtin) -> Option<Kernel> {
     Some(match op {
         Builtin::Land => k_land::<T>,
         Builtin::Lor => k_lor::<T>,
