@@ -122,6 +122,8 @@ ctests! {
     dtype_sendrecv => "dtype_sendrecv.c",
     dtype_errors => "dtype_errors.c",
     dtype_darray => "dtype_darray.c",
+    coll_nonblocking => "coll_nonblocking.c",
+    coll_persistent => "coll_persistent.c",
 }
 
 /// A Fortran source file (compiled with `mpifort`).

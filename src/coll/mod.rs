@@ -23,6 +23,8 @@ use crate::p2p::buffers::{RecvBuf, SendBuf};
 use crate::p2p::request::{Op, SendMode};
 use crate::p2p::{Engine, Envelope};
 
+pub mod sched;
+
 /// Internal tags (on the collective context): one range per collective kind; the low bits
 /// name the phase of composite algorithms. Tag 1 is the context-id agreement's.
 mod tag {
@@ -37,6 +39,8 @@ mod tag {
     pub const REDUCE_SCATTER: i32 = 144;
     pub const SCAN: i32 = 160;
     pub const EXSCAN: i32 = 176;
+    /// Nonblocking and persistent collectives: `NBC_BASE + seq * sched::PHASES + phase`.
+    pub const NBC_BASE: i32 = 256;
     /// Phase offsets within a kind.
     pub const PHASE_REDUCE: i32 = 1;
     pub const PHASE_BCAST: i32 = 2;
@@ -54,11 +58,13 @@ pub struct Group<'a> {
     ctx: u32,
     rank: usize,
     members: &'a [usize],
+    /// The communicator's collective sequence (numbers nonblocking collectives' tags).
+    seq: &'a std::cell::Cell<u32>,
 }
 
 impl<'a> Group<'a> {
     pub fn new(engine: &'a mut Engine, comm: &'a Comm) -> Group<'a> {
-        Group { engine, ctx: comm.coll_ctx(), rank: comm.rank, members: &comm.members }
+        Group { engine, ctx: comm.coll_ctx(), rank: comm.rank, members: &comm.members, seq: &comm.coll_seq }
     }
 
     pub fn rank(&self) -> usize {
@@ -67,6 +73,10 @@ impl<'a> Group<'a> {
 
     pub fn size(&self) -> usize {
         self.members.len()
+    }
+
+    pub fn engine(&mut self) -> &mut Engine {
+        self.engine
     }
 
     /// Starts a send of `data` to member `to` and lets it complete on its own.
