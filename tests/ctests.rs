@@ -124,6 +124,8 @@ ctests! {
     dtype_darray => "dtype_darray.c",
     dtype_blocklists => "dtype_blocklists.c",
     dtype_blocklists_nocma => "dtype_blocklists_nocma.c",
+    coll_nonblocking => "coll_nonblocking.c",
+    coll_persistent => "coll_persistent.c",
 }
 
 /// A Fortran source file (compiled with `mpifort`).

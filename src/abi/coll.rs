@@ -6,10 +6,12 @@
 
 use super::consts::*;
 use super::types::*;
+use crate::coll::sched::{self, Schedule, Target, UserBuf};
 use crate::coll::{self, Block, Group, In, Out};
 use crate::datatype::{self, Layout};
 use crate::error::{MpiResult, err};
 use crate::op::{Op, Reduction};
+use crate::p2p::request::{self, Persistent, Request, Status};
 use crate::runtime;
 use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
@@ -158,6 +160,18 @@ impl Region {
 
     /// # Safety
     /// The region is writable user memory, not otherwise accessed during the call.
+    /// The region for a nonblocking or persistent collective.
+    ///
+    /// # Safety
+    /// The region is user memory that stays valid until the operation completes (or, for a
+    /// persistent request, while the request exists), as MPI requires.
+    unsafe fn keep(self) -> UserBuf {
+        // SAFETY: caller contract.
+        unsafe { UserBuf::new(self.base as *mut u8, self.span, self.blocks) }
+    }
+
+    /// # Safety
+    /// The region is writable user memory, not otherwise accessed during the call.
     unsafe fn write<'a>(self) -> Out<'a> {
         let mem: &'a mut [u8] = if self.span == 0 {
             &mut []
@@ -183,6 +197,78 @@ unsafe fn borrow_pair<'a>(send: Option<Region>, recv: Option<Region>) -> (Option
     }
 }
 
+/// The regions of a nonblocking or persistent collective. Inputs are packed when each
+/// schedule is built, before it writes anything, so overlapping buffers need no copy.
+///
+/// # Safety
+/// As `Region::keep`.
+unsafe fn keep_pair(send: Option<Region>, recv: Option<Region>) -> (Option<UserBuf>, Option<UserBuf>) {
+    // SAFETY: caller contract.
+    unsafe { (send.map(|r| r.keep()), recv.map(|r| r.keep())) }
+}
+
+/// Packed block `i` of the input: the send buffer, or (MPI_IN_PLACE) the output buffer.
+fn pack_input(send: &Option<UserBuf>, out: Option<&UserBuf>, i: usize) -> Vec<u8> {
+    match (send, out) {
+        (Some(b), _) => b.pack(i),
+        (None, Some(o)) => o.pack(i),
+        (None, None) => unreachable!("MPI_IN_PLACE without an output buffer is rejected at the edge"),
+    }
+}
+
+/// How a collective entry point runs: at once (blocking), as a started schedule behind a
+/// request (MPI_I...), or as a persistent request rebuilding its schedule at each MPI_Start
+/// (MPI_..._init). The request pointers are the caller's output arguments.
+#[derive(Clone, Copy)]
+enum Mode {
+    Blocking,
+    Start(*mut MPI_Request),
+    Init(*mut MPI_Request),
+}
+
+/// Starts the schedule `build` fills in (Mode::Start), or makes a persistent request that
+/// builds it at each start (Mode::Init); stores the request handle.
+fn schedule(
+    g: &mut Group,
+    comm: MPI_Comm,
+    mode: Mode,
+    red: Option<Reduction>,
+    out: Option<UserBuf>,
+    build: impl Fn(&mut Schedule) + 'static,
+) -> MpiResult {
+    let (Mode::Start(request) | Mode::Init(request)) = mode else {
+        unreachable!("a blocking collective has no schedule")
+    };
+    if request.is_null() {
+        return err(MPI_ERR_ARG, "invalid request pointer (NULL)");
+    }
+    let target = Target::next(g);
+    let e = g.engine();
+    let id = if let Mode::Start(_) = mode {
+        let mut s = Schedule::new(&target, red, out);
+        build(&mut s);
+        let id = e.reqs.insert(Request::started(request::Op::Coll(Box::new(s)), comm));
+        sched::kick(e, id);
+        id
+    } else {
+        let start: Box<dyn Fn() -> request::Op> = Box::new(move || {
+            let mut s = Schedule::new(&target, red.clone(), out.clone());
+            build(&mut s);
+            request::Op::Coll(Box::new(s))
+        });
+        let mut r = Request::completed(Status::empty(), comm);
+        r.persistent = Some(Persistent { start, buffered: false });
+        r.active = false;
+        e.reqs.insert(r)
+    };
+    // SAFETY: checked non-null; the caller passes a writable request variable.
+    unsafe { *request = (DIRECT_REQUEST | id) as MPI_Request };
+    Ok(())
+}
+
+/// Handle prefix of requests (as in abi::p2p).
+const DIRECT_REQUEST: u32 = 0xac00_0000;
+
 /// Runs `f` on the group of `comm`.
 fn with_group(comm: MPI_Comm, f: impl FnOnce(&mut Group) -> MpiResult) -> MpiResult {
     runtime::with(|rt| {
@@ -198,6 +284,18 @@ pub unsafe fn MPI_Barrier(comm: MPI_Comm) -> MpiResult {
     with_group(comm, coll::barrier)
 }
 
+fn barrier(comm: MPI_Comm, mode: Mode) -> MpiResult {
+    with_group(comm, |g| schedule(g, comm, mode, None, None, sched::barrier))
+}
+
+pub unsafe fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    barrier(comm, Mode::Start(request))
+}
+
+pub unsafe fn MPI_Barrier_init(comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> MpiResult {
+    barrier(comm, Mode::Init(request))
+}
+
 pub unsafe fn MPI_Bcast(
     buffer: *mut c_void,
     count: c_int,
@@ -206,7 +304,7 @@ pub unsafe fn MPI_Bcast(
     comm: MPI_Comm,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { bcast(buffer, count as i64, datatype, root, comm) }
+    unsafe { bcast(buffer, count as i64, datatype, root, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Bcast_c(
@@ -217,12 +315,19 @@ pub unsafe fn MPI_Bcast_c(
     comm: MPI_Comm,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { bcast(buffer, count, datatype, root, comm) }
+    unsafe { bcast(buffer, count, datatype, root, comm, Mode::Blocking) }
 }
 
 /// # Safety
 /// `buffer` holds `count` elements of `datatype`.
-unsafe fn bcast(buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm) -> MpiResult {
+unsafe fn bcast(
+    buffer: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    mode: Mode,
+) -> MpiResult {
     with_group(comm, |g| {
         let count = check_count(count, "count")?;
         let layout = datatype::layout(datatype)?;
@@ -230,8 +335,14 @@ unsafe fn bcast(buffer: *mut c_void, count: i64, datatype: MPI_Datatype, root: c
         check_buf(buffer, count * layout.size, "buffer")?;
         check_not_in_place(buffer, "the buffer")?;
         // SAFETY: the caller's buffer, used only for this call.
-        let mut out = unsafe { Region::new(buffer, &[(0, count, layout)]).write() };
-        coll::bcast(g, &mut out, root)
+        let region = Region::new(buffer, &[(0, count, layout)]);
+        if let Mode::Blocking = mode {
+            // SAFETY: the caller's buffer, used only for this call.
+            let mut out = unsafe { region.write() };
+            return coll::bcast(g, &mut out, root);
+        }
+        let out = unsafe { region.keep() };
+        schedule(g, comm, mode, None, Some(out), move |s| sched::bcast(s, root))
     })
 }
 
@@ -247,7 +358,7 @@ pub unsafe fn MPI_Reduce(
     comm: MPI_Comm,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { reduce(sendbuf, recvbuf, count as i64, datatype, op, root, comm) }
+    unsafe { reduce(sendbuf, recvbuf, count as i64, datatype, op, root, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Reduce_c(
@@ -260,7 +371,7 @@ pub unsafe fn MPI_Reduce_c(
     comm: MPI_Comm,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { reduce(sendbuf, recvbuf, count, datatype, op, root, comm) }
+    unsafe { reduce(sendbuf, recvbuf, count, datatype, op, root, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Allreduce(
@@ -272,7 +383,7 @@ pub unsafe fn MPI_Allreduce(
     comm: MPI_Comm,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { allreduce(sendbuf, recvbuf, count as i64, datatype, op, comm) }
+    unsafe { allreduce(sendbuf, recvbuf, count as i64, datatype, op, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Allreduce_c(
@@ -284,7 +395,7 @@ pub unsafe fn MPI_Allreduce_c(
     comm: MPI_Comm,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { allreduce(sendbuf, recvbuf, count, datatype, op, comm) }
+    unsafe { allreduce(sendbuf, recvbuf, count, datatype, op, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Scan(
@@ -296,7 +407,7 @@ pub unsafe fn MPI_Scan(
     comm: MPI_Comm,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { scan(sendbuf, recvbuf, count as i64, datatype, op, comm) }
+    unsafe { scan(sendbuf, recvbuf, count as i64, datatype, op, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Scan_c(
@@ -308,7 +419,7 @@ pub unsafe fn MPI_Scan_c(
     comm: MPI_Comm,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { scan(sendbuf, recvbuf, count, datatype, op, comm) }
+    unsafe { scan(sendbuf, recvbuf, count, datatype, op, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Exscan(
@@ -320,7 +431,7 @@ pub unsafe fn MPI_Exscan(
     comm: MPI_Comm,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { exscan(sendbuf, recvbuf, count as i64, datatype, op, comm) }
+    unsafe { exscan(sendbuf, recvbuf, count as i64, datatype, op, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Exscan_c(
@@ -332,7 +443,7 @@ pub unsafe fn MPI_Exscan_c(
     comm: MPI_Comm,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { exscan(sendbuf, recvbuf, count, datatype, op, comm) }
+    unsafe { exscan(sendbuf, recvbuf, count, datatype, op, comm, Mode::Blocking) }
 }
 
 /// # Safety
@@ -345,6 +456,7 @@ unsafe fn reduce(
     op: MPI_Op,
     root: c_int,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
     with_group(comm, |g| {
         let count = check_count(count, "count")?;
@@ -371,8 +483,16 @@ unsafe fn reduce(
         let send = (!in_place).then(|| Region::new(sendbuf, &block));
         let recv = is_root.then(|| Region::new(recvbuf, &block));
         // SAFETY: the caller's buffers, valid for this call.
-        let (send, recv) = unsafe { borrow_pair(send, recv) };
-        coll::reduce(g, send, recv, &red, root)
+        if let Mode::Blocking = mode {
+            // SAFETY: the caller's buffers, valid for this call.
+            let (send, recv) = unsafe { borrow_pair(send, recv) };
+            return coll::reduce(g, send, recv, &red, root);
+        }
+        let (send, recv) = unsafe { keep_pair(send, recv) };
+        schedule(g, comm, mode, Some(red), recv, move |s| {
+            let mine = pack_input(&send, s.out(), 0);
+            sched::reduce(s, mine, root)
+        })
     })
 }
 
@@ -387,7 +507,9 @@ unsafe fn all_reduce_like(
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
+    mode: Mode,
     run: fn(&mut Group, Option<In>, Out, &Reduction) -> MpiResult,
+    nb: fn(&mut Schedule, Vec<u8>),
 ) -> MpiResult {
     with_group(comm, |g| {
         let count = check_count(count, "count")?;
@@ -406,8 +528,17 @@ unsafe fn all_reduce_like(
         let block = [(0, count, layout)];
         let send = (!in_place).then(|| Region::new(sendbuf, &block));
         // SAFETY: the caller's buffers, valid for this call.
-        let (send, recv) = unsafe { borrow_pair(send, Some(Region::new(recvbuf, &block))) };
-        run(g, send, recv.expect("receive buffer"), &red)
+        let recv = Some(Region::new(recvbuf, &block));
+        if let Mode::Blocking = mode {
+            // SAFETY: the caller's buffers, valid for this call.
+            let (send, recv) = unsafe { borrow_pair(send, recv) };
+            return run(g, send, recv.expect("receive buffer"), &red);
+        }
+        let (send, recv) = unsafe { keep_pair(send, recv) };
+        schedule(g, comm, mode, Some(red), recv, move |s| {
+            let mine = pack_input(&send, s.out(), 0);
+            nb(s, mine)
+        })
     })
 }
 
@@ -418,9 +549,10 @@ unsafe fn allreduce(
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { all_reduce_like(sendbuf, recvbuf, count, datatype, op, comm, coll::allreduce) }
+    unsafe { all_reduce_like(sendbuf, recvbuf, count, datatype, op, comm, mode, coll::allreduce, sched::allreduce) }
 }
 
 unsafe fn scan(
@@ -430,10 +562,21 @@ unsafe fn scan(
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
     unsafe {
-        all_reduce_like(sendbuf, recvbuf, count, datatype, op, comm, |g, s, r, red| coll::scan(g, s, r, red, false))
+        all_reduce_like(
+            sendbuf,
+            recvbuf,
+            count,
+            datatype,
+            op,
+            comm,
+            mode,
+            |g, s, r, red| coll::scan(g, s, r, red, false),
+            |s, m| sched::scan(s, m, false),
+        )
     }
 }
 
@@ -444,10 +587,21 @@ unsafe fn exscan(
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
     unsafe {
-        all_reduce_like(sendbuf, recvbuf, count, datatype, op, comm, |g, s, r, red| coll::scan(g, s, r, red, true))
+        all_reduce_like(
+            sendbuf,
+            recvbuf,
+            count,
+            datatype,
+            op,
+            comm,
+            mode,
+            |g, s, r, red| coll::scan(g, s, r, red, true),
+            |s, m| sched::scan(s, m, true),
+        )
     }
 }
 
@@ -460,7 +614,7 @@ pub unsafe fn MPI_Reduce_scatter_block(
     comm: MPI_Comm,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { reduce_scatter(sendbuf, recvbuf, Spread::Uniform(recvcount as i64), datatype, op, comm) }
+    unsafe { reduce_scatter(sendbuf, recvbuf, Spread::Uniform(recvcount as i64), datatype, op, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Reduce_scatter_block_c(
@@ -472,7 +626,7 @@ pub unsafe fn MPI_Reduce_scatter_block_c(
     comm: MPI_Comm,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { reduce_scatter(sendbuf, recvbuf, Spread::Uniform(recvcount), datatype, op, comm) }
+    unsafe { reduce_scatter(sendbuf, recvbuf, Spread::Uniform(recvcount), datatype, op, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Reduce_scatter(
@@ -485,7 +639,7 @@ pub unsafe fn MPI_Reduce_scatter(
 ) -> MpiResult {
     let counts = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(recvcounts) };
     // SAFETY: forwarded from the caller.
-    unsafe { reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm) }
+    unsafe { reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Reduce_scatter_c(
@@ -498,7 +652,7 @@ pub unsafe fn MPI_Reduce_scatter_c(
 ) -> MpiResult {
     let counts = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(recvcounts) };
     // SAFETY: forwarded from the caller.
-    unsafe { reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm) }
+    unsafe { reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm, Mode::Blocking) }
 }
 
 /// Reduce_scatter(_block). `counts` gives the count per member (its displacements are unused).
@@ -513,6 +667,7 @@ unsafe fn reduce_scatter(
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
     with_group(comm, |g| {
         let (n, r) = (g.size(), g.rank());
@@ -545,10 +700,23 @@ unsafe fn reduce_scatter(
             vec![(0, counts[r], layout.clone())]
         };
         // SAFETY: the caller's buffers, valid for this call.
-        let (send, recv) = unsafe { borrow_pair(send, Some(Region::new(recvbuf, &recv_blocks))) };
-        let recv = recv.expect("receive buffer");
-        let whole = recv.blocks.get(1).cloned();
-        coll::reduce_scatter(g, send, whole, recv, &counts, &red)
+        let recv = Some(Region::new(recvbuf, &recv_blocks));
+        if let Mode::Blocking = mode {
+            // SAFETY: the caller's buffers, valid for this call.
+            let (send, recv) = unsafe { borrow_pair(send, recv) };
+            let recv = recv.expect("receive buffer");
+            let whole = recv.blocks.get(1).cloned();
+            return coll::reduce_scatter(g, send, whole, recv, &counts, &red);
+        }
+        let (send, recv) = unsafe { keep_pair(send, recv) };
+        schedule(g, comm, mode, Some(red), recv, move |s| {
+            // With MPI_IN_PLACE the input is block 1 of the receive buffer.
+            let mine = match &send {
+                Some(b) => b.pack(0),
+                None => pack_input(&None, s.out(), 1),
+            };
+            sched::reduce_scatter(s, mine, &counts)
+        })
     })
 }
 
@@ -566,7 +734,7 @@ pub unsafe fn MPI_Gather(
 ) -> MpiResult {
     let spread = Spread::Uniform(recvcount as i64);
     // SAFETY: forwarded from the caller.
-    unsafe { gather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, root, comm) }
+    unsafe { gather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, root, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Gather_c(
@@ -580,7 +748,9 @@ pub unsafe fn MPI_Gather_c(
     comm: MPI_Comm,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { gather(sendbuf, sendcount, sendtype, recvbuf, Spread::Uniform(recvcount), recvtype, root, comm) }
+    unsafe {
+        gather(sendbuf, sendcount, sendtype, recvbuf, Spread::Uniform(recvcount), recvtype, root, comm, Mode::Blocking)
+    }
 }
 
 pub unsafe fn MPI_Gatherv(
@@ -596,7 +766,7 @@ pub unsafe fn MPI_Gatherv(
 ) -> MpiResult {
     let spread = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(displs) };
     // SAFETY: forwarded from the caller.
-    unsafe { gather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, root, comm) }
+    unsafe { gather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, root, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Gatherv_c(
@@ -612,7 +782,7 @@ pub unsafe fn MPI_Gatherv_c(
 ) -> MpiResult {
     let spread = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(displs) };
     // SAFETY: forwarded from the caller.
-    unsafe { gather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, root, comm) }
+    unsafe { gather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, root, comm, Mode::Blocking) }
 }
 
 /// Gather(v).
@@ -628,6 +798,7 @@ unsafe fn gather(
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
     with_group(comm, |g| {
         let root = check_root(g, root)?;
@@ -661,8 +832,13 @@ unsafe fn gather(
             None
         };
         // SAFETY: the caller's buffers, valid for this call.
-        let (send, recv) = unsafe { borrow_pair(send, recv) };
-        coll::gather(g, send, recv, root)
+        if let Mode::Blocking = mode {
+            // SAFETY: the caller's buffers, valid for this call.
+            let (send, recv) = unsafe { borrow_pair(send, recv) };
+            return coll::gather(g, send, recv, root);
+        }
+        let (send, recv) = unsafe { keep_pair(send, recv) };
+        schedule(g, comm, mode, None, recv, move |s| sched::gather(s, send.as_ref().map(|b| b.pack(0)), root))
     })
 }
 
@@ -678,7 +854,7 @@ pub unsafe fn MPI_Scatter(
 ) -> MpiResult {
     let spread = Spread::Uniform(sendcount as i64);
     // SAFETY: forwarded from the caller.
-    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount as i64, recvtype, root, comm) }
+    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount as i64, recvtype, root, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Scatter_c(
@@ -692,7 +868,9 @@ pub unsafe fn MPI_Scatter_c(
     comm: MPI_Comm,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { scatter(sendbuf, Spread::Uniform(sendcount), sendtype, recvbuf, recvcount, recvtype, root, comm) }
+    unsafe {
+        scatter(sendbuf, Spread::Uniform(sendcount), sendtype, recvbuf, recvcount, recvtype, root, comm, Mode::Blocking)
+    }
 }
 
 pub unsafe fn MPI_Scatterv(
@@ -708,7 +886,7 @@ pub unsafe fn MPI_Scatterv(
 ) -> MpiResult {
     let spread = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(displs) };
     // SAFETY: forwarded from the caller.
-    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount as i64, recvtype, root, comm) }
+    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount as i64, recvtype, root, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Scatterv_c(
@@ -724,7 +902,7 @@ pub unsafe fn MPI_Scatterv_c(
 ) -> MpiResult {
     let spread = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(displs) };
     // SAFETY: forwarded from the caller.
-    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount, recvtype, root, comm) }
+    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount, recvtype, root, comm, Mode::Blocking) }
 }
 
 /// Scatter(v).
@@ -740,6 +918,7 @@ unsafe fn scatter(
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
     with_group(comm, |g| {
         let root = check_root(g, root)?;
@@ -771,8 +950,17 @@ unsafe fn scatter(
             Some(Region::new(recvbuf, &[(0, count, layout)]))
         };
         // SAFETY: the caller's buffers, valid for this call.
-        let (send, recv) = unsafe { borrow_pair(send, recv) };
-        coll::scatter(g, send, recv, root)
+        if let Mode::Blocking = mode {
+            // SAFETY: the caller's buffers, valid for this call.
+            let (send, recv) = unsafe { borrow_pair(send, recv) };
+            return coll::scatter(g, send, recv, root);
+        }
+        let n = g.size();
+        let (send, recv) = unsafe { keep_pair(send, recv) };
+        schedule(g, comm, mode, None, recv, move |s| {
+            let pieces = send.as_ref().map(|b| (0..n).map(|i| b.pack(i)).collect()).unwrap_or_default();
+            sched::scatter(s, pieces, root)
+        })
     })
 }
 
@@ -789,7 +977,7 @@ pub unsafe fn MPI_Allgather(
 ) -> MpiResult {
     let spread = Spread::Uniform(recvcount as i64);
     // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, comm) }
+    unsafe { allgather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Allgather_c(
@@ -802,7 +990,9 @@ pub unsafe fn MPI_Allgather_c(
     comm: MPI_Comm,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, Spread::Uniform(recvcount), recvtype, comm) }
+    unsafe {
+        allgather(sendbuf, sendcount, sendtype, recvbuf, Spread::Uniform(recvcount), recvtype, comm, Mode::Blocking)
+    }
 }
 
 pub unsafe fn MPI_Allgatherv(
@@ -817,7 +1007,7 @@ pub unsafe fn MPI_Allgatherv(
 ) -> MpiResult {
     let spread = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(displs) };
     // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, comm) }
+    unsafe { allgather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Allgatherv_c(
@@ -832,7 +1022,7 @@ pub unsafe fn MPI_Allgatherv_c(
 ) -> MpiResult {
     let spread = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(displs) };
     // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, comm) }
+    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, comm, Mode::Blocking) }
 }
 
 /// Allgather(v).
@@ -847,6 +1037,7 @@ unsafe fn allgather(
     recv: Spread,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
     with_group(comm, |g| {
         let in_place = is_in_place(sendbuf);
@@ -870,8 +1061,14 @@ unsafe fn allgather(
             check_alias(sendbuf, recvbuf)?;
         }
         // SAFETY: the caller's buffers, valid for this call.
-        let (send, recv) = unsafe { borrow_pair(send, Some(Region::new(recvbuf, &blocks))) };
-        coll::allgather(g, send, recv.expect("receive buffer"))
+        let recv = Some(Region::new(recvbuf, &blocks));
+        if let Mode::Blocking = mode {
+            // SAFETY: the caller's buffers, valid for this call.
+            let (send, recv) = unsafe { borrow_pair(send, recv) };
+            return coll::allgather(g, send, recv.expect("receive buffer"));
+        }
+        let (send, recv) = unsafe { keep_pair(send, recv) };
+        schedule(g, comm, mode, None, recv, move |s| sched::allgather(s, send.as_ref().map(|b| b.pack(0))))
     })
 }
 
@@ -886,7 +1083,7 @@ pub unsafe fn MPI_Alltoall(
 ) -> MpiResult {
     let (s, r) = (Spread::Uniform(sendcount as i64), Spread::Uniform(recvcount as i64));
     // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm) }
+    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Alltoall_c(
@@ -900,7 +1097,7 @@ pub unsafe fn MPI_Alltoall_c(
 ) -> MpiResult {
     let (s, r) = (Spread::Uniform(sendcount), Spread::Uniform(recvcount));
     // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm) }
+    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Alltoallv(
@@ -917,7 +1114,7 @@ pub unsafe fn MPI_Alltoallv(
     let s = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(sdispls) };
     let r = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(rdispls) };
     // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm) }
+    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Alltoallv_c(
@@ -934,7 +1131,7 @@ pub unsafe fn MPI_Alltoallv_c(
     let s = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(sdispls) };
     let r = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(rdispls) };
     // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm) }
+    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Alltoallw(
@@ -951,7 +1148,9 @@ pub unsafe fn MPI_Alltoallw(
     let s = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(sdispls) };
     let r = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(rdispls) };
     // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, Types::PerRank(sendtypes), recvbuf, r, Types::PerRank(recvtypes), comm) }
+    unsafe {
+        alltoall(sendbuf, s, Types::PerRank(sendtypes), recvbuf, r, Types::PerRank(recvtypes), comm, Mode::Blocking)
+    }
 }
 
 pub unsafe fn MPI_Alltoallw_c(
@@ -968,7 +1167,9 @@ pub unsafe fn MPI_Alltoallw_c(
     let s = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(sdispls) };
     let r = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(rdispls) };
     // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, Types::PerRank(sendtypes), recvbuf, r, Types::PerRank(recvtypes), comm) }
+    unsafe {
+        alltoall(sendbuf, s, Types::PerRank(sendtypes), recvbuf, r, Types::PerRank(recvtypes), comm, Mode::Blocking)
+    }
 }
 
 /// One datatype for every block (displacements in extents), or one per member (Alltoallw:
@@ -1013,6 +1214,7 @@ unsafe fn alltoall(
     recv: Spread,
     recvtypes: Types,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
     with_group(comm, |g| {
         let n = g.size();
@@ -1037,7 +1239,1122 @@ unsafe fn alltoall(
             check_alias(sendbuf, recvbuf)?;
         }
         // SAFETY: the caller's buffers, valid for this call.
-        let (send, recv) = unsafe { borrow_pair(send, Some(Region::new(recvbuf, &blocks))) };
-        coll::alltoall(g, send, recv.expect("receive buffer"))
+        let recv = Some(Region::new(recvbuf, &blocks));
+        if let Mode::Blocking = mode {
+            // SAFETY: the caller's buffers, valid for this call.
+            let (send, recv) = unsafe { borrow_pair(send, recv) };
+            return coll::alltoall(g, send, recv.expect("receive buffer"));
+        }
+        let (send, recv) = unsafe { keep_pair(send, recv) };
+        schedule(g, comm, mode, None, recv, move |s| {
+            let outgoing = (0..n).map(|i| pack_input(&send, s.out(), i)).collect();
+            sched::alltoall(s, outgoing)
+        })
     })
+}
+
+// ----- nonblocking (MPI_I...) and persistent (MPI_..._init) entry points -----
+
+pub unsafe fn MPI_Ibcast(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { bcast(buffer, count as i64, datatype, root, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Bcast_init(
+    buffer: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { bcast(buffer, count as i64, datatype, root, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Ibcast_c(
+    buffer: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { bcast(buffer, count, datatype, root, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Bcast_init_c(
+    buffer: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { bcast(buffer, count, datatype, root, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Ireduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { reduce(sendbuf, recvbuf, count as i64, datatype, op, root, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Reduce_init(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { reduce(sendbuf, recvbuf, count as i64, datatype, op, root, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Ireduce_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { reduce(sendbuf, recvbuf, count, datatype, op, root, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Reduce_init_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { reduce(sendbuf, recvbuf, count, datatype, op, root, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Iallreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { allreduce(sendbuf, recvbuf, count as i64, datatype, op, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Allreduce_init(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { allreduce(sendbuf, recvbuf, count as i64, datatype, op, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Iallreduce_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { allreduce(sendbuf, recvbuf, count, datatype, op, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Allreduce_init_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { allreduce(sendbuf, recvbuf, count, datatype, op, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Iscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { scan(sendbuf, recvbuf, count as i64, datatype, op, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Scan_init(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { scan(sendbuf, recvbuf, count as i64, datatype, op, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Iscan_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { scan(sendbuf, recvbuf, count, datatype, op, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Scan_init_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { scan(sendbuf, recvbuf, count, datatype, op, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Iexscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { exscan(sendbuf, recvbuf, count as i64, datatype, op, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Exscan_init(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { exscan(sendbuf, recvbuf, count as i64, datatype, op, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Iexscan_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { exscan(sendbuf, recvbuf, count, datatype, op, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Exscan_init_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { exscan(sendbuf, recvbuf, count, datatype, op, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Ireduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        reduce_scatter(sendbuf, recvbuf, Spread::Uniform(recvcount as i64), datatype, op, comm, Mode::Start(request))
+    }
+}
+
+pub unsafe fn MPI_Reduce_scatter_block_init(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        reduce_scatter(sendbuf, recvbuf, Spread::Uniform(recvcount as i64), datatype, op, comm, Mode::Init(request))
+    }
+}
+
+pub unsafe fn MPI_Ireduce_scatter_block_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { reduce_scatter(sendbuf, recvbuf, Spread::Uniform(recvcount), datatype, op, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Reduce_scatter_block_init_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe { reduce_scatter(sendbuf, recvbuf, Spread::Uniform(recvcount), datatype, op, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Ireduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let counts = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(recvcounts) };
+    // SAFETY: forwarded from the caller.
+    unsafe { reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Reduce_scatter_init(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let counts = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(recvcounts) };
+    // SAFETY: forwarded from the caller.
+    unsafe { reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Ireduce_scatter_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let counts = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(recvcounts) };
+    // SAFETY: forwarded from the caller.
+    unsafe { reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Reduce_scatter_init_c(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    datatype: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let counts = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(recvcounts) };
+    // SAFETY: forwarded from the caller.
+    unsafe { reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Igather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let spread = Spread::Uniform(recvcount as i64);
+    // SAFETY: forwarded from the caller.
+    unsafe { gather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, root, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Gather_init(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let spread = Spread::Uniform(recvcount as i64);
+    // SAFETY: forwarded from the caller.
+    unsafe { gather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, root, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Igather_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        gather(
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            Spread::Uniform(recvcount),
+            recvtype,
+            root,
+            comm,
+            Mode::Start(request),
+        )
+    }
+}
+
+pub unsafe fn MPI_Gather_init_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        gather(
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            Spread::Uniform(recvcount),
+            recvtype,
+            root,
+            comm,
+            Mode::Init(request),
+        )
+    }
+}
+
+pub unsafe fn MPI_Igatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let spread = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(displs) };
+    // SAFETY: forwarded from the caller.
+    unsafe { gather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, root, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Gatherv_init(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let spread = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(displs) };
+    // SAFETY: forwarded from the caller.
+    unsafe { gather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, root, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Igatherv_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let spread = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(displs) };
+    // SAFETY: forwarded from the caller.
+    unsafe { gather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, root, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Gatherv_init_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let spread = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(displs) };
+    // SAFETY: forwarded from the caller.
+    unsafe { gather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, root, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Iscatter(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let spread = Spread::Uniform(sendcount as i64);
+    // SAFETY: forwarded from the caller.
+    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount as i64, recvtype, root, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Scatter_init(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let spread = Spread::Uniform(sendcount as i64);
+    // SAFETY: forwarded from the caller.
+    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount as i64, recvtype, root, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Iscatter_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        scatter(
+            sendbuf,
+            Spread::Uniform(sendcount),
+            sendtype,
+            recvbuf,
+            recvcount,
+            recvtype,
+            root,
+            comm,
+            Mode::Start(request),
+        )
+    }
+}
+
+pub unsafe fn MPI_Scatter_init_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        scatter(
+            sendbuf,
+            Spread::Uniform(sendcount),
+            sendtype,
+            recvbuf,
+            recvcount,
+            recvtype,
+            root,
+            comm,
+            Mode::Init(request),
+        )
+    }
+}
+
+pub unsafe fn MPI_Iscatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let spread = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(displs) };
+    // SAFETY: forwarded from the caller.
+    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount as i64, recvtype, root, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Scatterv_init(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let spread = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(displs) };
+    // SAFETY: forwarded from the caller.
+    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount as i64, recvtype, root, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Iscatterv_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let spread = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(displs) };
+    // SAFETY: forwarded from the caller.
+    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount, recvtype, root, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Scatterv_init_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let spread = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(displs) };
+    // SAFETY: forwarded from the caller.
+    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount, recvtype, root, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Iallgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let spread = Spread::Uniform(recvcount as i64);
+    // SAFETY: forwarded from the caller.
+    unsafe { allgather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Allgather_init(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let spread = Spread::Uniform(recvcount as i64);
+    // SAFETY: forwarded from the caller.
+    unsafe { allgather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Iallgather_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        allgather(
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            Spread::Uniform(recvcount),
+            recvtype,
+            comm,
+            Mode::Start(request),
+        )
+    }
+}
+
+pub unsafe fn MPI_Allgather_init_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        allgather(
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            Spread::Uniform(recvcount),
+            recvtype,
+            comm,
+            Mode::Init(request),
+        )
+    }
+}
+
+pub unsafe fn MPI_Iallgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let spread = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(displs) };
+    // SAFETY: forwarded from the caller.
+    unsafe { allgather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Allgatherv_init(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let spread = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(displs) };
+    // SAFETY: forwarded from the caller.
+    unsafe { allgather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Iallgatherv_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let spread = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(displs) };
+    // SAFETY: forwarded from the caller.
+    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Allgatherv_init_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    displs: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let spread = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(displs) };
+    // SAFETY: forwarded from the caller.
+    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Ialltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let (s, r) = (Spread::Uniform(sendcount as i64), Spread::Uniform(recvcount as i64));
+    // SAFETY: forwarded from the caller.
+    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Alltoall_init(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let (s, r) = (Spread::Uniform(sendcount as i64), Spread::Uniform(recvcount as i64));
+    // SAFETY: forwarded from the caller.
+    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Ialltoall_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let (s, r) = (Spread::Uniform(sendcount), Spread::Uniform(recvcount));
+    // SAFETY: forwarded from the caller.
+    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Alltoall_init_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let (s, r) = (Spread::Uniform(sendcount), Spread::Uniform(recvcount));
+    // SAFETY: forwarded from the caller.
+    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Ialltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let s = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(sdispls) };
+    let r = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(rdispls) };
+    // SAFETY: forwarded from the caller.
+    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Alltoallv_init(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let s = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(sdispls) };
+    let r = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(rdispls) };
+    // SAFETY: forwarded from the caller.
+    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Ialltoallv_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    sdispls: *const MPI_Aint,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    rdispls: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let s = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(sdispls) };
+    let r = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(rdispls) };
+    // SAFETY: forwarded from the caller.
+    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Start(request)) }
+}
+
+pub unsafe fn MPI_Alltoallv_init_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    sdispls: *const MPI_Aint,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    rdispls: *const MPI_Aint,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let s = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(sdispls) };
+    let r = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(rdispls) };
+    // SAFETY: forwarded from the caller.
+    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Init(request)) }
+}
+
+pub unsafe fn MPI_Ialltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let s = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(sdispls) };
+    let r = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(rdispls) };
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        alltoall(
+            sendbuf,
+            s,
+            Types::PerRank(sendtypes),
+            recvbuf,
+            r,
+            Types::PerRank(recvtypes),
+            comm,
+            Mode::Start(request),
+        )
+    }
+}
+
+pub unsafe fn MPI_Alltoallw_init(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let s = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(sdispls) };
+    let r = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(rdispls) };
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        alltoall(
+            sendbuf,
+            s,
+            Types::PerRank(sendtypes),
+            recvbuf,
+            r,
+            Types::PerRank(recvtypes),
+            comm,
+            Mode::Init(request),
+        )
+    }
+}
+
+pub unsafe fn MPI_Ialltoallw_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let s = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(sdispls) };
+    let r = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(rdispls) };
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        alltoall(
+            sendbuf,
+            s,
+            Types::PerRank(sendtypes),
+            recvbuf,
+            r,
+            Types::PerRank(recvtypes),
+            comm,
+            Mode::Start(request),
+        )
+    }
+}
+
+pub unsafe fn MPI_Alltoallw_init_c(
+    sendbuf: *const c_void,
+    sendcounts: *const MPI_Count,
+    sdispls: *const MPI_Aint,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const MPI_Count,
+    rdispls: *const MPI_Aint,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    _info: MPI_Info,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let s = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(sdispls) };
+    let r = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(rdispls) };
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        alltoall(
+            sendbuf,
+            s,
+            Types::PerRank(sendtypes),
+            recvbuf,
+            r,
+            Types::PerRank(recvtypes),
+            comm,
+            Mode::Init(request),
+        )
+    }
 }

@@ -23,6 +23,8 @@ use crate::p2p::buffers::{RecvBuf, SendBuf};
 use crate::p2p::request::{Op, SendMode};
 use crate::p2p::{Engine, Envelope};
 
+pub mod sched;
+
 /// Internal tags (on the collective context): one range per collective kind; the low bits
 /// name the phase of composite algorithms. Tag 1 is the context-id agreement's.
 mod tag {
@@ -37,6 +39,8 @@ mod tag {
     pub const REDUCE_SCATTER: i32 = 144;
     pub const SCAN: i32 = 160;
     pub const EXSCAN: i32 = 176;
+    /// Nonblocking and persistent collectives: `NBC_BASE + seq * sched::PHASES + phase`.
+    pub const NBC_BASE: i32 = 256;
     /// Phase offsets within a kind.
     pub const PHASE_REDUCE: i32 = 1;
     pub const PHASE_BCAST: i32 = 2;
@@ -54,11 +58,13 @@ pub struct Group<'a> {
     ctx: u32,
     rank: usize,
     members: &'a [usize],
+    /// The communicator's collective sequence (numbers nonblocking collectives' tags).
+    seq: &'a std::cell::Cell<u32>,
 }
 
 impl<'a> Group<'a> {
     pub fn new(engine: &'a mut Engine, comm: &'a Comm) -> Group<'a> {
-        Group { engine, ctx: comm.coll_ctx(), rank: comm.rank, members: &comm.members }
+        Group { engine, ctx: comm.coll_ctx(), rank: comm.rank, members: &comm.members, seq: &comm.coll_seq }
     }
 
     pub fn rank(&self) -> usize {
@@ -67,6 +73,10 @@ impl<'a> Group<'a> {
 
     pub fn size(&self) -> usize {
         self.members.len()
+    }
+
+    pub fn engine(&mut self) -> &mut Engine {
+        self.engine
     }
 
     /// Starts a send of `data` to member `to` and lets it complete on its own.
@@ -212,10 +222,11 @@ fn bcast_packed(g: &mut Group, data: &mut Vec<u8>, len: usize, root: usize, tag:
 
 /// MPI_Bcast on `buf` (one block).
 pub fn bcast(g: &mut Group, buf: &mut Out, root: usize) -> MpiResult<()> {
-    if g.size() == 1 {
+    let len = buf.blocks[0].bytes();
+    // Count 0 (the same on every rank): nothing to move.
+    if g.size() == 1 || len == 0 {
         return Ok(());
     }
-    let len = buf.blocks[0].bytes();
     let mut data = if g.rank() == root { buf.pack(0) } else { Vec::new() };
     bcast_packed(g, &mut data, len, root, tag::BCAST)?;
     if g.rank() != root {
@@ -279,6 +290,9 @@ pub fn reduce(g: &mut Group, send: Option<In>, recv: Option<Out>, red: &Reductio
         (None, Some(o)) => o.pack(0),
         (None, None) => unreachable!("MPI_IN_PLACE without a receive buffer is rejected at the edge"),
     };
+    if mine.is_empty() {
+        return Ok(());
+    }
     if let Some(result) = reduce_packed(g, mine, red, root, tag::REDUCE)? {
         recv.expect("the root has a receive buffer").put(0, &result);
     }
@@ -344,6 +358,9 @@ pub fn allreduce(g: &mut Group, send: Option<In>, mut recv: Out, red: &Reduction
         Some(s) => s.pack(0),
         None => recv.pack(0),
     };
+    if mine.is_empty() {
+        return Ok(());
+    }
     let result = allreduce_packed(g, mine, red, tag::ALLREDUCE)?;
     recv.put(0, &result);
     Ok(())
@@ -367,6 +384,9 @@ pub fn reduce_scatter(
         (None, Some(b)) => pack_block(recv.mem, &b),
         (None, None) => unreachable!("in-place reduce-scatter without its input block"),
     };
+    if mine.is_empty() {
+        return Ok(());
+    }
     let result = reduce_packed(g, mine, red, 0, tag::REDUCE_SCATTER + tag::PHASE_REDUCE)?;
     let piece = if r == 0 {
         let all = result.expect("rank 0 holds the reduction");
@@ -377,13 +397,15 @@ pub fn reduce_scatter(
             start += c * size;
             if i == 0 {
                 own = part;
-            } else {
+            } else if c > 0 {
                 g.send(i, tag::REDUCE_SCATTER + tag::PHASE_SCATTER, part);
             }
         }
         own
-    } else {
+    } else if counts[r] > 0 {
         g.recv(0, tag::REDUCE_SCATTER + tag::PHASE_SCATTER, counts[r] * size)?
+    } else {
+        Vec::new()
     };
     recv.put(0, &piece);
     Ok(())
@@ -400,6 +422,9 @@ pub fn scan(g: &mut Group, send: Option<In>, mut recv: Out, red: &Reduction, exc
         None => recv.pack(0),
     };
     let len = partial.len();
+    if len == 0 {
+        return Ok(());
+    }
     let mut result = if exclusive { None } else { Some(partial.clone()) };
     let mut mask = 1;
     while mask < n {
@@ -437,12 +462,16 @@ pub fn gather(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) -
     let (n, r) = (g.size(), g.rank());
     if r != root {
         let data = send.expect("non-root members send").pack(0);
-        g.send(root, tag::GATHER, data);
+        if !data.is_empty() {
+            g.send(root, tag::GATHER, data);
+        }
         return Ok(());
     }
     let mut out = recv.expect("the root has a receive buffer");
-    let reqs: Vec<(usize, u32)> =
-        (0..n).filter(|&i| i != root).map(|i| (i, g.post_recv(i, tag::GATHER, out.blocks[i].bytes()))).collect();
+    let reqs: Vec<(usize, u32)> = (0..n)
+        .filter(|&i| i != root && out.blocks[i].bytes() > 0)
+        .map(|i| (i, g.post_recv(i, tag::GATHER, out.blocks[i].bytes())))
+        .collect();
     if let Some(s) = send {
         out.put(root, &s.pack(0));
     }
@@ -461,13 +490,18 @@ pub fn scatter(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) 
     let (n, r) = (g.size(), g.rank());
     if r != root {
         let mut out = recv.expect("non-root members receive");
+        if out.blocks[0].bytes() == 0 {
+            return Ok(());
+        }
         let data = g.recv(root, tag::SCATTER, out.blocks[0].bytes())?;
         out.put(0, &data);
         return Ok(());
     }
     let s = send.expect("the root has a send buffer");
     for i in (root + 1..n).chain(0..root) {
-        g.send(i, tag::SCATTER, s.pack(i));
+        if s.blocks[i].bytes() > 0 {
+            g.send(i, tag::SCATTER, s.pack(i));
+        }
     }
     if let Some(mut out) = recv {
         out.put(0, &s.pack(root));
@@ -479,6 +513,10 @@ pub fn scatter(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) 
 /// `send` is None for MPI_IN_PLACE (the own block is already in place in `recv`).
 pub fn allgather(g: &mut Group, send: Option<In>, mut recv: Out) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
+    // Counts are known to every rank: with nothing to move, return at once.
+    if recv.blocks.iter().all(|b| b.bytes() == 0) {
+        return Ok(());
+    }
     let mut current = match send {
         Some(s) => {
             let d = s.pack(0);
@@ -490,9 +528,20 @@ pub fn allgather(g: &mut Group, send: Option<In>, mut recv: Out) -> MpiResult<()
     let (left, right) = ((r + n - 1) % n, (r + 1) % n);
     for step in 0..n.saturating_sub(1) {
         let from = (r + n - step - 1) % n;
-        let got = g.sendrecv(right, current, left, recv.blocks[from].bytes(), tag::ALLGATHER)?;
-        recv.put(from, &got);
-        current = got;
+        let (sent, len) = ((r + n - step) % n, recv.blocks[from].bytes());
+        let req = (len > 0).then(|| g.post_recv(left, tag::ALLGATHER, len));
+        if recv.blocks[sent].bytes() > 0 {
+            g.send(right, tag::ALLGATHER, current);
+        }
+        current = match req {
+            Some(q) => {
+                g.wait_all(&[q]);
+                let got = g.take(q)?;
+                recv.put(from, &got);
+                got
+            }
+            None => Vec::new(),
+        };
     }
     Ok(())
 }
@@ -507,12 +556,18 @@ pub fn alltoall(g: &mut Group, send: Option<In>, mut recv: Out) -> MpiResult<()>
         None => (0..n).map(|i| recv.pack(i)).collect(),
     };
     let order: Vec<usize> = (1..n).map(|k| (r + k) % n).collect();
-    let reqs: Vec<(usize, u32)> =
-        order.iter().rev().map(|&i| (i, g.post_recv(i, tag::ALLTOALL, recv.blocks[i].bytes()))).collect();
+    let reqs: Vec<(usize, u32)> = order
+        .iter()
+        .rev()
+        .filter(|&&i| recv.blocks[i].bytes() > 0)
+        .map(|&i| (i, g.post_recv(i, tag::ALLTOALL, recv.blocks[i].bytes())))
+        .collect();
     let mut outgoing = outgoing;
     for &i in &order {
         let data = std::mem::take(&mut outgoing[i]);
-        g.send(i, tag::ALLTOALL, data);
+        if !data.is_empty() {
+            g.send(i, tag::ALLTOALL, data);
+        }
     }
     recv.put(r, &outgoing[r]);
     let ids: Vec<u32> = reqs.iter().map(|&(_, q)| q).collect();

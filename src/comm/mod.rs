@@ -46,12 +46,22 @@ pub struct Comm {
     pub attrs: Attrs,
     /// Hints set with MPI_Comm_set_info / MPI_Comm_dup_with_info.
     pub hints: Info,
+    /// Nonblocking/persistent collectives started so far (their tags; see coll::sched).
+    pub coll_seq: std::cell::Cell<u32>,
 }
 
 impl Comm {
     /// A communicator of `members` (world ranks) where this process is `rank`.
     pub fn new(ctx: u32, rank: usize, members: Vec<usize>) -> Comm {
-        Comm { ctx, rank, members, name: String::new(), attrs: Attrs::default(), hints: Info::default() }
+        Comm {
+            ctx,
+            rank,
+            members,
+            name: String::new(),
+            attrs: Attrs::default(),
+            hints: Info::default(),
+            coll_seq: Default::default(),
+        }
     }
 
     pub fn size(&self) -> usize {

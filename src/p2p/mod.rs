@@ -114,6 +114,8 @@ pub struct Engine {
     /// Attached bsend buffer capacity and bytes in use.
     pub bsend_capacity: usize,
     pub bsend_used: usize,
+    /// Active collective schedules (request ids), advanced by `progress` (coll::sched).
+    pub scheds: Vec<u32>,
 }
 
 /// Value peers read at init to find out whether single-copy reads are allowed.
@@ -138,6 +140,7 @@ impl Engine {
             wait: WaitPolicy::for_node(nranks),
             bsend_capacity: 0,
             bsend_used: 0,
+            scheds: Vec::new(),
         }
     }
 
@@ -597,8 +600,17 @@ impl Engine {
         }
     }
 
-    /// One pass over the rings and the queued work; returns whether anything happened.
+    /// One pass over the rings and the queued work, then over the active collective
+    /// schedules; returns whether anything happened.
     pub fn progress(&mut self) -> bool {
+        let did = self.progress_p2p();
+        if self.scheds.is_empty() {
+            return did;
+        }
+        crate::coll::sched::progress(self) | did
+    }
+
+    fn progress_p2p(&mut self) -> bool {
         let Some(_) = &self.shm else { return false };
         let mut did = false;
         for src in 0..self.nranks {
@@ -704,6 +716,7 @@ impl Engine {
         match r.op {
             Op::Send { .. } => self.start_send(req),
             Op::Recv { .. } => self.start_recv(req),
+            Op::Coll(_) => crate::coll::sched::kick(self, req),
             _ => {
                 // MPI_PROC_NULL peer: nothing to move.
                 let r = self.reqs.get_mut(req).unwrap();

@@ -44,6 +44,8 @@ pub enum Op {
     },
     /// A message taken out of the queues by MPI_Mprobe/Improbe, waiting for MPI_Mrecv.
     Message(super::Unexpected),
+    /// A nonblocking or persistent collective in progress (advanced by `Engine::progress`).
+    Coll(Box<crate::coll::sched::Schedule>),
     /// A request with nothing to do (persistent and inactive, or completed self-contained).
     Nothing,
 }
