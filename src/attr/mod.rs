@@ -182,7 +182,7 @@ mod tests {
         assert_eq!(get(k).unwrap().extra_state, 7);
         retain(k);
         free(k).unwrap();
-        assert_eq!(free(k).unwrap_err().code, MPI_ERR_KEYVAL);
+        assert!(free(k).is_ok(), "a second free while attributes hold the keyval is ignored (MPICH)");
         assert!(get(k).is_ok(), "an attribute still holds it");
         release(k);
         assert_eq!(get(k).unwrap_err().code, MPI_ERR_KEYVAL);
