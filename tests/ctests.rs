@@ -122,6 +122,11 @@ ctests! {
     dtype_sendrecv => "dtype_sendrecv.c",
     dtype_errors => "dtype_errors.c",
     dtype_darray => "dtype_darray.c",
+    topo_dims => "topo_dims.c",
+    topo_cart => "topo_cart.c",
+    topo_graph => "topo_graph.c",
+    topo_distgraph => "topo_distgraph.c",
+    intercomm_basic => "intercomm_basic.c",
 }
 
 /// A Fortran source file (compiled with `mpifort`).

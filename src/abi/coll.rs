@@ -187,6 +187,9 @@ unsafe fn borrow_pair<'a>(send: Option<Region>, recv: Option<Region>) -> (Option
 fn with_group(comm: MPI_Comm, f: impl FnOnce(&mut Group) -> MpiResult) -> MpiResult {
     runtime::with(|rt| {
         let c = rt.comms.get(comm)?;
+        if c.is_inter() {
+            return err(MPI_ERR_COMM, "intercommunicator collectives are not implemented yet");
+        }
         let mut g = Group::new(&mut rt.engine, c);
         f(&mut g)
     })

@@ -1,0 +1,3 @@
+/* oxmpi-test: np=2 */
+#include "comm_mtest.h"
+int main(int argc, char **argv) { cm_init(&argc, &argv); return cm_finalize(); }
