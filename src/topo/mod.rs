@@ -63,7 +63,7 @@ impl Cart {
         let n = cart.size();
         if n > size as u64 {
             return err(
-                MPI_ERR_TOPOLOGY,
+                MPI_ERR_ARG,
                 format!("size of the communicator ({size}) is smaller than the size of the Cartesian topology ({n})"),
             );
         }
@@ -303,7 +303,7 @@ mod tests {
         let (color, key, sub) = c.sub(4, &[false, true]);
         assert_eq!((color, key), (1, 1));
         assert_eq!(sub.dims, [3]);
-        assert_eq!(Cart::new(&[3, 3], &[0, 0], 8).unwrap_err().code, MPI_ERR_TOPOLOGY);
+        assert_eq!(Cart::new(&[3, 3], &[0, 0], 8).unwrap_err().code, MPI_ERR_ARG);
     }
 
     #[test]
