@@ -241,7 +241,7 @@ fn balanced(n: u64, k: usize) -> Vec<u64> {
             }
             return;
         }
-        for &f in divs.iter().filter(|&&f| f <= max && n % f == 0) {
+        for &f in divs.iter().filter(|&&f| f <= max && n.is_multiple_of(f)) {
             let rest = n / f;
             // Factors are non-increasing: the rest must fit in k-1 factors of at most f.
             if (f as f64).powi(k as i32 - 1) + 0.5 < rest as f64 {
@@ -253,7 +253,8 @@ fn balanced(n: u64, k: usize) -> Vec<u64> {
         }
     }
     // The divisors of n, largest first.
-    let mut divs: Vec<u64> = (1..).take_while(|d| d * d <= n).filter(|d| n % d == 0).flat_map(|d| [d, n / d]).collect();
+    let mut divs: Vec<u64> =
+        (1..).take_while(|d| d * d <= n).filter(|d| n.is_multiple_of(*d)).flat_map(|d| [d, n / d]).collect();
     divs.sort_unstable_by(|a, b| b.cmp(a));
     divs.dedup();
     let mut best = None;
