@@ -89,7 +89,19 @@ impl Comm {
     /// MPI_ERR_COMM on an intercommunicator, for operations defined on intracommunicators only.
     pub fn check_intra(&self, what: &str) -> MpiResult<()> {
         if self.is_inter() {
-            return err(MPI_ERR_COMM, format!("{what} is not implemented for intercommunicators"));
+            return err(MPI_ERR_COMM, format!("{what}: an intracommunicator is required, this is an intercommunicator"));
+        }
+        Ok(())
+    }
+
+    /// MPI_ERR_UNSUPPORTED_OPERATION on an intercommunicator, for the constructors (split,
+    /// create, create_group) not implemented over intercommunicators yet.
+    fn check_not_inter_yet(&self) -> MpiResult<()> {
+        if self.is_inter() {
+            return err(
+                MPI_ERR_UNSUPPORTED_OPERATION,
+                "creating communicators from an intercommunicator is not implemented yet",
+            );
         }
         Ok(())
     }
@@ -216,7 +228,7 @@ impl Comms {
         key: i32,
     ) -> MpiResult<Option<MPI_Comm>> {
         let p = self.get(parent)?;
-        p.check_intra("this communicator constructor")?;
+        p.check_not_inter_yet()?;
         let (rank, members, coll_ctx) = (p.rank, p.members.clone(), p.coll_ctx());
         let (table, agreed) = split_exchange(engine, coll_ctx, rank, &members, (color, key), &self.free_ctx);
         let Some((new_members, new_rank)) = split_members(&table, &members, rank) else {
@@ -231,7 +243,7 @@ impl Comms {
     /// pass different, disjoint groups (MPI-2.2).
     pub fn create(&mut self, engine: &mut Engine, parent: MPI_Comm, group: &[usize]) -> MpiResult<Option<MPI_Comm>> {
         let p = self.get(parent)?;
-        p.check_intra("this communicator constructor")?;
+        p.check_not_inter_yet()?;
         let (rank, members, coll_ctx) = (p.rank, p.members.clone(), p.coll_ctx());
         check_subset(group, &members)?;
         let everyone: Vec<(i32, usize)> = members.iter().enumerate().map(|(r, &w)| (r as i32, w)).collect();
@@ -255,7 +267,7 @@ impl Comms {
         tag: i32,
     ) -> MpiResult<Option<MPI_Comm>> {
         let p = self.get(parent)?;
-        p.check_intra("this communicator constructor")?;
+        p.check_not_inter_yet()?;
         let (rank, members, coll_ctx) = (p.rank, p.members.clone(), p.coll_ctx());
         check_subset(group, &members)?;
         let Some(new_rank) = group.iter().position(|&w| w == members[rank]) else {
