@@ -19,4 +19,5 @@ pub mod op;
 pub mod p2p;
 pub mod pmi;
 pub mod runtime;
+pub mod topo;
 pub mod transport;

@@ -126,6 +126,11 @@ ctests! {
     dtype_blocklists_nocma => "dtype_blocklists_nocma.c",
     coll_nonblocking => "coll_nonblocking.c",
     coll_persistent => "coll_persistent.c",
+    topo_dims => "topo_dims.c",
+    topo_cart => "topo_cart.c",
+    topo_graph => "topo_graph.c",
+    topo_distgraph => "topo_distgraph.c",
+    intercomm_basic => "intercomm_basic.c",
 }
 
 /// A Fortran source file (compiled with `mpifort`).

@@ -273,6 +273,9 @@ const DIRECT_REQUEST: u32 = 0xac00_0000;
 fn with_group(comm: MPI_Comm, f: impl FnOnce(&mut Group) -> MpiResult) -> MpiResult {
     runtime::with(|rt| {
         let c = rt.comms.get(comm)?;
+        if c.is_inter() {
+            return err(MPI_ERR_COMM, "intercommunicator collectives are not implemented yet");
+        }
         let mut g = Group::new(&mut rt.engine, c);
         f(&mut g)
     })

@@ -271,26 +271,65 @@ pub unsafe fn MPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group) -> MpiResult
     Ok(())
 }
 
-/// Every communicator is an intracommunicator for now.
 pub unsafe fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> MpiResult {
-    runtime::with(|rt| rt.comms.get(comm).map(|_| ()))?;
+    let inter = runtime::with(|rt| Ok(rt.comms.get(comm)?.is_inter()))?;
     non_null(flag, "flag")?;
     // SAFETY: checked non-null.
-    unsafe { *flag = 0 };
+    unsafe { *flag = inter as c_int };
     Ok(())
 }
 
-fn not_inter(comm: MPI_Comm) -> MpiResult {
-    runtime::with(|rt| rt.comms.get(comm).map(|_| ()))?;
-    err(MPI_ERR_COMM, format!("communicator 0x{:08x} is not an intercommunicator", comm as u32))
+/// The remote group of an intercommunicator (MPI_ERR_COMM on an intracommunicator).
+fn remote_members(comm: MPI_Comm) -> MpiResult<Vec<usize>> {
+    runtime::with(|rt| match &rt.comms.get(comm)?.remote {
+        Some(r) => Ok(r.clone()),
+        None => err(MPI_ERR_COMM, format!("communicator 0x{:08x} is not an intercommunicator", comm as u32)),
+    })
 }
 
-pub unsafe fn MPI_Comm_remote_size(comm: MPI_Comm, _size: *mut c_int) -> MpiResult {
-    not_inter(comm)
+pub unsafe fn MPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> MpiResult {
+    let n = remote_members(comm)?.len();
+    non_null(size, "size")?;
+    // SAFETY: checked non-null.
+    unsafe { *size = n as c_int };
+    Ok(())
 }
 
-pub unsafe fn MPI_Comm_remote_group(comm: MPI_Comm, _group: *mut MPI_Group) -> MpiResult {
-    not_inter(comm)
+pub unsafe fn MPI_Comm_remote_group(comm: MPI_Comm, group: *mut MPI_Group) -> MpiResult {
+    let members = remote_members(comm)?;
+    non_null(group, "group")?;
+    let h = crate::group::insert(crate::group::Group::new(members))?;
+    // SAFETY: checked non-null.
+    unsafe { *group = h };
+    Ok(())
+}
+
+pub unsafe fn MPI_Intercomm_create(
+    local_comm: MPI_Comm,
+    local_leader: c_int,
+    peer_comm: MPI_Comm,
+    remote_leader: c_int,
+    tag: c_int,
+    newintercomm: *mut MPI_Comm,
+) -> MpiResult {
+    runtime::with(|rt| rt.comms.get(local_comm).map(|_| ()))?;
+    if !(0..=super::p2p::TAG_UB).contains(&tag) {
+        return err(MPI_ERR_TAG, format!("invalid tag argument (tag={tag})"));
+    }
+    non_null(newintercomm, "newintercomm")?;
+    let h = runtime::with(|rt| {
+        rt.comms.intercomm_create(&mut rt.engine, local_comm, local_leader, peer_comm, remote_leader, tag)
+    })?;
+    // SAFETY: checked non-null.
+    unsafe { store_new(local_comm, Some(h), newintercomm) }
+}
+
+pub unsafe fn MPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm: *mut MPI_Comm) -> MpiResult {
+    runtime::with(|rt| rt.comms.get(intercomm).map(|_| ()))?;
+    non_null(newintracomm, "newintracomm")?;
+    let h = runtime::with(|rt| rt.comms.intercomm_merge(&mut rt.engine, intercomm, high != 0))?;
+    // SAFETY: checked non-null.
+    unsafe { store_new(intercomm, Some(h), newintracomm) }
 }
 
 pub unsafe fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> MpiResult {

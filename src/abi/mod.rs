@@ -74,3 +74,4 @@ pub mod info;
 pub mod init;
 pub mod op;
 pub mod p2p;
+pub mod topo;

@@ -90,8 +90,10 @@ fn check_peer(c: &crate::comm::Comm, rank: c_int, allow_any: bool) -> MpiResult<
     match rank {
         MPI_PROC_NULL => Ok(Peer::Null),
         MPI_ANY_SOURCE if allow_any => Ok(Peer::Any),
-        r if r >= 0 && (r as usize) < c.size() => Ok(Peer::Rank { rank: r, world: c.world_rank(r as usize) }),
-        r => err(MPI_ERR_RANK, format!("invalid rank argument (rank={r}, communicator size {})", c.size())),
+        r if r >= 0 && (r as usize) < c.peer_count() => {
+            Ok(Peer::Rank { rank: r, world: c.peer_world_rank(r as usize) })
+        }
+        r => err(MPI_ERR_RANK, format!("invalid rank argument (rank={r}, communicator size {})", c.peer_count())),
     }
 }
 

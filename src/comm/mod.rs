@@ -20,6 +20,8 @@ use crate::p2p::buffers::{RecvBuf, SendBuf};
 use crate::p2p::request::SendMode;
 use crate::p2p::{Engine, Envelope};
 
+mod inter;
+
 /// Handles of user communicators: kind DIRECT (bits 31..30 = 10), object COMM (1).
 const DIRECT_COMM: u32 = 0x8400_0000;
 /// Context ids come in pairs: `ctx` for user point-to-point, `ctx + 1` for the library's own
@@ -48,6 +50,12 @@ pub struct Comm {
     pub hints: Info,
     /// Nonblocking/persistent collectives started so far (their tags; see coll::sched).
     pub coll_seq: std::cell::Cell<u32>,
+    /// The virtual topology (MPI_Cart_create, MPI_Graph_create, MPI_Dist_graph_create*).
+    pub topo: Option<crate::topo::Topology>,
+    /// Intercommunicators: world rank of each member of the remote group, by remote rank.
+    /// Point-to-point `dest`/`source` name remote ranks; the envelope's `src` is the sender's
+    /// rank in its own (local) group.
+    pub remote: Option<Vec<usize>>,
 }
 
 impl Comm {
@@ -61,7 +69,47 @@ impl Comm {
             attrs: Attrs::default(),
             hints: Info::default(),
             coll_seq: Default::default(),
+            topo: None,
+            remote: None,
         }
+    }
+
+    pub fn is_inter(&self) -> bool {
+        self.remote.is_some()
+    }
+
+    /// Number of ranks point-to-point `dest`/`source` may name: the remote group's size on
+    /// an intercommunicator, else the size.
+    pub fn peer_count(&self) -> usize {
+        self.remote.as_ref().map_or(self.members.len(), |r| r.len())
+    }
+
+    /// World rank of the point-to-point peer `rank` (remote group on an intercommunicator).
+    pub fn peer_world_rank(&self, rank: usize) -> usize {
+        self.remote.as_ref().unwrap_or(&self.members)[rank]
+    }
+
+    /// MPI_ERR_COMM on an intercommunicator, for operations defined on intracommunicators only.
+    pub fn check_intra(&self, what: &str) -> MpiResult<()> {
+        if self.is_inter() {
+            return err(
+                MPI_ERR_COMM,
+                format!("{what}: an intracommunicator is required, this is an intercommunicator"),
+            );
+        }
+        Ok(())
+    }
+
+    /// MPI_ERR_UNSUPPORTED_OPERATION on an intercommunicator, for the constructors (split,
+    /// create, create_group) not implemented over intercommunicators yet.
+    fn check_not_inter_yet(&self) -> MpiResult<()> {
+        if self.is_inter() {
+            return err(
+                MPI_ERR_UNSUPPORTED_OPERATION,
+                "creating communicators from an intercommunicator is not implemented yet",
+            );
+        }
+        Ok(())
     }
 
     pub fn size(&self) -> usize {
@@ -81,7 +129,7 @@ impl Comm {
 pub struct Comms {
     table: Vec<Option<Comm>>,
     /// Bit i set: context pair i is free on this process.
-    free_ctx: Vec<u64>,
+    pub(crate) free_ctx: Vec<u64>,
     /// Node of each world rank, read from the process manager on first use.
     node_ids: Option<Vec<usize>>,
 }
@@ -116,7 +164,7 @@ impl Comms {
         c
     }
 
-    fn take_ctx(&mut self, pair: usize) -> u32 {
+    pub(crate) fn take_ctx(&mut self, pair: usize) -> u32 {
         self.free_ctx[pair / 64] &= !(1u64 << (pair % 64));
         (pair * 2) as u32
     }
@@ -143,17 +191,22 @@ impl Comms {
     /// callbacks run outside the runtime); hints are.
     pub fn dup(&mut self, engine: &mut Engine, parent: MPI_Comm) -> MpiResult<MPI_Comm> {
         let p = self.get(parent)?;
+        if p.is_inter() {
+            return self.dup_inter(engine, parent);
+        }
         let (rank, members, coll_ctx, hints) = (p.rank, p.members.clone(), p.coll_ctx(), p.hints.clone());
+        let topo = p.topo.clone();
         let everyone: Vec<(i32, usize)> = members.iter().enumerate().map(|(r, &w)| (r as i32, w)).collect();
         let agreed = agree_free_mask(engine, coll_ctx, TAG_CTX_AGREE, rank, &everyone, &self.free_ctx);
         let pair = first_set_bit(&agreed).ok_or_else(out_of_contexts)?;
         let mut comm = Comm::new(self.take_ctx(pair), rank, members);
         comm.hints = hints;
+        comm.topo = topo;
         Ok(self.install(comm))
     }
 
     /// Puts `comm` in the first free user slot; returns its handle.
-    fn install(&mut self, comm: Comm) -> MPI_Comm {
+    pub(crate) fn install(&mut self, comm: Comm) -> MPI_Comm {
         let slot = match self.table.iter().skip(2).position(|c| c.is_none()) {
             Some(i) => i + 2,
             None => {
@@ -181,6 +234,7 @@ impl Comms {
         key: i32,
     ) -> MpiResult<Option<MPI_Comm>> {
         let p = self.get(parent)?;
+        p.check_not_inter_yet()?;
         let (rank, members, coll_ctx) = (p.rank, p.members.clone(), p.coll_ctx());
         let (table, agreed) = split_exchange(engine, coll_ctx, rank, &members, (color, key), &self.free_ctx);
         let Some((new_members, new_rank)) = split_members(&table, &members, rank) else {
@@ -195,6 +249,7 @@ impl Comms {
     /// pass different, disjoint groups (MPI-2.2).
     pub fn create(&mut self, engine: &mut Engine, parent: MPI_Comm, group: &[usize]) -> MpiResult<Option<MPI_Comm>> {
         let p = self.get(parent)?;
+        p.check_not_inter_yet()?;
         let (rank, members, coll_ctx) = (p.rank, p.members.clone(), p.coll_ctx());
         check_subset(group, &members)?;
         let everyone: Vec<(i32, usize)> = members.iter().enumerate().map(|(r, &w)| (r as i32, w)).collect();
@@ -218,6 +273,7 @@ impl Comms {
         tag: i32,
     ) -> MpiResult<Option<MPI_Comm>> {
         let p = self.get(parent)?;
+        p.check_not_inter_yet()?;
         let (rank, members, coll_ctx) = (p.rank, p.members.clone(), p.coll_ctx());
         check_subset(group, &members)?;
         let Some(new_rank) = group.iter().position(|&w| w == members[rank]) else {
@@ -259,9 +315,26 @@ impl Comms {
     /// MPI_Comm_compare.
     pub fn compare(&self, a: MPI_Comm, b: MPI_Comm) -> MpiResult<i32> {
         let (ca, cb) = (self.get(a)?, self.get(b)?);
-        Ok(if a == b {
-            MPI_IDENT
-        } else if ca.members == cb.members {
+        if a == b {
+            return Ok(MPI_IDENT);
+        }
+        match (&ca.remote, &cb.remote) {
+            (None, None) => {}
+            (Some(ra), Some(rb)) => {
+                // Both groups must compare alike; the weaker answer of the two wins.
+                let local = group_compare(&ca.members, &cb.members);
+                let remote = group_compare(ra, rb);
+                return Ok(if local == MPI_UNEQUAL || remote == MPI_UNEQUAL {
+                    MPI_UNEQUAL
+                } else if local == MPI_SIMILAR || remote == MPI_SIMILAR {
+                    MPI_SIMILAR
+                } else {
+                    MPI_CONGRUENT
+                });
+            }
+            _ => return Ok(MPI_UNEQUAL),
+        }
+        Ok(if ca.members == cb.members {
             MPI_CONGRUENT
         } else {
             let (mut x, mut y) = (ca.members.clone(), cb.members.clone());
@@ -272,11 +345,22 @@ impl Comms {
     }
 }
 
-fn first_set_bit(mask: &[u64]) -> Option<usize> {
+/// CONGRUENT (same members, same order), SIMILAR (same members) or UNEQUAL.
+fn group_compare(a: &[usize], b: &[usize]) -> i32 {
+    if a == b {
+        return MPI_CONGRUENT;
+    }
+    let (mut x, mut y) = (a.to_vec(), b.to_vec());
+    x.sort_unstable();
+    y.sort_unstable();
+    if x == y { MPI_SIMILAR } else { MPI_UNEQUAL }
+}
+
+pub(crate) fn first_set_bit(mask: &[u64]) -> Option<usize> {
     mask.iter().enumerate().find(|(_, w)| **w != 0).map(|(i, w)| i * 64 + w.trailing_zeros() as usize)
 }
 
-fn out_of_contexts() -> crate::error::MpiError {
+pub(crate) fn out_of_contexts() -> crate::error::MpiError {
     crate::error::MpiError::new(MPI_ERR_OTHER, "out of communicator context ids (too many communicators)")
 }
 
@@ -288,18 +372,18 @@ fn check_subset(group: &[usize], members: &[usize]) -> MpiResult<()> {
     }
 }
 
-fn mask_bytes(m: &[u64]) -> Vec<u8> {
+pub(crate) fn mask_bytes(m: &[u64]) -> Vec<u8> {
     m.iter().flat_map(|w| w.to_ne_bytes()).collect()
 }
 
-fn mask_from(b: &[u8]) -> Vec<u64> {
+pub(crate) fn mask_from(b: &[u8]) -> Vec<u64> {
     b.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap())).collect()
 }
 
 /// Bitwise AND of the free-context masks of the participants `parts` (rank used in the
 /// envelope on context `ctx`, world rank), of which this process is `me`: they send theirs to
 /// the first participant, which sends the result back.
-fn agree_free_mask(
+pub(crate) fn agree_free_mask(
     engine: &mut Engine,
     ctx: u32,
     tag: i32,
