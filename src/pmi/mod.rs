@@ -143,13 +143,16 @@ impl Pmi {
         stream.set_nodelay(true)?;
         let mut pmi = Pmi::unconnected(File::from(OwnedFd::from(stream)));
         pmi.call(&Line::cmd("initack").with("pmiid", id), "initack")?;
-        let (mut rank, mut size) = (None, None);
-        while rank.is_none() || size.is_none() {
+        // The server follows initack with `set size=`, `set rank=` and `set debug=`: read all
+        // three, or the last would be taken for the reply to the next request.
+        let (mut rank, mut size, mut debug) = (None, None, None);
+        while rank.is_none() || size.is_none() || debug.is_none() {
             let line = pmi.receive()?;
             let number = |key| line.get(key).and_then(|v| v.parse::<i64>().ok());
             if line.command() == Some("set") {
                 rank = rank.or(number("rank"));
                 size = size.or(number("size"));
+                debug = debug.or(number("debug"));
             }
         }
         let (rank, size) = (rank.unwrap_or(0), size.unwrap_or(1));
