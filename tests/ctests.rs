@@ -82,6 +82,7 @@ ctests! {
     p2p_bsend => "p2p_bsend.c",
     p2p_persistent => "p2p_persistent.c",
     p2p_sendrecv => "p2p_sendrecv.c",
+    p2p_isendrecv => "p2p_isendrecv.c",
     p2p_probe => "p2p_probe.c",
     p2p_mprobe => "p2p_mprobe.c",
     p2p_cancel => "p2p_cancel.c",

@@ -1160,6 +1160,83 @@ pub unsafe fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) ->
 
 // ----- sendrecv -----
 
+/// Starts a send and a receive as one request (MPI_Isendrecv); every argument is checked
+/// before anything starts.
+///
+/// # Safety
+/// Both buffers stay valid until the request completes.
+unsafe fn start_sendrecv(
+    rt: &mut Runtime,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<u32> {
+    let a = send_args(rt, sendcount, sendtype, dest, sendtag, comm)?;
+    check_buffer(sendbuf, a.count, &a.layout)?;
+    let (_, _, layout, n) = recv_args(rt, recvcount, recvtype, source, recvtag, comm)?;
+    check_buffer(recvbuf, n, &layout)?;
+    // SAFETY: forwarded from the caller.
+    let r = unsafe { start_recv(rt, recvbuf, recvcount, recvtype, source, recvtag, comm)? };
+    let s = unsafe { start_send(rt, sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::Standard)? };
+    Ok(rt.engine.pair(r, s, comm))
+}
+
+/// Starts MPI_Isendrecv_replace: the outgoing data is copied first, so the receive may
+/// overwrite the buffer.
+///
+/// # Safety
+/// The buffer stays valid until the request completes.
+unsafe fn start_sendrecv_replace(
+    rt: &mut Runtime,
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+) -> MpiResult<u32> {
+    let a = send_args(rt, count, datatype, dest, sendtag, comm)?;
+    recv_args(rt, count, datatype, source, recvtag, comm)?;
+    check_buffer(buf, a.count, &a.layout)?;
+    // SAFETY: buf holds count elements (caller).
+    let packed = unsafe { SendBuf::new(buf as *const u8, a.layout, a.count) }.packed_bytes().to_vec();
+    let s = match a.peer {
+        Peer::Rank { world, .. } => rt.engine.isend(world, a.env, SendBuf::owned(packed), SendMode::Standard, comm),
+        _ => rt.engine.reqs.insert(Request::completed(Status::proc_null(), comm)),
+    };
+    // SAFETY: forwarded from the caller.
+    let r = unsafe { start_recv(rt, buf, count, datatype, source, recvtag, comm)? };
+    Ok(rt.engine.pair(r, s, comm))
+}
+
+/// Runs a blocking call as its nonblocking start plus a wait, reporting the status.
+fn wait_started(rt: &mut Runtime, id: u32, status: *mut MPI_Status) -> MpiResult {
+    let s = wait_id(rt, id);
+    // SAFETY: status is MPI_STATUS_IGNORE or the caller's.
+    unsafe { write_status(status, &s, false) };
+    status_result(&s)
+}
+
+/// Stores a started request's handle for the caller.
+fn return_request(id: u32, request: *mut MPI_Request) -> MpiResult {
+    if request.is_null() {
+        return err(MPI_ERR_ARG, "invalid request pointer (NULL)");
+    }
+    // SAFETY: checked non-null; the caller passes a writable request.
+    unsafe { *request = request_handle(id) };
+    Ok(())
+}
+
 unsafe fn sendrecv(
     sendbuf: *const c_void,
     sendcount: i64,
@@ -1176,22 +1253,12 @@ unsafe fn sendrecv(
 ) -> MpiResult {
     runtime::with(|rt| {
         // SAFETY: both buffers are valid for the duration of the blocking call.
-        let r = unsafe { start_recv(rt, recvbuf, recvcount, recvtype, source, recvtag, comm)? };
-        let s = match unsafe { start_send(rt, sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::Standard) } {
-            Ok(s) => s,
-            Err(e) => {
-                rt.engine.cancel_recv(r);
-                rt.engine.wait_until(|e| e.is_done(r));
-                rt.engine.collect(r);
-                return Err(e);
-            }
+        let id = unsafe {
+            start_sendrecv(
+                rt, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm,
+            )?
         };
-        rt.engine.wait_until(|e| e.is_done(r) && e.is_done(s));
-        rt.engine.collect(s);
-        let st = rt.engine.collect(r);
-        // SAFETY: status is IGNORE or the caller's.
-        unsafe { write_status(status, &st, false) };
-        status_result(&st)
+        wait_started(rt, id, status)
     })
 }
 
@@ -1259,23 +1326,9 @@ unsafe fn sendrecv_replace(
     status: *mut MPI_Status,
 ) -> MpiResult {
     runtime::with(|rt| {
-        let a = send_args(rt, count, datatype, dest, sendtag, comm)?;
-        check_buffer(buf, a.count, &a.layout)?;
-        // The outgoing data is copied first, so the receive may overwrite the buffer.
-        // SAFETY: buf holds count elements (caller).
-        let packed = unsafe { SendBuf::new(buf as *const u8, a.layout, a.count) }.packed_bytes().to_vec();
-        let s = match a.peer {
-            Peer::Rank { world, .. } => rt.engine.isend(world, a.env, SendBuf::owned(packed), SendMode::Standard, comm),
-            _ => rt.engine.reqs.insert(Request::completed(Status::proc_null(), comm)),
-        };
-        // SAFETY: as above, the buffer is ours until this call returns.
-        let r = unsafe { start_recv(rt, buf, count, datatype, source, recvtag, comm)? };
-        rt.engine.wait_until(|e| e.is_done(r) && e.is_done(s));
-        rt.engine.collect(s);
-        let st = rt.engine.collect(r);
-        // SAFETY: status is IGNORE or the caller's.
-        unsafe { write_status(status, &st, false) };
-        status_result(&st)
+        // SAFETY: the buffer is valid for the duration of the blocking call.
+        let id = unsafe { start_sendrecv_replace(rt, buf, count, datatype, dest, sendtag, source, recvtag, comm)? };
+        wait_started(rt, id, status)
     })
 }
 
@@ -1706,4 +1759,134 @@ pub unsafe fn MPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut MPI_Count
         unsafe { *size = n as MPI_Count };
     }
     Ok(())
+}
+
+// ----- nonblocking send-receive (MPI-4) -----
+
+unsafe fn isendrecv(
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    if request.is_null() {
+        return err(MPI_ERR_ARG, "invalid request pointer (NULL)");
+    }
+    runtime::with(|rt| {
+        // SAFETY: the caller keeps both buffers valid until the request completes (MPI rule).
+        let id = unsafe {
+            start_sendrecv(
+                rt, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm,
+            )?
+        };
+        return_request(id, request)
+    })
+}
+
+pub unsafe fn MPI_Isendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    unsafe {
+        isendrecv(
+            sendbuf,
+            sendcount as i64,
+            sendtype,
+            dest,
+            sendtag,
+            recvbuf,
+            recvcount as i64,
+            recvtype,
+            source,
+            recvtag,
+            comm,
+            request,
+        )
+    }
+}
+pub unsafe fn MPI_Isendrecv_c(
+    sendbuf: *const c_void,
+    sendcount: MPI_Count,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: MPI_Count,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    unsafe {
+        isendrecv(
+            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request,
+        )
+    }
+}
+
+unsafe fn isendrecv_replace(
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    if request.is_null() {
+        return err(MPI_ERR_ARG, "invalid request pointer (NULL)");
+    }
+    runtime::with(|rt| {
+        // SAFETY: the caller keeps the buffer valid until the request completes (MPI rule).
+        let id = unsafe { start_sendrecv_replace(rt, buf, count, datatype, dest, sendtag, source, recvtag, comm)? };
+        return_request(id, request)
+    })
+}
+
+pub unsafe fn MPI_Isendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    unsafe { isendrecv_replace(buf, count as i64, datatype, dest, sendtag, source, recvtag, comm, request) }
+}
+pub unsafe fn MPI_Isendrecv_replace_c(
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    unsafe { isendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, request) }
 }

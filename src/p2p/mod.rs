@@ -116,6 +116,8 @@ pub struct Engine {
     pub bsend_used: usize,
     /// Active collective schedules (request ids), advanced by `progress` (coll::sched).
     pub scheds: Vec<u32>,
+    /// Active send-receive pairs (MPI_Isendrecv), completed by `progress`.
+    pairs: Vec<u32>,
 }
 
 /// Value peers read at init to find out whether single-copy reads are allowed.
@@ -141,6 +143,7 @@ impl Engine {
             bsend_capacity: 0,
             bsend_used: 0,
             scheds: Vec::new(),
+            pairs: Vec::new(),
         }
     }
 
@@ -603,11 +606,51 @@ impl Engine {
     /// One pass over the rings and the queued work, then over the active collective
     /// schedules; returns whether anything happened.
     pub fn progress(&mut self) -> bool {
-        let did = self.progress_p2p();
+        let mut did = self.progress_p2p();
+        if !self.pairs.is_empty() {
+            did |= self.complete_pairs();
+        }
         if self.scheds.is_empty() {
             return did;
         }
         crate::coll::sched::progress(self) | did
+    }
+
+    /// Starts MPI_Isendrecv's request over a started receive and send.
+    pub fn pair(&mut self, recv: u32, send: u32, comm: i32) -> u32 {
+        let req = self.reqs.insert(Request::started(Op::Pair { recv, send }, comm));
+        self.pairs.push(req);
+        self.complete_pairs();
+        req
+    }
+
+    /// Completes the pairs whose receive and send are both done.
+    fn complete_pairs(&mut self) -> bool {
+        let mut did = false;
+        let mut i = 0;
+        while i < self.pairs.len() {
+            let req = self.pairs[i];
+            let Some(Request { op: Op::Pair { recv, send }, .. }) = self.reqs.get(req) else {
+                unreachable!("a pair that is not a pair")
+            };
+            let (recv, send) = (*recv, *send);
+            if !(self.is_complete(recv) && self.is_complete(send)) {
+                i += 1;
+                continue;
+            }
+            self.pairs.swap_remove(i);
+            self.collect(send);
+            let status = self.collect(recv);
+            let r = self.reqs.get_mut(req).unwrap();
+            r.status = status;
+            r.op = Op::Nothing;
+            r.complete = true;
+            if r.freed {
+                self.reqs.remove(req);
+            }
+            did = true;
+        }
+        did
     }
 
     fn progress_p2p(&mut self) -> bool {

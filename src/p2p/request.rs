@@ -46,6 +46,9 @@ pub enum Op {
     Message(super::Unexpected),
     /// A nonblocking or persistent collective in progress (advanced by `Engine::progress`).
     Coll(Box<crate::coll::sched::Schedule>),
+    /// MPI_Isendrecv: completes when both its receive and its send have; reports the
+    /// receive's status.
+    Pair { recv: u32, send: u32 },
     /// A request with nothing to do (persistent and inactive, or completed self-contained).
     Nothing,
 }
