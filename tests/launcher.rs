@@ -185,7 +185,7 @@ fn abort_ends_job_with_its_code() {
     let (output, elapsed) = run(&mut mpiexec(&with_role(&["-n", "3"], &roles)));
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(5), "{stderr}");
-    assert!(stderr.contains("mpiexec: rank 1 called MPI_Abort(code 5): test abort message"), "{stderr}");
+    assert!(stderr.contains("mpiexec: rank 1 aborted the job (code 5): test abort message"), "{stderr}");
     assert!(elapsed < PROMPT, "took {elapsed:?}");
 }
 

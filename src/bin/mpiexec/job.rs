@@ -526,7 +526,8 @@ impl Job {
             let message = wire::unescape_text(request.get("error_msg").unwrap_or(""));
             let message = message.trim_end();
             let detail = if message.is_empty() { String::new() } else { format!(": {message}") };
-            report(&format!("rank {index} called MPI_Abort(code {code}){detail}"));
+            // MPI_Abort or a fatal error handler; the detail says which.
+            report(&format!("rank {index} aborted the job (code {code}){detail}"));
             self.begin_shutdown(code, libc::SIGTERM);
         }
     }
