@@ -177,13 +177,56 @@ fn rust_entries(decls: &Decls, callbacks: &[String], impls: &BTreeMap<String, Im
             panic!("src/abi/{}.rs defines {name}, which mpi.decl does not declare", impls[name].module);
         }
     }
+    let by_name: BTreeMap<&str, &Func> = decls.functions.iter().map(|f| (f.name.as_str(), f)).collect();
     for f in &decls.functions {
-        entry(&mut s, f, callbacks, impls.get(&f.name));
+        let names: Vec<String> = f.params.iter().map(|p| decl::rust_ident(&p.name)).collect();
+        let target = match impls.get(&f.name) {
+            Some(i) => Some(Target { imp: i, name: f.name.clone(), args: names }),
+            None => widened_target(f, &by_name, impls),
+        };
+        entry(&mut s, f, callbacks, target);
     }
     s
 }
 
-fn entry(s: &mut String, f: &Func, callbacks: &[String], imp: Option<&Impl>) {
+/// The implementation an entry calls, with the argument expressions it passes.
+struct Target<'a> {
+    imp: &'a Impl,
+    name: String,
+    args: Vec<String>,
+}
+
+/// An `int`-count function without an implementation of its own is served by its large-count
+/// twin `MPI_X_c` when the two differ only in scalar `int` parameters that the twin takes as
+/// `MPI_Count`/`MPI_Aint`: the entry widens them (lossless), so the `_c` implementation is the
+/// only one written.
+fn widened_target<'a>(
+    f: &Func,
+    by_name: &BTreeMap<&str, &Func>,
+    impls: &'a BTreeMap<String, Impl>,
+) -> Option<Target<'a>> {
+    let wide_name = format!("{}_c", f.name);
+    let (wide, imp) = (by_name.get(wide_name.as_str())?, impls.get(&wide_name)?);
+    if wide.params.len() != f.params.len() || wide.ret != f.ret {
+        return None;
+    }
+    let scalar = |t: &decl::CType, base: &str| t.base == base && t.pointers == 0 && t.inner_array.is_none();
+    let mut args = Vec::new();
+    for (narrow, w) in f.params.iter().zip(&wide.params) {
+        let name = decl::rust_ident(&narrow.name);
+        if narrow.ty == w.ty {
+            args.push(name);
+        } else if scalar(&narrow.ty, "int") && (scalar(&w.ty, "MPI_Count") || scalar(&w.ty, "MPI_Aint")) {
+            args.push(format!("{name} as {}", w.ty.base));
+        } else {
+            return None;
+        }
+    }
+    Some(Target { imp, name: wide_name, args })
+}
+
+fn entry(s: &mut String, f: &Func, callbacks: &[String], target: Option<Target>) {
+    let imp = target.as_ref().map(|t| t.imp);
     let pname = pmpi_name(&f.name);
     let ret = decl::rust_return(&f.ret, callbacks).unwrap_or_else(|e| panic!("{}: {e}", f.name));
     let returns_int = f.ret.base == "int" && f.ret.pointers == 0;
@@ -207,15 +250,15 @@ fn entry(s: &mut String, f: &Func, callbacks: &[String], imp: Option<&Impl>) {
         if f.variadic { " (variadic in C; the extra arguments are ignored)" } else { "" }
     )
     .unwrap();
-    match imp {
-        Some(i) => writeln!(s, "/// Implemented by `crate::abi::{}::{}`.", i.module, f.name).unwrap(),
+    match &target {
+        Some(t) => writeln!(s, "/// Implemented by `crate::abi::{}::{}`.", t.imp.module, t.name).unwrap(),
         None => writeln!(s, "/// Not implemented yet: reports MPI_ERR_UNSUPPORTED_OPERATION.").unwrap(),
     }
     writeln!(s, "#[unsafe(no_mangle)]").unwrap();
     writeln!(s, "pub unsafe extern \"C\" fn {pname}({}){ret} {{", params.join(", ")).unwrap();
-    match imp {
-        Some(i) => {
-            let call = format!("crate::abi::{}::{}({})", i.module, f.name, names.join(", "));
+    match &target {
+        Some(Target { imp: i, name: target_name, args }) => {
+            let call = format!("crate::abi::{}::{target_name}({})", i.module, args.join(", "));
             let call = if i.is_unsafe {
                 format!(
                     "// SAFETY: C passed arguments that match {}'s prototype, which is the\n        \

@@ -299,17 +299,6 @@ pub unsafe fn MPI_Barrier_init(comm: MPI_Comm, _info: MPI_Info, request: *mut MP
     barrier(comm, Mode::Init(request))
 }
 
-pub unsafe fn MPI_Bcast(
-    buffer: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { bcast(buffer, count as i64, datatype, root, comm, Mode::Blocking) }
-}
-
 pub unsafe fn MPI_Bcast_c(
     buffer: *mut c_void,
     count: MPI_Count,
@@ -351,19 +340,6 @@ unsafe fn bcast(
 
 // ----- reductions -----
 
-pub unsafe fn MPI_Reduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { reduce(sendbuf, recvbuf, count as i64, datatype, op, root, comm, Mode::Blocking) }
-}
-
 pub unsafe fn MPI_Reduce_c(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -375,18 +351,6 @@ pub unsafe fn MPI_Reduce_c(
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
     unsafe { reduce(sendbuf, recvbuf, count, datatype, op, root, comm, Mode::Blocking) }
-}
-
-pub unsafe fn MPI_Allreduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { allreduce(sendbuf, recvbuf, count as i64, datatype, op, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Allreduce_c(
@@ -401,18 +365,6 @@ pub unsafe fn MPI_Allreduce_c(
     unsafe { allreduce(sendbuf, recvbuf, count, datatype, op, comm, Mode::Blocking) }
 }
 
-pub unsafe fn MPI_Scan(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { scan(sendbuf, recvbuf, count as i64, datatype, op, comm, Mode::Blocking) }
-}
-
 pub unsafe fn MPI_Scan_c(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -423,18 +375,6 @@ pub unsafe fn MPI_Scan_c(
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
     unsafe { scan(sendbuf, recvbuf, count, datatype, op, comm, Mode::Blocking) }
-}
-
-pub unsafe fn MPI_Exscan(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { exscan(sendbuf, recvbuf, count as i64, datatype, op, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Exscan_c(
@@ -608,18 +548,6 @@ unsafe fn exscan(
     }
 }
 
-pub unsafe fn MPI_Reduce_scatter_block(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { reduce_scatter(sendbuf, recvbuf, Spread::Uniform(recvcount as i64), datatype, op, comm, Mode::Blocking) }
-}
-
 pub unsafe fn MPI_Reduce_scatter_block_c(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -725,21 +653,6 @@ unsafe fn reduce_scatter(
 
 // ----- gather and scatter -----
 
-pub unsafe fn MPI_Gather(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> MpiResult {
-    let spread = Spread::Uniform(recvcount as i64);
-    // SAFETY: forwarded from the caller.
-    unsafe { gather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, root, comm, Mode::Blocking) }
-}
-
 pub unsafe fn MPI_Gather_c(
     sendbuf: *const c_void,
     sendcount: MPI_Count,
@@ -843,21 +756,6 @@ unsafe fn gather(
         let (send, recv) = unsafe { keep_pair(send, recv) };
         schedule(g, comm, mode, None, recv, move |s| sched::gather(s, send.as_ref().map(|b| b.pack(0)), root))
     })
-}
-
-pub unsafe fn MPI_Scatter(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> MpiResult {
-    let spread = Spread::Uniform(sendcount as i64);
-    // SAFETY: forwarded from the caller.
-    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount as i64, recvtype, root, comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Scatter_c(
@@ -969,20 +867,6 @@ unsafe fn scatter(
 
 // ----- allgather, all-to-all -----
 
-pub unsafe fn MPI_Allgather(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> MpiResult {
-    let spread = Spread::Uniform(recvcount as i64);
-    // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, comm, Mode::Blocking) }
-}
-
 pub unsafe fn MPI_Allgather_c(
     sendbuf: *const c_void,
     sendcount: MPI_Count,
@@ -1073,20 +957,6 @@ unsafe fn allgather(
         let (send, recv) = unsafe { keep_pair(send, recv) };
         schedule(g, comm, mode, None, recv, move |s| sched::allgather(s, send.as_ref().map(|b| b.pack(0))))
     })
-}
-
-pub unsafe fn MPI_Alltoall(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> MpiResult {
-    let (s, r) = (Spread::Uniform(sendcount as i64), Spread::Uniform(recvcount as i64));
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Blocking) }
 }
 
 pub unsafe fn MPI_Alltoall_c(
@@ -1258,31 +1128,6 @@ unsafe fn alltoall(
 
 // ----- nonblocking (MPI_I...) and persistent (MPI_..._init) entry points -----
 
-pub unsafe fn MPI_Ibcast(
-    buffer: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { bcast(buffer, count as i64, datatype, root, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Bcast_init(
-    buffer: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { bcast(buffer, count as i64, datatype, root, comm, Mode::Init(request)) }
-}
-
 pub unsafe fn MPI_Ibcast_c(
     buffer: *mut c_void,
     count: MPI_Count,
@@ -1306,35 +1151,6 @@ pub unsafe fn MPI_Bcast_init_c(
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
     unsafe { bcast(buffer, count, datatype, root, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Ireduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { reduce(sendbuf, recvbuf, count as i64, datatype, op, root, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Reduce_init(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { reduce(sendbuf, recvbuf, count as i64, datatype, op, root, comm, Mode::Init(request)) }
 }
 
 pub unsafe fn MPI_Ireduce_c(
@@ -1366,33 +1182,6 @@ pub unsafe fn MPI_Reduce_init_c(
     unsafe { reduce(sendbuf, recvbuf, count, datatype, op, root, comm, Mode::Init(request)) }
 }
 
-pub unsafe fn MPI_Iallreduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { allreduce(sendbuf, recvbuf, count as i64, datatype, op, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Allreduce_init(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { allreduce(sendbuf, recvbuf, count as i64, datatype, op, comm, Mode::Init(request)) }
-}
-
 pub unsafe fn MPI_Iallreduce_c(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -1418,33 +1207,6 @@ pub unsafe fn MPI_Allreduce_init_c(
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
     unsafe { allreduce(sendbuf, recvbuf, count, datatype, op, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Iscan(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { scan(sendbuf, recvbuf, count as i64, datatype, op, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Scan_init(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { scan(sendbuf, recvbuf, count as i64, datatype, op, comm, Mode::Init(request)) }
 }
 
 pub unsafe fn MPI_Iscan_c(
@@ -1474,33 +1236,6 @@ pub unsafe fn MPI_Scan_init_c(
     unsafe { scan(sendbuf, recvbuf, count, datatype, op, comm, Mode::Init(request)) }
 }
 
-pub unsafe fn MPI_Iexscan(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { exscan(sendbuf, recvbuf, count as i64, datatype, op, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Exscan_init(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { exscan(sendbuf, recvbuf, count as i64, datatype, op, comm, Mode::Init(request)) }
-}
-
 pub unsafe fn MPI_Iexscan_c(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -1526,37 +1261,6 @@ pub unsafe fn MPI_Exscan_init_c(
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
     unsafe { exscan(sendbuf, recvbuf, count, datatype, op, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Ireduce_scatter_block(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        reduce_scatter(sendbuf, recvbuf, Spread::Uniform(recvcount as i64), datatype, op, comm, Mode::Start(request))
-    }
-}
-
-pub unsafe fn MPI_Reduce_scatter_block_init(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        reduce_scatter(sendbuf, recvbuf, Spread::Uniform(recvcount as i64), datatype, op, comm, Mode::Init(request))
-    }
 }
 
 pub unsafe fn MPI_Ireduce_scatter_block_c(
@@ -1642,39 +1346,6 @@ pub unsafe fn MPI_Reduce_scatter_init_c(
     let counts = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(recvcounts) };
     // SAFETY: forwarded from the caller.
     unsafe { reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Igather(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let spread = Spread::Uniform(recvcount as i64);
-    // SAFETY: forwarded from the caller.
-    unsafe { gather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, root, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Gather_init(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let spread = Spread::Uniform(recvcount as i64);
-    // SAFETY: forwarded from the caller.
-    unsafe { gather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, root, comm, Mode::Init(request)) }
 }
 
 pub unsafe fn MPI_Igather_c(
@@ -1802,39 +1473,6 @@ pub unsafe fn MPI_Gatherv_init_c(
     unsafe { gather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, root, comm, Mode::Init(request)) }
 }
 
-pub unsafe fn MPI_Iscatter(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let spread = Spread::Uniform(sendcount as i64);
-    // SAFETY: forwarded from the caller.
-    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount as i64, recvtype, root, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Scatter_init(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let spread = Spread::Uniform(sendcount as i64);
-    // SAFETY: forwarded from the caller.
-    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount as i64, recvtype, root, comm, Mode::Init(request)) }
-}
-
 pub unsafe fn MPI_Iscatter_c(
     sendbuf: *const c_void,
     sendcount: MPI_Count,
@@ -1960,37 +1598,6 @@ pub unsafe fn MPI_Scatterv_init_c(
     unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount, recvtype, root, comm, Mode::Init(request)) }
 }
 
-pub unsafe fn MPI_Iallgather(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let spread = Spread::Uniform(recvcount as i64);
-    // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Allgather_init(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let spread = Spread::Uniform(recvcount as i64);
-    // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, comm, Mode::Init(request)) }
-}
-
 pub unsafe fn MPI_Iallgather_c(
     sendbuf: *const c_void,
     sendcount: MPI_Count,
@@ -2106,37 +1713,6 @@ pub unsafe fn MPI_Allgatherv_init_c(
     let spread = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(displs) };
     // SAFETY: forwarded from the caller.
     unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Ialltoall(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let (s, r) = (Spread::Uniform(sendcount as i64), Spread::Uniform(recvcount as i64));
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Alltoall_init(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let (s, r) = (Spread::Uniform(sendcount as i64), Spread::Uniform(recvcount as i64));
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Init(request)) }
 }
 
 pub unsafe fn MPI_Ialltoall_c(

@@ -5,7 +5,9 @@
 //! into a `PMPI_X` entry point with a weak `MPI_X` alias (`entries`) and into the prototypes of
 //! `include/mpi.h`. An entry calls `crate::abi::<module>::MPI_X` when a file `src/abi/<module>.rs`
 //! defines `pub unsafe fn MPI_X(..) -> MpiResult` (same arguments, Rust-typed); otherwise it
-//! reports MPI_ERR_UNSUPPORTED_OPERATION.
+//! reports MPI_ERR_UNSUPPORTED_OPERATION. An `int`-count function whose large-count twin
+//! `MPI_X_c` differs only in scalar counts (`int` -> `MPI_Count`/`MPI_Aint`) needs no impl of
+//! its own: its entry widens the counts and calls the `_c` impl.
 
 #![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, clippy::missing_safety_doc)]
 

@@ -110,17 +110,6 @@ pub unsafe fn MPI_Op_commutative(op: MPI_Op, commute: *mut c_int) -> MpiResult {
     Ok(())
 }
 
-pub unsafe fn MPI_Reduce_local(
-    inbuf: *const c_void,
-    inoutbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { reduce_local(inbuf, inoutbuf, count as i64, datatype, op) }
-}
-
 pub unsafe fn MPI_Reduce_local_c(
     inbuf: *const c_void,
     inoutbuf: *mut c_void,

@@ -272,16 +272,6 @@ unsafe fn blocking_send(
     })
 }
 
-pub unsafe fn MPI_Send(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> MpiResult {
-    unsafe { blocking_send(buf, count as i64, datatype, dest, tag, comm, SendMode::Standard) }
-}
 pub unsafe fn MPI_Send_c(
     buf: *const c_void,
     count: MPI_Count,
@@ -291,16 +281,6 @@ pub unsafe fn MPI_Send_c(
     comm: MPI_Comm,
 ) -> MpiResult {
     unsafe { blocking_send(buf, count, datatype, dest, tag, comm, SendMode::Standard) }
-}
-pub unsafe fn MPI_Ssend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> MpiResult {
-    unsafe { blocking_send(buf, count as i64, datatype, dest, tag, comm, SendMode::Sync) }
 }
 pub unsafe fn MPI_Ssend_c(
     buf: *const c_void,
@@ -312,16 +292,6 @@ pub unsafe fn MPI_Ssend_c(
 ) -> MpiResult {
     unsafe { blocking_send(buf, count, datatype, dest, tag, comm, SendMode::Sync) }
 }
-pub unsafe fn MPI_Rsend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> MpiResult {
-    unsafe { blocking_send(buf, count as i64, datatype, dest, tag, comm, SendMode::Ready) }
-}
 pub unsafe fn MPI_Rsend_c(
     buf: *const c_void,
     count: MPI_Count,
@@ -331,16 +301,6 @@ pub unsafe fn MPI_Rsend_c(
     comm: MPI_Comm,
 ) -> MpiResult {
     unsafe { blocking_send(buf, count, datatype, dest, tag, comm, SendMode::Ready) }
-}
-pub unsafe fn MPI_Bsend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> MpiResult {
-    unsafe { blocking_send(buf, count as i64, datatype, dest, tag, comm, SendMode::Buffered) }
 }
 pub unsafe fn MPI_Bsend_c(
     buf: *const c_void,
@@ -372,17 +332,6 @@ unsafe fn blocking_recv(
     })
 }
 
-pub unsafe fn MPI_Recv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> MpiResult {
-    unsafe { blocking_recv(buf, count as i64, datatype, source, tag, comm, status) }
-}
 pub unsafe fn MPI_Recv_c(
     buf: *mut c_void,
     count: MPI_Count,
@@ -419,17 +368,6 @@ unsafe fn nonblocking_send(
     })
 }
 
-pub unsafe fn MPI_Isend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { nonblocking_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Standard) }
-}
 pub unsafe fn MPI_Isend_c(
     buf: *const c_void,
     count: MPI_Count,
@@ -440,17 +378,6 @@ pub unsafe fn MPI_Isend_c(
     request: *mut MPI_Request,
 ) -> MpiResult {
     unsafe { nonblocking_send(buf, count, datatype, dest, tag, comm, request, SendMode::Standard) }
-}
-pub unsafe fn MPI_Issend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { nonblocking_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Sync) }
 }
 pub unsafe fn MPI_Issend_c(
     buf: *const c_void,
@@ -463,17 +390,6 @@ pub unsafe fn MPI_Issend_c(
 ) -> MpiResult {
     unsafe { nonblocking_send(buf, count, datatype, dest, tag, comm, request, SendMode::Sync) }
 }
-pub unsafe fn MPI_Irsend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { nonblocking_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Ready) }
-}
 pub unsafe fn MPI_Irsend_c(
     buf: *const c_void,
     count: MPI_Count,
@@ -484,17 +400,6 @@ pub unsafe fn MPI_Irsend_c(
     request: *mut MPI_Request,
 ) -> MpiResult {
     unsafe { nonblocking_send(buf, count, datatype, dest, tag, comm, request, SendMode::Ready) }
-}
-pub unsafe fn MPI_Ibsend(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { nonblocking_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Buffered) }
 }
 pub unsafe fn MPI_Ibsend_c(
     buf: *const c_void,
@@ -529,17 +434,6 @@ unsafe fn nonblocking_recv(
     })
 }
 
-pub unsafe fn MPI_Irecv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { nonblocking_recv(buf, count as i64, datatype, source, tag, comm, request) }
-}
 pub unsafe fn MPI_Irecv_c(
     buf: *mut c_void,
     count: MPI_Count,
@@ -594,17 +488,6 @@ unsafe fn persistent_send(
     })
 }
 
-pub unsafe fn MPI_Send_init(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { persistent_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Standard) }
-}
 pub unsafe fn MPI_Send_init_c(
     buf: *const c_void,
     count: MPI_Count,
@@ -615,17 +498,6 @@ pub unsafe fn MPI_Send_init_c(
     request: *mut MPI_Request,
 ) -> MpiResult {
     unsafe { persistent_send(buf, count, datatype, dest, tag, comm, request, SendMode::Standard) }
-}
-pub unsafe fn MPI_Ssend_init(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { persistent_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Sync) }
 }
 pub unsafe fn MPI_Ssend_init_c(
     buf: *const c_void,
@@ -638,17 +510,6 @@ pub unsafe fn MPI_Ssend_init_c(
 ) -> MpiResult {
     unsafe { persistent_send(buf, count, datatype, dest, tag, comm, request, SendMode::Sync) }
 }
-pub unsafe fn MPI_Rsend_init(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { persistent_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Ready) }
-}
 pub unsafe fn MPI_Rsend_init_c(
     buf: *const c_void,
     count: MPI_Count,
@@ -659,17 +520,6 @@ pub unsafe fn MPI_Rsend_init_c(
     request: *mut MPI_Request,
 ) -> MpiResult {
     unsafe { persistent_send(buf, count, datatype, dest, tag, comm, request, SendMode::Ready) }
-}
-pub unsafe fn MPI_Bsend_init(
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { persistent_send(buf, count as i64, datatype, dest, tag, comm, request, SendMode::Buffered) }
 }
 pub unsafe fn MPI_Bsend_init_c(
     buf: *const c_void,
@@ -719,17 +569,6 @@ unsafe fn persistent_recv(
     })
 }
 
-pub unsafe fn MPI_Recv_init(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { persistent_recv(buf, count as i64, datatype, source, tag, comm, request) }
-}
 pub unsafe fn MPI_Recv_init_c(
     buf: *mut c_void,
     count: MPI_Count,
@@ -1262,37 +1101,6 @@ unsafe fn sendrecv(
     })
 }
 
-pub unsafe fn MPI_Sendrecv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> MpiResult {
-    unsafe {
-        sendrecv(
-            sendbuf,
-            sendcount as i64,
-            sendtype,
-            dest,
-            sendtag,
-            recvbuf,
-            recvcount as i64,
-            recvtype,
-            source,
-            recvtag,
-            comm,
-            status,
-        )
-    }
-}
 pub unsafe fn MPI_Sendrecv_c(
     sendbuf: *const c_void,
     sendcount: MPI_Count,
@@ -1332,19 +1140,6 @@ unsafe fn sendrecv_replace(
     })
 }
 
-pub unsafe fn MPI_Sendrecv_replace(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> MpiResult {
-    unsafe { sendrecv_replace(buf, count as i64, datatype, dest, sendtag, source, recvtag, comm, status) }
-}
 pub unsafe fn MPI_Sendrecv_replace_c(
     buf: *mut c_void,
     count: MPI_Count,
@@ -1534,15 +1329,6 @@ unsafe fn mrecv(
     })
 }
 
-pub unsafe fn MPI_Mrecv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    message: *mut MPI_Message,
-    status: *mut MPI_Status,
-) -> MpiResult {
-    unsafe { mrecv(buf, count as i64, datatype, message, status) }
-}
 pub unsafe fn MPI_Mrecv_c(
     buf: *mut c_void,
     count: MPI_Count,
@@ -1572,15 +1358,6 @@ unsafe fn imrecv(
     })
 }
 
-pub unsafe fn MPI_Imrecv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    message: *mut MPI_Message,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { imrecv(buf, count as i64, datatype, message, request) }
-}
 pub unsafe fn MPI_Imrecv_c(
     buf: *mut c_void,
     count: MPI_Count,
@@ -1722,9 +1499,6 @@ unsafe fn buffer_attach(buffer: *mut c_void, size: i64) -> MpiResult {
     })
 }
 
-pub unsafe fn MPI_Buffer_attach(buffer: *mut c_void, size: c_int) -> MpiResult {
-    unsafe { buffer_attach(buffer, size as i64) }
-}
 pub unsafe fn MPI_Buffer_attach_c(buffer: *mut c_void, size: MPI_Count) -> MpiResult {
     unsafe { buffer_attach(buffer, size) }
 }
@@ -1791,37 +1565,6 @@ unsafe fn isendrecv(
     })
 }
 
-pub unsafe fn MPI_Isendrecv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe {
-        isendrecv(
-            sendbuf,
-            sendcount as i64,
-            sendtype,
-            dest,
-            sendtag,
-            recvbuf,
-            recvcount as i64,
-            recvtype,
-            source,
-            recvtag,
-            comm,
-            request,
-        )
-    }
-}
 pub unsafe fn MPI_Isendrecv_c(
     sendbuf: *const c_void,
     sendcount: MPI_Count,
@@ -1864,19 +1607,6 @@ unsafe fn isendrecv_replace(
     })
 }
 
-pub unsafe fn MPI_Isendrecv_replace(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { isendrecv_replace(buf, count as i64, datatype, dest, sendtag, source, recvtag, comm, request) }
-}
 pub unsafe fn MPI_Isendrecv_replace_c(
     buf: *mut c_void,
     count: MPI_Count,

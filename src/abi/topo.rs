@@ -106,6 +106,15 @@ pub unsafe fn MPI_Cart_create(
     unsafe { store(comm_old, made, comm_cart) }
 }
 
+/// Size of `comm` and this rank in it; MPI_ERR_COMM unless it is an intracommunicator.
+fn intra_size_rank(comm: MPI_Comm, what: &str) -> MpiResult<(usize, usize)> {
+    runtime::with(|rt| {
+        let c = rt.comms.get(comm)?;
+        c.check_intra(what)?;
+        Ok((c.size(), c.rank))
+    })
+}
+
 pub unsafe fn MPI_Cart_map(
     comm: MPI_Comm,
     ndims: c_int,
@@ -113,11 +122,7 @@ pub unsafe fn MPI_Cart_map(
     periods: *const c_int,
     newrank: *mut c_int,
 ) -> MpiResult {
-    let (size, rank) = runtime::with(|rt| {
-        let c = rt.comms.get(comm)?;
-        c.check_intra("MPI_Cart_map")?;
-        Ok((c.size(), c.rank))
-    })?;
+    let (size, rank) = intra_size_rank(comm, "MPI_Cart_map")?;
     let n = check_count(ndims, "ndims")?;
     // SAFETY: MPI's contract: ndims entries each.
     let cart = unsafe { topo::Cart::new(ints(dims, n, "dims")?, ints(periods, n, "periods")?, size)? };
@@ -258,11 +263,7 @@ pub unsafe fn MPI_Graph_map(
     edges: *const c_int,
     newrank: *mut c_int,
 ) -> MpiResult {
-    let (size, rank) = runtime::with(|rt| {
-        let c = rt.comms.get(comm)?;
-        c.check_intra("MPI_Graph_map")?;
-        Ok((c.size(), c.rank))
-    })?;
+    let (size, rank) = intra_size_rank(comm, "MPI_Graph_map")?;
     let n = check_count(nnodes, "nnodes")?;
     if n == 0 {
         return err(MPI_ERR_ARG, "invalid nnodes argument (nnodes=0, must be positive)");
