@@ -109,6 +109,18 @@ int main(int argc, char **argv)
     MPI_Cart_coords(s3, r3, 2, sc);
     CM_CHECK(sc[0] == c[0] && sc[1] == c[2], "3-d sub coords %d %d vs %d %d", sc[0], sc[1], c[0], c[2]);
     MPI_Comm_free(&s3);
+    /* keeping no dimension: rank 0 gets a 0-d grid of itself, the others MPI_COMM_NULL (MPICH) */
+    int none[3] = {0, 0, 0}, cmp;
+    CM_OK(MPI_Cart_sub(c3, none, &s3));
+    if (rank == 0) {
+        CM_OK(MPI_Comm_compare(s3, MPI_COMM_SELF, &cmp));
+        CM_CHECK(cmp == MPI_CONGRUENT, "0-d sub on rank 0 compares %d with MPI_COMM_SELF", cmp);
+        CM_OK(MPI_Cartdim_get(s3, &n3));
+        CM_CHECK(n3 == 0, "0-d sub has %d dims", n3);
+        MPI_Comm_free(&s3);
+    } else {
+        CM_CHECK(s3 == MPI_COMM_NULL, "0-d sub on rank %d is not MPI_COMM_NULL", rank);
+    }
     MPI_Comm_free(&c3);
 
     /* a grid smaller than the communicator: the last rank is left out */

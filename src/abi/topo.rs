@@ -211,7 +211,7 @@ pub unsafe fn MPI_Cart_sub(comm: MPI_Comm, remain_dims: *const c_int, newcomm: *
     check_new(newcomm)?;
     let h = runtime::with(|rt| topo::cart_sub(&mut rt.comms, &mut rt.engine, comm, &remain))?;
     // SAFETY: checked non-null.
-    unsafe { store(comm, Some(h), newcomm) }
+    unsafe { store(comm, h, newcomm) }
 }
 
 pub unsafe fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> MpiResult {

@@ -270,8 +270,15 @@ impl Compose {
         self.size += count * child.size;
         let last = (count - 1) as isize * stride;
         let (lo, hi) = (disp + last.min(0), disp + last.max(0));
-        min_into(if child.lb_marker { &mut self.marker_lb } else { &mut self.plain_lb }, lo + child.lb);
-        max_into(if child.ub_marker { &mut self.marker_ub } else { &mut self.plain_ub }, hi + child.ub);
+        // A bare marker bounds one side only: { (LB,10) } has lb 10 and, with no data and no
+        // UB, ub 0 (extent -10, as in MPICH).
+        let bare = child.size == 0 && child.lb_marker != child.ub_marker;
+        if !(bare && child.ub_marker) {
+            min_into(if child.lb_marker { &mut self.marker_lb } else { &mut self.plain_lb }, lo + child.lb);
+        }
+        if !(bare && child.lb_marker) {
+            max_into(if child.ub_marker { &mut self.marker_ub } else { &mut self.plain_ub }, hi + child.ub);
+        }
         if child.size > 0 {
             min_into(&mut self.true_lb, lo + child.true_lb);
             max_into(&mut self.true_ub, hi + child.true_ub);
@@ -560,24 +567,34 @@ pub fn free(dt: MPI_Datatype) -> MpiResult<()> {
     }
 }
 
+/// Names given to predefined types by MPI_Type_set_name (MPICH lets programs rename them).
+static PREDEFINED_RENAMES: LazyLock<Mutex<std::collections::HashMap<MPI_Datatype, String>>> =
+    LazyLock::new(Default::default);
+
 /// The MPI name of a type ("" for unnamed derived types).
 pub fn name(dt: MPI_Datatype) -> MpiResult<String> {
-    Ok(match lookup(dt)? {
+    let ty = lookup(dt)?;
+    if !matches!(ty, Type::Derived(_)) {
+        if let Some(n) = PREDEFINED_RENAMES.lock().unwrap_or_else(|p| p.into_inner()).get(&dt) {
+            return Ok(n.clone());
+        }
+    }
+    Ok(match ty {
         Type::Builtin(b) => if b.handle == MPIX_C_FLOAT16 { "" } else { b.name }.to_string(),
         Type::Pair(p) => p.name.to_string(),
         Type::Derived(o) => o.name.lock().unwrap_or_else(|p| p.into_inner()).clone(),
     })
 }
 
-/// MPI_Type_set_name (predefined types keep their MPI names: MPI_ERR_TYPE, as MPICH).
+/// MPI_Type_set_name; predefined types may be renamed too (as in MPICH).
 pub fn set_name(dt: MPI_Datatype, name: &str) -> MpiResult<()> {
     match lookup(dt)? {
-        Type::Derived(o) if !o.permanent => {
-            *o.name.lock().unwrap_or_else(|p| p.into_inner()) = name.to_string();
-            Ok(())
+        Type::Derived(o) => *o.name.lock().unwrap_or_else(|p| p.into_inner()) = name.to_string(),
+        _ => {
+            PREDEFINED_RENAMES.lock().unwrap_or_else(|p| p.into_inner()).insert(dt, name.to_string());
         }
-        _ => err(MPI_ERR_TYPE, "cannot set the name of a predefined datatype"),
     }
+    Ok(())
 }
 
 /// MPI_Type_get_envelope: the combiner and argument counts (ints, aints, large, types).

@@ -49,7 +49,11 @@ fn struct_padding_and_markers() {
     let c = contiguous(2, m, false).unwrap();
     let d = data(c);
     assert_eq!((d.lb, d.ub, d.true_lb, d.true_ub), (-8, 88, 0, 52));
-    for t in [s, m, c] {
+    // A lone LB marker sets lb only: { (LB,10) } has extent -10 (MPICH's datatype/struct_no_real_types).
+    let lone = create_struct(&[1], &[10], &[MPI_LB], false).unwrap();
+    let d = data(lone);
+    assert_eq!((d.size, d.lb, d.ub), (0, 10, 0));
+    for t in [s, m, c, lone] {
         free(t).unwrap();
     }
 }

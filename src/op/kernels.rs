@@ -148,11 +148,15 @@ pub fn kernel(op: Builtin, dt: MPI_Datatype) -> MpiResult<Kernel> {
         Elem::F80 => match op {
             Builtin::Max => Some(k_max::<F80>),
             Builtin::Min => Some(k_min::<F80>),
+            Builtin::Sum if F80::ARITH => Some(k_fsum::<F80>),
+            Builtin::Prod if F80::ARITH => Some(k_fprod::<F80>),
             Builtin::Sum | Builtin::Prod => return not_yet(op, dt, "long double"),
-            _ => None,
+            // Logical operations on floating types, as for float and double.
+            _ => logical_kernel::<F80>(op),
         },
         Elem::C32 => complex_kernel::<f32>(op),
         Elem::C64 => complex_kernel::<f64>(op),
+        Elem::C80 if F80::ARITH => complex_kernel::<F80>(op),
         Elem::C80 => match op {
             Builtin::Sum | Builtin::Prod => return not_yet(op, dt, "long double complex"),
             _ => None,
@@ -458,8 +462,8 @@ impl<V: Scalar, I: Scalar> Scalar for Pair<V, I> {
 }
 
 /// An x87 80-bit extended value as stored in 16 bytes: 64-bit significand (explicit integer
-/// bit), then sign and 15-bit exponent, then 6 bytes of padding. Only compared (exactly, in
-/// software), never converted, so MAX/MIN/MINLOC/MAXLOC give C's results bit for bit.
+/// bit), then sign and 15-bit exponent, then 6 bytes of padding. Compared exactly in software
+/// and added/multiplied on the x87 unit, never converted, so results match C's bit for bit.
 #[derive(Clone, Copy)]
 pub(super) struct F80([u8; 16]);
 
@@ -480,6 +484,90 @@ impl F80 {
     fn magnitude(&self) -> u128 {
         ((self.sign_exp() & 0x7fff) as u128) << 64 | self.significand() as u128
     }
+}
+
+/// Arithmetic on x87 values runs on the x87 unit itself, so sums and products are rounded
+/// exactly as C computes them (the control word's default 64-bit precision).
+#[cfg(target_arch = "x86_64")]
+impl F80 {
+    const ARITH: bool = true;
+
+    /// `a <op> b` with one x87 instruction (`faddp`, `fmulp`, `fsubp`: st(1) <op> st(0)).
+    #[inline(always)]
+    fn x87(a: F80, b: F80, op: X87Op) -> F80 {
+        let mut r = F80([0; 16]);
+        // SAFETY: the asm reads 10 bytes at each of `a` and `b` and writes 10 bytes into `r`,
+        // all 16-byte locals; every x87 register is declared clobbered, so the x87 stack is
+        // empty on entry, and the two loads are popped by the arithmetic and the store, so it
+        // is empty again on exit, as the asm rules require.
+        unsafe {
+            macro_rules! x87_binary {
+                ($insn:literal) => {
+                    std::arch::asm!(
+                        "fld tbyte ptr [{a}]",
+                        "fld tbyte ptr [{b}]",
+                        $insn,
+                        "fstp tbyte ptr [{r}]",
+                        a = in(reg) a.0.as_ptr(),
+                        b = in(reg) b.0.as_ptr(),
+                        r = in(reg) r.0.as_mut_ptr(),
+                        out("st(0)") _, out("st(1)") _, out("st(2)") _, out("st(3)") _,
+                        out("st(4)") _, out("st(5)") _, out("st(6)") _, out("st(7)") _,
+                        options(nostack),
+                    )
+                };
+            }
+            match op {
+                X87Op::Add => x87_binary!("faddp st(1), st"),
+                X87Op::Mul => x87_binary!("fmulp st(1), st"),
+                // a - b = st(1) - st(0): the assembler keeps the historical AT&T swap of
+                // fsubp/fsubrp with a register destination (checked by the op tests).
+                X87Op::Sub => x87_binary!("fsubp st(1), st"),
+            }
+        }
+        r
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+impl F80 {
+    const ARITH: bool = false;
+
+    fn x87(_: F80, _: F80, _: X87Op) -> F80 {
+        unreachable!("long double arithmetic is only selected on x86-64")
+    }
+}
+
+#[derive(Clone, Copy)]
+enum X87Op {
+    Add,
+    Mul,
+    Sub,
+}
+
+impl std::ops::Add for F80 {
+    type Output = F80;
+    fn add(self, o: F80) -> F80 {
+        F80::x87(self, o, X87Op::Add)
+    }
+}
+impl std::ops::Mul for F80 {
+    type Output = F80;
+    fn mul(self, o: F80) -> F80 {
+        F80::x87(self, o, X87Op::Mul)
+    }
+}
+impl std::ops::Sub for F80 {
+    type Output = F80;
+    fn sub(self, o: F80) -> F80 {
+        F80::x87(self, o, X87Op::Sub)
+    }
+}
+impl Float for F80 {}
+impl Logical for F80 {
+    const ZERO: Self = F80([0; 16]);
+    /// 1.0: significand with only the explicit integer bit, biased exponent 0x3fff.
+    const ONE: Self = F80([0, 0, 0, 0, 0, 0, 0, 0x80, 0xff, 0x3f, 0, 0, 0, 0, 0, 0]);
 }
 
 impl Scalar for F80 {

@@ -129,9 +129,31 @@ fn long_double_compare_is_exact() {
     }
     let pair = |v: i64, i: i32| [f80(v), i.to_ne_bytes().to_vec()].concat();
     assert_eq!(run(MPI_MINLOC, MPI_LONG_DOUBLE_INT, &pair(2, 5), &pair(2, 3)), pair(2, 3));
-    let e = Reduction::new(&Op::Builtin(Builtin::Sum), MPI_LONG_DOUBLE).err().unwrap();
-    assert_eq!(e.code, MPI_ERR_OP);
-    assert!(e.msg.contains("not implemented yet"), "{}", e.msg);
+}
+
+#[test]
+fn long_double_arithmetic_and_logic() {
+    let vals = [-300i64, -2, -1, 0, 1, 3, 1 << 30];
+    for &x in &vals {
+        for &y in &vals {
+            assert_eq!(run(MPI_SUM, MPI_LONG_DOUBLE, &f80(x), &f80(y)), f80(x + y), "{x} + {y}");
+            let mut prod = f80(x * y);
+            if x * y == 0 && (x < 0) != (y < 0) {
+                prod[9] |= 0x80; // IEEE: a zero product of opposite signs is -0
+            }
+            assert_eq!(run(MPI_PROD, MPI_LONG_DOUBLE, &f80(x), &f80(y)), prod, "{x} * {y}");
+            let t = |v: bool| f80(v as i64);
+            assert_eq!(run(MPI_LXOR, MPI_LONG_DOUBLE, &f80(x), &f80(y)), t((x != 0) != (y != 0)));
+            assert_eq!(run(MPI_LAND, MPI_LONG_DOUBLE, &f80(x), &f80(y)), t(x != 0 && y != 0));
+        }
+    }
+    // 2^64 + 1 needs the 64-bit significand: exact in long double, not in double.
+    assert_eq!(run(MPI_SUM, MPI_LONG_DOUBLE, &f80(1 << 62), &f80(1)), f80((1 << 62) + 1));
+    // (1 + 2i)(3 + 4i) = -5 + 10i: the real part's subtraction runs the right way round.
+    let c = |re: i64, im: i64| [f80(re), f80(im)].concat();
+    assert_eq!(run(MPI_PROD, MPI_C_LONG_DOUBLE_COMPLEX, &c(1, 2), &c(3, 4)), c(-5, 10));
+    assert_eq!(run(MPI_PROD, MPI_C_LONG_DOUBLE_COMPLEX, &c(3, 4), &c(1, 2)), c(-5, 10));
+    assert_eq!(run(MPI_SUM, MPI_C_LONG_DOUBLE_COMPLEX, &c(1, -2), &c(3, 4)), c(4, 2));
 }
 
 #[test]

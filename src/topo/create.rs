@@ -85,14 +85,23 @@ pub fn graph_create(
     first_ranks(comms, engine, parent, n, Topology::Graph(graph))
 }
 
-/// MPI_Cart_sub (collective over `parent`, a Cartesian communicator).
-pub fn cart_sub(comms: &mut Comms, engine: &mut Engine, parent: MPI_Comm, remain: &[bool]) -> MpiResult<MPI_Comm> {
+/// MPI_Cart_sub (collective over `parent`, a Cartesian communicator). Keeping no dimension
+/// gives rank 0 a zero-dimensional grid of itself and the other ranks MPI_COMM_NULL, as in
+/// MPICH.
+pub fn cart_sub(
+    comms: &mut Comms,
+    engine: &mut Engine,
+    parent: MPI_Comm,
+    remain: &[bool],
+) -> MpiResult<Option<MPI_Comm>> {
     let p = comms.get(parent)?;
-    let (color, key, sub) = cart_of(p)?.sub(p.rank, remain);
-    let made = comms.split(engine, parent, color, key)?;
-    let h = made.expect("a Cartesian split always has a color");
+    let (mut color, key, sub) = cart_of(p)?.sub(p.rank, remain);
+    if !remain.contains(&true) && p.rank != 0 {
+        color = MPI_UNDEFINED;
+    }
+    let Some(h) = comms.split(engine, parent, color, key)? else { return Ok(None) };
     comms.get_mut(h)?.topo = Some(Topology::Cart(sub));
-    Ok(h)
+    Ok(Some(h))
 }
 
 /// Checks that every rank of `ranks` names a process of a communicator of `size`.

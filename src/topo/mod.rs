@@ -234,7 +234,11 @@ fn balanced(n: u64, k: usize) -> Vec<u64> {
             if n <= max {
                 cur.push(n);
                 let spread = cur[0] - n;
-                if best.as_ref().is_none_or(|(s, _)| spread < *s) {
+                // Ties go to the larger smallest factor, then the larger next one (MPICH's
+                // choice, e.g. 5616 in 4-d is 13x9x8x6, not 13x12x6x6).
+                let better =
+                    |(s, b): &(u64, Vec<u64>)| spread < *s || (spread == *s && cur.iter().rev().gt(b.iter().rev()));
+                if best.as_ref().is_none_or(better) {
                     *best = Some((spread, cur.clone()));
                 }
                 cur.pop();
@@ -286,6 +290,8 @@ mod tests {
         assert_eq!(dc(60, vec![0, 0]), [10, 6]);
         assert_eq!(dc(12, vec![0, 3, 0]), [2, 3, 2]);
         assert_eq!(dc(1, vec![0, 0, 0]), [1, 1, 1]);
+        assert_eq!(dc(5616, vec![0, 0, 0, 0]), [13, 9, 8, 6]);
+        assert_eq!(dc(143520, vec![0, 0, 0, 0]), [26, 23, 16, 15]);
         assert_eq!(dims_create(10, &mut [3, 0]).unwrap_err().code, MPI_ERR_DIMS);
         assert_eq!(dims_create(10, &mut [-1, 0]).unwrap_err().code, MPI_ERR_DIMS);
         assert_eq!(dc(1 << 20, vec![0, 0, 0]), [128, 128, 64]);
