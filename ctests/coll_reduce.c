@@ -234,6 +234,27 @@ static void test_other_types(void)
     long double ld = rank * 0.1L, ldout;
     MPI_Allreduce(&ld, &ldout, 1, MPI_LONG_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     CHECK(ldout == (size - 1) * 0.1L, "long double MAX");
+    /* long double SUM/PROD keep the 64-bit significand: 2^-60 steps on 1 are lost in double */
+    ld = 1.0L + rank * 0x1p-60L;
+    MPI_Allreduce(&ld, &ldout, 1, MPI_LONG_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(ldout == size + (size * (size - 1) / 2) * 0x1p-60L, "long double SUM off by %Lg",
+          ldout - (size + (size * (size - 1) / 2) * 0x1p-60L));
+    ld = rank % 2 ? 1.5L : 2.0L;
+    MPI_Reduce(&ld, &ldout, 1, MPI_LONG_DOUBLE, MPI_PROD, 0, MPI_COMM_WORLD);
+    long double want_prod = 1;
+    for (int r = 0; r < size; r++)
+        want_prod *= r % 2 ? 1.5L : 2.0L;
+    CHECK(rank != 0 || ldout == want_prod, "long double PROD %Lg, want %Lg", ldout, want_prod);
+    ld = rank == 0;
+    MPI_Allreduce(&ld, &ldout, 1, MPI_LONG_DOUBLE, MPI_LXOR, MPI_COMM_WORLD);
+    CHECK(ldout == 1.0L, "long double LXOR %Lg", ldout);
+    long double _Complex lz = (rank == 0) ? 1.0L * I : 1.0L, lzout;
+    MPI_Allreduce(&lz, &lzout, 1, MPI_C_LONG_DOUBLE_COMPLEX, MPI_PROD, MPI_COMM_WORLD);
+    CHECK(creall(lzout) == 0 && cimagl(lzout) == 1, "long double complex prod (%Lg, %Lg)", creall(lzout),
+          cimagl(lzout));
+    lz = rank + 2.0L * I;
+    MPI_Allreduce(&lz, &lzout, 1, MPI_C_LONG_DOUBLE_COMPLEX, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(creall(lzout) == size * (size - 1) / 2 && cimagl(lzout) == 2 * size, "long double complex sum");
     /* REPLACE/NO_OP are only for RMA accumulate in MPICH's reductions; count 0 works. */
     int zero;
     MPI_Allreduce(&rank, &zero, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
