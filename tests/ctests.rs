@@ -86,6 +86,7 @@ ctests! {
     p2p_probe => "p2p_probe.c",
     p2p_mprobe => "p2p_mprobe.c",
     p2p_cancel => "p2p_cancel.c",
+    p2p_grequest => "p2p_grequest.c",
     p2p_status => "p2p_status.c",
     p2p_large_count => "p2p_large_count.c",
     type_predefined => "type_predefined.c",

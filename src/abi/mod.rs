@@ -71,6 +71,7 @@ pub mod fortran;
 pub mod coll;
 pub mod comm;
 pub mod datatype;
+pub mod grequest;
 pub mod group;
 pub mod info;
 pub mod init;

@@ -1,6 +1,7 @@
 //! Point-to-point entry points: decode handles and pointers, check arguments, call the engine.
 
 use super::consts::*;
+use super::grequest;
 use super::types::*;
 use crate::datatype::{self, Layout};
 use crate::error::{MpiError, MpiResult, err};
@@ -15,12 +16,12 @@ const DIRECT_REQUEST: u32 = 0xac00_0000;
 /// Largest tag (the MPI_TAG_UB attribute).
 pub const TAG_UB: c_int = c_int::MAX;
 
-fn request_handle(id: u32) -> MPI_Request {
+pub(super) fn request_handle(id: u32) -> MPI_Request {
     (DIRECT_REQUEST | id) as MPI_Request
 }
 
 /// The slab index of a live request handle.
-fn request_id(engine: &Engine, h: MPI_Request) -> MpiResult<u32> {
+pub(super) fn request_id(engine: &Engine, h: MPI_Request) -> MpiResult<u32> {
     let id = (h as u32) & 0x03ff_ffff;
     if (h as u32) & 0xfc00_0000 == DIRECT_REQUEST && engine.reqs.get(id).is_some() {
         Ok(id)
@@ -639,11 +640,22 @@ fn decode_all(engine: &Engine, hs: &[MPI_Request]) -> MpiResult<Vec<Option<u32>>
 }
 
 /// Collects a done request and updates the caller's handle (MPI_REQUEST_NULL unless it
-/// stays alive as an inactive persistent request).
+/// stays alive as an inactive persistent request). A generalized request's status is what
+/// its query_fn reports, and its free_fn runs once it is gone (their error codes become the
+/// status's error, which the caller returns).
 fn collect_into(engine: &mut Engine, id: u32, handle: &mut MPI_Request) -> Status {
-    let s = engine.collect(id);
+    let generalized = grequest::generalized(engine, id);
+    let mut s = engine.collect(id);
     if engine.reqs.get(id).is_none() {
         *handle = MPI_REQUEST_NULL;
+    }
+    if let Some(g) = generalized {
+        s = grequest::query_status(&g);
+        if let Err(e) = grequest::call_free(&g) {
+            if s.error == MPI_SUCCESS {
+                s.error = e.code;
+            }
+        }
     }
     s
 }
@@ -941,9 +953,10 @@ pub unsafe fn MPI_Request_free(request: *mut MPI_Request) -> MpiResult {
         // SAFETY: checked non-null.
         let handle = unsafe { &mut *request };
         let id = request_id(&rt.engine, *handle)?;
+        let generalized = grequest::generalized(&rt.engine, id);
         rt.engine.free_request(id);
         *handle = MPI_REQUEST_NULL;
-        Ok(())
+        generalized.map_or(Ok(()), |g| grequest::call_free(&g))
     })
 }
 
@@ -958,7 +971,11 @@ pub unsafe fn MPI_Request_get_status(request: MPI_Request, flag: *mut c_int, sta
             let id = request_id(&rt.engine, request)?;
             rt.engine.progress();
             let r = rt.engine.reqs.get(id).unwrap();
-            if !r.active { Some(Status::empty()) } else { r.complete.then_some(r.status) }
+            match grequest::generalized(&rt.engine, id) {
+                Some(g) if r.complete => Some(grequest::query_status(&g)),
+                _ if !r.active => Some(Status::empty()),
+                _ => r.complete.then_some(r.status),
+            }
         };
         // SAFETY: flag checked; status per MPI.
         unsafe {
@@ -984,7 +1001,11 @@ pub unsafe fn MPI_Cancel(request: *mut MPI_Request) -> MpiResult {
         if matches!(rt.engine.reqs.get(id).map(|r| &r.op), Some(Op::Recv { .. })) {
             rt.engine.cancel_recv(id);
         }
-        Ok(())
+        // A generalized request's cancel_fn decides; it completes through MPI_Grequest_complete.
+        match grequest::generalized(&rt.engine, id) {
+            Some(g) => grequest::call_cancel(&g, rt.engine.is_complete(id)),
+            None => Ok(()),
+        }
     })
 }
 

@@ -49,8 +49,21 @@ pub enum Op {
     /// MPI_Isendrecv: completes when both its receive and its send have; reports the
     /// receive's status.
     Pair { recv: u32, send: u32 },
+    /// A generalized request (MPI_Grequest_start): complete when the program says so.
+    Generalized(Generalized),
     /// A request with nothing to do (persistent and inactive, or completed self-contained).
     Nothing,
+}
+
+/// The program's callbacks of a generalized request and their state. The engine only keeps
+/// them; the ABI layer calls them (query and free on completion, cancel on MPI_Cancel).
+#[derive(Clone, Copy)]
+pub struct Generalized {
+    pub query: crate::abi::ctypes::MPI_Grequest_query_function,
+    pub free: crate::abi::ctypes::MPI_Grequest_free_function,
+    pub cancel: crate::abi::ctypes::MPI_Grequest_cancel_function,
+    /// The program's `extra_state` pointer, passed back to the callbacks untouched.
+    pub extra_state: usize,
 }
 
 /// Arguments kept by a persistent request to start it again.
