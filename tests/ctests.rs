@@ -132,6 +132,7 @@ ctests! {
     topo_graph => "topo_graph.c",
     topo_distgraph => "topo_distgraph.c",
     intercomm_basic => "intercomm_basic.c",
+    session_only => "session_only.c",
 }
 
 /// A Fortran source file (compiled with `mpifort`).

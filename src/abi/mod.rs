@@ -76,4 +76,5 @@ pub mod info;
 pub mod init;
 pub mod op;
 pub mod p2p;
+pub mod session;
 pub mod topo;
