@@ -133,6 +133,7 @@ ctests! {
     topo_distgraph => "topo_distgraph.c",
     intercomm_basic => "intercomm_basic.c",
     session_only => "session_only.c",
+    session_world => "session_world.c",
 }
 
 /// A Fortran source file (compiled with `mpifort`).
