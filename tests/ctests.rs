@@ -134,6 +134,7 @@ ctests! {
     intercomm_basic => "intercomm_basic.c",
     session_only => "session_only.c",
     session_world => "session_world.c",
+    attr_type => "attr_type.c",
 }
 
 /// A Fortran source file (compiled with `mpifort`).

@@ -68,6 +68,7 @@ mod fortran_gen;
 
 pub mod fortran;
 
+pub mod attr;
 pub mod coll;
 pub mod comm;
 pub mod datatype;
