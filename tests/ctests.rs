@@ -135,6 +135,7 @@ ctests! {
     session_only => "session_only.c",
     session_world => "session_world.c",
     attr_type => "attr_type.c",
+    attr_win => "attr_win.c",
 }
 
 /// A Fortran source file (compiled with `mpifort`).

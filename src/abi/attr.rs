@@ -1,6 +1,6 @@
-//! Attribute caching on datatypes and windows, and the keyvals of both kinds: the generic
-//! steps (delete callback before removal, copy callbacks on duplication) over any object
-//! kind that keeps attribute lists, as `AttrHost` describes it.
+//! Attribute caching: the generic steps (delete callback before removal, copy callbacks on
+//! duplication) over any object kind that keeps attribute lists, as `AttrHost` describes
+//! it (communicators, datatypes), and the datatype and window attribute entry points.
 //!
 //! Copy and delete callbacks are user C code that may call MPI (even free the keyval), so
 //! they run between lock-holding steps, never inside one.
@@ -13,11 +13,16 @@ use super::ctypes::{
 use super::types::*;
 use crate::attr::{self, ObjKind, TYPE_ATTRS};
 use crate::error::{MpiError, MpiResult, err};
+use crate::runtime;
 use std::ffi::{c_int, c_void};
 
 /// An object kind whose objects carry attributes.
 pub trait AttrHost {
     const KIND: ObjKind;
+    /// Whether callbacks visit the most recently set attribute first. MPICH keeps
+    /// communicator attributes newest first (MPI requires LIFO deletion on MPI_COMM_SELF at
+    /// MPI_Finalize) and datatype attributes in the order they were set.
+    const NEWEST_FIRST: bool;
     /// MPI_ERR_<kind> unless `h` names a live object.
     fn check(h: c_int) -> MpiResult;
     /// The (keyval, value) pairs of `h`, in the order they were set.
@@ -33,6 +38,7 @@ pub struct TypeAttrs;
 
 impl AttrHost for TypeAttrs {
     const KIND: ObjKind = ObjKind::Datatype;
+    const NEWEST_FIRST: bool = false;
     fn check(h: c_int) -> MpiResult {
         crate::datatype::lookup(h).map(|_| ())
     }
@@ -47,13 +53,41 @@ impl AttrHost for TypeAttrs {
     }
 }
 
+/// Communicators; attributes live in each `Comm`.
+pub struct CommAttrs;
+
+impl AttrHost for CommAttrs {
+    const KIND: ObjKind = ObjKind::Comm;
+    const NEWEST_FIRST: bool = true;
+    fn check(h: c_int) -> MpiResult {
+        runtime::with(|rt| rt.comms.get(h).map(|_| ()))
+    }
+    fn list(h: c_int) -> MpiResult<Vec<(c_int, usize)>> {
+        runtime::with(|rt| Ok(rt.comms.get(h)?.attrs.iter().collect()))
+    }
+    fn store(h: c_int, keyval: c_int, value: usize) -> MpiResult<bool> {
+        runtime::with(|rt| Ok(rt.comms.get_mut(h)?.attrs.set(keyval, value)))
+    }
+    fn remove(h: c_int, keyval: c_int) -> MpiResult<bool> {
+        runtime::with(|rt| Ok(rt.comms.get_mut(h)?.attrs.remove(keyval)))
+    }
+}
+
+/// `list` in the order callbacks visit it.
+fn visit_order<H: AttrHost>(mut list: Vec<(c_int, usize)>) -> Vec<(c_int, usize)> {
+    if H::NEWEST_FIRST {
+        list.reverse();
+    }
+    list
+}
+
 /// The error a user callback's nonzero return becomes.
 fn callback_error(rc: c_int, what: &str, keyval: c_int) -> MpiError {
     MpiError::new(rc, format!("the {what} callback of keyval 0x{:08x} returned {rc}", keyval as u32))
 }
 
 /// Runs the delete callback of `keyval` for `value` cached on `h`.
-fn run_delete<H: AttrHost>(h: c_int, keyval: c_int, value: usize) -> MpiResult {
+pub fn run_delete<H: AttrHost>(h: c_int, keyval: c_int, value: usize) -> MpiResult {
     let kv = attr::get_for(H::KIND, keyval)?;
     let Some(delete) = kv.delete else { return Ok(()) };
     // SAFETY: `delete` was registered by the program as the delete function of this kind
@@ -65,7 +99,7 @@ fn run_delete<H: AttrHost>(h: c_int, keyval: c_int, value: usize) -> MpiResult {
 
 /// Deletes attribute `keyval` (set to `value`) of `h`: the delete callback first; the
 /// attribute stays when it fails.
-fn delete_one<H: AttrHost>(h: c_int, keyval: c_int, value: usize) -> MpiResult {
+pub fn delete_one<H: AttrHost>(h: c_int, keyval: c_int, value: usize) -> MpiResult {
     run_delete::<H>(h, keyval, value)?;
     if H::remove(h, keyval)? {
         attr::release(keyval);
@@ -73,18 +107,26 @@ fn delete_one<H: AttrHost>(h: c_int, keyval: c_int, value: usize) -> MpiResult {
     Ok(())
 }
 
-/// Deletes every attribute of `h`, in the order they were set (MPICH's order for datatypes).
+/// Deletes every attribute of `h` (in `AttrHost::NEWEST_FIRST` order).
 pub fn delete_all<H: AttrHost>(h: c_int) -> MpiResult {
-    for (keyval, value) in H::list(h)? {
+    for (keyval, value) in visit_order::<H>(H::list(h)?) {
         delete_one::<H>(h, keyval, value)?;
     }
     Ok(())
 }
 
 /// Copies the attributes of `parent` onto its duplicate `child` through the copy callbacks
-/// (in the order they were set). The caller disposes of `child` on error.
+/// (visited in `AttrHost::NEWEST_FIRST` order); the copies keep the parent's order. The
+/// caller disposes of `child` on error.
 pub fn copy_all<H: AttrHost>(parent: c_int, child: c_int) -> MpiResult {
-    for (keyval, value) in H::list(parent)? {
+    let list = H::list(parent)?;
+    let mut copies: Vec<Option<(c_int, usize)>> = vec![None; list.len()];
+    let mut order: Vec<usize> = (0..list.len()).collect();
+    if H::NEWEST_FIRST {
+        order.reverse();
+    }
+    for i in order {
+        let (keyval, value) = list[i];
         let Ok(kv) = attr::get_for(H::KIND, keyval) else { continue };
         let Some(copy) = kv.copy else { continue };
         let mut out: *mut c_void = std::ptr::null_mut();
@@ -97,7 +139,12 @@ pub fn copy_all<H: AttrHost>(parent: c_int, child: c_int) -> MpiResult {
         if rc != MPI_SUCCESS {
             return Err(callback_error(rc, "copy", keyval));
         }
-        if flag != 0 && H::store(child, keyval, out as usize)? {
+        if flag != 0 {
+            copies[i] = Some((keyval, out as usize));
+        }
+    }
+    for (keyval, value) in copies.into_iter().flatten() {
+        if H::store(child, keyval, value)? {
             attr::retain(keyval);
         }
     }
@@ -105,7 +152,7 @@ pub fn copy_all<H: AttrHost>(parent: c_int, child: c_int) -> MpiResult {
 }
 
 /// MPI_X_set_attr: replacing a value runs the delete callback on the old one first.
-fn set_attr<H: AttrHost>(h: c_int, keyval: c_int, value: usize) -> MpiResult {
+pub fn set_attr<H: AttrHost>(h: c_int, keyval: c_int, value: usize) -> MpiResult {
     H::check(h)?;
     attr::get_for(H::KIND, keyval)?;
     if let Some(&(_, old)) = H::list(h)?.iter().find(|(k, _)| *k == keyval) {
@@ -139,7 +186,7 @@ unsafe fn get_attr<H: AttrHost>(h: c_int, keyval: c_int, attribute_val: *mut c_v
 }
 
 /// MPI_X_delete_attr.
-fn delete_attr<H: AttrHost>(h: c_int, keyval: c_int) -> MpiResult {
+pub fn delete_attr<H: AttrHost>(h: c_int, keyval: c_int) -> MpiResult {
     H::check(h)?;
     attr::get_for(H::KIND, keyval)?;
     match H::list(h)?.into_iter().find(|(k, _)| *k == keyval) {
