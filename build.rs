@@ -272,12 +272,16 @@ fn entry(s: &mut String, f: &Func, callbacks: &[String], target: Option<Target>)
                 if !returns_int {
                     panic!("src/abi/{}.rs: {} returns a C value, not MpiResult", i.module, f.name);
                 }
-                writeln!(
-                    s,
-                    "    crate::abi::entry::call({:?}, {comm_hint}, move || {{\n        {call}\n    }})",
-                    f.name
-                )
-                .unwrap();
+                let dispatch = match (decl::comm_param(f), decl::session_param(f), decl::errhandler_arg_param(f)) {
+                    (None, Some(p), _) => format!("call_on_session({:?}, {}", f.name, decl::rust_ident(&p.name)),
+                    (None, None, Some(p)) => {
+                        let null = if f.name.starts_with("MPI_Session") { "MPI_SESSION_NULL" } else { "MPI_COMM_NULL" };
+                        let eh = decl::rust_ident(&p.name);
+                        format!("call_with_handler({:?}, {eh}, crate::abi::consts::{null}", f.name)
+                    }
+                    _ => format!("call({:?}, {comm_hint}", f.name),
+                };
+                writeln!(s, "    crate::abi::entry::{dispatch}, move || {{\n        {call}\n    }})").unwrap();
             } else {
                 writeln!(s, "    crate::abi::entry::guard({:?}, move || {{\n        {call}\n    }})", f.name).unwrap();
             }

@@ -57,6 +57,8 @@ struct State {
     user: Vec<Option<UserHandler>>,
     /// Communicators whose handler is not the default MPI_ERRORS_ARE_FATAL.
     comm_handlers: HashMap<MPI_Comm, MPI_Errhandler>,
+    /// The handler of every live session (MPI_Session handles).
+    session_handlers: HashMap<c_int, MPI_Errhandler>,
     /// Detailed message of the last failure of each class.
     last_message: HashMap<c_int, String>,
     dynamic: BTreeMap<c_int, DynamicCode>,
@@ -68,6 +70,7 @@ static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
     Mutex::new(State {
         user: Vec::new(),
         comm_handlers: HashMap::new(),
+        session_handlers: HashMap::new(),
         last_message: HashMap::new(),
         dynamic: BTreeMap::new(),
         next_dynamic: FIRST_DYNAMIC_CODE,
@@ -205,6 +208,38 @@ pub fn on_comm_free(comm: MPI_Comm) {
     }
 }
 
+/// A new session starts with handler `eh` (which passed `check`, or is MPI_ERRHANDLER_NULL
+/// for the default MPI_ERRORS_ARE_FATAL).
+pub fn on_session_init(session: c_int, eh: MPI_Errhandler) {
+    let eh = if eh == MPI_ERRHANDLER_NULL { MPI_ERRORS_ARE_FATAL } else { eh };
+    let mut st = state();
+    st.add_ref(eh);
+    if let Some(old) = st.session_handlers.insert(session, eh) {
+        st.release(old);
+    }
+}
+
+/// Attaches `eh` to the live `session`, releasing the previous handler.
+pub fn set_session_errhandler(session: c_int, eh: MPI_Errhandler) {
+    on_session_init(session, eh);
+}
+
+/// The handler of `session`, as a new reference (MPI_Session_get_errhandler).
+pub fn get_session_errhandler(session: c_int) -> MPI_Errhandler {
+    let mut st = state();
+    let eh = st.session_handlers.get(&session).copied().unwrap_or(MPI_ERRORS_ARE_FATAL);
+    st.add_ref(eh);
+    eh
+}
+
+/// A finalized session drops its handler reference.
+pub fn on_session_finalize(session: c_int) {
+    let mut st = state();
+    if let Some(eh) = st.session_handlers.remove(&session) {
+        st.release(eh);
+    }
+}
+
 /// What to do about an error, decided under the lock and carried out after it is released.
 enum Action {
     Fatal,
@@ -219,14 +254,19 @@ fn action_for(comm: Option<MPI_Comm>) -> (MPI_Comm, Action) {
     let comm = comm.filter(|c| registered(c) || crate::comm::is_valid(*c)).unwrap_or(MPI_COMM_WORLD);
     let st = state();
     let eh = st.comm_handlers.get(&comm).copied().unwrap_or(MPI_ERRORS_ARE_FATAL);
-    let action = if eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_ABORT {
-        Action::Fatal
-    } else if let Some(u) = user_index(eh).and_then(|i| st.user.get(i)).and_then(|u| u.as_ref()) {
-        Action::User(u.func)
-    } else {
-        Action::Return
-    };
-    (comm, action)
+    (comm, st.action_of(eh))
+}
+
+impl State {
+    fn action_of(&self, eh: MPI_Errhandler) -> Action {
+        if eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_ABORT {
+            Action::Fatal
+        } else if let Some(u) = user_index(eh).and_then(|i| self.user.get(i)).and_then(|u| u.as_ref()) {
+            Action::User(u.func)
+        } else {
+            Action::Return
+        }
+    }
 }
 
 /// `"rank 3"`, or `"singleton"`-style text when the rank is not known yet.
@@ -245,10 +285,44 @@ fn describe(fn_name: &str, msg: &str) -> String {
 /// Reports `err`, raised by MPI function `fn_name` on `comm`, through the error handler that
 /// applies, and returns the code C gets back. Fatal handlers end the job and do not return.
 pub fn raise(fn_name: &str, comm: Option<MPI_Comm>, err: MpiError) -> c_int {
+    let (comm, action) = action_for(comm);
+    dispatch(fn_name, comm, action, err)
+}
+
+/// As `raise`, for an error raised on `session`: its handler applies while it is live, else
+/// MPI_COMM_WORLD's (as for an invalid communicator).
+pub fn raise_on_session(fn_name: &str, session: c_int, err: MpiError) -> c_int {
+    let action = {
+        let st = state();
+        st.session_handlers.get(&session).map(|&eh| st.action_of(eh))
+    };
+    match action {
+        Some(action) => dispatch(fn_name, session, action, err),
+        None => raise(fn_name, None, err),
+    }
+}
+
+/// As `raise`, for functions that take the handler to use as an argument
+/// (MPI_Session_init, MPI_Comm_create_from_group): a user handler gets a null object handle.
+/// A handler that is not valid defers to MPI_COMM_WORLD's.
+pub fn raise_with_handler(fn_name: &str, eh: MPI_Errhandler, null_object: c_int, err: MpiError) -> c_int {
+    let action = {
+        let st = state();
+        let live = is_predefined(eh) || user_index(eh).and_then(|i| st.user.get(i)).is_some_and(|u| u.is_some());
+        live.then(|| st.action_of(eh))
+    };
+    match action {
+        Some(action) => dispatch(fn_name, null_object, action, err),
+        None => raise(fn_name, None, err),
+    }
+}
+
+/// Records the message of `err` and carries out `action`, passing `object` (a communicator,
+/// session, ... handle) to a user handler.
+fn dispatch(fn_name: &str, mut object: c_int, action: Action, err: MpiError) -> c_int {
     let text = describe(fn_name, &err.msg);
     let class = class_of(err.code);
     state().last_message.insert(class, text.clone());
-    let (mut comm, action) = action_for(comm);
     let mut code = err.code;
     match action {
         Action::Fatal => {
@@ -258,10 +332,10 @@ pub fn raise(fn_name: &str, comm: Option<MPI_Comm>, err: MpiError) -> c_int {
         }
         Action::Return => {}
         Action::User(func) => {
-            // SAFETY: `func` was registered by MPI_Comm_create_errhandler with C's
-            // `void (MPI_Comm *, int *, ...)` shape; both pointers are to live locals and no
-            // lock is held, so the handler may call back into MPI.
-            unsafe { func(&mut comm, &mut code) };
+            // SAFETY: `func` was registered by MPI_*_create_errhandler with C's
+            // `void (HANDLE *, int *, ...)` shape, HANDLE an int; both pointers are to live
+            // locals and no lock is held, so the handler may call back into MPI.
+            unsafe { func(&mut object, &mut code) };
         }
     }
     code

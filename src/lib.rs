@@ -19,5 +19,6 @@ pub mod op;
 pub mod p2p;
 pub mod pmi;
 pub mod runtime;
+pub mod session;
 pub mod topo;
 pub mod transport;

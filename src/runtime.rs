@@ -3,6 +3,12 @@
 //! All state lives in one `Runtime` reached through `with`. MPI calls into the library are
 //! serialized (the thread levels offered are at most MPI_THREAD_SERIALIZED), which is the
 //! invariant that makes the unsynchronised cell below sound; `with` also refuses re-entry.
+//!
+//! The runtime (process manager connection, transports, engine) has several users: the world
+//! model (MPI_Init .. MPI_Finalize) and every MPI-4 session (MPI_Session_init ..
+//! MPI_Session_finalize). The first of them brings it up and the last one tears it down; it
+//! is not brought up again after that (the process manager connection is closed for good),
+//! as in MPICH. `initialized`/`finalized` describe the world model only.
 
 use crate::abi::consts::*;
 use crate::comm::Comms;
@@ -13,7 +19,7 @@ use crate::transport::shm::{self, Geometry, Segment};
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::thread::ThreadId;
 
 pub struct Runtime {
@@ -36,6 +42,10 @@ unsafe impl Sync for Global {}
 static GLOBAL: Global = Global { state: UnsafeCell::new(None), busy: AtomicBool::new(false) };
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
 static FINALIZED: AtomicBool = AtomicBool::new(false);
+/// Sessions initialised and not finalised yet.
+static SESSIONS: AtomicUsize = AtomicUsize::new(0);
+/// The runtime was torn down by its last user.
+static TORN_DOWN: AtomicBool = AtomicBool::new(false);
 static WORLD_RANK: AtomicI32 = AtomicI32::new(-1);
 static LOGGER: OnceLock<()> = OnceLock::new();
 
@@ -57,7 +67,7 @@ pub fn with<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
     let state = unsafe { &mut *GLOBAL.state.get() };
     match state.as_mut() {
         Some(rt) => f(rt),
-        None if FINALIZED.load(Ordering::Relaxed) => err(MPI_ERR_OTHER, "MPI has already been finalized"),
+        None if TORN_DOWN.load(Ordering::Relaxed) => err(MPI_ERR_OTHER, "MPI has already been finalized"),
         None => err(MPI_ERR_OTHER, "MPI has not been initialized (call MPI_Init first)"),
     }
 }
@@ -92,13 +102,44 @@ fn pmi_error(what: &str, e: std::io::Error) -> MpiError {
     MpiError::new(MPI_ERR_OTHER, format!("process manager: {what}: {e}"))
 }
 
-/// MPI_Init / MPI_Init_thread: connects to the process manager and builds the transports.
+/// MPI_Init / MPI_Init_thread: starts the world model (and the runtime unless a session
+/// already did).
 pub fn init(required: c_int) -> MpiResult<c_int> {
     if initialized() {
         return err(MPI_ERR_OTHER, "MPI is already initialized");
     }
     if finalized() {
         return err(MPI_ERR_OTHER, "MPI cannot be initialized again after MPI_Finalize");
+    }
+    let provided = bring_up(required)?;
+    INITIALIZED.store(true, Ordering::Relaxed);
+    Ok(provided)
+}
+
+/// MPI_Session_init's share: one more session keeps the runtime up (brought up here if it is
+/// the first user). Returns the thread level provided.
+pub fn session_init(required: c_int) -> MpiResult<c_int> {
+    let provided = bring_up(required)?;
+    SESSIONS.fetch_add(1, Ordering::Relaxed);
+    Ok(provided)
+}
+
+/// The thread level provided for `required`: at most MPI_THREAD_SERIALIZED.
+fn provided_level(required: c_int) -> c_int {
+    required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED)
+}
+
+/// Brings the runtime up if no user has yet: connects to the process manager and builds the
+/// transports. Returns the thread level provided to this caller.
+fn bring_up(required: c_int) -> MpiResult<c_int> {
+    let provided = provided_level(required);
+    // SAFETY: callers are serialized (see `Global`) and no `with` is running here.
+    if let Some(rt) = unsafe { (*GLOBAL.state.get()).as_mut() } {
+        rt.thread_level = rt.thread_level.max(provided);
+        return Ok(provided);
+    }
+    if TORN_DOWN.load(Ordering::Relaxed) {
+        return err(MPI_ERR_OTHER, "MPI cannot be initialized again after its last user finalized it");
     }
     let mut pmi = Pmi::init().map_err(|e| pmi_error("cannot connect", e))?;
     let (rank, size) = (pmi.rank(), pmi.size());
@@ -107,7 +148,6 @@ pub fn init(required: c_int) -> MpiResult<c_int> {
     let mut engine = Engine::new(rank, size, seg);
     engine.probe_cma();
     log::debug!("initialized: {size} ranks, single-copy from {} peers", engine.cma_enabled_peers());
-    let provided = required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED);
     let rt = Runtime {
         pmi,
         engine,
@@ -119,7 +159,6 @@ pub fn init(required: c_int) -> MpiResult<c_int> {
     // serialized (see `Global`).
     unsafe { *GLOBAL.state.get() = Some(rt) };
     WORLD_RANK.store(rank as i32, Ordering::Relaxed);
-    INITIALIZED.store(true, Ordering::Relaxed);
     Ok(provided)
 }
 
@@ -150,9 +189,35 @@ fn attach_node_segment(pmi: &mut Pmi) -> MpiResult<Segment> {
     Ok(seg)
 }
 
-/// MPI_Finalize: completes queued traffic, synchronises with every rank, and releases the
-/// transports.
+/// MPI_Finalize: ends the world model; the runtime goes too unless a session still uses it.
 pub fn finalize() -> MpiResult<()> {
+    with(|_| Ok(()))?;
+    if finalized() {
+        return err(MPI_ERR_OTHER, "MPI has already been finalized");
+    }
+    if !initialized() {
+        return err(MPI_ERR_OTHER, "MPI_Finalize called without MPI_Init (only sessions are active)");
+    }
+    if SESSIONS.load(Ordering::Relaxed) == 0 {
+        tear_down()?;
+    }
+    FINALIZED.store(true, Ordering::Relaxed);
+    Ok(())
+}
+
+/// MPI_Session_finalize's share: one session fewer; the last user tears the runtime down.
+pub fn session_finalize() -> MpiResult<()> {
+    with(|_| Ok(()))?;
+    let left = SESSIONS.fetch_sub(1, Ordering::Relaxed) - 1;
+    let world_active = initialized() && !finalized();
+    if left == 0 && !world_active {
+        tear_down()?;
+    }
+    Ok(())
+}
+
+/// Completes queued traffic, synchronises with every rank, and releases the transports.
+fn tear_down() -> MpiResult<()> {
     with(|rt| {
         rt.engine.wait_until(|e| e.quiet());
         rt.pmi.fence().map_err(|e| pmi_error("fence", e))?;
@@ -160,7 +225,7 @@ pub fn finalize() -> MpiResult<()> {
     })?;
     // SAFETY: `with` returned, so no reference into the state is live; callers are serialized.
     unsafe { *GLOBAL.state.get() = None };
-    FINALIZED.store(true, Ordering::Relaxed);
+    TORN_DOWN.store(true, Ordering::Relaxed);
     Ok(())
 }
 

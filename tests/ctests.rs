@@ -133,6 +133,10 @@ ctests! {
     topo_graph => "topo_graph.c",
     topo_distgraph => "topo_distgraph.c",
     intercomm_basic => "intercomm_basic.c",
+    session_only => "session_only.c",
+    session_world => "session_world.c",
+    attr_type => "attr_type.c",
+    attr_win => "attr_win.c",
 }
 
 /// A Fortran source file (compiled with `mpifort`).

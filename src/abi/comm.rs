@@ -4,13 +4,14 @@
 //! Attribute copy and delete callbacks are user C code that may call MPI, so they run here,
 //! between `runtime::with` calls, never inside one.
 
+use super::attr::CommAttrs;
 use super::consts::*;
 use super::ctypes::{
     MPI_Comm_copy_attr_function, MPI_Comm_delete_attr_function, MPI_Copy_function, MPI_Delete_function,
 };
 use super::types::*;
 use crate::attr;
-use crate::error::{MpiError, MpiResult, err};
+use crate::error::{MpiResult, err};
 use crate::runtime;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -53,41 +54,10 @@ unsafe fn store_new(parent: MPI_Comm, made: Option<MPI_Comm>, newcomm: *mut MPI_
     Ok(())
 }
 
-/// The error a user callback's nonzero return becomes.
-fn callback_error(rc: c_int, what: &str, keyval: c_int) -> MpiError {
-    MpiError::new(rc, format!("the {what} callback of keyval 0x{:08x} returned {rc}", keyval as u32))
-}
-
-/// Runs the delete callback of `keyval` for the value `value` cached on `comm`.
-fn run_delete_callback(comm: MPI_Comm, keyval: c_int, value: usize) -> MpiResult {
-    let kv = attr::get(keyval)?;
-    let Some(delete) = kv.delete else { return Ok(()) };
-    // SAFETY: `delete` was registered by the program as an MPI_Comm_delete_attr_function;
-    // the value and extra state are the pointers it gave us.
-    let rc = unsafe { delete(comm, keyval, value as *mut c_void, kv.extra_state as *mut c_void) };
-    if rc == MPI_SUCCESS { Ok(()) } else { Err(callback_error(rc, "delete", keyval)) }
-}
-
-/// Deletes the attribute `keyval` (set to `value`) from `comm`: the delete callback first;
-/// the attribute stays when the callback fails.
-fn delete_attribute(comm: MPI_Comm, keyval: c_int, value: usize) -> MpiResult {
-    run_delete_callback(comm, keyval, value)?;
-    runtime::with(|rt| {
-        if rt.comms.get_mut(comm)?.attrs.remove(keyval) {
-            attr::release(keyval);
-        }
-        Ok(())
-    })
-}
-
 /// Deletes every attribute of `comm`, most recently set first (MPI requires that order for
-/// MPI_COMM_SELF at MPI_Finalize; elsewhere the order is left open).
+/// MPI_COMM_SELF at MPI_Finalize), through their delete callbacks.
 fn delete_all_attributes(comm: MPI_Comm) -> MpiResult {
-    let attrs: Vec<(c_int, usize)> = runtime::with(|rt| Ok(rt.comms.get(comm)?.attrs.iter().rev().collect()))?;
-    for (keyval, value) in attrs {
-        delete_attribute(comm, keyval, value)?;
-    }
-    Ok(())
+    super::attr::delete_all::<CommAttrs>(comm)
 }
 
 /// Called first thing in MPI_Finalize: deletes the attributes of MPI_COMM_SELF, then of
@@ -100,31 +70,9 @@ pub fn delete_attributes_at_finalize() -> MpiResult {
 /// Copies the attributes of `parent` onto its duplicate `child` through their copy callbacks.
 /// On a failing callback the duplicate is freed and the callback's error returned.
 fn copy_attributes(parent: MPI_Comm, child: MPI_Comm) -> MpiResult {
-    let attrs: Vec<(c_int, usize)> = runtime::with(|rt| Ok(rt.comms.get(parent)?.attrs.iter().collect()))?;
-    for (keyval, value) in attrs {
-        let Ok(kv) = attr::get(keyval) else { continue };
-        let Some(copy) = kv.copy else { continue };
-        let mut out: *mut c_void = std::ptr::null_mut();
-        let mut flag: c_int = 0;
-        // SAFETY: `copy` was registered by the program as an MPI_Comm_copy_attr_function;
-        // `out` and `flag` are live locals of the types the callback writes.
-        let rc = unsafe {
-            copy(parent, keyval, kv.extra_state as *mut c_void, value as *mut c_void, (&raw mut out).cast(), &mut flag)
-        };
-        if rc != MPI_SUCCESS {
-            let _ = free_communicator(child);
-            return Err(callback_error(rc, "copy", keyval));
-        }
-        if flag != 0 {
-            runtime::with(|rt| {
-                if rt.comms.get_mut(child)?.attrs.set(keyval, out as usize) {
-                    attr::retain(keyval);
-                }
-                Ok(())
-            })?;
-        }
-    }
-    Ok(())
+    super::attr::copy_all::<CommAttrs>(parent, child).inspect_err(|_| {
+        let _ = free_communicator(child);
+    })
 }
 
 /// MPI_Comm_dup's work: a new context, the error handler, hints and copied attributes.
@@ -454,27 +402,11 @@ pub unsafe fn MPI_Comm_get_attr(
 }
 
 pub unsafe fn MPI_Comm_set_attr(comm: MPI_Comm, comm_keyval: c_int, attribute_val: *mut c_void) -> MpiResult {
-    let old = runtime::with(|rt| Ok(rt.comms.get(comm)?.attrs.get(comm_keyval)))?;
-    attr::get(comm_keyval)?;
-    // Replacing a value deletes the old one first, through its delete callback.
-    if let Some(old) = old {
-        run_delete_callback(comm, comm_keyval, old)?;
-    }
-    runtime::with(|rt| {
-        if rt.comms.get_mut(comm)?.attrs.set(comm_keyval, attribute_val as usize) {
-            attr::retain(comm_keyval);
-        }
-        Ok(())
-    })
+    super::attr::set_attr::<CommAttrs>(comm, comm_keyval, attribute_val as usize)
 }
 
 pub unsafe fn MPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int) -> MpiResult {
-    let value = runtime::with(|rt| Ok(rt.comms.get(comm)?.attrs.get(comm_keyval)))?;
-    attr::get(comm_keyval)?;
-    match value {
-        Some(v) => delete_attribute(comm, comm_keyval, v),
-        None => Ok(()),
-    }
+    super::attr::delete_attr::<CommAttrs>(comm, comm_keyval)
 }
 
 pub unsafe fn MPI_Comm_create_keyval(

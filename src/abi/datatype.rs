@@ -159,10 +159,15 @@ pub unsafe fn MPI_Type_free(datatype: *mut MPI_Datatype) -> MpiResult {
         return err(MPI_ERR_ARG, "invalid datatype pointer (NULL)");
     }
     // SAFETY: checked non-null; caller's handle.
-    unsafe {
-        datatype::free(*datatype)?;
-        *datatype = MPI_DATATYPE_NULL;
+    let dt = unsafe { *datatype };
+    // Attributes go with the user's last handle, through their delete callbacks; the type
+    // stays when one fails.
+    if datatype::is_last_handle(dt) {
+        super::attr::delete_all::<super::attr::TypeAttrs>(dt)?;
     }
+    datatype::free(dt)?;
+    // SAFETY: checked non-null.
+    unsafe { *datatype = MPI_DATATYPE_NULL };
     Ok(())
 }
 
@@ -509,8 +514,20 @@ pub unsafe fn MPI_Type_create_resized_c(
     unsafe { out_type(newtype, || datatype::resized(oldtype, lb, extent, true)) }
 }
 
+/// MPI_Type_dup: the copy callbacks of `oldtype`'s attributes decide what the new type
+/// caches; when one fails, the new type is freed and `newtype` is MPI_DATATYPE_NULL (MPICH).
 pub unsafe fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> MpiResult {
-    unsafe { out_type(newtype, || datatype::dup(oldtype)) }
+    unsafe { out_type(newtype, || datatype::dup(oldtype))? };
+    // SAFETY: out_type checked newtype non-null and stored the new handle there.
+    let h = unsafe { *newtype };
+    if let Err(e) = super::attr::copy_all::<super::attr::TypeAttrs>(oldtype, h) {
+        let _ = super::attr::delete_all::<super::attr::TypeAttrs>(h);
+        let _ = datatype::free(h);
+        // SAFETY: as above.
+        unsafe { *newtype = MPI_DATATYPE_NULL };
+        return Err(e);
+    }
+    Ok(())
 }
 
 pub unsafe fn MPI_Type_create_f90_integer(r: c_int, newtype: *mut MPI_Datatype) -> MpiResult {

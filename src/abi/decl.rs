@@ -261,6 +261,23 @@ pub fn comm_param(f: &Func) -> Option<&Param> {
     f.params.iter().find(|p| p.ty.base == "MPI_Comm" && p.ty.pointers == 0)
 }
 
+/// Functions without a communicator whose errors go to the handler of their `MPI_Session`
+/// argument.
+pub fn session_param(f: &Func) -> Option<&Param> {
+    f.params.iter().find(|p| p.ty.base == "MPI_Session" && p.ty.pointers == 0)
+}
+
+/// Functions whose errors go to the handler they take as an argument (MPI-4: the handler
+/// "is also invoked if the function encounters an error").
+pub fn errhandler_arg_param(f: &Func) -> Option<&Param> {
+    const TAKE_HANDLER: &[&str] =
+        &["MPI_Session_init", "MPI_Comm_create_from_group", "MPI_Intercomm_create_from_groups"];
+    if !TAKE_HANDLER.contains(&f.name.as_str()) {
+        return None;
+    }
+    f.params.iter().find(|p| p.ty.base == "MPI_Errhandler" && p.ty.pointers == 0)
+}
+
 /// What an implementing module provides for `MPI_X`: the module, and whether the Rust function
 /// is `unsafe` and returns `MpiResult` (int-returning MPI functions) or a plain value.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! boundary and turn errors into codes through the error handler.
 
 use crate::abi::consts::{MPI_ERR_INTERN, MPI_SUCCESS};
-use crate::abi::types::MPI_Comm;
+use crate::abi::types::{MPI_Comm, MPI_Errhandler};
 use crate::errhandler;
 use crate::error::{MpiError, MpiResult};
 use std::any::Any;
@@ -33,6 +33,30 @@ pub fn call(name: &'static str, comm: Option<MPI_Comm>, f: impl FnOnce() -> MpiR
         Ok(Ok(())) => MPI_SUCCESS,
         Ok(Err(e)) => errhandler::raise(name, comm, e),
         Err(payload) => errhandler::raise(name, comm, internal(payload.as_ref())),
+    }
+}
+
+/// As `call`, for a function whose errors go to the handler of `session`.
+pub fn call_on_session(name: &'static str, session: c_int, f: impl FnOnce() -> MpiResult) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => MPI_SUCCESS,
+        Ok(Err(e)) => errhandler::raise_on_session(name, session, e),
+        Err(payload) => errhandler::raise_on_session(name, session, internal(payload.as_ref())),
+    }
+}
+
+/// As `call`, for a function whose errors go to the handler `eh` it takes as an argument; a
+/// user handler is passed `null_object`.
+pub fn call_with_handler(
+    name: &'static str,
+    eh: MPI_Errhandler,
+    null_object: c_int,
+    f: impl FnOnce() -> MpiResult,
+) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => MPI_SUCCESS,
+        Ok(Err(e)) => errhandler::raise_with_handler(name, eh, null_object, e),
+        Err(payload) => errhandler::raise_with_handler(name, eh, null_object, internal(payload.as_ref())),
     }
 }
 

@@ -68,6 +68,7 @@ mod fortran_gen;
 
 pub mod fortran;
 
+pub mod attr;
 pub mod coll;
 pub mod comm;
 pub mod datatype;
@@ -77,4 +78,5 @@ pub mod info;
 pub mod init;
 pub mod op;
 pub mod p2p;
+pub mod session;
 pub mod topo;

@@ -8,25 +8,55 @@
 use crate::abi::consts::*;
 use crate::abi::ctypes::{MPI_Comm_copy_attr_function, MPI_Comm_delete_attr_function};
 use crate::error::{MpiResult, err};
+use std::collections::BTreeMap;
 use std::ffi::c_int;
 use std::sync::{Mutex, MutexGuard};
 
-/// Handles of user communicator keyvals, as MPICH makes them: kind DIRECT (bits 31..30 = 10),
-/// object KEYVAL (9), and the kind of object the key is for in bits 25..22 (1 = communicator).
-const DIRECT_COMM_KEYVAL: u32 = 0xa440_0000;
+/// Handles of user keyvals, as MPICH makes them: kind DIRECT (bits 31..30 = 10), object
+/// KEYVAL (9), and the kind of object the key is for in bits 25..22 (`ObjKind`).
+const DIRECT_KEYVAL: u32 = 0xa400_0000;
+/// Bits 31..26 of every user keyval handle.
+const DIRECT_KEYVAL_MASK: u32 = 0xfc00_0000;
 /// Bits 21..0 index the table.
 const INDEX_MASK: u32 = 0x003f_ffff;
 /// The predefined communicator keyvals (MPI_TAG_UB ...): BUILTIN KEYVAL, object kind 1.
 const BUILTIN_COMM_KEYVAL: u32 = 0x6440_0000;
+/// The predefined window keyvals (MPI_WIN_BASE ...): BUILTIN KEYVAL, object kind 8.
+const BUILTIN_WIN_KEYVAL: u32 = 0x6600_0000;
+
+/// The kind of object a keyval is for (MPICH's object kind numbers, which keyval handles
+/// carry in bits 25..22). A keyval works only on objects of its kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjKind {
+    Comm = 1,
+    Datatype = 3,
+    Win = 8,
+}
+
+impl ObjKind {
+    fn from_bits(bits: u32) -> Option<ObjKind> {
+        [ObjKind::Comm, ObjKind::Datatype, ObjKind::Win].into_iter().find(|k| *k as u32 == bits)
+    }
+
+    fn plural(self) -> &'static str {
+        match self {
+            ObjKind::Comm => "communicators",
+            ObjKind::Datatype => "datatypes",
+            ObjKind::Win => "windows",
+        }
+    }
+}
 
 /// A user keyval: its callbacks and extra state, shared by every attribute set with it.
+/// The callback types of the three kinds have the same shape (their handles are all `int`).
 #[derive(Debug, Clone, Copy)]
 pub struct Keyval {
+    pub kind: ObjKind,
     pub copy: MPI_Comm_copy_attr_function,
     pub delete: MPI_Comm_delete_attr_function,
     /// The `extra_state` pointer, passed back to the callbacks untouched.
     pub extra_state: usize,
-    /// One for the user's handle (until MPI_Comm_free_keyval) plus one per attribute set.
+    /// One for the user's handle (until MPI_*_free_keyval) plus one per attribute set.
     refs: usize,
     user_freed: bool,
 }
@@ -42,32 +72,56 @@ pub fn is_predefined_comm(keyval: c_int) -> bool {
     (keyval as u32) & 0xffc0_0000 == BUILTIN_COMM_KEYVAL
 }
 
-fn index_of(keyval: c_int) -> Option<usize> {
-    let k = keyval as u32;
-    (k & !INDEX_MASK == DIRECT_COMM_KEYVAL).then_some((k & INDEX_MASK) as usize)
+/// Whether `keyval` is one of the predefined window keyvals (C or Fortran form).
+pub fn is_predefined_win(keyval: c_int) -> bool {
+    (keyval as u32) & 0xffc0_0000 == BUILTIN_WIN_KEYVAL
 }
 
-/// The error for a keyval that names no live user communicator keyval.
-fn invalid(keyval: c_int) -> crate::error::MpiError {
+fn is_predefined(kind: ObjKind, keyval: c_int) -> bool {
+    match kind {
+        ObjKind::Comm => is_predefined_comm(keyval),
+        ObjKind::Win => is_predefined_win(keyval),
+        ObjKind::Datatype => false,
+    }
+}
+
+fn index_of(keyval: c_int) -> Option<usize> {
+    let k = keyval as u32;
+    (k & DIRECT_KEYVAL_MASK == DIRECT_KEYVAL).then_some((k & INDEX_MASK) as usize)
+}
+
+/// The error for a keyval that names no live user keyval of `kind`.
+fn invalid(kind: ObjKind, keyval: c_int) -> crate::error::MpiError {
     use crate::error::MpiError;
     let k = keyval as u32;
+    let other_kind = (k >> 26 & 0xf == 9).then(|| ObjKind::from_bits(k >> 22 & 0xf)).flatten();
     if keyval == MPI_KEYVAL_INVALID {
         MpiError::new(MPI_ERR_KEYVAL, "attribute key was MPI_KEYVAL_INVALID")
-    } else if k >> 26 & 0xf == 9 && (k >> 22 & 0xf) != 1 {
-        MpiError::new(MPI_ERR_KEYVAL, format!("keyval 0x{k:08x} was not defined for communicators"))
+    } else if k >> 26 & 0xf == 9 && other_kind != Some(kind) {
+        MpiError::new(MPI_ERR_KEYVAL, format!("keyval 0x{k:08x} was not defined for {}", kind.plural()))
     } else {
         MpiError::new(MPI_ERR_KEYVAL, format!("invalid keyval (0x{k:08x})"))
     }
 }
 
-/// MPI_Comm_create_keyval: a new keyval owned by the caller.
+/// MPI_Comm_create_keyval: a new communicator keyval owned by the caller.
 pub fn create(
     copy: MPI_Comm_copy_attr_function,
     delete: MPI_Comm_delete_attr_function,
     extra_state: usize,
 ) -> MpiResult<c_int> {
+    create_for(ObjKind::Comm, copy, delete, extra_state)
+}
+
+/// MPI_{Comm,Type,Win}_create_keyval: a new keyval for objects of `kind`, owned by the caller.
+pub fn create_for(
+    kind: ObjKind,
+    copy: MPI_Comm_copy_attr_function,
+    delete: MPI_Comm_delete_attr_function,
+    extra_state: usize,
+) -> MpiResult<c_int> {
     let mut t = keyvals();
-    let kv = Keyval { copy, delete, extra_state, refs: 1, user_freed: false };
+    let kv = Keyval { kind, copy, delete, extra_state, refs: 1, user_freed: false };
     let index = match t.iter().position(Option::is_none) {
         Some(i) => i,
         None if t.len() <= INDEX_MASK as usize => {
@@ -77,29 +131,44 @@ pub fn create(
         None => return err(MPI_ERR_OTHER, "too many keyvals"),
     };
     t[index] = Some(kv);
-    Ok((DIRECT_COMM_KEYVAL | index as u32) as c_int)
+    Ok((DIRECT_KEYVAL | (kind as u32) << 22 | index as u32) as c_int)
 }
 
-/// The live user keyval `keyval`. As in MPICH, a keyval the user freed stays usable while
-/// attributes set with it remain.
+/// The live communicator keyval `keyval`.
 pub fn get(keyval: c_int) -> MpiResult<Keyval> {
-    if is_predefined_comm(keyval) {
+    get_for(ObjKind::Comm, keyval)
+}
+
+/// The live user keyval `keyval` of `kind`. As in MPICH, a keyval the user freed stays
+/// usable while attributes set with it remain.
+pub fn get_for(kind: ObjKind, keyval: c_int) -> MpiResult<Keyval> {
+    if is_predefined(kind, keyval) {
         return err(MPI_ERR_KEYVAL, format!("predefined keyval 0x{:08x} cannot be changed", keyval as u32));
     }
-    index_of(keyval).and_then(|i| keyvals().get(i).copied().flatten()).ok_or_else(|| invalid(keyval))
+    index_of(keyval)
+        .and_then(|i| keyvals().get(i).copied().flatten())
+        .filter(|kv| kv.kind == kind)
+        .ok_or_else(|| invalid(kind, keyval))
 }
 
-/// MPI_Comm_free_keyval: drops the user's reference; attributes still set keep it alive.
+/// MPI_Comm_free_keyval.
 pub fn free(keyval: c_int) -> MpiResult<()> {
-    if is_predefined_comm(keyval) {
+    free_for(ObjKind::Comm, keyval)
+}
+
+/// MPI_{Comm,Type,Win}_free_keyval: drops the user's reference; attributes still set keep
+/// the keyval alive.
+pub fn free_for(kind: ObjKind, keyval: c_int) -> MpiResult<()> {
+    if is_predefined(kind, keyval) {
         return err(MPI_ERR_KEYVAL, format!("predefined keyval 0x{:08x} cannot be freed", keyval as u32));
     }
     let mut t = keyvals();
-    match index_of(keyval).and_then(|i| t.get_mut(i)).and_then(Option::as_mut) {
+    match index_of(keyval).and_then(|i| t.get_mut(i)).and_then(Option::as_mut).filter(|kv| kv.kind == kind) {
         Some(kv) if !kv.user_freed => kv.user_freed = true,
-        // Freeing again a keyval that attributes keep alive is ignored, as MPICH does.
+        // Freeing again a keyval that attributes keep alive is ignored, as MPICH does; once
+        // the keyval is gone, its handle is invalid (MPI_ERR_KEYVAL).
         Some(_) => return Ok(()),
-        None => return Err(invalid(keyval)),
+        None => return Err(invalid(kind, keyval)),
     }
     drop(t);
     release(keyval);
@@ -126,6 +195,43 @@ pub fn release(keyval: c_int) {
         }
     }
 }
+
+/// Attributes of objects that do not carry their own list (datatypes, predefined ones
+/// included, and windows), by object handle.
+pub struct AttrStore {
+    map: Mutex<BTreeMap<c_int, Attrs>>,
+}
+
+impl AttrStore {
+    pub const fn new() -> AttrStore {
+        AttrStore { map: Mutex::new(BTreeMap::new()) }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<c_int, Attrs>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` on the attribute list of `handle` (created empty if needed; dropped again
+    /// when left empty).
+    pub fn with<R>(&self, handle: c_int, f: impl FnOnce(&mut Attrs) -> R) -> R {
+        let mut map = self.lock();
+        let attrs = map.entry(handle).or_default();
+        let r = f(attrs);
+        if attrs.is_empty() {
+            map.remove(&handle);
+        }
+        r
+    }
+}
+
+impl Default for AttrStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Attributes of datatypes.
+pub static TYPE_ATTRS: AttrStore = AttrStore::new();
 
 /// The attributes cached on one object, in the order they were first set. Values are the
 /// caller's `void *`, kept as an address-sized integer.
@@ -178,7 +284,7 @@ mod tests {
     #[test]
     fn keyval_lifetime_follows_references() {
         let k = create(None, None, 7).unwrap();
-        assert_eq!(k as u32 & !INDEX_MASK, DIRECT_COMM_KEYVAL);
+        assert_eq!(k as u32 & !INDEX_MASK, 0xa440_0000);
         assert_eq!(get(k).unwrap().extra_state, 7);
         retain(k);
         free(k).unwrap();
@@ -191,6 +297,19 @@ mod tests {
         assert_eq!(get(MPI_KEYVAL_INVALID).unwrap_err().code, MPI_ERR_KEYVAL);
         assert!(is_predefined_comm(MPI_APPNUM) && is_predefined_comm(MPI_TAG_UB + 1));
         assert!(!is_predefined_comm(MPI_WIN_BASE));
+    }
+
+    #[test]
+    fn keyvals_belong_to_one_kind() {
+        let t = create_for(ObjKind::Datatype, None, None, 0).unwrap();
+        assert_eq!(t as u32 & !INDEX_MASK, 0xa4c0_0000);
+        assert!(get_for(ObjKind::Datatype, t).is_ok());
+        assert_eq!(get(t).unwrap_err().code, MPI_ERR_KEYVAL);
+        assert_eq!(free_for(ObjKind::Win, t).unwrap_err().code, MPI_ERR_KEYVAL);
+        free_for(ObjKind::Datatype, t).unwrap();
+        assert_eq!(free_for(ObjKind::Datatype, t).unwrap_err().code, MPI_ERR_KEYVAL);
+        assert!(is_predefined_win(MPI_WIN_BASE) && !is_predefined_comm(MPI_WIN_BASE));
+        assert_eq!(free_for(ObjKind::Win, MPI_WIN_BASE).unwrap_err().code, MPI_ERR_KEYVAL);
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::p2p::buffers::{RecvBuf, SendBuf};
 use crate::p2p::request::SendMode;
 use crate::p2p::{Engine, Envelope};
 
+pub mod from_group;
 mod inter;
 
 /// Handles of user communicators: kind DIRECT (bits 31..30 = 10), object COMM (1).
@@ -159,6 +160,7 @@ impl Comms {
         world.name = "MPI_COMM_WORLD".into();
         let mut me = Comm::new(c.take_ctx(1), 0, vec![rank]);
         me.name = "MPI_COMM_SELF".into();
+        c.take_ctx(from_group::RESERVED_PAIR);
         c.table.push(Some(world));
         c.table.push(Some(me));
         c
@@ -508,7 +510,7 @@ mod tests {
         let c = Comms::new(0, 4);
         assert_eq!(c.get(MPI_COMM_WORLD).unwrap().ctx, 0);
         assert_eq!(c.get(MPI_COMM_SELF).unwrap().ctx, 2);
-        assert_eq!(first_set_bit(&c.free_ctx), Some(2));
+        assert_eq!(first_set_bit(&c.free_ctx), Some(from_group::RESERVED_PAIR + 1));
         assert_eq!(c.compare(MPI_COMM_WORLD, MPI_COMM_SELF).unwrap(), MPI_UNEQUAL);
         assert!(c.get(MPI_COMM_NULL).is_err());
     }

@@ -571,6 +571,17 @@ pub fn free(dt: MPI_Datatype) -> MpiResult<()> {
 static PREDEFINED_RENAMES: LazyLock<Mutex<std::collections::HashMap<MPI_Datatype, String>>> =
     LazyLock::new(Default::default);
 
+/// Whether MPI_Type_free of `dt` would release the user's last handle to a freeable type
+/// (the moment its attributes are deleted).
+pub fn is_last_handle(dt: MPI_Datatype) -> bool {
+    match lookup(dt) {
+        Ok(Type::Derived(o)) if !o.permanent => slot_index(dt)
+            .and_then(|i| table_read().slots.get(i).and_then(|s| s.as_ref()).map(|s| s.handle_refs == 1))
+            .unwrap_or(false),
+        _ => false,
+    }
+}
+
 /// The MPI name of a type ("" for unnamed derived types).
 pub fn name(dt: MPI_Datatype) -> MpiResult<String> {
     let ty = lookup(dt)?;
