@@ -74,6 +74,7 @@ pub mod datatype;
 pub mod group;
 pub mod info;
 pub mod init;
+pub mod neighbor;
 pub mod op;
 pub mod p2p;
 pub mod topo;
