@@ -131,6 +131,9 @@ ctests! {
     topo_cart => "topo_cart.c",
     topo_graph => "topo_graph.c",
     topo_distgraph => "topo_distgraph.c",
+    neighbor_cart => "neighbor_cart.c",
+    neighbor_graph => "neighbor_graph.c",
+    neighbor_errors => "neighbor_errors.c",
     intercomm_basic => "intercomm_basic.c",
 }
 

@@ -1057,7 +1057,12 @@ pub(super) enum Types {
 ///
 /// # Safety
 /// Arrays hold `n` elements (or are NULL).
-pub(super) unsafe fn alltoall_blocks(spread: Spread, types: Types, n: usize, what: &str) -> MpiResult<Vec<(i64, usize, Layout)>> {
+pub(super) unsafe fn alltoall_blocks(
+    spread: Spread,
+    types: Types,
+    n: usize,
+    what: &str,
+) -> MpiResult<Vec<(i64, usize, Layout)>> {
     match types {
         // SAFETY: forwarded from the caller.
         Types::One(dt) => unsafe { spread_blocks(spread, n, datatype::layout(dt)?, what) },

@@ -206,7 +206,8 @@ mod tests {
         assert_eq!(ranks(&nb.sources), [1, 1, 3, 5]);
         assert_eq!(ranks(&nb.dests), [1, 1, 3, 5]);
         assert_eq!(ranks(&Neighbors::in_topology(&c, 5).dests), [2, 2, 4, MPI_PROC_NULL]);
-        for (dims, periods) in [(vec![2, 3], vec![1, 0]), (vec![1], vec![1]), (vec![2], vec![1]), (vec![1, 2, 2], vec![1, 1, 0])]
+        for (dims, periods) in
+            [(vec![2, 3], vec![1, 0]), (vec![1], vec![1]), (vec![2], vec![1]), (vec![1, 2, 2], vec![1, 1, 0])]
         {
             let c = Cart::new(&dims, &periods, 8).unwrap();
             let n = c.size() as usize;
