@@ -20,7 +20,7 @@ fn is_in_place(p: *const c_void) -> bool {
     p as isize == -1
 }
 
-fn check_count(count: i64, what: &str) -> MpiResult<usize> {
+pub(super) fn check_count(count: i64, what: &str) -> MpiResult<usize> {
     if count < 0 { err(MPI_ERR_COUNT, format!("invalid {what} argument ({what}={count})")) } else { Ok(count as usize) }
 }
 

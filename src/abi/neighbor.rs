@@ -11,15 +11,14 @@
 #![allow(clippy::too_many_arguments)]
 
 use super::coll::{
-    CArray, Mode, Region, Spread, Types, alltoall_blocks, borrow_pair, check_buf, check_not_in_place, keep_pair,
-    schedule,
+    CArray, Mode, Region, Spread, Types, alltoall_blocks, borrow_pair, check_buf, check_count, check_not_in_place,
+    keep_pair, schedule,
 };
-use super::consts::*;
 use super::types::*;
 use crate::coll::Group;
 use crate::coll::neighbor::{self, Neighbors};
 use crate::datatype::{self, Layout};
-use crate::error::{MpiResult, err};
+use crate::error::MpiResult;
 use crate::runtime;
 use std::ffi::{c_int, c_void};
 
@@ -38,10 +37,8 @@ fn varying(counts: CArray, displs: CArray) -> Spread {
 /// The count and datatype checks that need no neighbour count (MPICH makes them before it
 /// looks at the topology).
 fn check_uniform(spread: Spread, types: Types, what: &str) -> MpiResult {
-    if let Spread::Uniform(c) = spread
-        && c < 0
-    {
-        return err(MPI_ERR_COUNT, format!("invalid {what} argument ({what}={c})"));
+    if let Spread::Uniform(c) = spread {
+        check_count(c, what)?;
     }
     if let Types::One(dt) = types {
         datatype::layout(dt)?;
