@@ -20,7 +20,7 @@ fn is_in_place(p: *const c_void) -> bool {
     p as isize == -1
 }
 
-fn check_count(count: i64, what: &str) -> MpiResult<usize> {
+pub(super) fn check_count(count: i64, what: &str) -> MpiResult<usize> {
     if count < 0 { err(MPI_ERR_COUNT, format!("invalid {what} argument ({what}={count})")) } else { Ok(count as usize) }
 }
 
@@ -31,14 +31,14 @@ fn check_root(g: &Group, root: c_int) -> MpiResult<usize> {
     Ok(root as usize)
 }
 
-fn check_buf(p: *const c_void, bytes: usize, what: &str) -> MpiResult<()> {
+pub(super) fn check_buf(p: *const c_void, bytes: usize, what: &str) -> MpiResult<()> {
     if bytes > 0 && p.is_null() {
         return err(MPI_ERR_BUFFER, format!("invalid {what} (NULL with a nonzero count)"));
     }
     Ok(())
 }
 
-fn check_not_in_place(p: *const c_void, what: &str) -> MpiResult<()> {
+pub(super) fn check_not_in_place(p: *const c_void, what: &str) -> MpiResult<()> {
     if is_in_place(p) {
         return err(MPI_ERR_BUFFER, format!("MPI_IN_PLACE is not allowed as {what} here"));
     }
@@ -59,7 +59,7 @@ fn reduction(op: MPI_Op, datatype: MPI_Datatype) -> MpiResult<Reduction> {
 
 /// A C array of counts or displacements: `int[]`, or `MPI_Count[]`/`MPI_Aint[]` (both 64-bit).
 #[derive(Clone, Copy)]
-enum CArray {
+pub(super) enum CArray {
     Int(*const c_int),
     Wide(*const i64),
 }
@@ -88,7 +88,7 @@ impl CArray {
 /// How a buffer is split among the members: the same count at consecutive places, or a
 /// count and a displacement (in extents) per member.
 #[derive(Clone, Copy)]
-enum Spread {
+pub(super) enum Spread {
     Uniform(i64),
     Varying { counts: CArray, displs: CArray },
 }
@@ -113,7 +113,7 @@ unsafe fn spread_blocks(spread: Spread, n: usize, layout: Layout, what: &str) ->
 }
 
 /// A user buffer's extent in memory, computed from its blocks; not yet borrowed.
-struct Region {
+pub(super) struct Region {
     base: *const u8,
     span: usize,
     blocks: Vec<Block>,
@@ -121,7 +121,7 @@ struct Region {
 
 impl Region {
     /// Blocks given as (byte offset from `p`, count, layout); offsets may be negative.
-    fn new(p: *const c_void, raw: &[(i64, usize, Layout)]) -> Region {
+    pub(super) fn new(p: *const c_void, raw: &[(i64, usize, Layout)]) -> Region {
         // A block's data starts at `o + lower` (derived types may start before or after the
         // pointer); its `Block::offset` is where that start lies in the region.
         let used = raw.iter().filter(|(_, c, l)| *c > 0 && l.size > 0);
@@ -188,7 +188,7 @@ impl Region {
 ///
 /// # Safety
 /// Both regions describe user memory valid for the call.
-unsafe fn borrow_pair<'a>(send: Option<Region>, recv: Option<Region>) -> (Option<In<'a>>, Option<Out<'a>>) {
+pub(super) unsafe fn borrow_pair<'a>(send: Option<Region>, recv: Option<Region>) -> (Option<In<'a>>, Option<Out<'a>>) {
     let copy = matches!((&send, &recv), (Some(s), Some(r)) if s.overlaps(r));
     // SAFETY: caller contract; an overlapping input is copied before the output is borrowed.
     unsafe {
@@ -202,7 +202,7 @@ unsafe fn borrow_pair<'a>(send: Option<Region>, recv: Option<Region>) -> (Option
 ///
 /// # Safety
 /// As `Region::keep`.
-unsafe fn keep_pair(send: Option<Region>, recv: Option<Region>) -> (Option<UserBuf>, Option<UserBuf>) {
+pub(super) unsafe fn keep_pair(send: Option<Region>, recv: Option<Region>) -> (Option<UserBuf>, Option<UserBuf>) {
     // SAFETY: caller contract.
     unsafe { (send.map(|r| r.keep()), recv.map(|r| r.keep())) }
 }
@@ -220,7 +220,7 @@ fn pack_input(send: &Option<UserBuf>, out: Option<&UserBuf>, i: usize) -> Vec<u8
 /// request (MPI_I...), or as a persistent request rebuilding its schedule at each MPI_Start
 /// (MPI_..._init). The request pointers are the caller's output arguments.
 #[derive(Clone, Copy)]
-enum Mode {
+pub(super) enum Mode {
     Blocking,
     Start(*mut MPI_Request),
     Init(*mut MPI_Request),
@@ -228,7 +228,7 @@ enum Mode {
 
 /// Starts the schedule `build` fills in (Mode::Start), or makes a persistent request that
 /// builds it at each start (Mode::Init); stores the request handle.
-fn schedule(
+pub(super) fn schedule(
     g: &mut Group,
     comm: MPI_Comm,
     mode: Mode,
@@ -1048,7 +1048,7 @@ pub unsafe fn MPI_Alltoallw_c(
 /// One datatype for every block (displacements in extents), or one per member (Alltoallw:
 /// displacements in bytes).
 #[derive(Clone, Copy)]
-enum Types {
+pub(super) enum Types {
     One(MPI_Datatype),
     PerRank(*const MPI_Datatype),
 }
@@ -1057,7 +1057,12 @@ enum Types {
 ///
 /// # Safety
 /// Arrays hold `n` elements (or are NULL).
-unsafe fn alltoall_blocks(spread: Spread, types: Types, n: usize, what: &str) -> MpiResult<Vec<(i64, usize, Layout)>> {
+pub(super) unsafe fn alltoall_blocks(
+    spread: Spread,
+    types: Types,
+    n: usize,
+    what: &str,
+) -> MpiResult<Vec<(i64, usize, Layout)>> {
     match types {
         // SAFETY: forwarded from the caller.
         Types::One(dt) => unsafe { spread_blocks(spread, n, datatype::layout(dt)?, what) },

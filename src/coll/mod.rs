@@ -23,6 +23,7 @@ use crate::p2p::buffers::{RecvBuf, SendBuf};
 use crate::p2p::request::{Op, SendMode};
 use crate::p2p::{Engine, Envelope};
 
+pub mod neighbor;
 pub mod sched;
 
 /// Internal tags (on the collective context): one range per collective kind; the low bits

@@ -153,20 +153,20 @@ impl Schedule {
     // ----- building -----
 
     /// A new slot holding `data`.
-    fn slot(&mut self, data: Vec<u8>) -> usize {
+    pub(super) fn slot(&mut self, data: Vec<u8>) -> usize {
         self.slots.push(data);
         self.slots.len() - 1
     }
 
-    fn send(&mut self, to: usize, phase: i32, buf: usize, keep: bool) {
+    pub(super) fn send(&mut self, to: usize, phase: i32, buf: usize, keep: bool) {
         self.steps.push(Step::Send { to, phase, buf, keep });
     }
 
-    fn recv(&mut self, from: usize, phase: i32, buf: usize, len: usize) {
+    pub(super) fn recv(&mut self, from: usize, phase: i32, buf: usize, len: usize) {
         self.steps.push(Step::Recv { from, phase, buf, len });
     }
 
-    fn fence(&mut self) {
+    pub(super) fn fence(&mut self) {
         self.steps.push(Step::Fence);
     }
 
@@ -174,7 +174,7 @@ impl Schedule {
         self.steps.push(Step::Apply { lower, higher, into_lower });
     }
 
-    fn put(&mut self, buf: usize, block: usize) {
+    pub(super) fn put(&mut self, buf: usize, block: usize) {
         self.steps.push(Step::Put { buf, block });
     }
 
