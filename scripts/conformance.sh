@@ -47,7 +47,7 @@ set -u
 set -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-DEFAULT_DIRS="attr,pt2pt,coll,comm,group,info,init,errhan"
+DEFAULT_DIRS="attr,pt2pt,coll,comm,datatype,errhan,group,info,init,topo"
 
 PREFIX=""
 FROM=""
