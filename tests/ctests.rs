@@ -112,6 +112,8 @@ ctests! {
     coll_reduce => "coll_reduce.c",
     coll_reduce_local => "coll_reduce_local.c",
     coll_scan => "coll_scan.c",
+    coll_inter => "coll_inter.c",
+    coll_inter_nb => "coll_inter_nb.c",
     example_hello_ring => "examples/hello_ring.c",
     fortran_sentinels => "fortran/f_sentinels.f",
     fortran_pt2pt => "fortran/f_pt2pt.f90",

@@ -1,5 +1,6 @@
-//! Collective entry points (blocking, intracommunicators): check arguments as MPICH does,
-//! decode the user buffers into block lists, and call `crate::coll`.
+//! Collective entry points: check arguments as MPICH does, decode the user buffers into block
+//! lists, and call `crate::coll` (intercommunicators: `crate::coll::inter`, always as a
+//! schedule).
 
 // The entry points take MPI's C argument lists as they are.
 #![allow(clippy::too_many_arguments)]
@@ -7,7 +8,7 @@
 use super::consts::*;
 use super::types::*;
 use crate::coll::sched::{self, Schedule, Target, UserBuf};
-use crate::coll::{self, Block, Group, In, Out};
+use crate::coll::{self, Block, Group, In, Out, inter};
 use crate::datatype::{self, Layout};
 use crate::error::{MpiResult, err};
 use crate::op::{Op, Reduction};
@@ -24,11 +25,59 @@ pub(super) fn check_count(count: i64, what: &str) -> MpiResult<usize> {
     if count < 0 { err(MPI_ERR_COUNT, format!("invalid {what} argument ({what}={count})")) } else { Ok(count as usize) }
 }
 
-fn check_root(g: &Group, root: c_int) -> MpiResult<usize> {
+/// The root argument of a rooted collective: a member's rank on an intracommunicator, the part
+/// this process plays on an intercommunicator.
+#[derive(Clone, Copy)]
+enum Rooted {
+    Intra(usize),
+    Inter(inter::Root),
+}
+
+impl Rooted {
+    /// Whether this process (rank `rank`) is the root.
+    fn is_root(self, rank: usize) -> bool {
+        match self {
+            Rooted::Intra(root) => root == rank,
+            Rooted::Inter(role) => role == inter::Root::Here,
+        }
+    }
+
+    /// Whether this process's own block counts (gather's and reduce's input, scatter's
+    /// output): on every member of an intracommunicator, in the non-root group of an
+    /// intercommunicator.
+    fn takes_part(self) -> bool {
+        matches!(self, Rooted::Intra(_) | Rooted::Inter(inter::Root::Remote(_)))
+    }
+}
+
+fn check_root(g: &Group, root: c_int) -> MpiResult<Rooted> {
+    if g.is_inter() {
+        return match root {
+            MPI_ROOT => Ok(Rooted::Inter(inter::Root::Here)),
+            MPI_PROC_NULL => Ok(Rooted::Inter(inter::Root::Idle)),
+            r if r >= 0 && (r as usize) < g.peer_count() => Ok(Rooted::Inter(inter::Root::Remote(r as usize))),
+            _ => err(
+                MPI_ERR_ROOT,
+                format!(
+                    "invalid root argument (root={root}; on an intercommunicator MPI_ROOT, MPI_PROC_NULL or a rank \
+                     of the remote group, of size {})",
+                    g.peer_count()
+                ),
+            ),
+        };
+    }
     if root < 0 || root as usize >= g.size() {
         return err(MPI_ERR_ROOT, format!("invalid root argument (root={root}, communicator size {})", g.size()));
     }
-    Ok(root as usize)
+    Ok(Rooted::Intra(root as usize))
+}
+
+/// MPI_ERR_BUFFER for MPI_IN_PLACE on an intercommunicator (`p` is `what`, significant here).
+fn check_not_in_place_inter(g: &Group, p: *const c_void, what: &str) -> MpiResult<()> {
+    if g.is_inter() && is_in_place(p) {
+        return err(MPI_ERR_BUFFER, format!("MPI_IN_PLACE is not allowed as {what} on an intercommunicator"));
+    }
+    Ok(())
 }
 
 pub(super) fn check_buf(p: *const c_void, bytes: usize, what: &str) -> MpiResult<()> {
@@ -227,7 +276,8 @@ pub(super) enum Mode {
 }
 
 /// Starts the schedule `build` fills in (Mode::Start), or makes a persistent request that
-/// builds it at each start (Mode::Init); stores the request handle.
+/// builds it at each start (Mode::Init), and stores the request handle; or runs it to
+/// completion (Mode::Blocking: the collectives that exist only as schedules).
 pub(super) fn schedule(
     g: &mut Group,
     comm: MPI_Comm,
@@ -237,7 +287,10 @@ pub(super) fn schedule(
     build: impl Fn(&mut Schedule) + 'static,
 ) -> MpiResult {
     let (Mode::Start(request) | Mode::Init(request)) = mode else {
-        unreachable!("a blocking collective has no schedule")
+        let target = Target::next(g);
+        let mut s = Schedule::new(&target, red, out);
+        build(&mut s);
+        return sched::run(g.engine(), s);
     };
     if request.is_null() {
         return err(MPI_ERR_ARG, "invalid request pointer (NULL)");
@@ -269,13 +322,20 @@ pub(super) fn schedule(
 /// Handle prefix of requests (as in abi::p2p).
 const DIRECT_REQUEST: u32 = 0xac00_0000;
 
-/// Runs `f` on the group of `comm`.
+/// Runs `f` on the group of `comm`, which must be an intracommunicator.
 fn with_group(comm: MPI_Comm, f: impl FnOnce(&mut Group) -> MpiResult) -> MpiResult {
+    with_any_group(comm, |g| {
+        if g.is_inter() {
+            return err(MPI_ERR_COMM, "this collective is not defined on intercommunicators");
+        }
+        f(g)
+    })
+}
+
+/// Runs `f` on the group of `comm`, an intra- or an intercommunicator.
+fn with_any_group(comm: MPI_Comm, f: impl FnOnce(&mut Group) -> MpiResult) -> MpiResult {
     runtime::with(|rt| {
         let c = rt.comms.get(comm)?;
-        if c.is_inter() {
-            return err(MPI_ERR_COMM, "intercommunicator collectives are not implemented yet");
-        }
         let mut g = Group::new(&mut rt.engine, c);
         f(&mut g)
     })
@@ -284,11 +344,15 @@ fn with_group(comm: MPI_Comm, f: impl FnOnce(&mut Group) -> MpiResult) -> MpiRes
 // ----- barrier, broadcast -----
 
 pub unsafe fn MPI_Barrier(comm: MPI_Comm) -> MpiResult {
-    with_group(comm, coll::barrier)
+    barrier(comm, Mode::Blocking)
 }
 
 fn barrier(comm: MPI_Comm, mode: Mode) -> MpiResult {
-    with_group(comm, |g| schedule(g, comm, mode, None, None, sched::barrier))
+    with_any_group(comm, |g| match mode {
+        _ if g.is_inter() => schedule(g, comm, mode, None, None, inter::barrier),
+        Mode::Blocking => coll::barrier(g),
+        _ => schedule(g, comm, mode, None, None, sched::barrier),
+    })
 }
 
 pub unsafe fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
@@ -320,14 +384,24 @@ unsafe fn bcast(
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
-    with_group(comm, |g| {
+    with_any_group(comm, |g| {
         let count = check_count(count, "count")?;
         let layout = datatype::layout(datatype)?;
         let root = check_root(g, root)?;
+        // The buffer is not significant at the idle processes of an intercommunicator's root group.
+        let count = if root.takes_part() || root.is_root(g.rank()) { count } else { 0 };
         check_buf(buffer, count * layout.size, "buffer")?;
         check_not_in_place(buffer, "the buffer")?;
         // SAFETY: the caller's buffer, used only for this call.
         let region = Region::new(buffer, &[(0, count, layout)]);
+        let root = match root {
+            Rooted::Inter(role) => {
+                // SAFETY: the caller's buffer, valid until the operation completes.
+                let out = unsafe { region.keep() };
+                return schedule(g, comm, mode, None, Some(out), move |s| inter::bcast(s, role));
+            }
+            Rooted::Intra(root) => root,
+        };
         if let Mode::Blocking = mode {
             // SAFETY: the caller's buffer, used only for this call.
             let mut out = unsafe { region.write() };
@@ -401,30 +475,44 @@ unsafe fn reduce(
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
-    with_group(comm, |g| {
+    with_any_group(comm, |g| {
         let count = check_count(count, "count")?;
         let layout = datatype::layout(datatype)?;
         let red = reduction(op, datatype)?;
         let root = check_root(g, root)?;
         let bytes = count * layout.size;
-        let is_root = g.rank() == root;
-        let in_place = is_in_place(sendbuf);
+        let is_root = root.is_root(g.rank());
+        let sends = root.takes_part();
+        if sends {
+            check_not_in_place_inter(g, sendbuf, "sendbuf")?;
+        }
+        let in_place = sends && is_in_place(sendbuf);
         if in_place && !is_root {
             return err(MPI_ERR_BUFFER, "MPI_IN_PLACE as sendbuf is only allowed at the root");
         }
-        if !in_place {
+        if sends && !in_place {
             check_buf(sendbuf, bytes, "sendbuf")?;
         }
         if is_root {
             check_buf(recvbuf, bytes, "recvbuf")?;
             check_not_in_place(recvbuf, "recvbuf")?;
-            if !in_place && bytes > 0 {
+            if sends && !in_place && bytes > 0 {
                 check_alias(sendbuf, recvbuf)?;
             }
         }
         let block = [(0, count, layout)];
-        let send = (!in_place).then(|| Region::new(sendbuf, &block));
+        let send = (sends && !in_place).then(|| Region::new(sendbuf, &block));
         let recv = is_root.then(|| Region::new(recvbuf, &block));
+        let root = match root {
+            Rooted::Inter(role) => {
+                // SAFETY: the caller's buffers, valid until the operation completes.
+                let (send, recv) = unsafe { keep_pair(send, recv) };
+                return schedule(g, comm, mode, Some(red), recv, move |s| {
+                    inter::reduce(s, send.as_ref().map_or_else(Vec::new, |b| b.pack(0)), role)
+                });
+            }
+            Rooted::Intra(root) => root,
+        };
         // SAFETY: the caller's buffers, valid for this call.
         if let Mode::Blocking = mode {
             // SAFETY: the caller's buffers, valid for this call.
@@ -439,7 +527,9 @@ unsafe fn reduce(
     })
 }
 
-/// Allreduce, Scan and Exscan take the same arguments and all allow MPI_IN_PLACE.
+/// Allreduce, Scan and Exscan take the same arguments and all allow MPI_IN_PLACE (on
+/// intracommunicators). `nb_inter` is the intercommunicator form (Allreduce only: Scan and
+/// Exscan are not defined there).
 ///
 /// # Safety
 /// `sendbuf` (unless MPI_IN_PLACE) and `recvbuf` hold `count` elements.
@@ -453,12 +543,14 @@ unsafe fn all_reduce_like(
     mode: Mode,
     run: fn(&mut Group, Option<In>, Out, &Reduction) -> MpiResult,
     nb: fn(&mut Schedule, Vec<u8>),
+    nb_inter: Option<fn(&mut Schedule, Vec<u8>)>,
 ) -> MpiResult {
-    with_group(comm, |g| {
+    let body = |g: &mut Group| {
         let count = check_count(count, "count")?;
         let layout = datatype::layout(datatype)?;
         let red = reduction(op, datatype)?;
         let bytes = count * layout.size;
+        check_not_in_place_inter(g, sendbuf, "sendbuf")?;
         let in_place = is_in_place(sendbuf);
         if !in_place {
             check_buf(sendbuf, bytes, "sendbuf")?;
@@ -472,6 +564,11 @@ unsafe fn all_reduce_like(
         let send = (!in_place).then(|| Region::new(sendbuf, &block));
         // SAFETY: the caller's buffers, valid for this call.
         let recv = Some(Region::new(recvbuf, &block));
+        if let Some(nb) = nb_inter.filter(|_| g.is_inter()) {
+            // SAFETY: the caller's buffers, valid until the operation completes.
+            let (send, recv) = unsafe { keep_pair(send, recv) };
+            return schedule(g, comm, mode, Some(red), recv, move |s| nb(s, send.as_ref().unwrap().pack(0)));
+        }
         if let Mode::Blocking = mode {
             // SAFETY: the caller's buffers, valid for this call.
             let (send, recv) = unsafe { borrow_pair(send, recv) };
@@ -482,7 +579,8 @@ unsafe fn all_reduce_like(
             let mine = pack_input(&send, s.out(), 0);
             nb(s, mine)
         })
-    })
+    };
+    if nb_inter.is_some() { with_any_group(comm, body) } else { with_group(comm, body) }
 }
 
 unsafe fn allreduce(
@@ -495,7 +593,20 @@ unsafe fn allreduce(
     mode: Mode,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { all_reduce_like(sendbuf, recvbuf, count, datatype, op, comm, mode, coll::allreduce, sched::allreduce) }
+    unsafe {
+        all_reduce_like(
+            sendbuf,
+            recvbuf,
+            count,
+            datatype,
+            op,
+            comm,
+            mode,
+            coll::allreduce,
+            sched::allreduce,
+            Some(inter::allreduce),
+        )
+    }
 }
 
 unsafe fn scan(
@@ -519,6 +630,7 @@ unsafe fn scan(
             mode,
             |g, s, r, red| coll::scan(g, s, r, red, false),
             |s, m| sched::scan(s, m, false),
+            None,
         )
     }
 }
@@ -544,6 +656,7 @@ unsafe fn exscan(
             mode,
             |g, s, r, red| coll::scan(g, s, r, red, true),
             |s, m| sched::scan(s, m, true),
+            None,
         )
     }
 }
@@ -600,7 +713,9 @@ unsafe fn reduce_scatter(
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
-    with_group(comm, |g| {
+    with_any_group(comm, |g| {
+        // On an intercommunicator the counts are this group's; the input is the same length
+        // in both groups (MPI-4.1 §6.10).
         let (n, r) = (g.size(), g.rank());
         let counts: Vec<usize> = match counts {
             Spread::Uniform(c) => vec![check_count(c, "recvcount")?; n],
@@ -613,6 +728,7 @@ unsafe fn reduce_scatter(
         let layout = datatype::layout(datatype)?;
         let red = reduction(op, datatype)?;
         let total: usize = counts.iter().sum();
+        check_not_in_place_inter(g, sendbuf, "sendbuf")?;
         let in_place = is_in_place(sendbuf);
         if !in_place {
             check_buf(sendbuf, total * layout.size, "sendbuf")?;
@@ -632,6 +748,14 @@ unsafe fn reduce_scatter(
         };
         // SAFETY: the caller's buffers, valid for this call.
         let recv = Some(Region::new(recvbuf, &recv_blocks));
+        if g.is_inter() {
+            let elem = red.elem_size();
+            // SAFETY: the caller's buffers, valid until the operation completes.
+            let (send, recv) = unsafe { keep_pair(send, recv) };
+            return schedule(g, comm, mode, Some(red), recv, move |s| {
+                inter::reduce_scatter(s, send.as_ref().unwrap().pack(0), &counts, elem)
+            });
+        }
         if let Mode::Blocking = mode {
             // SAFETY: the caller's buffers, valid for this call.
             let (send, recv) = unsafe { borrow_pair(send, recv) };
@@ -716,14 +840,17 @@ unsafe fn gather(
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
-    with_group(comm, |g| {
+    with_any_group(comm, |g| {
         let root = check_root(g, root)?;
-        let is_root = g.rank() == root;
+        let is_root = root.is_root(g.rank());
+        if root.takes_part() {
+            check_not_in_place_inter(g, sendbuf, "sendbuf")?;
+        }
         let in_place = is_in_place(sendbuf);
         if in_place && !is_root {
             return err(MPI_ERR_BUFFER, "MPI_IN_PLACE as sendbuf is only allowed at the root");
         }
-        let send = if in_place {
+        let send = if in_place || !root.takes_part() {
             None
         } else {
             let count = check_count(sendcount, "sendcount")?;
@@ -734,7 +861,7 @@ unsafe fn gather(
         let recv = if is_root {
             let layout = datatype::layout(recvtype)?;
             // SAFETY: the caller's arrays, significant at the root.
-            let blocks = unsafe { spread_blocks(recv, g.size(), layout.clone(), "recvcount")? };
+            let blocks = unsafe { spread_blocks(recv, g.peer_count(), layout.clone(), "recvcount")? };
             let bytes: usize = blocks.iter().map(|b| b.1 * layout.size).sum();
             check_buf(recvbuf, bytes, "recvbuf")?;
             check_not_in_place(recvbuf, "recvbuf")?;
@@ -746,6 +873,16 @@ unsafe fn gather(
             Some(Region::new(recvbuf, &blocks))
         } else {
             None
+        };
+        let root = match root {
+            Rooted::Inter(role) => {
+                // SAFETY: the caller's buffers, valid until the operation completes.
+                let (send, recv) = unsafe { keep_pair(send, recv) };
+                return schedule(g, comm, mode, None, recv, move |s| {
+                    inter::gather(s, send.as_ref().map_or_else(Vec::new, |b| b.pack(0)), role)
+                });
+            }
+            Rooted::Intra(root) => root,
         };
         // SAFETY: the caller's buffers, valid for this call.
         if let Mode::Blocking = mode {
@@ -821,9 +958,12 @@ unsafe fn scatter(
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
-    with_group(comm, |g| {
+    with_any_group(comm, |g| {
         let root = check_root(g, root)?;
-        let is_root = g.rank() == root;
+        let is_root = root.is_root(g.rank());
+        if root.takes_part() {
+            check_not_in_place_inter(g, recvbuf, "recvbuf")?;
+        }
         let in_place = is_in_place(recvbuf);
         if in_place && !is_root {
             return err(MPI_ERR_BUFFER, "MPI_IN_PLACE as recvbuf is only allowed at the root");
@@ -831,7 +971,7 @@ unsafe fn scatter(
         let send = if is_root {
             let layout = datatype::layout(sendtype)?;
             // SAFETY: the caller's arrays, significant at the root.
-            let blocks = unsafe { spread_blocks(send, g.size(), layout.clone(), "sendcount")? };
+            let blocks = unsafe { spread_blocks(send, g.peer_count(), layout.clone(), "sendcount")? };
             let bytes: usize = blocks.iter().map(|b| b.1 * layout.size).sum();
             check_buf(sendbuf, bytes, "sendbuf")?;
             check_not_in_place(sendbuf, "sendbuf")?;
@@ -839,7 +979,7 @@ unsafe fn scatter(
         } else {
             None
         };
-        let recv = if in_place {
+        let recv = if in_place || !root.takes_part() {
             None
         } else {
             let count = check_count(recvcount, "recvcount")?;
@@ -850,13 +990,24 @@ unsafe fn scatter(
             }
             Some(Region::new(recvbuf, &[(0, count, layout)]))
         };
+        let n = g.peer_count();
+        let root = match root {
+            Rooted::Inter(role) => {
+                // SAFETY: the caller's buffers, valid until the operation completes.
+                let (send, recv) = unsafe { keep_pair(send, recv) };
+                return schedule(g, comm, mode, None, recv, move |s| {
+                    let pieces = send.as_ref().map(|b| (0..n).map(|i| b.pack(i)).collect()).unwrap_or_default();
+                    inter::scatter(s, pieces, role)
+                });
+            }
+            Rooted::Intra(root) => root,
+        };
         // SAFETY: the caller's buffers, valid for this call.
         if let Mode::Blocking = mode {
             // SAFETY: the caller's buffers, valid for this call.
             let (send, recv) = unsafe { borrow_pair(send, recv) };
             return coll::scatter(g, send, recv, root);
         }
-        let n = g.size();
         let (send, recv) = unsafe { keep_pair(send, recv) };
         schedule(g, comm, mode, None, recv, move |s| {
             let pieces = send.as_ref().map(|b| (0..n).map(|i| b.pack(i)).collect()).unwrap_or_default();
@@ -926,7 +1077,8 @@ unsafe fn allgather(
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
-    with_group(comm, |g| {
+    with_any_group(comm, |g| {
+        check_not_in_place_inter(g, sendbuf, "sendbuf")?;
         let in_place = is_in_place(sendbuf);
         let send = if in_place {
             None
@@ -938,7 +1090,7 @@ unsafe fn allgather(
         };
         let layout = datatype::layout(recvtype)?;
         // SAFETY: the caller's arrays of communicator size.
-        let blocks = unsafe { spread_blocks(recv, g.size(), layout.clone(), "recvcount")? };
+        let blocks = unsafe { spread_blocks(recv, g.peer_count(), layout.clone(), "recvcount")? };
         let bytes: usize = blocks.iter().map(|b| b.1 * layout.size).sum();
         check_buf(recvbuf, bytes, "recvbuf")?;
         check_not_in_place(recvbuf, "recvbuf")?;
@@ -949,6 +1101,11 @@ unsafe fn allgather(
         }
         // SAFETY: the caller's buffers, valid for this call.
         let recv = Some(Region::new(recvbuf, &blocks));
+        if g.is_inter() {
+            // SAFETY: the caller's buffers, valid until the operation completes.
+            let (send, recv) = unsafe { keep_pair(send, recv) };
+            return schedule(g, comm, mode, None, recv, move |s| inter::allgather(s, send.as_ref().unwrap().pack(0)));
+        }
         if let Mode::Blocking = mode {
             // SAFETY: the caller's buffers, valid for this call.
             let (send, recv) = unsafe { borrow_pair(send, recv) };
@@ -1094,8 +1251,9 @@ unsafe fn alltoall(
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
-    with_group(comm, |g| {
-        let n = g.size();
+    with_any_group(comm, |g| {
+        let n = g.peer_count();
+        check_not_in_place_inter(g, sendbuf, "sendbuf")?;
         let in_place = is_in_place(sendbuf);
         let send = if in_place {
             None
@@ -1118,6 +1276,13 @@ unsafe fn alltoall(
         }
         // SAFETY: the caller's buffers, valid for this call.
         let recv = Some(Region::new(recvbuf, &blocks));
+        if g.is_inter() {
+            // SAFETY: the caller's buffers, valid until the operation completes.
+            let (send, recv) = unsafe { keep_pair(send, recv) };
+            return schedule(g, comm, mode, None, recv, move |s| {
+                inter::alltoall(s, (0..n).map(|i| send.as_ref().unwrap().pack(i)).collect())
+            });
+        }
         if let Mode::Blocking = mode {
             // SAFETY: the caller's buffers, valid for this call.
             let (send, recv) = unsafe { borrow_pair(send, recv) };

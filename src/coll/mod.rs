@@ -23,6 +23,7 @@ use crate::p2p::buffers::{RecvBuf, SendBuf};
 use crate::p2p::request::{Op, SendMode};
 use crate::p2p::{Engine, Envelope};
 
+pub mod inter;
 pub mod neighbor;
 pub mod sched;
 
@@ -59,13 +60,32 @@ pub struct Group<'a> {
     ctx: u32,
     rank: usize,
     members: &'a [usize],
+    /// Intercommunicators: the remote group's world ranks (`members` is the local group).
+    remote: Option<&'a [usize]>,
     /// The communicator's collective sequence (numbers nonblocking collectives' tags).
     seq: &'a std::cell::Cell<u32>,
 }
 
 impl<'a> Group<'a> {
     pub fn new(engine: &'a mut Engine, comm: &'a Comm) -> Group<'a> {
-        Group { engine, ctx: comm.coll_ctx(), rank: comm.rank, members: &comm.members, seq: &comm.coll_seq }
+        Group {
+            engine,
+            ctx: comm.coll_ctx(),
+            rank: comm.rank,
+            members: &comm.members,
+            remote: comm.remote.as_deref(),
+            seq: &comm.coll_seq,
+        }
+    }
+
+    pub fn is_inter(&self) -> bool {
+        self.remote.is_some()
+    }
+
+    /// Number of blocks of a per-peer buffer (gather, scatter, allgather, all-to-all): the
+    /// remote group's size on an intercommunicator, else the size.
+    pub fn peer_count(&self) -> usize {
+        self.remote.map_or(self.members.len(), |r| r.len())
     }
 
     pub fn rank(&self) -> usize {

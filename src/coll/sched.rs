@@ -25,12 +25,16 @@ use crate::p2p::Envelope;
 use crate::p2p::buffers::{RecvBuf, SendBuf};
 use crate::p2p::request::{Op, SendMode, Status};
 
-/// Phases (tag offsets) within one schedule; at most `PHASES` of them.
+/// Phases (tag offsets) within one schedule; at most `PHASES` of them. Phases below
+/// `PH_INTER` carry traffic within the (local) group; on an intercommunicator, traffic between
+/// the groups uses `PH_INTER` and above, so it never matches local traffic (both groups have
+/// a rank 0, and they share the internal context).
 pub const PHASES: i32 = 8;
-const PH_MAIN: i32 = 0;
+pub(super) const PH_MAIN: i32 = 0;
 const PH_ROOT: i32 = 1;
-const PH_BCAST: i32 = 2;
-const PH_SCATTER: i32 = 3;
+pub(super) const PH_BCAST: i32 = 2;
+pub(super) const PH_SCATTER: i32 = 3;
+pub(super) const PH_INTER: i32 = 4;
 
 /// A user buffer a schedule reads at build time or writes later: raw memory and its blocks.
 #[derive(Clone)]
@@ -94,8 +98,11 @@ enum Step {
 /// A collective in progress (or ready to start).
 pub struct Schedule {
     ctx: u32,
-    rank: usize,
+    pub(super) rank: usize,
+    /// World ranks of the local group, then (intercommunicators) of the remote group: peer
+    /// `nlocal + i` is remote rank i.
     members: Vec<usize>,
+    nlocal: usize,
     tag: i32,
     red: Option<Reduction>,
     out: Option<UserBuf>,
@@ -112,6 +119,8 @@ pub struct Target {
     pub ctx: u32,
     pub rank: usize,
     pub members: Vec<usize>,
+    /// The remote group's world ranks (empty on an intracommunicator).
+    pub remote: Vec<usize>,
     pub tag: i32,
 }
 
@@ -121,7 +130,8 @@ impl Target {
         let seq = g.seq.get();
         g.seq.set(seq.wrapping_add(1));
         let tag = tag::NBC_BASE + ((seq & 0x00ff_ffff) as i32) * PHASES;
-        Target { ctx: g.ctx, rank: g.rank, members: g.members.to_vec(), tag }
+        let remote = g.remote.map_or_else(Vec::new, |r| r.to_vec());
+        Target { ctx: g.ctx, rank: g.rank, members: g.members.to_vec(), remote, tag }
     }
 }
 
@@ -130,7 +140,8 @@ impl Schedule {
         Schedule {
             ctx: t.ctx,
             rank: t.rank,
-            members: t.members.clone(),
+            members: [&t.members[..], &t.remote[..]].concat(),
+            nlocal: t.members.len(),
             tag: t.tag,
             red,
             out,
@@ -141,8 +152,19 @@ impl Schedule {
         }
     }
 
-    fn size(&self) -> usize {
-        self.members.len()
+    /// Size of the (local) group.
+    pub(super) fn size(&self) -> usize {
+        self.nlocal
+    }
+
+    /// Size of the remote group (0 on an intracommunicator).
+    pub(super) fn remote_size(&self) -> usize {
+        self.members.len() - self.nlocal
+    }
+
+    /// The peer index of remote rank `i`, for `send` and `recv`.
+    pub(super) fn remote(&self, i: usize) -> usize {
+        self.nlocal + i
     }
 
     /// The output buffer (also the input with MPI_IN_PLACE).
@@ -170,7 +192,7 @@ impl Schedule {
         self.steps.push(Step::Fence);
     }
 
-    fn apply(&mut self, lower: usize, higher: usize, into_lower: bool) {
+    pub(super) fn apply(&mut self, lower: usize, higher: usize, into_lower: bool) {
         self.steps.push(Step::Apply { lower, higher, into_lower });
     }
 
@@ -178,8 +200,18 @@ impl Schedule {
         self.steps.push(Step::Put { buf, block });
     }
 
-    fn out_bytes(&self, i: usize) -> usize {
+    pub(super) fn out_bytes(&self, i: usize) -> usize {
         self.out.as_ref().map_or(0, |o| o.blocks[i].bytes())
+    }
+
+    /// Splits slot `buf` into pieces of `sizes` bytes; returns the first of the new slots.
+    pub(super) fn split(&mut self, buf: usize, sizes: Vec<usize>) -> usize {
+        let first = self.slots.len();
+        for _ in 0..sizes.len() {
+            self.slot(Vec::new());
+        }
+        self.steps.push(Step::Split { buf, sizes, first });
+        first
     }
 
     // ----- running -----
@@ -195,7 +227,9 @@ impl Schedule {
                     e.free_request(req);
                 }
                 Step::Recv { from, phase, buf, len } => {
-                    let env = Envelope { ctx: self.ctx, src: *from as i32, tag: self.tag + *phase };
+                    // The envelope names the sender's rank in its own group.
+                    let src = if *from >= self.nlocal { *from - self.nlocal } else { *from };
+                    let env = Envelope { ctx: self.ctx, src: src as i32, tag: self.tag + *phase };
                     let (buf, len) = (*buf, *len);
                     let req = e.irecv(env, RecvBuf::owned(len), MPI_COMM_NULL);
                     self.pending.push((req, buf));
@@ -325,6 +359,23 @@ pub fn progress(e: &mut Engine) -> bool {
     did
 }
 
+/// Runs schedule `s` to completion (a blocking collective built as a schedule).
+pub fn run(e: &mut Engine, mut s: Schedule) -> MpiResult<()> {
+    loop {
+        match s.advance(e) {
+            Ok(true) => return Ok(()),
+            Ok(false) => {
+                let pending: Vec<u32> = s.pending.iter().map(|&(r, _)| r).collect();
+                e.wait_until(|e| pending.iter().all(|&r| e.is_complete(r)));
+            }
+            Err(x) => {
+                s.abandon(e);
+                return Err(x);
+            }
+        }
+    }
+}
+
 /// Registers the (already inserted) schedule request `id` and runs what it can right away.
 pub fn kick(e: &mut Engine, id: u32) {
     if !advance_request(e, id) {
@@ -336,7 +387,7 @@ pub fn kick(e: &mut Engine, id: u32) {
 
 /// Binomial-tree broadcast of slot `buf` (`len` bytes, filled at `root`); writes it into
 /// output block `put` on every rank but the root, and at the root too when `put_at_root`.
-fn bcast_slot(
+pub(super) fn bcast_slot(
     s: &mut Schedule,
     buf: usize,
     len: usize,
@@ -375,7 +426,7 @@ fn bcast_slot(
 /// Binomial-tree reduction of slot `acc` (`len` bytes) to `root` (rank order kept for
 /// non-commutative operations by rooting the tree at 0 and forwarding). Returns whether this
 /// rank ends with the result in `acc`.
-fn reduce_slot(s: &mut Schedule, acc: usize, len: usize, root: usize, phase: i32) -> bool {
+pub(super) fn reduce_slot(s: &mut Schedule, acc: usize, len: usize, root: usize, phase: i32) -> bool {
     let (n, r) = (s.size(), s.rank);
     let commutative = s.red.as_ref().is_some_and(|red| red.is_commutative());
     let tree_root = if commutative { root } else { 0 };
@@ -521,11 +572,7 @@ pub fn reduce_scatter(s: &mut Schedule, mine: Vec<u8>, counts: &[usize]) {
     }
     let acc = s.slot(mine);
     if reduce_slot(s, acc, len, 0, PH_MAIN) {
-        let first = s.slots.len();
-        for _ in 0..n {
-            s.slot(Vec::new());
-        }
-        s.steps.push(Step::Split { buf: acc, sizes: counts[..n].iter().map(|c| c * size).collect(), first });
+        let first = s.split(acc, counts[..n].iter().map(|c| c * size).collect());
         for (i, &c) in counts.iter().enumerate().take(n).skip(1) {
             if c > 0 {
                 s.send(i, PH_SCATTER, first + i, false);
@@ -718,7 +765,7 @@ mod tests {
     #[test]
     fn a_schedule_alone_runs_its_local_steps_at_once() {
         let mut e = Engine::new(0, 1, None);
-        let t = Target { ctx: 0, rank: 0, members: vec![0], tag: tag::NBC_BASE };
+        let t = Target { ctx: 0, rank: 0, members: vec![0], remote: Vec::new(), tag: tag::NBC_BASE };
         let mut s = Schedule::new(&t, None, None);
         barrier(&mut s);
         assert!(s.advance(&mut e).unwrap());
