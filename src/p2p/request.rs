@@ -49,8 +49,16 @@ pub enum Op {
     /// MPI_Isendrecv: completes when both its receive and its send have; reports the
     /// receive's status.
     Pair { recv: u32, send: u32 },
+    /// A library operation driven by the progress engine (MPI_Comm_idup's agreement).
+    Task(Box<dyn Task>),
     /// A request with nothing to do (persistent and inactive, or completed self-contained).
     Nothing,
+}
+
+/// A library operation that completes a request, advanced by `Engine::progress`.
+pub trait Task {
+    /// Runs what can run now; true once finished (an error also finishes it).
+    fn advance(&mut self, e: &mut super::Engine) -> Result<bool, crate::error::MpiError>;
 }
 
 /// Arguments kept by a persistent request to start it again.
