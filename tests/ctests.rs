@@ -132,6 +132,8 @@ ctests! {
     topo_graph => "topo_graph.c",
     topo_distgraph => "topo_distgraph.c",
     intercomm_basic => "intercomm_basic.c",
+    comm_idup => "comm_idup.c",
+    comm_inter_split => "comm_inter_split.c",
 }
 
 /// A Fortran source file (compiled with `mpifort`).
