@@ -211,6 +211,10 @@ impl Agreement {
 
     /// Runs what can run now; the outcome once the agreement is over.
     pub fn advance(&mut self, e: &mut Engine) -> MpiResult<Option<Agreed>> {
+        self.step(e).inspect_err(|_| self.pool.borrow_mut().finish(self.key))
+    }
+
+    fn step(&mut self, e: &mut Engine) -> MpiResult<Option<Agreed>> {
         loop {
             match std::mem::replace(&mut self.state, State::Done) {
                 State::Start => {

@@ -1,15 +1,20 @@
-//! Communicators: the table behind MPI_Comm handles, context ids, and the few collective
-//! steps communicator management needs (agreeing on a context id, the exchange of split).
+//! Communicators: the table behind MPI_Comm handles, context ids, and the collective steps
+//! communicator management needs.
 //!
 //! Context ids: every process keeps a mask of the context pairs it has free; a new
-//! communicator takes a pair free on all of its members (the AND of their masks). One process
-//! never holds two communicators with the same pair, so the communicators of one
-//! MPI_Comm_split may all take the same pair: their member sets are disjoint and a message
-//! only ever reaches members of the communicator it was sent on (MPICH does the same).
+//! communicator takes a pair free on all of its members (the AND of their masks, found by an
+//! `agree::Agreement`, which may run from the progress engine for MPI_Comm_idup and reserves
+//! what it offers while in flight). One process never holds two communicators with the same
+//! pair, so the communicators of one MPI_Comm_split may all take the same pair: their member
+//! sets are disjoint and a message only ever reaches members of the communicator it was sent
+//! on (MPICH does the same).
 //!
-//! Library traffic for these steps runs on the parent's internal context (`coll_ctx`) with
-//! tags of its own: small positive tags below, and negative tags for MPI_Comm_create_group,
-//! derived from the user's tag (collective algorithms use other tags on the same context).
+//! Library traffic for these steps runs on the parent's internal context (`coll_ctx`): an
+//! agreement over a whole communicator uses the tag of the next nonblocking collective on it
+//! (so it may be in flight with others), MPI_Comm_create_group negative tags derived from the
+//! user's tag, the intercommunicator exchanges small positive tags; communicators made from
+//! groups alone use a context of their own (`GROUP_CTX`) and a tag derived from the string
+//! tag.
 
 use crate::abi::consts::*;
 use crate::abi::types::MPI_Comm;
@@ -180,12 +185,17 @@ struct IdupTask {
 
 impl Task for IdupTask {
     fn advance(&mut self, e: &mut Engine) -> MpiResult<bool> {
-        match self.agreement.advance(e)? {
-            Some((pair, _)) => {
+        match self.agreement.advance(e) {
+            Ok(Some((pair, _))) => {
                 self.ctx.set(Some((pair * 2) as u32));
                 Ok(true)
             }
-            None => Ok(false),
+            Ok(None) => Ok(false),
+            Err(error) => {
+                // The communicator stays without a context; the request reports the error.
+                self.ctx.set(Some(PENDING_CTX));
+                Err(error)
+            }
         }
     }
 }
@@ -291,7 +301,8 @@ impl Comms {
                 Some(c) => {
                     if let Ok(comm) = self.get_mut(h) {
                         comm.ctx = c;
-                    } else {
+                    } else if c != PENDING_CTX {
+                        // Freed before its request completed (erroneous, but harmless here).
                         self.pool.borrow_mut().give_back(c as usize / 2);
                     }
                 }
