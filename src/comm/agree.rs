@@ -349,6 +349,9 @@ impl Agreement {
             if let Some(done) = self.advance(e)? {
                 return Ok((done, std::mem::take(&mut self.records)));
             }
+            // Progress at least once: an attempt that failed at once (alone, say) must let
+            // the agreements holding the mask move on.
+            e.progress();
             let reqs = self.waiting_on().to_vec();
             e.wait_until(|e| reqs.iter().all(|&r| e.is_complete(r)));
         }
