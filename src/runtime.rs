@@ -66,7 +66,13 @@ pub fn with<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
     // reference does not outlive this call.
     let state = unsafe { &mut *GLOBAL.state.get() };
     match state.as_mut() {
-        Some(rt) => f(rt),
+        Some(rt) => {
+            let out = f(rt);
+            // Communicators of MPI_Comm_idup whose request completed in this call become
+            // usable before the program sees the completion.
+            rt.comms.settle();
+            out
+        }
         None if TORN_DOWN.load(Ordering::Relaxed) => err(MPI_ERR_OTHER, "MPI has already been finalized"),
         None => err(MPI_ERR_OTHER, "MPI has not been initialized (call MPI_Init first)"),
     }

@@ -142,6 +142,8 @@ ctests! {
     session_world => "session_world.c",
     attr_type => "attr_type.c",
     attr_win => "attr_win.c",
+    comm_idup => "comm_idup.c",
+    comm_inter_split => "comm_inter_split.c",
 }
 
 /// A Fortran source file (compiled with `mpifort`).

@@ -115,10 +115,23 @@ pub unsafe fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> MpiResult 
     Ok(())
 }
 
+/// The communicator hints this library knows (the assertions of MPI-4 section 7.4.4); as
+/// MPICH does, MPI_Comm_set_info and the `_with_info` constructors drop every other key, so
+/// MPI_Comm_get_info returns only hints in use.
+const COMM_HINTS: [&str; 4] =
+    ["mpi_assert_no_any_tag", "mpi_assert_no_any_source", "mpi_assert_exact_length", "mpi_assert_allow_overtaking"];
+
+/// The communicator hints of info object `info` (MPI_INFO_NULL: none).
+fn comm_hints(info: MPI_Info) -> MpiResult<crate::info::Info> {
+    let mut hints = crate::info::get_or_empty(info)?;
+    hints.entries.retain(|(k, _)| COMM_HINTS.contains(&k.as_str()));
+    Ok(hints)
+}
+
 /// MPI_Comm_dup_with_info: as MPI_Comm_dup, with the hints of `info` instead of the parent's.
 pub unsafe fn MPI_Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm) -> MpiResult {
     non_null(newcomm, "newcomm")?;
-    let hints = crate::info::get_or_empty(info)?;
+    let hints = comm_hints(info)?;
     let h = unsafe { duplicate_into(comm, newcomm)? };
     runtime::with(|rt| {
         rt.comms.get_mut(h)?.hints = hints;
@@ -127,6 +140,55 @@ pub unsafe fn MPI_Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *m
     // SAFETY: checked non-null.
     unsafe { *newcomm = h };
     Ok(())
+}
+
+/// MPI_Comm_idup(_with_info)'s work: the new handle at once (attributes copied, error
+/// handler inherited, hints from `hints` or the parent's) and the request of its agreement.
+///
+/// # Safety
+/// `newcomm` and `request` were checked non-null and are writable.
+unsafe fn start_idup(
+    comm: MPI_Comm,
+    hints: Option<crate::info::Info>,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    let (h, req) = runtime::with(|rt| rt.comms.idup(&mut rt.engine, comm))?;
+    if let Some(hints) = hints {
+        runtime::with(|rt| {
+            rt.comms.get_mut(h)?.hints = hints;
+            Ok(())
+        })?;
+    }
+    crate::errhandler::on_comm_dup(comm, h);
+    // SAFETY: caller contract.
+    unsafe {
+        *newcomm = h;
+        *request = super::p2p::request_handle(req);
+    }
+    copy_attributes(comm, h)
+}
+
+pub unsafe fn MPI_Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> MpiResult {
+    runtime::with(|rt| rt.comms.get(comm).map(|_| ()))?;
+    non_null(newcomm, "newcomm")?;
+    non_null(request, "request")?;
+    // SAFETY: checked non-null.
+    unsafe { start_idup(comm, None, newcomm, request) }
+}
+
+pub unsafe fn MPI_Comm_idup_with_info(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    runtime::with(|rt| rt.comms.get(comm).map(|_| ()))?;
+    let hints = comm_hints(info)?;
+    non_null(newcomm, "newcomm")?;
+    non_null(request, "request")?;
+    // SAFETY: checked non-null.
+    unsafe { start_idup(comm, Some(hints), newcomm, request) }
 }
 
 pub unsafe fn MPI_Comm_free(comm: *mut MPI_Comm) -> MpiResult {
@@ -152,6 +214,11 @@ pub unsafe fn MPI_Comm_split(comm: MPI_Comm, color: c_int, key: c_int, newcomm: 
 
 /// The key of MPI_COMM_TYPE_HW_GUIDED's info that names the kind of hardware resource.
 const HW_RESOURCE_TYPE: &str = "mpi_hw_resource_type";
+/// Resource types of MPI_COMM_TYPE_HW_GUIDED known here: all of them span one node.
+const NODE_RESOURCES: [&str; 2] = ["mpi_shared_memory", "machine"];
+/// The key of MPIX_COMM_TYPE_NEIGHBORHOOD's info naming a directory: processes that see it
+/// share a file system (all of one node here).
+const NBHD_DIRNAME: &str = "nbhd_common_dirname";
 
 pub unsafe fn MPI_Comm_split_type(
     comm: MPI_Comm,
@@ -162,8 +229,14 @@ pub unsafe fn MPI_Comm_split_type(
 ) -> MpiResult {
     runtime::with(|rt| rt.comms.get(comm).map(|_| ()))?;
     let hints = crate::info::get_or_empty(info)?;
-    if ![MPI_UNDEFINED, MPI_COMM_TYPE_SHARED, MPI_COMM_TYPE_HW_GUIDED, MPI_COMM_TYPE_HW_UNGUIDED].contains(&split_type)
-    {
+    let known = [
+        MPI_UNDEFINED,
+        MPI_COMM_TYPE_SHARED,
+        MPI_COMM_TYPE_HW_GUIDED,
+        MPI_COMM_TYPE_HW_UNGUIDED,
+        MPIX_COMM_TYPE_NEIGHBORHOOD,
+    ];
+    if !known.contains(&split_type) {
         return err(MPI_ERR_ARG, format!("invalid split_type argument ({split_type})"));
     }
     non_null(newcomm, "newcomm")?;
@@ -175,16 +248,30 @@ pub unsafe fn MPI_Comm_split_type(
         let my_node = nodes[me] as c_int;
         let color = match split_type {
             MPI_COMM_TYPE_SHARED => my_node,
-            // Shared memory is the one resource type known here; for any other the standard
-            // gives MPI_COMM_NULL.
-            MPI_COMM_TYPE_HW_GUIDED if hints.get(HW_RESOURCE_TYPE) == Some("mpi_shared_memory") => my_node,
+            // The node is the one resource known here; for any other the standard gives
+            // MPI_COMM_NULL.
+            MPI_COMM_TYPE_HW_GUIDED if hints.get(HW_RESOURCE_TYPE).is_some_and(|t| NODE_RESOURCES.contains(&t)) => {
+                my_node
+            }
             // The node is the only level below the whole job known here: use it when it is
             // strictly smaller than the parent, as the standard requires, else MPI_COMM_NULL.
             MPI_COMM_TYPE_HW_UNGUIDED if members.iter().any(|&w| nodes[w] != nodes[me]) => my_node,
+            MPIX_COMM_TYPE_NEIGHBORHOOD
+                if hints.get(NBHD_DIRNAME).is_some_and(|d| std::path::Path::new(d).is_dir()) =>
+            {
+                my_node
+            }
             _ => MPI_UNDEFINED,
         };
         rt.comms.split(&mut rt.engine, comm, color, key)
     })?;
+    if split_type == MPI_COMM_TYPE_HW_UNGUIDED && made.is_some() && info != MPI_INFO_NULL {
+        // MPI-4: the info object returns the kind of resource the split used.
+        crate::info::with(info, |i| {
+            i.set(HW_RESOURCE_TYPE, NODE_RESOURCES[0]);
+            Ok(())
+        })?;
+    }
     // SAFETY: checked non-null.
     unsafe { store_new(comm, made, newcomm) }
 }
@@ -272,6 +359,72 @@ pub unsafe fn MPI_Intercomm_create(
     unsafe { store_new(local_comm, Some(h), newintercomm) }
 }
 
+/// Reads the string tag of the group-based constructors.
+///
+/// # Safety
+/// `stringtag` is null or a NUL-terminated string.
+unsafe fn read_stringtag(stringtag: *const c_char) -> MpiResult<String> {
+    non_null(stringtag, "stringtag")?;
+    // SAFETY: checked non-null; C passes a NUL-terminated string.
+    Ok(unsafe { CStr::from_ptr(stringtag) }.to_string_lossy().into_owned())
+}
+
+/// The error handler a group-based constructor attaches (MPI_ERRHANDLER_NULL: the default).
+fn check_new_errhandler(errhandler: MPI_Errhandler) -> MpiResult<Option<MPI_Errhandler>> {
+    if errhandler == MPI_ERRHANDLER_NULL {
+        return Ok(None);
+    }
+    crate::errhandler::check(errhandler, crate::errhandler::HandlerKind::Comm)?;
+    Ok(Some(errhandler))
+}
+
+/// MPI_ERR_RANK unless `leader` is a rank of a group of `size`.
+fn check_leader(leader: c_int, size: usize, what: &str) -> MpiResult<usize> {
+    if leader < 0 || leader as usize >= size {
+        return err(MPI_ERR_RANK, format!("invalid {what} argument (rank={leader}, group size {size})"));
+    }
+    Ok(leader as usize)
+}
+
+pub unsafe fn MPI_Intercomm_create_from_groups(
+    local_group: MPI_Group,
+    local_leader: c_int,
+    remote_group: MPI_Group,
+    remote_leader: c_int,
+    stringtag: *const c_char,
+    info: MPI_Info,
+    errhandler: MPI_Errhandler,
+    newintercomm: *mut MPI_Comm,
+) -> MpiResult {
+    let local = crate::group::get(local_group)?;
+    let remote = crate::group::get(remote_group)?;
+    let local_leader = check_leader(local_leader, local.size(), "local_leader")?;
+    let remote_leader = check_leader(remote_leader, remote.size(), "remote_leader")?;
+    // SAFETY: C passes a NUL-terminated string.
+    let tag = unsafe { read_stringtag(stringtag) }?;
+    let hints = comm_hints(info)?;
+    let eh = check_new_errhandler(errhandler)?;
+    non_null(newintercomm, "newintercomm")?;
+    let h = runtime::with(|rt| {
+        let h = rt.comms.intercomm_create_from_groups(
+            &mut rt.engine,
+            &local.members,
+            local_leader,
+            &remote.members,
+            remote_leader,
+            &tag,
+        )?;
+        rt.comms.get_mut(h)?.hints = hints;
+        Ok(h)
+    })?;
+    if let Some(eh) = eh {
+        crate::errhandler::set_comm_errhandler(h, eh);
+    }
+    // SAFETY: checked non-null.
+    unsafe { *newintercomm = h };
+    Ok(())
+}
+
 pub unsafe fn MPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm: *mut MPI_Comm) -> MpiResult {
     runtime::with(|rt| rt.comms.get(intercomm).map(|_| ()))?;
     non_null(newintracomm, "newintracomm")?;
@@ -282,9 +435,12 @@ pub unsafe fn MPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm
 
 pub unsafe fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> MpiResult {
     runtime::with(|rt| rt.comms.get(comm).map(|_| ()))?;
-    let hints = crate::info::get_or_empty(info)?;
+    let hints = comm_hints(info)?;
     runtime::with(|rt| {
-        rt.comms.get_mut(comm)?.hints = hints;
+        let c = rt.comms.get_mut(comm)?;
+        for (k, v) in &hints.entries {
+            c.hints.set(k, v);
+        }
         Ok(())
     })
 }

@@ -16,7 +16,7 @@ const DIRECT_REQUEST: u32 = 0xac00_0000;
 /// Largest tag (the MPI_TAG_UB attribute).
 pub const TAG_UB: c_int = c_int::MAX;
 
-pub(super) fn request_handle(id: u32) -> MPI_Request {
+pub(crate) fn request_handle(id: u32) -> MPI_Request {
     (DIRECT_REQUEST | id) as MPI_Request
 }
 

@@ -208,7 +208,7 @@ pub unsafe fn MPI_Comm_create_from_group(
         return err(MPI_ERR_ARG, "null pointer in argument newcomm");
     }
     let h = runtime::with(|rt| {
-        let h = crate::comm::from_group::create_from_group(&mut rt.comms, &mut rt.engine, &g.members, &tag)?;
+        let h = rt.comms.create_from_group(&mut rt.engine, &g.members, &tag)?;
         rt.comms.get_mut(h)?.hints = hints;
         Ok(h)
     })?;

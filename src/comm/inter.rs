@@ -1,26 +1,23 @@
-//! Intercommunicators: MPI_Intercomm_create, MPI_Intercomm_merge and the duplication of an
-//! intercommunicator.
+//! Intercommunicators: MPI_Intercomm_create, MPI_Intercomm_create_from_groups,
+//! MPI_Intercomm_merge, and MPI_Comm_split / MPI_Comm_create over an intercommunicator.
 //!
 //! Both groups of an intercommunicator use one context pair, free on every member of both:
-//! each group ANDs its members' free masks at its leader, the leaders swap their masks (over
-//! the peer communicator when creating, over the intercommunicator's internal context
-//! afterwards) and both pick the first pair free in the AND of the two; each leader then
-//! sends the outcome to its group.
+//! the context-id agreement (`agree`) ANDs each group's masks at its leader and the leaders
+//! swap their ANDs (over the peer communicator when creating, over the intercommunicator's
+//! internal context afterwards).
 //!
-//! On the intercommunicator's internal context the two groups' ranks overlap (both have a
-//! rank 0): that is harmless, since a message is matched at the process it was sent to and
+//! The other exchanges here follow the same shape: each group gathers fixed-size records at
+//! its leader, the leaders swap what they gathered, and each leader sends the outcome to its
+//! group. On an intercommunicator's internal context the two groups' ranks overlap (both have
+//! a rank 0): that is harmless, since a message is matched at the process it was sent to and
 //! group-internal steps only ever send within the group.
 
 use super::*;
 
-/// Tags on internal contexts (below the collectives' ranges, apart from TAG_CTX_AGREE and
-/// TAG_SPLIT).
-const TAG_INTER_AGREE: i32 = 3;
+/// Tags on internal contexts for these exchanges (below the collectives' ranges).
+const TAG_INTER_GATHER: i32 = 3;
 const TAG_INTER_LEADER: i32 = 4;
 const TAG_INTER_BCAST: i32 = 5;
-
-/// No context pair free on both groups (sent in place of a pair).
-const NO_PAIR: u64 = u64::MAX;
 
 /// The tag of MPI_Intercomm_create's leader exchange on the peer communicator's internal
 /// context: negative and below the tags of MPI_Comm_create_group.
@@ -36,65 +33,67 @@ fn from_u64s(b: &[u8]) -> Vec<u64> {
     b.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap())).collect()
 }
 
-/// Sends `data` to world rank `dst` while receiving `len` bytes from `src` (same context and
-/// tag as `env`): the two sides of a swap never wait on each other.
+/// Sends `data` to world rank `dst` while receiving up to `len` bytes from `src` (same
+/// context and tag as `env`): the two sides of a swap never wait on each other.
 fn swap(engine: &mut Engine, dst: usize, env: Envelope, data: Vec<u8>, src: i32, len: usize) -> Vec<u8> {
     let r = engine.irecv(Envelope { ctx: env.ctx, src, tag: env.tag }, RecvBuf::owned(len), MPI_COMM_NULL);
     let s = engine.isend(dst, env, SendBuf::owned(data), SendMode::Standard, MPI_COMM_NULL);
     engine.wait_until(|e| e.is_complete(r) && e.is_complete(s));
     engine.reqs.remove(s);
-    match engine.reqs.remove(r).map(|r| r.op) {
-        Some(crate::p2p::request::Op::Recv { buf, .. }) => buf.into_owned(),
+    match engine.reqs.remove(r) {
+        Some(crate::p2p::request::Request { op: crate::p2p::request::Op::Recv { buf, .. }, status, .. }) => {
+            let mut v = buf.into_owned();
+            v.truncate(status.bytes);
+            v
+        }
         _ => unreachable!(),
     }
 }
 
-/// The local group's steps around a leader exchange: the members' masks are ANDed at the
-/// leader (`members[leader]`, this process being `rank`), the leader runs `exchange` on the
-/// AND and gets back the bytes to send to its group, which every member returns.
+/// The local group's steps around a leader exchange: every member's `record` (all of one
+/// size) is gathered at the leader (`members[leader]`, this process being `rank`), by rank;
+/// the leader runs `exchange` on them and sends what it returns to the group, which every
+/// member returns.
 fn around_leader(
     engine: &mut Engine,
     ctx: u32,
     rank: usize,
     leader: usize,
     members: &[usize],
-    free: &[u64],
-    exchange: impl FnOnce(&mut Engine, Vec<u64>) -> Vec<u8>,
+    record: Vec<u8>,
+    exchange: impl FnOnce(&mut Engine, Vec<Vec<u8>>) -> Vec<u8>,
 ) -> Vec<u8> {
-    let mut parts: Vec<(i32, usize)> = vec![(leader as i32, members[leader])];
-    parts.extend(members.iter().enumerate().filter(|&(r, _)| r != leader).map(|(r, &w)| (r as i32, w)));
-    let me = parts.iter().position(|&(r, _)| r as usize == rank).unwrap();
-    if me == 0 {
-        // Only the leader needs the AND: gather without the reply.
-        let mut acc = free.to_vec();
-        for &(src, _) in &parts[1..] {
-            let theirs = mask_from(&internal_recv(engine, ctx, src, TAG_INTER_AGREE, free.len() * 8));
-            acc.iter_mut().zip(theirs).for_each(|(a, t)| *a &= t);
+    if rank == leader {
+        let mut records = vec![Vec::new(); members.len()];
+        for (r, slot) in records.iter_mut().enumerate() {
+            *slot = if r == rank {
+                record.clone()
+            } else {
+                internal_recv(engine, ctx, r as i32, TAG_INTER_GATHER, record.len())
+            };
         }
-        let out = exchange(engine, acc);
+        let out = exchange(engine, records);
         let env = Envelope { ctx, src: leader as i32, tag: TAG_INTER_BCAST };
-        for &(_, w) in &parts[1..] {
+        for (r, &w) in members.iter().enumerate().filter(|&(r, _)| r != leader) {
+            let _ = r;
             internal_send(engine, w, env, (out.len() as u64).to_ne_bytes().to_vec());
             internal_send(engine, w, env, out.clone());
         }
         out
     } else {
-        internal_send(
-            engine,
-            members[leader],
-            Envelope { ctx, src: rank as i32, tag: TAG_INTER_AGREE },
-            mask_bytes(free),
-        );
+        let env = Envelope { ctx, src: rank as i32, tag: TAG_INTER_GATHER };
+        internal_send(engine, members[leader], env, record);
         let len = internal_recv(engine, ctx, leader as i32, TAG_INTER_BCAST, 8);
         let len = u64::from_ne_bytes(len[..8].try_into().unwrap()) as usize;
         internal_recv(engine, ctx, leader as i32, TAG_INTER_BCAST, len)
     }
 }
 
-/// The first pair free in both masks, or NO_PAIR.
-fn common_pair(a: &[u64], b: &[u64]) -> u64 {
-    let both: Vec<u64> = a.iter().zip(b).map(|(x, y)| x & y).collect();
-    first_set_bit(&both).map_or(NO_PAIR, |p| p as u64)
+/// Members (by rank of `members`) with color `color` in `table`, ordered by key then rank.
+fn with_color(table: &[(i32, i32)], members: &[usize], color: i32) -> Vec<usize> {
+    let mut same: Vec<usize> = (0..table.len()).filter(|&r| table[r].0 == color).collect();
+    same.sort_by_key(|&r| (table[r].1, r));
+    same.into_iter().map(|r| members[r]).collect()
 }
 
 impl Comms {
@@ -136,56 +135,78 @@ impl Comms {
         } else {
             None
         };
-        let out = around_leader(engine, ctx, rank, leader, &members, &self.free_ctx, |engine, mask| {
+        // The leaders swap their groups (leader first), and tell their groups.
+        let out = around_leader(engine, ctx, rank, leader, &members, Vec::new(), |engine, _| {
             let (dst, pctx, psrc) = peer_info.unwrap();
             let env = Envelope { ctx: pctx, src: psrc, tag: leader_tag(tag) };
-            let mut mine = vec![members.len() as u64];
-            mine.extend(&mask);
-            let header = from_u64s(&swap(engine, dst, env, u64s(&mine), remote_leader, mine.len() * 8));
-            let nremote = header[0] as usize;
-            let ours: Vec<u64> = members.iter().map(|&w| w as u64).collect();
-            let theirs = from_u64s(&swap(engine, dst, env, u64s(&ours), remote_leader, nremote * 8));
-            let mut out = vec![common_pair(&mask, &header[1..])];
-            out.extend(theirs);
+            let mut ours = vec![members.len() as u64, members[leader] as u64];
+            ours.extend(members.iter().map(|&w| w as u64));
+            let header = from_u64s(&swap(engine, dst, env, u64s(&ours[..2]), remote_leader, 16));
+            let theirs = swap(engine, dst, env, u64s(&ours[2..]), remote_leader, header[0] as usize * 8);
+            let mut out = vec![header[1]];
+            out.extend(from_u64s(&theirs));
             u64s(&out)
         });
         let out = from_u64s(&out);
-        if out[0] == NO_PAIR {
-            return Err(out_of_contexts());
-        }
-        let mut comm = Comm::new(self.take_ctx(out[0] as usize), rank, members);
-        comm.remote = Some(out[1..].iter().map(|&w| w as usize).collect());
+        let (remote_leader_world, remote) = (out[0] as usize, out[1..].iter().map(|&w| w as usize).collect());
+        let key = (u32::MAX, members[leader].min(remote_leader_world) as u64, tag as u64);
+        let leader_swap = peer_info.map(|(their_world, pctx, psrc)| LeaderSwap {
+            ctx: pctx,
+            tag: leader_tag(tag),
+            my_src: psrc,
+            their_src: remote_leader,
+            their_world,
+            extra: 0,
+        });
+        // The agreement's gather runs on the local communicator's internal context (a tag
+        // of its collective sequence), its leader swap on the peer communicator's.
+        let l = self.get(local)?;
+        let atag = next_coll_tag(engine, l);
+        let mut parts = by_rank(&members);
+        parts.swap(0, leader);
+        let me = parts.iter().position(|&(r, _)| r as usize == rank).unwrap();
+        let (pair, _) = Agreement::new(self.pool.clone(), ctx, atag, parts, me, leader_swap, key).run(engine)?;
+        let mut comm = Comm::new((pair * 2) as u32, rank, members);
+        comm.remote = Some(remote);
         Ok(self.install(comm))
     }
 
-    /// The agreement of a new context pair over both groups of the intercommunicator
-    /// `comm`, with one value `extra` of each group's leader passed to the other group.
-    /// Returns the pair and the remote group's `extra`.
-    fn inter_agree(&mut self, engine: &mut Engine, comm: MPI_Comm, extra: i64) -> MpiResult<(usize, i64)> {
-        let c = self.get(comm)?;
-        let (rank, members, ctx, remote_leader) = (c.rank, c.members.clone(), c.coll_ctx(), c.peer_world_rank(0));
-        let out = around_leader(engine, ctx, rank, 0, &members, &self.free_ctx, |engine, mask| {
-            let env = Envelope { ctx, src: 0, tag: TAG_INTER_LEADER };
-            let mut mine = vec![extra as u64];
-            mine.extend(&mask);
-            let theirs = from_u64s(&swap(engine, remote_leader, env, u64s(&mine), 0, mine.len() * 8));
-            u64s(&[common_pair(&mask, &theirs[1..]), theirs[0]])
-        });
-        let out = from_u64s(&out);
-        if out[0] == NO_PAIR {
-            return Err(out_of_contexts());
+    /// MPI_Intercomm_create_from_groups: `local_group` (world ranks, this process among
+    /// them) and `remote_group` form an intercommunicator; the groups' leaders talk directly,
+    /// told apart from other creations by `stringtag`.
+    pub fn intercomm_create_from_groups(
+        &mut self,
+        engine: &mut Engine,
+        local_group: &[usize],
+        local_leader: usize,
+        remote_group: &[usize],
+        remote_leader: usize,
+        stringtag: &str,
+    ) -> MpiResult<MPI_Comm> {
+        let me = crate::runtime::world_rank().map_or(0, |r| r as usize);
+        let Some(rank) = local_group.iter().position(|&w| w == me) else {
+            return err(MPI_ERR_GROUP, "the calling process is not a member of local_group");
+        };
+        if remote_group.iter().any(|w| local_group.contains(w)) {
+            return err(MPI_ERR_GROUP, "local_group and remote_group overlap");
         }
-        Ok((out[0] as usize, out[1] as i64))
-    }
-
-    /// MPI_Comm_dup of an intercommunicator.
-    pub(super) fn dup_inter(&mut self, engine: &mut Engine, parent: MPI_Comm) -> MpiResult<MPI_Comm> {
-        let (pair, _) = self.inter_agree(engine, parent, 0)?;
-        let p = self.get(parent)?;
-        let mut comm = Comm::new(0, p.rank, p.members.clone());
-        comm.remote = p.remote.clone();
-        comm.hints = p.hints.clone();
-        comm.ctx = self.take_ctx(pair);
+        let tag = string_tag(stringtag);
+        let (lw, rw) = (local_group[local_leader], remote_group[remote_leader]);
+        let mut parts = by_world(local_group);
+        parts.swap(0, local_leader);
+        let me = parts.iter().position(|&(_, w)| w == me).unwrap();
+        let leader_swap = (me == 0).then_some(LeaderSwap {
+            ctx: GROUP_CTX,
+            tag,
+            my_src: lw as i32,
+            their_src: rw as i32,
+            their_world: rw,
+            extra: 0,
+        });
+        let key = (GROUP_CTX, lw.min(rw) as u64, (3 << 40) | tag as u64);
+        let (pair, _) = Agreement::new(self.pool.clone(), GROUP_CTX, tag, parts, me, leader_swap, key).run(engine)?;
+        let mut comm = Comm::new((pair * 2) as u32, rank, local_group.to_vec());
+        comm.remote = Some(remote_group.to_vec());
         Ok(self.install(comm))
     }
 
@@ -196,7 +217,7 @@ impl Comms {
         if !c.is_inter() {
             return err(MPI_ERR_COMM, format!("communicator 0x{:08x} is not an intercommunicator", inter as u32));
         }
-        let (pair, remote_high) = self.inter_agree(engine, inter, high as i64)?;
+        let (pair, remote_high) = self.agreement_over(engine, c, high as u64).run(engine)?;
         let c = self.get(inter)?;
         let remote = c.remote.clone().unwrap();
         let local_first = if high != (remote_high != 0) { !high } else { c.members[0] < remote[0] };
@@ -210,8 +231,43 @@ impl Comms {
             members.extend(&c.members);
             remote.len() + c.rank
         };
-        let ctx = self.take_ctx(pair);
-        Ok(self.install(Comm::new(ctx, rank, members)))
+        Ok(self.install_new(pair, rank, members))
+    }
+
+    /// MPI_Comm_split over an intercommunicator: the (color, key) of every member of both
+    /// groups is gathered at the leaders, swapped and sent to every member; each color's
+    /// members of the two groups form an intercommunicator (`None` when one side has none).
+    pub(super) fn split_inter(
+        &mut self,
+        engine: &mut Engine,
+        parent: MPI_Comm,
+        color: i32,
+        key: i32,
+    ) -> MpiResult<Option<MPI_Comm>> {
+        let c = self.get(parent)?;
+        let (rank, members, remote, ctx) = (c.rank, c.members.clone(), c.remote.clone().unwrap(), c.coll_ctx());
+        let record = [color.to_ne_bytes(), key.to_ne_bytes()].concat();
+        let (nlocal, nremote) = (members.len(), remote.len());
+        let remote_leader = remote[0];
+        let out = around_leader(engine, ctx, rank, 0, &members, record, |engine, records| {
+            let env = Envelope { ctx, src: 0, tag: TAG_INTER_LEADER };
+            let ours = records.concat();
+            let theirs = swap(engine, remote_leader, env, ours.clone(), 0, nremote * 8);
+            [ours, theirs].concat()
+        });
+        let pairs: Vec<(i32, i32)> = out.chunks_exact(8).map(color_key).collect();
+        let (local_table, remote_table) = pairs.split_at(nlocal);
+        let (pair, _) = self.agreement_over(engine, self.get(parent)?, 0).run(engine)?;
+        let local = with_color(local_table, &members, color);
+        let remote = with_color(remote_table, &remote, color);
+        if color == MPI_UNDEFINED || local.is_empty() || remote.is_empty() {
+            self.pool.borrow_mut().give_back(pair);
+            return Ok(None);
+        }
+        let new_rank = local.iter().position(|&w| w == members[rank]).unwrap();
+        let mut comm = Comm::new((pair * 2) as u32, new_rank, local);
+        comm.remote = Some(remote);
+        Ok(Some(self.install(comm)))
     }
 }
 
@@ -223,7 +279,12 @@ mod tests {
     fn leader_tags_stay_apart() {
         assert!(leader_tag(i32::MAX) < create_group_tag(i32::MAX));
         assert!(leader_tag(0) < 0);
-        assert_eq!(common_pair(&[0b1100, 0], &[0b0110, 0]), 2);
-        assert_eq!(common_pair(&[0b1000], &[0b0110]), NO_PAIR);
+    }
+
+    #[test]
+    fn colors_ordered_by_key() {
+        let table = [(1, 3), (MPI_UNDEFINED, 0), (1, 0), (2, 0)];
+        assert_eq!(with_color(&table, &[10, 11, 12, 13], 1), vec![12, 10]);
+        assert!(with_color(&table, &[10, 11, 12, 13], 5).is_empty());
     }
 }

@@ -1,15 +1,20 @@
-//! Communicators: the table behind MPI_Comm handles, context ids, and the few collective
-//! steps communicator management needs (agreeing on a context id, the exchange of split).
+//! Communicators: the table behind MPI_Comm handles, context ids, and the collective steps
+//! communicator management needs.
 //!
 //! Context ids: every process keeps a mask of the context pairs it has free; a new
-//! communicator takes a pair free on all of its members (the AND of their masks). One process
-//! never holds two communicators with the same pair, so the communicators of one
-//! MPI_Comm_split may all take the same pair: their member sets are disjoint and a message
-//! only ever reaches members of the communicator it was sent on (MPICH does the same).
+//! communicator takes a pair free on all of its members (the AND of their masks, found by an
+//! `agree::Agreement`, which may run from the progress engine for MPI_Comm_idup and reserves
+//! what it offers while in flight). One process never holds two communicators with the same
+//! pair, so the communicators of one MPI_Comm_split may all take the same pair: their member
+//! sets are disjoint and a message only ever reaches members of the communicator it was sent
+//! on (MPICH does the same).
 //!
-//! Library traffic for these steps runs on the parent's internal context (`coll_ctx`) with
-//! tags of its own: small positive tags below, and negative tags for MPI_Comm_create_group,
-//! derived from the user's tag (collective algorithms use other tags on the same context).
+//! Library traffic for these steps runs on the parent's internal context (`coll_ctx`): an
+//! agreement over a whole communicator uses the tag of the next nonblocking collective on it
+//! (so it may be in flight with others), MPI_Comm_create_group negative tags derived from the
+//! user's tag, the intercommunicator exchanges small positive tags; communicators made from
+//! groups alone use a context of their own (`GROUP_CTX`) and a tag derived from the string
+//! tag.
 
 use crate::abi::consts::*;
 use crate::abi::types::MPI_Comm;
@@ -20,18 +25,25 @@ use crate::p2p::buffers::{RecvBuf, SendBuf};
 use crate::p2p::request::SendMode;
 use crate::p2p::{Engine, Envelope};
 
-pub mod from_group;
+mod agree;
 mod inter;
+
+use crate::p2p::request::Task;
+use agree::{Agreement, ContextPool, LeaderSwap, SharedPool};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
 /// Handles of user communicators: kind DIRECT (bits 31..30 = 10), object COMM (1).
 const DIRECT_COMM: u32 = 0x8400_0000;
 /// Context ids come in pairs: `ctx` for user point-to-point, `ctx + 1` for the library's own
 /// traffic on the communicator, so the two never match each other.
 const MAX_CONTEXT_PAIRS: usize = 64 * 64;
-/// Tag of the context-id agreement messages (on the internal context).
-const TAG_CTX_AGREE: i32 = 1;
-/// Tag of the (color, key, free mask) exchange of MPI_Comm_split.
-const TAG_SPLIT: i32 = 2;
+/// Context of the traffic of communicators made from groups (MPI_Comm_create_from_group,
+/// MPI_Intercomm_create_from_groups), where participants are addressed by world rank: pair 2,
+/// taken at start on every process.
+const GROUP_CTX: u32 = 4;
+/// The context of a communicator of MPI_Comm_idup until its agreement is over.
+const PENDING_CTX: u32 = u32::MAX - 1;
 
 /// The internal tag of MPI_Comm_create_group with user tag `tag` (>= 0): negative, so it
 /// never meets the positive tags of other library traffic, and never MPI_ANY_TAG (-1).
@@ -101,18 +113,6 @@ impl Comm {
         Ok(())
     }
 
-    /// MPI_ERR_UNSUPPORTED_OPERATION on an intercommunicator, for the constructors (split,
-    /// create, create_group) not implemented over intercommunicators yet.
-    fn check_not_inter_yet(&self) -> MpiResult<()> {
-        if self.is_inter() {
-            return err(
-                MPI_ERR_UNSUPPORTED_OPERATION,
-                "creating communicators from an intercommunicator is not implemented yet",
-            );
-        }
-        Ok(())
-    }
-
     pub fn size(&self) -> usize {
         self.members.len()
     }
@@ -129,8 +129,11 @@ impl Comm {
 
 pub struct Comms {
     table: Vec<Option<Comm>>,
-    /// Bit i set: context pair i is free on this process.
-    pub(crate) free_ctx: Vec<u64>,
+    /// The context pairs free on this process, shared with agreements in flight.
+    pub(crate) pool: SharedPool,
+    /// Communicators of MPI_Comm_idup whose context is still being agreed on: the handle and
+    /// where the agreement leaves the context.
+    pending: Vec<(MPI_Comm, Rc<Cell<Option<u32>>>)>,
     /// Node of each world rank, read from the process manager on first use.
     node_ids: Option<Vec<usize>>,
 }
@@ -152,23 +155,68 @@ fn handle_of(slot: usize) -> MPI_Comm {
     }
 }
 
+/// A tag for a string tag (MPI_Comm_create_from_group, MPI_Intercomm_create_from_groups):
+/// FNV-1a of its bytes, positive.
+fn string_tag(s: &str) -> i32 {
+    let h = s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+    ((h ^ (h >> 32)) & 0x3fff_ffff) as i32
+}
+
+/// The tag of the next nonblocking collective on `comm` (takes a number of its sequence).
+fn next_coll_tag(engine: &mut Engine, comm: &Comm) -> i32 {
+    crate::coll::sched::Target::next(&crate::coll::Group::new(engine, comm)).tag
+}
+
+/// The agreement participants of a communicator's group, addressed by rank on its context.
+fn by_rank(members: &[usize]) -> Vec<(i32, usize)> {
+    members.iter().enumerate().map(|(r, &w)| (r as i32, w)).collect()
+}
+
+/// The participants of a group-based creation, addressed by world rank on GROUP_CTX.
+fn by_world(members: &[usize]) -> Vec<(i32, usize)> {
+    members.iter().map(|&w| (w as i32, w)).collect()
+}
+
+/// The agreement of MPI_Comm_idup, run as a request by the progress engine.
+struct IdupTask {
+    agreement: Agreement,
+    ctx: Rc<Cell<Option<u32>>>,
+}
+
+impl Task for IdupTask {
+    fn advance(&mut self, e: &mut Engine) -> MpiResult<bool> {
+        match self.agreement.advance(e) {
+            Ok(Some((pair, _))) => {
+                self.ctx.set(Some((pair * 2) as u32));
+                Ok(true)
+            }
+            Ok(None) => Ok(false),
+            Err(error) => {
+                // The communicator stays without a context; the request reports the error.
+                self.ctx.set(Some(PENDING_CTX));
+                Err(error)
+            }
+        }
+    }
+}
+
 impl Comms {
     /// The predefined communicators of a job where this process is `rank` of `size`.
     pub fn new(rank: usize, size: usize) -> Comms {
-        let mut c = Comms { table: Vec::new(), free_ctx: vec![u64::MAX; MAX_CONTEXT_PAIRS / 64], node_ids: None };
+        let pool = Rc::new(RefCell::new(ContextPool::new(MAX_CONTEXT_PAIRS)));
+        let mut c = Comms { table: Vec::new(), pool, pending: Vec::new(), node_ids: None };
         let mut world = Comm::new(c.take_ctx(0), rank, (0..size).collect());
         world.name = "MPI_COMM_WORLD".into();
         let mut me = Comm::new(c.take_ctx(1), 0, vec![rank]);
         me.name = "MPI_COMM_SELF".into();
-        c.take_ctx(from_group::RESERVED_PAIR);
+        c.take_ctx(GROUP_CTX as usize / 2);
         c.table.push(Some(world));
         c.table.push(Some(me));
         c
     }
 
     pub(crate) fn take_ctx(&mut self, pair: usize) -> u32 {
-        self.free_ctx[pair / 64] &= !(1u64 << (pair % 64));
-        (pair * 2) as u32
+        self.pool.borrow_mut().take(pair)
     }
 
     pub fn get(&self, handle: MPI_Comm) -> MpiResult<&Comm> {
@@ -188,23 +236,79 @@ impl Comms {
         self.get(handle).is_ok()
     }
 
+    /// The context-id agreement over all members of `comm` (both groups of an
+    /// intercommunicator), with `extra` passed to the remote group. Takes the next number of
+    /// the communicator's collective sequence, so it may run alongside other nonblocking
+    /// collectives.
+    fn agreement_over(&self, engine: &mut Engine, comm: &Comm, extra: u64) -> Agreement {
+        let seq = comm.coll_seq.get();
+        let tag = next_coll_tag(engine, comm);
+        let ctx = comm.coll_ctx();
+        let (swap, leader) = match &comm.remote {
+            Some(remote) => (
+                Some(LeaderSwap { ctx, tag, my_src: 0, their_src: 0, their_world: remote[0], extra }),
+                comm.members[0].min(remote[0]),
+            ),
+            None => (None, comm.members[0]),
+        };
+        let key = (ctx, leader as u64, seq as u64);
+        Agreement::new(self.pool.clone(), ctx, tag, by_rank(&comm.members), comm.rank, swap, key)
+    }
+
+    /// A copy of `p` (members, remote group, hints, topology) on context `ctx`.
+    fn copy_of(p: &Comm, ctx: u32) -> Comm {
+        let mut comm = Comm::new(ctx, p.rank, p.members.clone());
+        comm.remote = p.remote.clone();
+        comm.hints = p.hints.clone();
+        comm.topo = p.topo.clone();
+        comm
+    }
+
     /// MPI_Comm_dup: a communicator with the same members and a new context, agreed on by all
     /// members (collective over `parent`). Attributes are not copied here (their copy
     /// callbacks run outside the runtime); hints are.
     pub fn dup(&mut self, engine: &mut Engine, parent: MPI_Comm) -> MpiResult<MPI_Comm> {
-        let p = self.get(parent)?;
-        if p.is_inter() {
-            return self.dup_inter(engine, parent);
-        }
-        let (rank, members, coll_ctx, hints) = (p.rank, p.members.clone(), p.coll_ctx(), p.hints.clone());
-        let topo = p.topo.clone();
-        let everyone: Vec<(i32, usize)> = members.iter().enumerate().map(|(r, &w)| (r as i32, w)).collect();
-        let agreed = agree_free_mask(engine, coll_ctx, TAG_CTX_AGREE, rank, &everyone, &self.free_ctx);
-        let pair = first_set_bit(&agreed).ok_or_else(out_of_contexts)?;
-        let mut comm = Comm::new(self.take_ctx(pair), rank, members);
-        comm.hints = hints;
-        comm.topo = topo;
+        let agreement = self.agreement_over(engine, self.get(parent)?, 0);
+        let (pair, _) = agreement.run(engine)?;
+        let comm = Self::copy_of(self.get(parent)?, (pair * 2) as u32);
         Ok(self.install(comm))
+    }
+
+    /// MPI_Comm_idup: the new communicator's handle at once, and the request of the
+    /// agreement on its context, run by the progress engine. The handle may be used once the
+    /// request is complete (`settle` gives it its context then).
+    pub fn idup(&mut self, engine: &mut Engine, parent: MPI_Comm) -> MpiResult<(MPI_Comm, u32)> {
+        let p = self.get(parent)?;
+        let agreement = self.agreement_over(engine, p, 0);
+        let comm = Self::copy_of(p, PENDING_CTX);
+        let h = self.install(comm);
+        let ctx = Rc::new(Cell::new(None));
+        self.pending.push((h, ctx.clone()));
+        let req = engine.start_task(Box::new(IdupTask { agreement, ctx }), parent);
+        self.settle();
+        Ok((h, req))
+    }
+
+    /// Gives the communicators of finished MPI_Comm_idup agreements their context (called
+    /// at the end of every MPI call, so before the program can use them).
+    pub fn settle(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        for (h, ctx) in pending {
+            match ctx.get() {
+                Some(c) => {
+                    if let Ok(comm) = self.get_mut(h) {
+                        comm.ctx = c;
+                    } else if c != PENDING_CTX {
+                        // Freed before its request completed (erroneous, but harmless here).
+                        self.pool.borrow_mut().give_back(c as usize / 2);
+                    }
+                }
+                None => self.pending.push((h, ctx)),
+            }
+        }
     }
 
     /// Puts `comm` in the first free user slot; returns its handle.
@@ -220,14 +324,15 @@ impl Comms {
         handle_of(slot)
     }
 
-    /// A communicator on context pair `pair` (taken here) where this process is `rank`.
+    /// A communicator on context pair `pair` (already taken) where this process is `rank`.
     fn install_new(&mut self, pair: usize, rank: usize, members: Vec<usize>) -> MPI_Comm {
-        let ctx = self.take_ctx(pair);
-        self.install(Comm::new(ctx, rank, members))
+        self.install(Comm::new((pair * 2) as u32, rank, members))
     }
 
     /// MPI_Comm_split (collective over `parent`): members with the same `color` form one new
     /// communicator, ordered by `key` then by rank in `parent`; MPI_UNDEFINED gives `None`.
+    /// On an intercommunicator, each color's members of both groups form an
+    /// intercommunicator, or `None` when either group has none (MPI-2.2).
     pub fn split(
         &mut self,
         engine: &mut Engine,
@@ -236,30 +341,42 @@ impl Comms {
         key: i32,
     ) -> MpiResult<Option<MPI_Comm>> {
         let p = self.get(parent)?;
-        p.check_not_inter_yet()?;
-        let (rank, members, coll_ctx) = (p.rank, p.members.clone(), p.coll_ctx());
-        let (table, agreed) = split_exchange(engine, coll_ctx, rank, &members, (color, key), &self.free_ctx);
+        if p.is_inter() {
+            return self.split_inter(engine, parent, color, key);
+        }
+        let (rank, members) = (p.rank, p.members.clone());
+        let record = [color.to_ne_bytes(), key.to_ne_bytes()].concat();
+        let ((pair, _), records) = self.agreement_over(engine, p, 0).with_record(record).run_with_records(engine)?;
+        let table: Vec<(i32, i32)> = records.chunks_exact(8).map(color_key).collect();
         let Some((new_members, new_rank)) = split_members(&table, &members, rank) else {
+            self.pool.borrow_mut().give_back(pair);
             return Ok(None);
         };
-        let pair = first_set_bit(&agreed).ok_or_else(out_of_contexts)?;
         Ok(Some(self.install_new(pair, new_rank, new_members)))
     }
 
     /// MPI_Comm_create (collective over `parent`): the members of `group` (world ranks, a
     /// subset of `parent`) form a new communicator; other processes get `None`. Processes may
-    /// pass different, disjoint groups (MPI-2.2).
+    /// pass different, disjoint groups (MPI-2.2). On an intercommunicator `group` is a subset
+    /// of the local group, the same on all of it, and the result an intercommunicator between
+    /// the groups both sides passed (`None` when either is empty).
     pub fn create(&mut self, engine: &mut Engine, parent: MPI_Comm, group: &[usize]) -> MpiResult<Option<MPI_Comm>> {
         let p = self.get(parent)?;
-        p.check_not_inter_yet()?;
-        let (rank, members, coll_ctx) = (p.rank, p.members.clone(), p.coll_ctx());
+        let (rank, members) = (p.rank, p.members.clone());
         check_subset(group, &members)?;
-        let everyone: Vec<(i32, usize)> = members.iter().enumerate().map(|(r, &w)| (r as i32, w)).collect();
-        let agreed = agree_free_mask(engine, coll_ctx, TAG_CTX_AGREE, rank, &everyone, &self.free_ctx);
+        if p.is_inter() {
+            let me = members[rank];
+            let (color, key) = match group.iter().position(|&w| w == me) {
+                Some(i) => (0, i as i32),
+                None => (MPI_UNDEFINED, 0),
+            };
+            return self.split_inter(engine, parent, color, key);
+        }
+        let (pair, _) = self.agreement_over(engine, p, 0).run(engine)?;
         let Some(new_rank) = group.iter().position(|&w| w == members[rank]) else {
+            self.pool.borrow_mut().give_back(pair);
             return Ok(None);
         };
-        let pair = first_set_bit(&agreed).ok_or_else(out_of_contexts)?;
         Ok(Some(self.install_new(pair, new_rank, group.to_vec())))
     }
 
@@ -275,7 +392,7 @@ impl Comms {
         tag: i32,
     ) -> MpiResult<Option<MPI_Comm>> {
         let p = self.get(parent)?;
-        p.check_not_inter_yet()?;
+        p.check_intra("MPI_Comm_create_group")?;
         let (rank, members, coll_ctx) = (p.rank, p.members.clone(), p.coll_ctx());
         check_subset(group, &members)?;
         let Some(new_rank) = group.iter().position(|&w| w == members[rank]) else {
@@ -283,9 +400,25 @@ impl Comms {
         };
         let parts: Vec<(i32, usize)> =
             group.iter().map(|&w| (members.iter().position(|&m| m == w).unwrap() as i32, w)).collect();
-        let agreed = agree_free_mask(engine, coll_ctx, create_group_tag(tag), new_rank, &parts, &self.free_ctx);
-        let pair = first_set_bit(&agreed).ok_or_else(out_of_contexts)?;
+        let key = (coll_ctx, group[0] as u64, (1 << 40) | tag as u64);
+        let agreement = Agreement::new(self.pool.clone(), coll_ctx, create_group_tag(tag), parts, new_rank, None, key);
+        let (pair, _) = agreement.run(engine)?;
         Ok(Some(self.install_new(pair, new_rank, group.to_vec())))
+    }
+
+    /// A communicator of the processes of `group` (world ranks; this process among them),
+    /// collective over them only, told apart from other creations in flight by `stringtag`
+    /// (MPI_Comm_create_from_group's building block).
+    pub fn create_from_group(&mut self, engine: &mut Engine, group: &[usize], stringtag: &str) -> MpiResult<MPI_Comm> {
+        let me = crate::runtime::world_rank().map_or(0, |r| r as usize);
+        let Some(rank) = group.iter().position(|&w| w == me) else {
+            return err(MPI_ERR_GROUP, "the calling process is not a member of the group");
+        };
+        let tag = string_tag(stringtag);
+        let key = (GROUP_CTX, group[0] as u64, (2 << 40) | tag as u64);
+        let agreement = Agreement::new(self.pool.clone(), GROUP_CTX, tag, by_world(group), rank, None, key);
+        let (pair, _) = agreement.run(engine)?;
+        Ok(self.install_new(pair, rank, group.to_vec()))
     }
 
     /// The node of every world rank (one node for now, but the mapping is asked for).
@@ -308,8 +441,9 @@ impl Comms {
         for (keyval, _) in c.attrs.iter() {
             crate::attr::release(keyval);
         }
-        let pair = (c.ctx / 2) as usize;
-        self.free_ctx[pair / 64] |= 1u64 << (pair % 64);
+        if c.ctx != PENDING_CTX {
+            self.pool.borrow_mut().give_back((c.ctx / 2) as usize);
+        }
         self.table[slot_of(handle).unwrap()] = None;
         Ok(())
     }
@@ -321,29 +455,21 @@ impl Comms {
             return Ok(MPI_IDENT);
         }
         match (&ca.remote, &cb.remote) {
-            (None, None) => {}
+            (None, None) => Ok(group_compare(&ca.members, &cb.members)),
             (Some(ra), Some(rb)) => {
                 // Both groups must compare alike; the weaker answer of the two wins.
                 let local = group_compare(&ca.members, &cb.members);
                 let remote = group_compare(ra, rb);
-                return Ok(if local == MPI_UNEQUAL || remote == MPI_UNEQUAL {
+                Ok(if local == MPI_UNEQUAL || remote == MPI_UNEQUAL {
                     MPI_UNEQUAL
                 } else if local == MPI_SIMILAR || remote == MPI_SIMILAR {
                     MPI_SIMILAR
                 } else {
                     MPI_CONGRUENT
-                });
+                })
             }
-            _ => return Ok(MPI_UNEQUAL),
+            _ => Ok(MPI_UNEQUAL),
         }
-        Ok(if ca.members == cb.members {
-            MPI_CONGRUENT
-        } else {
-            let (mut x, mut y) = (ca.members.clone(), cb.members.clone());
-            x.sort_unstable();
-            y.sort_unstable();
-            if x == y { MPI_SIMILAR } else { MPI_UNEQUAL }
-        })
     }
 }
 
@@ -382,78 +508,9 @@ pub(crate) fn mask_from(b: &[u8]) -> Vec<u64> {
     b.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap())).collect()
 }
 
-/// Bitwise AND of the free-context masks of the participants `parts` (rank used in the
-/// envelope on context `ctx`, world rank), of which this process is `me`: they send theirs to
-/// the first participant, which sends the result back.
-pub(crate) fn agree_free_mask(
-    engine: &mut Engine,
-    ctx: u32,
-    tag: i32,
-    me: usize,
-    parts: &[(i32, usize)],
-    mine: &[u64],
-) -> Vec<u64> {
-    let nbytes = mine.len() * 8;
-    if parts.len() == 1 {
-        return mine.to_vec();
-    }
-    let my_src = parts[me].0;
-    if me == 0 {
-        let mut acc = mine.to_vec();
-        for &(src, _) in &parts[1..] {
-            let theirs = mask_from(&internal_recv(engine, ctx, src, tag, nbytes));
-            acc.iter_mut().zip(theirs).for_each(|(a, t)| *a &= t);
-        }
-        for &(_, w) in &parts[1..] {
-            internal_send(engine, w, Envelope { ctx, src: my_src, tag }, mask_bytes(&acc));
-        }
-        acc
-    } else {
-        internal_send(engine, parts[0].1, Envelope { ctx, src: my_src, tag }, mask_bytes(mine));
-        mask_from(&internal_recv(engine, ctx, parts[0].0, tag, nbytes))
-    }
-}
-
-/// The exchange of MPI_Comm_split: every member's (color, key), by rank, and the AND of all
-/// free masks. Members send theirs to rank 0, which answers with the whole table.
-fn split_exchange(
-    engine: &mut Engine,
-    ctx: u32,
-    rank: usize,
-    members: &[usize],
-    mine: (i32, i32),
-    free: &[u64],
-) -> (Vec<(i32, i32)>, Vec<u64>) {
-    let n = members.len();
-    let nbytes = free.len() * 8;
-    let pair_bytes = |(c, k): (i32, i32)| [c.to_ne_bytes(), k.to_ne_bytes()].concat();
-    let pair_from =
-        |b: &[u8]| (i32::from_ne_bytes(b[0..4].try_into().unwrap()), i32::from_ne_bytes(b[4..8].try_into().unwrap()));
-    if n == 1 {
-        return (vec![mine], free.to_vec());
-    }
-    if rank == 0 {
-        let mut table = vec![mine];
-        let mut acc = free.to_vec();
-        for src in 1..n {
-            let msg = internal_recv(engine, ctx, src as i32, TAG_SPLIT, 8 + nbytes);
-            table.push(pair_from(&msg[..8]));
-            acc.iter_mut().zip(mask_from(&msg[8..])).for_each(|(a, t)| *a &= t);
-        }
-        let mut reply: Vec<u8> = table.iter().flat_map(|&p| pair_bytes(p)).collect();
-        reply.extend(mask_bytes(&acc));
-        for &w in &members[1..] {
-            internal_send(engine, w, Envelope { ctx, src: 0, tag: TAG_SPLIT }, reply.clone());
-        }
-        (table, acc)
-    } else {
-        let mut msg = pair_bytes(mine);
-        msg.extend(mask_bytes(free));
-        internal_send(engine, members[0], Envelope { ctx, src: rank as i32, tag: TAG_SPLIT }, msg);
-        let reply = internal_recv(engine, ctx, 0, TAG_SPLIT, n * 8 + nbytes);
-        let table = reply[..n * 8].chunks_exact(8).map(pair_from).collect();
-        (table, mask_from(&reply[n * 8..]))
-    }
+/// A (color, key) record of MPI_Comm_split.
+fn color_key(b: &[u8]) -> (i32, i32) {
+    (i32::from_ne_bytes(b[0..4].try_into().unwrap()), i32::from_ne_bytes(b[4..8].try_into().unwrap()))
 }
 
 /// The new communicator of parent rank `rank` after a split with `table[r] = (color, key)`:
@@ -510,7 +567,7 @@ mod tests {
         let c = Comms::new(0, 4);
         assert_eq!(c.get(MPI_COMM_WORLD).unwrap().ctx, 0);
         assert_eq!(c.get(MPI_COMM_SELF).unwrap().ctx, 2);
-        assert_eq!(first_set_bit(&c.free_ctx), Some(from_group::RESERVED_PAIR + 1));
+        assert_eq!(first_set_bit(c.pool.borrow().free_mask()), Some(3));
         assert_eq!(c.compare(MPI_COMM_WORLD, MPI_COMM_SELF).unwrap(), MPI_UNEQUAL);
         assert!(c.get(MPI_COMM_NULL).is_err());
     }

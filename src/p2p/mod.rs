@@ -118,6 +118,8 @@ pub struct Engine {
     pub scheds: Vec<u32>,
     /// Active send-receive pairs (MPI_Isendrecv), completed by `progress`.
     pairs: Vec<u32>,
+    /// Active library tasks (`Op::Task`), advanced by `progress`.
+    tasks: Vec<u32>,
 }
 
 /// Value peers read at init to find out whether single-copy reads are allowed.
@@ -144,6 +146,7 @@ impl Engine {
             bsend_used: 0,
             scheds: Vec::new(),
             pairs: Vec::new(),
+            tasks: Vec::new(),
         }
     }
 
@@ -610,6 +613,9 @@ impl Engine {
         if !self.pairs.is_empty() {
             did |= self.complete_pairs();
         }
+        if !self.tasks.is_empty() {
+            did |= self.advance_tasks();
+        }
         if self.scheds.is_empty() {
             return did;
         }
@@ -622,6 +628,58 @@ impl Engine {
         self.pairs.push(req);
         self.complete_pairs();
         req
+    }
+
+    /// Starts a request run by `task`; it has run what it could when this returns.
+    pub fn start_task(&mut self, task: Box<dyn request::Task>, comm: i32) -> u32 {
+        let req = self.reqs.insert(Request::started(Op::Task(task), comm));
+        if !self.advance_task(req) {
+            self.tasks.push(req);
+        }
+        req
+    }
+
+    /// Advances every active task once; returns whether any finished.
+    fn advance_tasks(&mut self) -> bool {
+        // Taking the list keeps nested progress calls (from a task's own receives) out.
+        let ids = std::mem::take(&mut self.tasks);
+        let mut still = Vec::with_capacity(ids.len());
+        let mut did = false;
+        for id in ids {
+            if self.advance_task(id) {
+                did = true;
+            } else {
+                still.push(id);
+            }
+        }
+        let added = std::mem::replace(&mut self.tasks, still);
+        self.tasks.extend(added);
+        did
+    }
+
+    /// Advances task request `id`; returns whether it is finished.
+    fn advance_task(&mut self, id: u32) -> bool {
+        let Some(r) = self.reqs.get_mut(id) else { return true };
+        let Op::Task(mut task) = std::mem::replace(&mut r.op, Op::Nothing) else { return true };
+        let error = match task.advance(self) {
+            Ok(false) => {
+                self.reqs.get_mut(id).expect("task request vanished").op = Op::Task(task);
+                return false;
+            }
+            Ok(true) => MPI_SUCCESS,
+            Err(e) => {
+                log::debug!("library task failed: {}", e.msg);
+                e.code
+            }
+        };
+        let r = self.reqs.get_mut(id).expect("task request vanished");
+        r.status = Status::empty();
+        r.status.error = error;
+        r.complete = true;
+        if r.freed {
+            self.reqs.remove(id);
+        }
+        true
     }
 
     /// Completes the pairs whose receive and send are both done.

@@ -51,6 +51,8 @@ pub enum Op {
     Pair { recv: u32, send: u32 },
     /// A generalized request (MPI_Grequest_start): complete when the program says so.
     Generalized(Generalized),
+    /// A library operation driven by the progress engine (MPI_Comm_idup's agreement).
+    Task(Box<dyn Task>),
     /// A request with nothing to do (persistent and inactive, or completed self-contained).
     Nothing,
 }
@@ -64,6 +66,12 @@ pub struct Generalized {
     pub cancel: crate::abi::ctypes::MPI_Grequest_cancel_function,
     /// The program's `extra_state` pointer, passed back to the callbacks untouched.
     pub extra_state: usize,
+}
+
+/// A library operation that completes a request, advanced by `Engine::progress`.
+pub trait Task {
+    /// Runs what can run now; true once finished (an error also finishes it).
+    fn advance(&mut self, e: &mut super::Engine) -> Result<bool, crate::error::MpiError>;
 }
 
 /// Arguments kept by a persistent request to start it again.
