@@ -138,9 +138,9 @@ XFILE=$RESULTS/xfile.txt
 sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$EXCLUDE" | awk '{print $1}' > "$RESULTS/exclude-patterns.txt"
 grep -v '^module:' "$RESULTS/exclude-patterns.txt" > "$XFILE"
 EXCL_ARGS=(--xfile "$XFILE")
-for m in $(sed -n 's/^module://p' "$RESULTS/exclude-patterns.txt"); do
+while read -r m; do
     EXCL_ARGS+=(-e "^$m\\.py\$")
-done
+done < <(sed -n 's/^module://p' "$RESULTS/exclude-patterns.txt")
 
 # A wrapper of mpi4py's test/main.py that records every outcome per rank
 # (unittest.TextTestRunner's result class is replaced by one that also writes a TSV line).
