@@ -70,6 +70,7 @@ ctests! {
     env_init_thread => "env_init_thread.c",
     env_singleton => "env_singleton.c",
     env_abort => "env_abort.c",
+    env_alloc_mem => "env_alloc_mem.c",
     comm_basic => "comm_basic.c",
     p2p_types_sizes => "p2p_types_sizes.c",
     p2p_ring => "p2p_ring.c",

@@ -76,6 +76,7 @@ pub mod grequest;
 pub mod group;
 pub mod info;
 pub mod init;
+pub mod mem;
 pub mod neighbor;
 pub mod op;
 pub mod p2p;
