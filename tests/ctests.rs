@@ -111,6 +111,7 @@ ctests! {
     coll_gather => "coll_gather.c",
     coll_redscat => "coll_redscat.c",
     coll_reduce => "coll_reduce.c",
+    coll_bottom => "coll_bottom.c",
     coll_reduce_local => "coll_reduce_local.c",
     coll_scan => "coll_scan.c",
     coll_inter => "coll_inter.c",

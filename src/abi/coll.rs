@@ -188,6 +188,15 @@ impl Region {
         Region { base: (p as *const u8).wrapping_offset(lo as isize), span, blocks }
     }
 
+    /// MPI_ERR_BUFFER when the data would start at address 0: a NULL pointer is only
+    /// MPI_BOTTOM with types whose displacements are absolute addresses (as in MPICH).
+    pub(super) fn check_not_null(&self, what: &str) -> MpiResult<()> {
+        if self.span > 0 && self.base.is_null() {
+            return err(MPI_ERR_BUFFER, format!("invalid {what} (NULL with a nonzero count)"));
+        }
+        Ok(())
+    }
+
     fn overlaps(&self, o: &Region) -> bool {
         let (a, b) = (self.base as usize, o.base as usize);
         self.span > 0 && o.span > 0 && a < b + o.span && b < a + self.span
@@ -1260,14 +1269,13 @@ unsafe fn alltoall(
         } else {
             // SAFETY: the caller's arrays of communicator size.
             let blocks = unsafe { alltoall_blocks(send, sendtypes, n, "sendcount")? };
-            let bytes: usize = blocks.iter().map(|b| b.1 * b.2.size).sum();
-            check_buf(sendbuf, bytes, "sendbuf")?;
-            Some(Region::new(sendbuf, &blocks))
+            let region = Region::new(sendbuf, &blocks);
+            region.check_not_null("sendbuf")?;
+            Some(region)
         };
         // SAFETY: the caller's arrays of communicator size.
         let blocks = unsafe { alltoall_blocks(recv, recvtypes, n, "recvcount")? };
-        let bytes: usize = blocks.iter().map(|b| b.1 * b.2.size).sum();
-        check_buf(recvbuf, bytes, "recvbuf")?;
+        Region::new(recvbuf, &blocks).check_not_null("recvbuf")?;
         check_not_in_place(recvbuf, "recvbuf")?;
         if let Some(s) = &send
             && s.span > 0

@@ -11,8 +11,8 @@
 #![allow(clippy::too_many_arguments)]
 
 use super::coll::{
-    CArray, Mode, Region, Spread, Types, alltoall_blocks, borrow_pair, check_buf, check_count, check_not_in_place,
-    keep_pair, schedule,
+    CArray, Mode, Region, Spread, Types, alltoall_blocks, borrow_pair, check_count, check_not_in_place, keep_pair,
+    schedule,
 };
 use super::types::*;
 use crate::coll::Group;
@@ -59,10 +59,6 @@ unsafe fn blocks(spread: Spread, types: Types, n: usize, what: &str) -> MpiResul
     unsafe { alltoall_blocks(spread, types, n, what) }
 }
 
-fn bytes(blocks: &[(i64, usize, Layout)]) -> usize {
-    blocks.iter().map(|(_, c, l)| c * l.size).sum()
-}
-
 /// Every neighbourhood collective.
 ///
 /// # Safety
@@ -98,10 +94,10 @@ unsafe fn neighbor_coll(
         };
         // SAFETY: the caller's arrays of indegree elements.
         let recv_blocks = unsafe { blocks(recv, recvtypes, nb.indegree(), "recvcounts")? };
-        check_buf(sendbuf, bytes(&send_blocks), "sendbuf")?;
-        check_buf(recvbuf, bytes(&recv_blocks), "recvbuf")?;
-        let send = Some(Region::new(sendbuf, &send_blocks));
-        let recv = Some(Region::new(recvbuf, &recv_blocks));
+        let (send, recv) = (Region::new(sendbuf, &send_blocks), Region::new(recvbuf, &recv_blocks));
+        send.check_not_null("sendbuf")?;
+        recv.check_not_null("recvbuf")?;
+        let (send, recv) = (Some(send), Some(recv));
         let mut g = Group::new(&mut rt.engine, c);
         if let Mode::Blocking = mode {
             // SAFETY: the caller's buffers, valid for this call.
