@@ -33,6 +33,11 @@
 #                     of an earlier run) with the expected list
 #   --mpicc CMD --mpiexec CMD  test another MPI (no install; e.g. mpicc.mpich mpiexec.mpich
 #                     for the reference column of docs/conformance.md); compare as usual
+#   --mpif77 CMD --mpifc CMD  Fortran wrappers for the f77/ and f90/ directories (default:
+#                     PREFIX/bin/mpif77 and PREFIX/bin/mpifort of the oxmpi install; with
+#                     --mpicc, the same name with mpif77/mpifort for mpicc, e.g. mpif77.mpich).
+#                     Only passed to the suite when --dirs has f77 or f90, so that the
+#                     C-only runs keep their configured build.
 #   -- ARGS           passed to run-mpich-suite.sh unchanged
 #
 # Exit status: 0 all expected tests passed; 1 an expected test failed (or did not run);
@@ -64,6 +69,8 @@ RESULTS=""
 COMPARE_ONLY=""
 MPICC=""
 MPIEXEC=""
+MPIF77=""
+MPIFC=""
 SUITE_ARGS=()
 
 usage() { sed -n '2,/^$/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
@@ -89,6 +96,8 @@ while [ $# -gt 0 ]; do
         --compare-only) need_arg "$@"; COMPARE_ONLY=$2; shift 2 ;;
         --mpicc) need_arg "$@"; MPICC=$2; shift 2 ;;
         --mpiexec) need_arg "$@"; MPIEXEC=$2; shift 2 ;;
+        --mpif77) need_arg "$@"; MPIF77=$2; shift 2 ;;
+        --mpifc|--mpifort) need_arg "$@"; MPIFC=$2; shift 2 ;;
         --) shift; SUITE_ARGS=("$@"); break ;;
         -h|--help) usage; exit 0 ;;
         *) die_usage "unknown option: $1" ;;
@@ -100,6 +109,17 @@ DIRS=$(echo "$DIRS" | tr ' ' ',' | sed 's/,,*/,/g; s/^,//; s/,$//')
     die_usage "--mpicc and --mpiexec go together"
 
 log() { echo "[conformance] $*" >&2; }
+# The Fortran directories of --dirs (f77, f90 or subdirectories of them).
+fortran_dirs() { echo ",$DIRS," | tr ',' '\n' | grep -E '^f(77|90)(/|$)'; }
+# The Fortran wrapper NAME (mpif77, mpifort) that goes with $MPICC: the installed prefix's
+# bin/NAME, or the mpicc command with mpicc replaced by NAME (mpicc.mpich -> mpif77.mpich);
+# nothing when there is no such executable.
+sibling_wrapper() {
+    local name=$1 cc=${MPICC%% *} w
+    case "${cc##*/}" in mpicc*) ;; *) return 0 ;; esac
+    w=${cc%mpicc*}$name${cc##*mpicc}
+    if [ -x "$w" ] || command -v -- "$w" >/dev/null 2>&1; then echo "$w"; fi
+}
 t_start=$(date +%s)
 
 # ---------------------------------------------------------------- install + run
@@ -133,10 +153,21 @@ else
     [ -n "$RESULTS" ] || RESULTS=$WORK/results-$(basename "${MPICC%% *}")-$(date +%Y%m%d-%H%M%S)
     EXCL_ARGS=()
     [ -f "$EXCLUDE" ] && EXCL_ARGS=(--exclude "$EXCLUDE")
+    # Fortran wrappers, only for runs with a Fortran directory: they are part of the suite's
+    # configuration, and a C-only run keeps reusing its C-only build.
+    FORTRAN_ARGS=()
+    if [ -n "$(fortran_dirs)" ]; then
+        [ -n "$MPIF77" ] || MPIF77=$(sibling_wrapper mpif77)
+        [ -n "$MPIFC" ] || MPIFC=$(sibling_wrapper mpifort)
+        { [ -n "$MPIF77" ] && [ -n "$MPIFC" ]; } ||
+            { log "SETUP FAILURE: --dirs $DIRS needs Fortran wrappers (none next to $MPICC; --mpif77/--mpifc)"; exit 2; }
+        FORTRAN_ARGS=(--mpif77 "$MPIF77" --mpifc "$MPIFC")
+        log "Fortran: mpif77=$MPIF77 mpifc=$MPIFC"
+    fi
     log "running the MPICH test suite: dirs=$DIRS maxnp=$MAXNP timeout=${TIMEOUT}s results=$RESULTS"
     bash "$ROOT/scripts/run-mpich-suite.sh" --workdir "$WORK" --mpicc "$MPICC" --mpiexec "$MPIEXEC" \
         --dirs "$DIRS" --maxnp "$MAXNP" --timeout "$TIMEOUT" --max-timeout "$MAX_TIMEOUT" \
-        --budget "$BUDGET" --results "$RESULTS" "${EXCL_ARGS[@]}" "${SUITE_ARGS[@]}"
+        --budget "$BUDGET" --results "$RESULTS" "${EXCL_ARGS[@]}" "${FORTRAN_ARGS[@]}" "${SUITE_ARGS[@]}"
     rc=$?
     if [ $rc -ne 0 ]; then
         log "SETUP FAILURE: run-mpich-suite.sh exited with $rc"

@@ -16,8 +16,9 @@
 //! INTEGER(KIND=MPI_ADDRESS_KIND) arrays have the C layout and pass through; choice buffers are
 //! checked against the MPI_BOTTOM / MPI_IN_PLACE common-block addresses; statuses against
 //! MPI_STATUS(ES)_IGNORE; CHARACTER arguments carry hidden `usize` lengths after all others;
-//! `ierror` comes last. Routines that take callbacks, arrays of strings or `MPI_File` handles
-//! are stubs in this version (they report MPI_ERR_UNSUPPORTED_OPERATION).
+//! `ierror` comes last. Callbacks: see `FORTRAN_CALLBACKS`. Routines that take other callbacks,
+//! arrays of strings or `MPI_File` handles are stubs in this version (they report
+//! MPI_ERR_UNSUPPORTED_OPERATION).
 #![allow(dead_code)]
 
 use super::decl::{self, Decls, Func, Param};
@@ -246,9 +247,37 @@ impl Conv {
     }
 }
 
+/// The callback types a Fortran procedure can be passed for. The reduction function and the
+/// error handlers have the same form in both languages (every argument by reference); the
+/// attribute callbacks do not, and the keyval constructors mark their keyvals as Fortran ones
+/// (`keyval_fixups`), which are then called the Fortran way.
+const FORTRAN_CALLBACKS: &[&str] = &[
+    "MPI_User_function",
+    "MPI_Comm_errhandler_function",
+    "MPI_Handler_function",
+    "MPI_Win_errhandler_function",
+    "MPI_Session_errhandler_function",
+    "MPI_Comm_copy_attr_function",
+    "MPI_Comm_delete_attr_function",
+    "MPI_Copy_function",
+    "MPI_Delete_function",
+    "MPI_Type_copy_attr_function",
+    "MPI_Type_delete_attr_function",
+    "MPI_Win_copy_attr_function",
+    "MPI_Win_delete_attr_function",
+];
+
+/// The keyval constructors: (routine, keyval argument, callback convention).
+const KEYVAL_CONSTRUCTORS: &[(&str, &str, &str)] = &[
+    ("MPI_Comm_create_keyval", "comm_keyval", "Fortran"),
+    ("MPI_Type_create_keyval", "type_keyval", "Fortran"),
+    ("MPI_Win_create_keyval", "win_keyval", "Fortran"),
+    ("MPI_Keyval_create", "keyval", "FortranInteger"),
+];
+
 /// Why a routine is a stub in this version, if it is.
 fn stub_reason(f: &Func, callbacks: &[String]) -> Option<&'static str> {
-    if f.params.iter().any(|p| callbacks.contains(&p.ty.base)) {
+    if f.params.iter().any(|p| callbacks.contains(&p.ty.base) && !FORTRAN_CALLBACKS.contains(&p.ty.base.as_str())) {
         return Some("callback arguments");
     }
     if f.params.iter().any(|p| p.ty.base == "MPI_File") {
@@ -289,6 +318,13 @@ fn convert(f: &Func, p: &Param, callbacks: &[String]) -> Result<Conv, String> {
     if dropped(f, p) {
         let arg = if p.name == "argc" && ty.pointers == 0 { "0" } else { "core::ptr::null_mut()" };
         return Ok(Conv { params: vec![], hidden: vec![], pre: vec![], arg: arg.into(), post: vec![] });
+    }
+    if p.name == "extra_state"
+        && let Some(&(_, _, lang)) = KEYVAL_CONSTRUCTORS.iter().find(|k| k.0 == f.name)
+    {
+        // The value is kept, not the address of the caller's variable.
+        let ty = if lang == "FortranInteger" { "MPI_Fint" } else { "MPI_Aint" };
+        return Ok(Conv::simple(format!("{n}: *const {ty}"), format!("MPI_Aint::from(*{n}) as *mut c_void")));
     }
     if fint_aint(f, p) {
         return Ok(if ty.pointers == 0 {
@@ -399,6 +435,17 @@ fn index_fixups(f: &Func) -> Vec<String> {
     }
 }
 
+/// Statements after the call of a keyval constructor: its callbacks are Fortran procedures.
+fn keyval_fixups(f: &Func) -> Vec<String> {
+    KEYVAL_CONSTRUCTORS
+        .iter()
+        .filter(|k| k.0 == f.name)
+        .map(|(_, keyval, lang)| {
+            format!("if rc == MPI_SUCCESS {{ f::mark_fortran_keyval(*{keyval}, f::CallbackLang::{lang}); }}")
+        })
+        .collect()
+}
+
 fn entry(s: &mut String, f: &Func, base: &str, callbacks: &[String]) -> Result<(), String> {
     let strong = &manglings(base)[0];
     let returns_int = f.ret.base == "int" && f.ret.pointers == 0;
@@ -442,6 +489,7 @@ fn entry(s: &mut String, f: &Func, base: &str, callbacks: &[String]) -> Result<(
         post.extend(c.post);
     }
     post.extend(index_fixups(f));
+    post.extend(keyval_fixups(f));
     if f.variadic {
         // MPI_PCONTROL(LEVEL): no IERROR in Fortran.
         if f.name != "MPI_Pcontrol" {
