@@ -189,6 +189,17 @@ pub unsafe fn in_str(p: *const c_char, len: usize) -> CString {
     fortran_to_c(bytes)
 }
 
+/// An info key or value: as `in_str`, without leading blanks either (MPI 4.0, 19.1.6).
+///
+/// # Safety
+/// As `in_str`.
+pub unsafe fn in_str_info(p: *const c_char, len: usize) -> CString {
+    // SAFETY: per the contract.
+    let s = unsafe { in_str(p, len) };
+    let b = s.as_bytes();
+    CString::new(&b[b.iter().position(|&c| c != b' ').unwrap_or(b.len())..]).expect("no NUL left")
+}
+
 fn fortran_to_c(bytes: &[u8]) -> CString {
     let bytes = &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())];
     let end = bytes.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1);
