@@ -205,7 +205,7 @@ for d in "${DIRLIST[@]}"; do
         log "no results for $d ($j missing)"
         continue
     fi
-    awk -v faildir="$FAILDIR" -v dir="$d" '
+    awk -v faildir="$FAILDIR" -v dir="${d//\//_}" '
         function flush() {
             if (name == "") return
             if (status == "") status = "pass"
