@@ -21,67 +21,67 @@ contains
     subroutine mpi_sizeof_i1(x, size, ierror)
         integer (kind=1), intent(in) :: x(..)
         integer, intent(out) :: size, ierror
-        size = 1
+        size = storage_size(x) / 8
         ierror = MPI_SUCCESS
     end subroutine mpi_sizeof_i1
     subroutine mpi_sizeof_i2(x, size, ierror)
         integer (kind=2), intent(in) :: x(..)
         integer, intent(out) :: size, ierror
-        size = 2
+        size = storage_size(x) / 8
         ierror = MPI_SUCCESS
     end subroutine mpi_sizeof_i2
     subroutine mpi_sizeof_i4(x, size, ierror)
         integer (kind=4), intent(in) :: x(..)
         integer, intent(out) :: size, ierror
-        size = 4
+        size = storage_size(x) / 8
         ierror = MPI_SUCCESS
     end subroutine mpi_sizeof_i4
     subroutine mpi_sizeof_i8(x, size, ierror)
         integer (kind=8), intent(in) :: x(..)
         integer, intent(out) :: size, ierror
-        size = 8
+        size = storage_size(x) / 8
         ierror = MPI_SUCCESS
     end subroutine mpi_sizeof_i8
     subroutine mpi_sizeof_r4(x, size, ierror)
         real (kind=4), intent(in) :: x(..)
         integer, intent(out) :: size, ierror
-        size = 4
+        size = storage_size(x) / 8
         ierror = MPI_SUCCESS
     end subroutine mpi_sizeof_r4
     subroutine mpi_sizeof_r8(x, size, ierror)
         real (kind=8), intent(in) :: x(..)
         integer, intent(out) :: size, ierror
-        size = 8
+        size = storage_size(x) / 8
         ierror = MPI_SUCCESS
     end subroutine mpi_sizeof_r8
     subroutine mpi_sizeof_c4(x, size, ierror)
         complex (kind=4), intent(in) :: x(..)
         integer, intent(out) :: size, ierror
-        size = 8
+        size = storage_size(x) / 8
         ierror = MPI_SUCCESS
     end subroutine mpi_sizeof_c4
     subroutine mpi_sizeof_c8(x, size, ierror)
         complex (kind=8), intent(in) :: x(..)
         integer, intent(out) :: size, ierror
-        size = 16
+        size = storage_size(x) / 8
         ierror = MPI_SUCCESS
     end subroutine mpi_sizeof_c8
     subroutine mpi_sizeof_l1(x, size, ierror)
         logical (kind=1), intent(in) :: x(..)
         integer, intent(out) :: size, ierror
-        size = 1
+        size = storage_size(x) / 8
         ierror = MPI_SUCCESS
     end subroutine mpi_sizeof_l1
     subroutine mpi_sizeof_l4(x, size, ierror)
         logical (kind=4), intent(in) :: x(..)
         integer, intent(out) :: size, ierror
-        size = 4
+        size = storage_size(x) / 8
         ierror = MPI_SUCCESS
     end subroutine mpi_sizeof_l4
     subroutine mpi_sizeof_ch(x, size, ierror)
         character (len=*), intent(in) :: x(..)
         integer, intent(out) :: size, ierror
-        size = len(x)
+        size = storage_size(x) / 8
         ierror = MPI_SUCCESS
     end subroutine mpi_sizeof_ch
 end module mpi

@@ -172,20 +172,19 @@ pub fn mpif_h(tsv: &str) -> Result<String, String> {
     Ok(h)
 }
 
-/// The types MPI_SIZEOF answers for: (specific-name suffix, Fortran type, size in bytes;
-/// 0: the CHARACTER length).
-const SIZEOF_TYPES: &[(&str, &str, &str)] = &[
-    ("i1", "integer (kind=1)", "1"),
-    ("i2", "integer (kind=2)", "2"),
-    ("i4", "integer (kind=4)", "4"),
-    ("i8", "integer (kind=8)", "8"),
-    ("r4", "real (kind=4)", "4"),
-    ("r8", "real (kind=8)", "8"),
-    ("c4", "complex (kind=4)", "8"),
-    ("c8", "complex (kind=8)", "16"),
-    ("l1", "logical (kind=1)", "1"),
-    ("l4", "logical (kind=4)", "4"),
-    ("ch", "character (len=*)", "len(x)"),
+/// The types MPI_SIZEOF answers for: (specific-name suffix, Fortran type).
+const SIZEOF_TYPES: &[(&str, &str)] = &[
+    ("i1", "integer (kind=1)"),
+    ("i2", "integer (kind=2)"),
+    ("i4", "integer (kind=4)"),
+    ("i8", "integer (kind=8)"),
+    ("r4", "real (kind=4)"),
+    ("r8", "real (kind=8)"),
+    ("c4", "complex (kind=4)"),
+    ("c8", "complex (kind=8)"),
+    ("l1", "logical (kind=1)"),
+    ("l4", "logical (kind=4)"),
+    ("ch", "character (len=*)"),
 ];
 
 /// `mpi.f90`: the `use mpi` module of this version, built on mpif.h: its named constants,
@@ -201,17 +200,18 @@ pub fn mpi_f90() -> String {
         "    include 'mpif.h'".into(),
         "    interface mpi_sizeof".into(),
     ];
-    for (suffix, _, _) in SIZEOF_TYPES {
+    for (suffix, _) in SIZEOF_TYPES {
         lines.push(format!("        module procedure mpi_sizeof_{suffix}"));
     }
     lines.push("    end interface mpi_sizeof".into());
     lines.push("contains".into());
-    for (suffix, ty, bytes) in SIZEOF_TYPES {
+    for (suffix, ty) in SIZEOF_TYPES {
         lines.extend([
             format!("    subroutine mpi_sizeof_{suffix}(x, size, ierror)"),
             format!("        {ty}, intent(in) :: x(..)"),
             "        integer, intent(out) :: size, ierror".into(),
-            format!("        size = {bytes}"),
+            // The size of one element, in bytes.
+            "        size = storage_size(x) / 8".into(),
             "        ierror = MPI_SUCCESS".into(),
             format!("    end subroutine mpi_sizeof_{suffix}"),
         ]);
