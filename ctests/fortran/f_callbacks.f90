@@ -4,13 +4,6 @@
 ! values and MPI-1 MPI_KEYVAL_CREATE with INTEGER values) and of datatype
 ! keyvals, the predefined MPI_COMM_DUP_FN / MPI_COMM_NULL_COPY_FN, and a
 ! communicator error handler.
-module cb_state
-    implicit none
-    integer :: ncopy = 0, ndelete = 0, nhandled = 0, lastcode = 0
-    integer (kind=8) :: lastval = 0, lastextra = 0
-    logical :: refusing = .true.
-end module cb_state
-
 subroutine maxabs(invec, inoutvec, len, dtype)
     implicit none
     integer :: len, dtype, i
@@ -21,8 +14,11 @@ subroutine maxabs(invec, inoutvec, len, dtype)
 end subroutine maxabs
 
 subroutine copy2(oldcomm, keyval, extra, valin, valout, flag, ierr)
-    use cb_state
     implicit none
+    integer :: ncopy, ndelete, nhandled, lastcode
+    integer (kind=8) :: lastval, lastextra
+    logical :: refusing
+    common /cbstate/ lastval, lastextra, ncopy, ndelete, nhandled, lastcode, refusing
     include 'mpif.h'
     integer :: oldcomm, keyval, ierr
     integer (kind=MPI_ADDRESS_KIND) :: extra, valin, valout
@@ -35,8 +31,11 @@ subroutine copy2(oldcomm, keyval, extra, valin, valout, flag, ierr)
 end subroutine copy2
 
 subroutine delete2(comm, keyval, val, extra, ierr)
-    use cb_state
     implicit none
+    integer :: ncopy, ndelete, nhandled, lastcode
+    integer (kind=8) :: lastval, lastextra
+    logical :: refusing
+    common /cbstate/ lastval, lastextra, ncopy, ndelete, nhandled, lastcode, refusing
     include 'mpif.h'
     integer :: comm, keyval, ierr
     integer (kind=MPI_ADDRESS_KIND) :: val, extra
@@ -47,8 +46,11 @@ subroutine delete2(comm, keyval, val, extra, ierr)
 end subroutine delete2
 
 subroutine copy1(oldcomm, keyval, extra, valin, valout, flag, ierr)
-    use cb_state
     implicit none
+    integer :: ncopy, ndelete, nhandled, lastcode
+    integer (kind=8) :: lastval, lastextra
+    logical :: refusing
+    common /cbstate/ lastval, lastextra, ncopy, ndelete, nhandled, lastcode, refusing
     include 'mpif.h'
     integer :: oldcomm, keyval, extra, valin, valout, ierr
     logical :: flag
@@ -60,8 +62,11 @@ subroutine copy1(oldcomm, keyval, extra, valin, valout, flag, ierr)
 end subroutine copy1
 
 subroutine delete1(comm, keyval, val, extra, ierr)
-    use cb_state
     implicit none
+    integer :: ncopy, ndelete, nhandled, lastcode
+    integer (kind=8) :: lastval, lastextra
+    logical :: refusing
+    common /cbstate/ lastval, lastextra, ncopy, ndelete, nhandled, lastcode, refusing
     include 'mpif.h'
     integer :: comm, keyval, val, extra, ierr
     ndelete = ndelete + 1
@@ -72,8 +77,11 @@ end subroutine delete1
 
 ! A delete callback that refuses: MPI_COMM_DELETE_ATTR must report its code.
 subroutine refuse(comm, keyval, val, extra, ierr)
-    use cb_state
     implicit none
+    integer :: ncopy, ndelete, nhandled, lastcode
+    integer (kind=8) :: lastval, lastextra
+    logical :: refusing
+    common /cbstate/ lastval, lastextra, ncopy, ndelete, nhandled, lastcode, refusing
     include 'mpif.h'
     integer :: comm, keyval, ierr
     integer (kind=MPI_ADDRESS_KIND) :: val, extra
@@ -82,16 +90,22 @@ subroutine refuse(comm, keyval, val, extra, ierr)
 end subroutine refuse
 
 subroutine handler(comm, code)
-    use cb_state
     implicit none
+    integer :: ncopy, ndelete, nhandled, lastcode
+    integer (kind=8) :: lastval, lastextra
+    logical :: refusing
+    common /cbstate/ lastval, lastextra, ncopy, ndelete, nhandled, lastcode, refusing
     integer :: comm, code
     nhandled = nhandled + 1
     lastcode = code
 end subroutine handler
 
 program callbacks
-    use cb_state
     implicit none
+    integer :: ncopy, ndelete, nhandled, lastcode
+    integer (kind=8) :: lastval, lastextra
+    logical :: refusing
+    common /cbstate/ lastval, lastextra, ncopy, ndelete, nhandled, lastcode, refusing
     include 'mpif.h'
     external :: maxabs, copy2, delete2, copy1, delete1, refuse, handler
     integer :: ierr, rank, nprocs, errs, op, i, dup, key2, key1, key3, keyt, keyd, eh, class, ival
@@ -100,6 +114,13 @@ program callbacks
     logical :: flag, commute
 
     errs = 0
+    ncopy = 0
+    ndelete = 0
+    nhandled = 0
+    lastcode = 0
+    lastval = 0
+    lastextra = 0
+    refusing = .true.
     call mpi_init(ierr)
     call mpi_comm_rank(MPI_COMM_WORLD, rank, ierr)
     call mpi_comm_size(MPI_COMM_WORLD, nprocs, ierr)
