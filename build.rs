@@ -57,8 +57,8 @@ fn main() {
 
     let rows = read_rows(&tsv_path);
     let mpi_h = c_header(&decls, &rows);
-    let headers =
-        [("mpi.h", mpi_h.as_str()), ("mpio.h", MPIO_H), ("mpif.h", &mpif_h), ("mpi.f90", fortran_gen::MPI_F90)];
+    let mpi_f90 = fortran_gen::mpi_f90();
+    let headers = [("mpi.h", mpi_h.as_str()), ("mpio.h", MPIO_H), ("mpif.h", &mpif_h), ("mpi.f90", &mpi_f90)];
     for (name, text) in headers {
         fs::write(out.join(name), text).unwrap();
     }

@@ -16,8 +16,10 @@
 # Options:
 #   --prefix DIR      oxmpi install to test (installed there first unless it exists)
 #   --from TARGETDIR  install already-built artifacts (install.sh --from), e.g. target/release
-#   --dirs LIST       comma list of test/mpi directories (default: $CONFORMANCE_DIRS, else
-#                     the directories the expected list covers: see DEFAULT_DIRS below)
+#   --dirs LIST       comma list of test/mpi directories, or subdirectories like f77/attr
+#                     (default: $CONFORMANCE_DIRS, else the directories the expected list
+#                     covers: DEFAULT_DIRS and, when there are Fortran wrappers,
+#                     FORTRAN_DEFAULT_DIRS below)
 #   --update          add newly passing tests to the expected list
 #   --workdir DIR     suite work area (default: ${TMPDIR:-/tmp}/oxmpi-conformance); the
 #                     downloaded source and the configured build are reused between runs
@@ -33,6 +35,11 @@
 #                     of an earlier run) with the expected list
 #   --mpicc CMD --mpiexec CMD  test another MPI (no install; e.g. mpicc.mpich mpiexec.mpich
 #                     for the reference column of docs/conformance.md); compare as usual
+#   --mpif77 CMD --mpifc CMD  Fortran wrappers for the f77/ and f90/ directories (default:
+#                     PREFIX/bin/mpif77 and PREFIX/bin/mpifort of the oxmpi install; with
+#                     --mpicc, the same name with mpif77/mpifort for mpicc, e.g. mpif77.mpich).
+#                     Only passed to the suite when --dirs has f77 or f90, so that the
+#                     C-only runs keep their configured build.
 #   -- ARGS           passed to run-mpich-suite.sh unchanged
 #
 # Exit status: 0 all expected tests passed; 1 an expected test failed (or did not run);
@@ -48,10 +55,18 @@ set -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DEFAULT_DIRS="attr,pt2pt,coll,comm,datatype,errhan,group,info,init,topo"
+# The Fortran directories (the subdirectories of f77/ and f90/ but io and rma, which need
+# MPI-IO and RMA): part of the default when the install has Fortran wrappers.
+FORTRAN_DEFAULT_DIRS="f77/attr,f77/coll,f77/comm,f77/datatype,f77/ext,f77/info,f77/init,f77/pt2pt,f77/topo,\
+f77/profile,f90/attr,f90/coll,f90/comm,f90/datatype,f90/ext,f90/f90types,f90/info,f90/init,f90/misc,f90/pt2pt,\
+f90/timer,f90/topo,f90/profile"
+DEFAULT_DIRS="$DEFAULT_DIRS,$FORTRAN_DEFAULT_DIRS"
 
 PREFIX=""
 FROM=""
 DIRS=${CONFORMANCE_DIRS:-$DEFAULT_DIRS}
+DIRS_DEFAULTED=1
+[ -n "${CONFORMANCE_DIRS:-}" ] && DIRS_DEFAULTED=0
 UPDATE=0
 WORK=${TMPDIR:-/tmp}/oxmpi-conformance
 TIMEOUT=60
@@ -64,6 +79,8 @@ RESULTS=""
 COMPARE_ONLY=""
 MPICC=""
 MPIEXEC=""
+MPIF77=""
+MPIFC=""
 SUITE_ARGS=()
 
 usage() { sed -n '2,/^$/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
@@ -76,7 +93,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --prefix) need_arg "$@"; PREFIX=$2; shift 2 ;;
         --from) need_arg "$@"; FROM=$2; shift 2 ;;
-        --dirs) need_arg "$@"; DIRS=$2; shift 2 ;;
+        --dirs) need_arg "$@"; DIRS=$2; DIRS_DEFAULTED=0; shift 2 ;;
         --update) UPDATE=1; shift ;;
         --workdir) need_arg "$@"; WORK=$2; shift 2 ;;
         --timeout) need_arg "$@"; TIMEOUT=$2; shift 2 ;;
@@ -89,6 +106,8 @@ while [ $# -gt 0 ]; do
         --compare-only) need_arg "$@"; COMPARE_ONLY=$2; shift 2 ;;
         --mpicc) need_arg "$@"; MPICC=$2; shift 2 ;;
         --mpiexec) need_arg "$@"; MPIEXEC=$2; shift 2 ;;
+        --mpif77) need_arg "$@"; MPIF77=$2; shift 2 ;;
+        --mpifc|--mpifort) need_arg "$@"; MPIFC=$2; shift 2 ;;
         --) shift; SUITE_ARGS=("$@"); break ;;
         -h|--help) usage; exit 0 ;;
         *) die_usage "unknown option: $1" ;;
@@ -100,6 +119,17 @@ DIRS=$(echo "$DIRS" | tr ' ' ',' | sed 's/,,*/,/g; s/^,//; s/,$//')
     die_usage "--mpicc and --mpiexec go together"
 
 log() { echo "[conformance] $*" >&2; }
+# The Fortran directories of --dirs (f77, f90 or subdirectories of them).
+fortran_dirs() { echo ",$DIRS," | tr ',' '\n' | grep -E '^f(77|90)(/|$)'; }
+# The Fortran wrapper NAME (mpif77, mpifort) that goes with $MPICC: the installed prefix's
+# bin/NAME, or the mpicc command with mpicc replaced by NAME (mpicc.mpich -> mpif77.mpich);
+# nothing when there is no such executable.
+sibling_wrapper() {
+    local name=$1 cc=${MPICC%% *} w
+    case "${cc##*/}" in mpicc*) ;; *) return 0 ;; esac
+    w=${cc%mpicc*}$name${cc##*mpicc}
+    if [ -x "$w" ] || command -v -- "$w" >/dev/null 2>&1; then echo "$w"; fi
+}
 t_start=$(date +%s)
 
 # ---------------------------------------------------------------- install + run
@@ -133,10 +163,27 @@ else
     [ -n "$RESULTS" ] || RESULTS=$WORK/results-$(basename "${MPICC%% *}")-$(date +%Y%m%d-%H%M%S)
     EXCL_ARGS=()
     [ -f "$EXCLUDE" ] && EXCL_ARGS=(--exclude "$EXCLUDE")
+    # Fortran wrappers, only for runs with a Fortran directory: they are part of the suite's
+    # configuration, and a C-only run keeps reusing its C-only build.
+    FORTRAN_ARGS=()
+    if [ -n "$(fortran_dirs)" ]; then
+        [ -n "$MPIF77" ] || MPIF77=$(sibling_wrapper mpif77)
+        [ -n "$MPIFC" ] || MPIFC=$(sibling_wrapper mpifort)
+        if [ -n "$MPIF77" ] && [ -n "$MPIFC" ]; then
+            FORTRAN_ARGS=(--mpif77 "$MPIF77" --mpifc "$MPIFC")
+            log "Fortran: mpif77=$MPIF77 mpifc=$MPIFC"
+        elif [ "$DIRS_DEFAULTED" = 1 ]; then
+            DIRS=$(echo ",$DIRS," | sed -E 's/,f(77|90)(\/[^,]*)?//g; s/^,//; s/,$//')
+            log "no Fortran wrappers next to $MPICC: the Fortran directories are left out"
+        else
+            log "SETUP FAILURE: --dirs $DIRS needs Fortran wrappers (none next to $MPICC; --mpif77/--mpifc)"
+            exit 2
+        fi
+    fi
     log "running the MPICH test suite: dirs=$DIRS maxnp=$MAXNP timeout=${TIMEOUT}s results=$RESULTS"
     bash "$ROOT/scripts/run-mpich-suite.sh" --workdir "$WORK" --mpicc "$MPICC" --mpiexec "$MPIEXEC" \
         --dirs "$DIRS" --maxnp "$MAXNP" --timeout "$TIMEOUT" --max-timeout "$MAX_TIMEOUT" \
-        --budget "$BUDGET" --results "$RESULTS" "${EXCL_ARGS[@]}" "${SUITE_ARGS[@]}"
+        --budget "$BUDGET" --results "$RESULTS" "${EXCL_ARGS[@]}" "${FORTRAN_ARGS[@]}" "${SUITE_ARGS[@]}"
     rc=$?
     if [ $rc -ne 0 ]; then
         log "SETUP FAILURE: run-mpich-suite.sh exited with $rc"
@@ -158,7 +205,7 @@ for d in "${DIRLIST[@]}"; do
         log "no results for $d ($j missing)"
         continue
     fi
-    awk -v faildir="$FAILDIR" -v dir="$d" '
+    awk -v faildir="$FAILDIR" -v dir="${d//\//_}" '
         function flush() {
             if (name == "") return
             if (status == "") status = "pass"
@@ -198,7 +245,11 @@ nskip=$(grep -c '^skip' "$OUTCOME")
 
 # ---------------------------------------------------------------- compare
 # expected entries of the directories that ran
-inrun() { awk -v dirs=",$DIRS," '{ split($0, a, "/"); if (index(dirs, "," a[1] ",")) print }'; }
+# (an entry is in the run when a directory of --dirs is its directory or one above it)
+inrun() {
+    awk -v dirs="$DIRS" 'BEGIN { n = split(dirs, d, ",") }
+        { id = $0; sub(/ .*/, "", id); for (i = 1; i <= n; i++) if (index(id, d[i] "/") == 1) { print; next } }'
+}
 exp_list=$(mktemp); pass_list=$(mktemp); trap 'rm -f "$exp_list" "$pass_list"' EXIT
 if [ -f "$EXPECTED" ]; then
     sed -e 's/#.*//' -e 's/[[:space:]]\+/ /g' -e 's/^ //' -e 's/ $//' "$EXPECTED" | grep -v '^$' | inrun | LC_ALL=C sort -u > "$exp_list"

@@ -12,7 +12,8 @@
 #   DIR/lib/{libmpi.so,libmpich.so.12,libmpich.so,libmpichfort.so.12}  -> libmpi.so.12
 #   DIR/include/{mpi.h,mpio.h,mpif.h}  (mpio.h/mpif.h when the repository has them)
 #   DIR/include/mpi.mod             the `use mpi` module, compiled from include/mpi.f90 with
-#                                   $OXMPI_FC (default gfortran) when that compiler is found
+#                                   $OXMPI_FC (default gfortran) when that compiler is found,
+#   DIR/lib/libmpi_usempi.a         and its procedures (MPI_SIZEOF), which mpifort links
 #   DIR/bin/{mpiexec,mpirun -> mpiexec,oxmpi-info}
 #   DIR/bin/{mpicc,mpicxx} and, with mpif.h, {mpifort,mpif77,mpif90}
 set -euo pipefail
@@ -120,16 +121,16 @@ if [ "$have_fortran" = yes ]; then
         fflags=-fallow-argument-mismatch
     fi
     rm -rf "$probe"
-    wrapper mpifort OXMPI_FC gfortran "" "$fflags"
-    ln -sfn mpifort "$prefix/bin/mpif77"
-    ln -sfn mpifort "$prefix/bin/mpif90"
-    # `use mpi`: a .mod file belongs to the compiler that wrote it, so build it here.
+    # `use mpi`: a .mod file belongs to the compiler that wrote it, so build it here. The
+    # module's procedures (MPI_SIZEOF) go into libmpi_usempi.a, which mpifort links.
     fc=${OXMPI_FC:-gfortran}
-    rm -f "$prefix/include/mpi.mod"
+    rm -f "$prefix/include/mpi.mod" "$prefix/lib/libmpi_usempi.a"
     if [ -f "$root/include/mpi.f90" ] && command -v "${fc%% *}" >/dev/null 2>&1; then
         moddir=$(mktemp -d)
-        if (cd "$moddir" && $fc -c -I"$prefix/include" "$root/include/mpi.f90" -o mpi.o); then
+        if (cd "$moddir" && $fc -fPIC -c -I"$prefix/include" "$root/include/mpi.f90" -o mpi.o &&
+            ar rcs libmpi_usempi.a mpi.o); then
             install -m 0644 "$moddir/mpi.mod" "$prefix/include/mpi.mod"
+            install -m 0644 "$moddir/libmpi_usempi.a" "$prefix/lib/libmpi_usempi.a"
         else
             echo "$0: note: $fc could not compile the mpi module; \`use mpi' is not available" >&2
         fi
@@ -137,6 +138,11 @@ if [ "$have_fortran" = yes ]; then
     else
         echo "$0: note: no Fortran compiler ($fc); \`use mpi' is not available (mpif.h is)" >&2
     fi
+    usempi=
+    [ -f "$prefix/lib/libmpi_usempi.a" ] && usempi=-lmpi_usempi
+    wrapper mpifort OXMPI_FC gfortran "$usempi" "$fflags"
+    ln -sfn mpifort "$prefix/bin/mpif77"
+    ln -sfn mpifort "$prefix/bin/mpif90"
 else
     rm -f "$prefix/bin/mpifort" "$prefix/bin/mpif77" "$prefix/bin/mpif90"
 fi

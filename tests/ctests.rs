@@ -123,6 +123,8 @@ ctests! {
     fortran_comm => "fortran/f_comm.f90",
     fortran_use_mpi => "fortran/f_use_mpi.f90",
     fortran_cg_solver => "fortran/f_cg_solver.f90",
+    fortran_callbacks => "fortran/f_callbacks.f90",
+    fortran_mpi_module => "fortran/f_mpi_module.f90",
     dtype_constructors => "dtype_constructors.c",
     dtype_pack => "dtype_pack.c",
     dtype_sendrecv => "dtype_sendrecv.c",

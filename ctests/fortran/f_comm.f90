@@ -2,7 +2,7 @@
 ! Communicators and environment from Fortran: comm_split, comm_dup,
 ! comm_compare, set/get_name (CHARACTER arguments), processor name, info
 ! keys, attributes (the keyval +1 rule), MPI_WTIME/MPI_WTICK, error
-! strings, and a routine not available from Fortran yet (a stub).
+! strings, and a keyval with the predefined Fortran callbacks.
 program comm
     implicit none
     include 'mpif.h'
@@ -132,7 +132,7 @@ program comm
         print *, 'wtime/wtick: ', t0, t1, tick
     end if
 
-    ! Errors: strings and classes; a routine with callbacks is a stub here.
+    ! Errors: strings and classes; a keyval with predefined callbacks.
     call mpi_error_string(MPI_ERR_TRUNCATE, msg, len, ierr)
     if (len <= 0 .or. msg(len + 1:) /= ' ') then
         errs = errs + 1

@@ -11,7 +11,7 @@ use super::ctypes::{
     MPI_Win_delete_attr_function,
 };
 use super::types::*;
-use crate::attr::{self, ObjKind, TYPE_ATTRS};
+use crate::attr::{self, CallbackLang, ObjKind, TYPE_ATTRS};
 use crate::error::{MpiError, MpiResult, err};
 use crate::runtime;
 use std::ffi::{c_int, c_void};
@@ -93,7 +93,11 @@ pub fn run_delete<H: AttrHost>(h: c_int, keyval: c_int, value: usize) -> MpiResu
     // SAFETY: `delete` was registered by the program as the delete function of this kind
     // (`int (HANDLE, int, void *, void *)`, HANDLE an int); value and extra state are the
     // pointers it gave us.
-    let rc = unsafe { delete(h, keyval, value as *mut c_void, kv.extra_state as *mut c_void) };
+    let rc = match kv.lang {
+        CallbackLang::C => unsafe { delete(h, keyval, value as *mut c_void, kv.extra_state as *mut c_void) },
+        // SAFETY: a Fortran keyval's pointer is a Fortran delete subroutine of that form.
+        lang => unsafe { super::fortran::call_delete_attr(lang, delete, h, keyval, value, kv.extra_state) },
+    };
     if rc == MPI_SUCCESS { Ok(()) } else { Err(callback_error(rc, "delete", keyval)) }
 }
 
@@ -129,18 +133,32 @@ pub fn copy_all<H: AttrHost>(parent: c_int, child: c_int) -> MpiResult {
         let (keyval, value) = list[i];
         let Ok(kv) = attr::get_for(H::KIND, keyval) else { continue };
         let Some(copy) = kv.copy else { continue };
-        let mut out: *mut c_void = std::ptr::null_mut();
-        let mut flag: c_int = 0;
-        // SAFETY: `copy` was registered by the program as the copy function of this kind;
-        // `out` and `flag` are live locals of the types the callback writes.
-        let rc = unsafe {
-            copy(parent, keyval, kv.extra_state as *mut c_void, value as *mut c_void, (&raw mut out).cast(), &mut flag)
+        let (rc, flag, out) = match kv.lang {
+            CallbackLang::C => {
+                let mut out: *mut c_void = std::ptr::null_mut();
+                let mut flag: c_int = 0;
+                // SAFETY: `copy` was registered by the program as the copy function of this
+                // kind; `out` and `flag` are live locals of the types the callback writes.
+                let rc = unsafe {
+                    copy(
+                        parent,
+                        keyval,
+                        kv.extra_state as *mut c_void,
+                        value as *mut c_void,
+                        (&raw mut out).cast(),
+                        &mut flag,
+                    )
+                };
+                (rc, flag != 0, out as usize)
+            }
+            // SAFETY: a Fortran keyval's pointer is a Fortran copy subroutine of that form.
+            lang => unsafe { super::fortran::call_copy_attr(lang, copy, parent, keyval, value, kv.extra_state) },
         };
         if rc != MPI_SUCCESS {
             return Err(callback_error(rc, "copy", keyval));
         }
-        if flag != 0 {
-            copies[i] = Some((keyval, out as usize));
+        if flag {
+            copies[i] = Some((keyval, out));
         }
     }
     for (keyval, value) in copies.into_iter().flatten() {

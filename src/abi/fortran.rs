@@ -13,6 +13,7 @@
 use crate::abi::consts::{MPI_ERR_OTHER, MPI_ERR_UNSUPPORTED_OPERATION, MPI_SUCCESS};
 use crate::abi::globals::{MPI_F_STATUS_IGNORE, MPI_F_STATUSES_IGNORE, MPI_UNWEIGHTED, MPI_WEIGHTS_EMPTY};
 use crate::abi::types::{MPI_Aint, MPI_Comm, MPI_Fint, MPI_Status};
+pub use crate::attr::CallbackLang;
 use crate::error::{MpiError, MpiResult, err};
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -188,6 +189,17 @@ pub unsafe fn in_str(p: *const c_char, len: usize) -> CString {
     fortran_to_c(bytes)
 }
 
+/// An info key or value: as `in_str`, without leading blanks either (MPI 4.0, 19.1.6).
+///
+/// # Safety
+/// As `in_str`.
+pub unsafe fn in_str_info(p: *const c_char, len: usize) -> CString {
+    // SAFETY: per the contract.
+    let s = unsafe { in_str(p, len) };
+    let b = s.as_bytes();
+    CString::new(&b[b.iter().position(|&c| c != b' ').unwrap_or(b.len())..]).expect("no NUL left")
+}
+
 fn fortran_to_c(bytes: &[u8]) -> CString {
     let bytes = &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())];
     let end = bytes.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1);
@@ -302,6 +314,107 @@ status_copy! {
     PMPI_Status_c2f08: MPI_Status => MPI_Status;
     MPI_Status_f082c: MPI_Status => MPI_Status;
     PMPI_Status_f082c: MPI_Status => MPI_Status;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attribute callbacks written in Fortran (keyvals created through the Fortran binding).
+
+/// `SUBROUTINE COPY(OLDOBJ, KEYVAL, EXTRA_STATE, ATTRIBUTE_VAL_IN, ATTRIBUTE_VAL_OUT, FLAG,
+/// IERROR)`; the value arguments are INTEGER(KIND=MPI_ADDRESS_KIND) or, for MPI_KEYVAL_CREATE,
+/// INTEGER.
+type FortranCopyFn = unsafe extern "C" fn(
+    *const MPI_Fint,
+    *const MPI_Fint,
+    *const c_void,
+    *const c_void,
+    *mut c_void,
+    *mut MPI_Fint,
+    *mut MPI_Fint,
+);
+/// `SUBROUTINE DELETE(OBJ, KEYVAL, ATTRIBUTE_VAL, EXTRA_STATE, IERROR)`.
+type FortranDeleteFn =
+    unsafe extern "C" fn(*const MPI_Fint, *const MPI_Fint, *const c_void, *const c_void, *mut MPI_Fint);
+
+/// The C entries of the keyval constructors store the Fortran procedures as C callback
+/// pointers; the Fortran binding marks the new keyval so that they are called as Fortran.
+pub fn mark_fortran_keyval(keyval: c_int, lang: CallbackLang) {
+    crate::attr::set_lang(keyval, lang);
+}
+
+/// A value as the Fortran callback sees it: an address-sized or a default INTEGER.
+enum FortranValue {
+    Address(MPI_Aint),
+    Integer(MPI_Fint),
+}
+
+impl FortranValue {
+    fn new(lang: CallbackLang, v: usize) -> FortranValue {
+        if lang == CallbackLang::FortranInteger {
+            // MPI-1 values are default INTEGERs, stored sign-extended.
+            FortranValue::Integer(v as MPI_Aint as MPI_Fint)
+        } else {
+            FortranValue::Address(v as MPI_Aint)
+        }
+    }
+    fn ptr(&mut self) -> *mut c_void {
+        match self {
+            FortranValue::Address(a) => (a as *mut MPI_Aint).cast(),
+            FortranValue::Integer(i) => (i as *mut MPI_Fint).cast(),
+        }
+    }
+    fn stored(&self) -> usize {
+        match *self {
+            FortranValue::Address(a) => a as usize,
+            FortranValue::Integer(i) => MPI_Aint::from(i) as usize,
+        }
+    }
+}
+
+/// Calls the Fortran copy callback `copy` of `keyval` for the attribute `value` of `handle`:
+/// (IERROR, FLAG, the new value).
+///
+/// # Safety
+/// `copy` is the address of a Fortran subroutine of `FortranCopyFn`'s form, with value
+/// arguments of the kind `lang` says.
+pub unsafe fn call_copy_attr(
+    lang: CallbackLang,
+    copy: unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void, *mut c_void, *mut c_int) -> c_int,
+    handle: c_int,
+    keyval: c_int,
+    value: usize,
+    extra_state: usize,
+) -> (c_int, bool, usize) {
+    // SAFETY: per the contract the pointer is a Fortran subroutine of this form.
+    let copy: FortranCopyFn = unsafe { std::mem::transmute::<*const (), FortranCopyFn>(copy as *const ()) };
+    let (mut extra, mut val_in, mut val_out) =
+        (FortranValue::new(lang, extra_state), FortranValue::new(lang, value), FortranValue::new(lang, 0));
+    let (mut flag, mut ierror): (MPI_Fint, MPI_Fint) = (0, MPI_SUCCESS);
+    // SAFETY: every argument points at a live local of the type the subroutine declares.
+    unsafe { copy(&handle, &keyval, extra.ptr(), val_in.ptr(), val_out.ptr(), &mut flag, &mut ierror) };
+    (ierror, flag != 0, val_out.stored())
+}
+
+/// Calls the Fortran delete callback `delete` of `keyval` for the attribute `value` of
+/// `handle`; returns IERROR.
+///
+/// # Safety
+/// `delete` is the address of a Fortran subroutine of `FortranDeleteFn`'s form, with value
+/// arguments of the kind `lang` says.
+pub unsafe fn call_delete_attr(
+    lang: CallbackLang,
+    delete: unsafe extern "C" fn(c_int, c_int, *mut c_void, *mut c_void) -> c_int,
+    handle: c_int,
+    keyval: c_int,
+    value: usize,
+    extra_state: usize,
+) -> c_int {
+    // SAFETY: per the contract the pointer is a Fortran subroutine of this form.
+    let delete: FortranDeleteFn = unsafe { std::mem::transmute::<*const (), FortranDeleteFn>(delete as *const ()) };
+    let (mut val, mut extra) = (FortranValue::new(lang, value), FortranValue::new(lang, extra_state));
+    let mut ierror: MPI_Fint = MPI_SUCCESS;
+    // SAFETY: every argument points at a live local of the type the subroutine declares.
+    unsafe { delete(&handle, &keyval, val.ptr(), extra.ptr(), &mut ierror) };
+    ierror
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -47,13 +47,28 @@ impl ObjKind {
     }
 }
 
+/// How a keyval's callbacks are called: the language of the routine that created it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CallbackLang {
+    /// C: handles, keyval and values by value, the result returned.
+    #[default]
+    C,
+    /// Fortran MPI_{COMM,TYPE,WIN}_CREATE_KEYVAL: every argument by reference, values and
+    /// extra state INTEGER(KIND=MPI_ADDRESS_KIND), the result in IERROR.
+    Fortran,
+    /// Fortran MPI_KEYVAL_CREATE (MPI-1): as `Fortran`, with default-INTEGER values.
+    FortranInteger,
+}
+
 /// A user keyval: its callbacks and extra state, shared by every attribute set with it.
-/// The callback types of the three kinds have the same shape (their handles are all `int`).
+/// The callback types of the three kinds have the same shape (their handles are all `int`);
+/// `lang` says with which convention the pointers are to be called.
 #[derive(Debug, Clone, Copy)]
 pub struct Keyval {
     pub kind: ObjKind,
     pub copy: MPI_Comm_copy_attr_function,
     pub delete: MPI_Comm_delete_attr_function,
+    pub lang: CallbackLang,
     /// The `extra_state` pointer, passed back to the callbacks untouched.
     pub extra_state: usize,
     /// One for the user's handle (until MPI_*_free_keyval) plus one per attribute set.
@@ -121,7 +136,7 @@ pub fn create_for(
     extra_state: usize,
 ) -> MpiResult<c_int> {
     let mut t = keyvals();
-    let kv = Keyval { kind, copy, delete, extra_state, refs: 1, user_freed: false };
+    let kv = Keyval { kind, copy, delete, lang: CallbackLang::C, extra_state, refs: 1, user_freed: false };
     let index = match t.iter().position(Option::is_none) {
         Some(i) => i,
         None if t.len() <= INDEX_MASK as usize => {
@@ -173,6 +188,15 @@ pub fn free_for(kind: ObjKind, keyval: c_int) -> MpiResult<()> {
     drop(t);
     release(keyval);
     Ok(())
+}
+
+/// Marks the new keyval `keyval` as created from `lang` (the Fortran binding calls this
+/// after the C routine made it).
+pub fn set_lang(keyval: c_int, lang: CallbackLang) {
+    let mut t = keyvals();
+    if let Some(Some(kv)) = index_of(keyval).and_then(|i| t.get_mut(i)) {
+        kv.lang = lang;
+    }
 }
 
 /// One more attribute refers to `keyval`.
