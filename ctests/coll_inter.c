@@ -39,6 +39,16 @@ static void t_errors(const ictx *c)
     b[0] = -1;
     MPI_Allreduce(a, b, 1, MPI_INT, MPI_SUM, c->comm);
     CHECK(b[0] == c->rsize, "allreduce after the errors: %d, want %d", b[0], c->rsize);
+    /* The idle members of the root's group may pass any datatype and operation (mpi4py passes
+       MPI_BYTE with count 0 for MPI_SUM): the root is group 0's rank 0. */
+    int root = c->color == 0 ? (c->lrank == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+    b[0] = -1;
+    if (root == MPI_PROC_NULL)
+        check_class(MPI_Reduce(NULL, NULL, 0, MPI_BYTE, MPI_SUM, root, c->comm), MPI_SUCCESS, "idle Reduce");
+    else
+        check_class(MPI_Reduce(a, b, 1, MPI_INT, MPI_SUM, root, c->comm), MPI_SUCCESS, "Reduce to group 0");
+    if (root == MPI_ROOT)
+        CHECK(b[0] == c->rsize, "Reduce to group 0's rank 0: %d, want %d", b[0], c->rsize);
 }
 
 int main(int argc, char **argv)

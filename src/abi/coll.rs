@@ -487,8 +487,13 @@ unsafe fn reduce(
     with_any_group(comm, |g| {
         let count = check_count(count, "count")?;
         let layout = datatype::layout(datatype)?;
-        let red = reduction(op, datatype)?;
         let root = check_root(g, root)?;
+        // The operation means nothing to the idle members of the root's group (MPI_PROC_NULL):
+        // programs pass any datatype there (MPI_BYTE with count 0, e.g.), which MPICH accepts.
+        let red = match root {
+            Rooted::Inter(inter::Root::Idle) => None,
+            _ => Some(reduction(op, datatype)?),
+        };
         let bytes = count * layout.size;
         let is_root = root.is_root(g.rank());
         let sends = root.takes_part();
@@ -516,12 +521,13 @@ unsafe fn reduce(
             Rooted::Inter(role) => {
                 // SAFETY: the caller's buffers, valid until the operation completes.
                 let (send, recv) = unsafe { keep_pair(send, recv) };
-                return schedule(g, comm, mode, Some(red), recv, move |s| {
+                return schedule(g, comm, mode, red, recv, move |s| {
                     inter::reduce(s, send.as_ref().map_or_else(Vec::new, |b| b.pack(0)), role)
                 });
             }
             Rooted::Intra(root) => root,
         };
+        let red = red.expect("an intracommunicator reduction has an operation");
         // SAFETY: the caller's buffers, valid for this call.
         if let Mode::Blocking = mode {
             // SAFETY: the caller's buffers, valid for this call.
