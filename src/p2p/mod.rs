@@ -319,7 +319,7 @@ impl Engine {
         }
         r.complete = true;
         if r.freed {
-            self.reqs.remove(req);
+            self.reqs.discard(req);
         }
     }
 
@@ -330,7 +330,7 @@ impl Engine {
         }
         r.complete = true;
         if r.freed {
-            self.reqs.remove(req);
+            self.reqs.discard(req);
         }
     }
 
@@ -807,7 +807,7 @@ impl Engine {
             r.active = false;
             r.op = Op::Nothing;
         } else {
-            self.reqs.remove(req);
+            self.reqs.discard(req);
         }
         status
     }

@@ -76,7 +76,8 @@ const _: () = assert!(std::mem::size_of::<CompactHeader>() == COMPACT_HEADER);
 #[repr(C)]
 struct RankInfo {
     pid: AtomicU32,
-    _pad: u32,
+    /// 1 when this rank registered for global expedited membarriers (see `notify`).
+    light: AtomicU32,
     probe_addr: AtomicU64,
     _line0: [u8; CACHE_LINE - 16],
     doorbell: AtomicU32,
@@ -137,6 +138,10 @@ pub struct Segment {
     send_next: Vec<usize>,
     /// Next slot this rank reads in the ring from each peer.
     recv_next: Vec<usize>,
+    /// Every rank registered for membarrier: notifiers need no fence (see `notify`).
+    light_fences: bool,
+    /// This rank registered, so its sleeps issue the heavy barrier.
+    registered: bool,
 }
 
 // SAFETY: the segment is only touched through atomics (flags, doorbells) and through slot
@@ -188,7 +193,16 @@ impl Segment {
             .map_err(|e| shm_error(&format!("cannot open {path}"), e))?;
         let map =
             memmap2::MmapOptions::new().len(geo.total_bytes()).map_raw(&file).map_err(|e| shm_error("mmap", e))?;
-        let seg = Segment { map, geo, me, send_next: vec![0; geo.nranks], recv_next: vec![0; geo.nranks] };
+        let registered = membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED);
+        let seg = Segment {
+            map,
+            geo,
+            me,
+            send_next: vec![0; geo.nranks],
+            recv_next: vec![0; geo.nranks],
+            light_fences: false,
+            registered,
+        };
         let h = seg.header();
         if me == 0 {
             // SAFETY: rank 0 writes the geometry before publishing the magic (Release); the
@@ -203,12 +217,15 @@ impl Segment {
         }
         let info = seg.info(me);
         info.pid.store(std::process::id(), Ordering::Relaxed);
+        info.light.store(registered as u32, Ordering::Relaxed);
         info.probe_addr.store(probe_addr, Ordering::Release);
         Ok(seg)
     }
 
-    /// Checks that the creator's geometry matches ours (after the fence following creation).
-    pub fn verify(&self) -> MpiResult<()> {
+    /// Checks that the creator's geometry matches ours (after the fence following every
+    /// rank's attach), and chooses the doorbell protocol: light fences when every rank
+    /// registered for membarrier.
+    pub fn verify(&mut self) -> MpiResult<()> {
         let h = self.header();
         if h.magic.load(Ordering::Acquire) != SEGMENT_MAGIC
             || h.nranks as usize != self.geo.nranks
@@ -220,6 +237,7 @@ impl Segment {
                 "shared memory: segment geometry differs between ranks (OXMPI_SHM_* must be the same on every rank)",
             ));
         }
+        self.light_fences = (0..self.geo.nranks).all(|r| self.info(r).light.load(Ordering::Acquire) == 1);
         Ok(())
     }
 
@@ -359,12 +377,22 @@ impl Segment {
     }
 
     /// Wakes `rank` if it sleeps, after a batch of sends to it or releases of its slots. Pairs
-    /// with the fence in `sleep` (Dekker): our flag stores, this fence, our load of its
-    /// `sleeping`; its store of `sleeping`, its fence, its loads of the flags. Either it sees
-    /// our stores before sleeping, or we see it sleeping. This needs StoreLoad ordering,
-    /// which only SeqCst gives; batching makes it one fence per batch, not per message.
+    /// with `sleep` (Dekker): our flag stores, a full barrier, our load of its `sleeping`; its
+    /// store of `sleeping`, a full barrier, its loads of the flags. Either it sees our stores
+    /// before sleeping, or we see it sleeping. That needs StoreLoad ordering, which neither
+    /// Release nor Acquire gives. When every rank registered for membarrier, the barrier on
+    /// our side is only a compiler fence: the sleeper's `membarrier(GLOBAL_EXPEDITED)` makes
+    /// every running registered thread execute a full barrier (and a thread not running has
+    /// passed one in its context switch), so our flag store precedes that point and the
+    /// sleeper sees it, or our load of `sleeping` follows it and sees 1 (the asymmetric
+    /// fence of liburcu and folly). Sleeping is rare; sending is not. Otherwise a SeqCst fence,
+    /// once per batch, not per message.
     pub fn notify(&self, rank: usize) {
-        fence(Ordering::SeqCst);
+        if self.light_fences {
+            std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        } else {
+            fence(Ordering::SeqCst);
+        }
         let info = self.info(rank);
         if info.sleeping.load(Ordering::Relaxed) != 0 {
             info.doorbell.fetch_add(1, Ordering::SeqCst);
@@ -380,7 +408,10 @@ impl Segment {
         let seen = info.doorbell.load(Ordering::SeqCst);
         info.sleeping.store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        if idle() {
+        // The heavy side of the asymmetric fence (see `notify`); if it fails, do not sleep
+        // (peers that skip their fence could not wake us reliably).
+        let barrier_ok = !self.registered || membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED);
+        if barrier_ok && idle() {
             futex_wait(&info.doorbell, seen, timeout_ms);
         }
         info.sleeping.store(0, Ordering::Relaxed);
@@ -435,6 +466,18 @@ pub fn copy_small(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len());
     // SAFETY: `dst` is a distinct mutable slice of the same length as `src`.
     unsafe { copy_bytes(dst.as_mut_ptr(), src) }
+}
+
+const MEMBARRIER_CMD_GLOBAL_EXPEDITED: libc::c_int = 1 << 1;
+const MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED: libc::c_int = 1 << 2;
+
+/// membarrier(2); true on success. `OXMPI_MEMBARRIER=0` turns the asymmetric fences off.
+fn membarrier(cmd: libc::c_int) -> bool {
+    if cmd == MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED && std::env::var(config::MEMBARRIER).is_ok_and(|v| v == "0") {
+        return false;
+    }
+    // SAFETY: membarrier takes two integer arguments and touches no memory of ours.
+    unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0) == 0 }
 }
 
 fn futex_wait(word: &AtomicU32, expected: u32, timeout_ms: u64) {
