@@ -45,7 +45,7 @@ pub const TUNABLES: &[Tunable] = &[
     Tunable {
         name: MEMBARRIER,
         default: "1",
-        what: "0: senders fence before every doorbell check instead of sleepers calling membarrier(2)",
+        what: "0: senders fence before every doorbell check instead of sleepers calling membarrier(2) (always so when ranks outnumber cores)",
     },
 ];
 

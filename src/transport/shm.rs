@@ -193,7 +193,10 @@ impl Segment {
             .map_err(|e| shm_error(&format!("cannot open {path}"), e))?;
         let map =
             memmap2::MmapOptions::new().len(geo.total_bytes()).map_raw(&file).map_err(|e| shm_error("mmap", e))?;
-        let registered = membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED);
+        // Asymmetric fences only when ranks have cores of their own: oversubscribed ranks
+        // sleep often, and each sleep would then cost a membarrier (IPIs, VM exits in a VM).
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let registered = geo.nranks <= cores && membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED);
         let seg = Segment {
             map,
             geo,
