@@ -13,6 +13,7 @@ pub const SHM_SLOTS: &str = "OXMPI_SHM_SLOTS";
 pub const CMA: &str = "OXMPI_CMA";
 pub const SPIN_US: &str = "OXMPI_SPIN_US";
 pub const YIELD_US: &str = "OXMPI_YIELD_US";
+pub const MEMBARRIER: &str = "OXMPI_MEMBARRIER";
 
 pub const TUNABLES: &[Tunable] = &[
     Tunable { name: LOG, default: "warn", what: "log filter (env_logger syntax), e.g. debug" },
@@ -40,6 +41,11 @@ pub const TUNABLES: &[Tunable] = &[
         name: YIELD_US,
         default: "200 (20 when ranks outnumber cores)",
         what: "microseconds a waiting rank polls and yields before it sleeps on its doorbell",
+    },
+    Tunable {
+        name: MEMBARRIER,
+        default: "1",
+        what: "0: senders fence before every doorbell check instead of sleepers calling membarrier(2) (always so when ranks outnumber cores)",
     },
 ];
 

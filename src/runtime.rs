@@ -185,7 +185,7 @@ fn attach_node_segment(pmi: &mut Pmi) -> MpiResult<Segment> {
         Segment::create(&path, geo)?;
     }
     pmi.fence().map_err(|e| pmi_error("fence", e))?;
-    let seg = Segment::attach(&path, geo, rank, Engine::cma_probe_addr())?;
+    let mut seg = Segment::attach(&path, geo, rank, Engine::cma_probe_addr())?;
     shm::allow_peer_reads();
     pmi.fence().map_err(|e| pmi_error("fence", e))?;
     if rank == 0 {

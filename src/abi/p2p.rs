@@ -635,8 +635,53 @@ unsafe fn request_array<'a>(p: *mut MPI_Request, n: usize) -> MpiResult<&'a mut 
 }
 
 /// Request ids of an array of handles; MPI_REQUEST_NULL entries are None.
-fn decode_all(engine: &Engine, hs: &[MPI_Request]) -> MpiResult<Vec<Option<u32>>> {
-    hs.iter().map(|&h| if h == MPI_REQUEST_NULL { Ok(None) } else { request_id(engine, h).map(Some) }).collect()
+/// Request ids of a handle array (None for MPI_REQUEST_NULL); held inline for arrays of up to
+/// `INLINE_IDS`, so completing a window of messages allocates nothing.
+enum Ids {
+    Inline([Option<u32>; INLINE_IDS], usize),
+    Heap(Vec<Option<u32>>),
+}
+const INLINE_IDS: usize = 64;
+
+impl std::ops::Deref for Ids {
+    type Target = [Option<u32>];
+    fn deref(&self) -> &[Option<u32>] {
+        match self {
+            Ids::Inline(a, n) => &a[..*n],
+            Ids::Heap(v) => v,
+        }
+    }
+}
+
+fn decode_all(engine: &Engine, hs: &[MPI_Request]) -> MpiResult<Ids> {
+    let decode = |h: MPI_Request| if h == MPI_REQUEST_NULL { Ok(None) } else { request_id(engine, h).map(Some) };
+    if hs.len() > INLINE_IDS {
+        return hs.iter().map(|&h| decode(h)).collect::<MpiResult<_>>().map(Ids::Heap);
+    }
+    let mut a = [None; INLINE_IDS];
+    for (slot, &h) in a.iter_mut().zip(hs) {
+        *slot = decode(h)?;
+    }
+    Ok(Ids::Inline(a, hs.len()))
+}
+
+/// Writes the statuses of Waitall/Testall: the status of every request was written already
+/// without its error field; when one failed (MPI_ERR_IN_STATUS), every status gets its
+/// MPI_ERROR: MPI_SUCCESS, or the error of the failed ones in `errors` (index, code).
+///
+/// # Safety
+/// `statuses` is MPI_STATUSES_IGNORE or points at `n` statuses.
+unsafe fn set_status_errors(statuses: *mut MPI_Status, n: usize, errors: &[(usize, c_int)]) {
+    for i in 0..n {
+        // SAFETY: forwarded from the caller; i < n.
+        let p = unsafe { status_at(statuses, i) };
+        if p.is_null() || p as usize == 1 {
+            return;
+        }
+        let code = errors.iter().find(|e| e.0 == i).map_or(MPI_SUCCESS, |e| e.1);
+        // SAFETY: p points at the caller's i-th status.
+        unsafe { (*p).MPI_ERROR = code };
+    }
 }
 
 /// Collects a done request and updates the caller's handle (MPI_REQUEST_NULL unless it
@@ -734,21 +779,25 @@ pub unsafe fn MPI_Waitall(
     runtime::with(|rt| {
         let ids = decode_all(&rt.engine, hs)?;
         rt.engine.wait_until(|e| ids.iter().flatten().all(|&id| e.is_done(id)));
-        let mut any_error = false;
-        let mut all: Vec<Status> = Vec::with_capacity(n);
+        // Errors are rare: only they allocate.
+        let mut errors: Vec<(usize, c_int)> = Vec::new();
         for (i, id) in ids.iter().enumerate() {
             let s = match id {
                 Some(id) => collect_into(&mut rt.engine, *id, &mut hs[i]),
                 None => Status::empty(),
             };
-            any_error |= s.error != MPI_SUCCESS;
-            all.push(s);
-        }
-        for (i, s) in all.iter().enumerate() {
+            if s.error != MPI_SUCCESS {
+                errors.push((i, s.error));
+            }
             // SAFETY: statuses is IGNORE or an array of n.
-            unsafe { write_status(status_at(array_of_statuses, i), s, any_error) };
+            unsafe { write_status(status_at(array_of_statuses, i), &s, false) };
         }
-        if any_error { err(MPI_ERR_IN_STATUS, "one or more requests failed (see the statuses)") } else { Ok(()) }
+        if errors.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: statuses is IGNORE or an array of n.
+        unsafe { set_status_errors(array_of_statuses, n, &errors) };
+        err(MPI_ERR_IN_STATUS, "one or more requests failed (see the statuses)")
     })
 }
 

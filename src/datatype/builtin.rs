@@ -39,7 +39,8 @@ macro_rules! builtins {
         /// Every builtin handle, in MPICH's index order where it matters for names: the first
         /// entry for an aliased handle gives the name (MPICH names MPI_LONG_LONG
         /// "MPI_LONG_LONG_INT" and MPI_C_FLOAT_COMPLEX "MPI_C_COMPLEX").
-        pub static BUILTINS: &[Builtin] = &[$(Builtin {
+        pub static BUILTINS: &[Builtin] = &BUILTIN_ARRAY;
+        const BUILTIN_ARRAY: [Builtin; [$($h),*].len()] = [$(Builtin {
             handle: $h,
             name: stringify!($h),
             size: (($h as u32 >> 8) & 0xff) as usize,
@@ -112,13 +113,32 @@ builtins! {
     MPI_CXX_LONG_DOUBLE_COMPLEX 16 swap(16);
 }
 
-/// The builtin entry of `dt`, if it is a builtin handle. Kind BUILTIN + object DATATYPE is
-/// checked arithmetically first so most invalid handles never reach the table walk.
+/// For each value of a builtin handle's low byte (MPICH's index of the builtin), 1 + the
+/// position in `BUILTINS` of the first entry with that index, or 0. Built at compile time so
+/// `builtin` is O(1) on the path of every send and receive.
+static BY_INDEX: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut i = 0;
+    while i < BUILTIN_ARRAY.len() {
+        let low = (BUILTIN_ARRAY[i].handle as u32 & 0xff) as usize;
+        if table[low] == 0 {
+            table[low] = (i + 1) as u8;
+        }
+        i += 1;
+    }
+    table
+};
+
+/// The builtin entry of `dt`, if it is a builtin handle: kind BUILTIN + object DATATYPE
+/// checked arithmetically, then the index byte looked up and the whole handle compared (so a
+/// handle with a valid index but another size is rejected).
 pub fn builtin(dt: MPI_Datatype) -> Option<&'static Builtin> {
     if (dt as u32) >> 26 != 0x13 {
         return None;
     }
-    BUILTINS.iter().find(|b| b.handle == dt)
+    let at = BY_INDEX[(dt as u32 & 0xff) as usize] as usize;
+    let b = BUILTINS.get(at.checked_sub(1)?)?;
+    (b.handle == dt).then_some(b)
 }
 
 /// A pair type: its parts as (offset, basic type), its extent and alignment.
@@ -173,5 +193,22 @@ pub fn ext32_size(b: &Builtin) -> usize {
     match b.ext32 {
         Ext32::Swap { .. } => b.size,
         Ext32::Signed { bytes } | Ext32::Unsigned { bytes } => bytes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_is_found_by_its_handle_and_gives_the_first_name() {
+        for b in BUILTINS {
+            let found = builtin(b.handle).expect("a builtin handle not found");
+            let first = BUILTINS.iter().find(|c| c.handle == b.handle).unwrap();
+            assert_eq!(found.name, first.name);
+        }
+        // Valid index byte, wrong size bits; and not a builtin at all.
+        assert!(builtin(((MPI_INT as u32) ^ 0x0100) as MPI_Datatype).is_none());
+        assert!(builtin(0x8c00_0000u32 as MPI_Datatype).is_none());
     }
 }

@@ -36,7 +36,8 @@ impl Envelope {
 const RTS_BLOCK_BYTES: usize = 16;
 
 mod kind {
-    pub const EAGER: u32 = 1;
+    /// The kind compact eager slots decode to (the transport writes them).
+    pub const EAGER: u32 = crate::transport::shm::EAGER_KIND;
     pub const EAGER_SYNC: u32 = 2;
     pub const RTS: u32 = 3;
     pub const ACK: u32 = 4;
@@ -203,15 +204,8 @@ impl Engine {
         if !seg.can_send(dst) {
             return false;
         }
-        let pk = Packet {
-            kind: kind::EAGER,
-            context: env.ctx,
-            src: env.src,
-            tag: env.tag,
-            len: bytes.len() as u64,
-            ..Default::default()
-        };
-        seg.send(dst, &pk, |slot| slot[..bytes.len()].copy_from_slice(bytes));
+        seg.send_eager(dst, env.ctx, env.src, env.tag, bytes);
+        seg.notify(dst);
         true
     }
 
@@ -325,7 +319,7 @@ impl Engine {
         }
         r.complete = true;
         if r.freed {
-            self.reqs.remove(req);
+            self.reqs.discard(req);
         }
     }
 
@@ -336,7 +330,7 @@ impl Engine {
         }
         r.complete = true;
         if r.freed {
-            self.reqs.remove(req);
+            self.reqs.discard(req);
         }
     }
 
@@ -408,7 +402,7 @@ impl Engine {
     fn complete_eager(&mut self, req: u32, env: Envelope, data: &[u8], ack: Option<u32>, from: usize) {
         let n = self.set_matched_status(req, env, data.len());
         if let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op {
-            buf.slice_mut(0, n).copy_from_slice(&data[..n]);
+            shm::copy_small(buf.slice_mut(0, n), &data[..n]);
         }
         self.complete_recv(req, n);
         if let Some(sreq) = ack {
@@ -451,17 +445,22 @@ impl Engine {
                     let r = self.reqs.get(req).unwrap();
                     let Op::Send { env, buf, mode, .. } = &r.op else { unreachable!() };
                     let sync = *mode == SendMode::Sync;
-                    let pk = Packet {
-                        kind: if sync { kind::EAGER_SYNC } else { kind::EAGER },
-                        context: env.ctx,
-                        src: env.src,
-                        tag: env.tag,
-                        sreq: req,
-                        len: buf.len() as u64,
-                        ..Default::default()
-                    };
                     let bytes = buf.bytes();
-                    seg.send(dst, &pk, |slot| slot[..bytes.len()].copy_from_slice(bytes));
+                    if sync {
+                        // The acknowledgement needs the request id: full header.
+                        let pk = Packet {
+                            kind: kind::EAGER_SYNC,
+                            context: env.ctx,
+                            src: env.src,
+                            tag: env.tag,
+                            sreq: req,
+                            len: bytes.len() as u64,
+                            ..Default::default()
+                        };
+                        seg.send(dst, &pk, |slot| shm::copy_small(&mut slot[..bytes.len()], bytes));
+                    } else {
+                        seg.send_eager(dst, env.ctx, env.src, env.tag, bytes);
+                    }
                     self.outq[dst].pop_front();
                     if !sync {
                         self.complete_send(req);
@@ -521,8 +520,12 @@ impl Engine {
                 self.outq[dst].pop_front();
             }
         }
-        if did && self.outq[dst].is_empty() {
-            self.pending_peers -= 1;
+        if did {
+            // One doorbell check (and its fence) for the whole batch written above.
+            self.shm.as_ref().unwrap().notify(dst);
+            if self.outq[dst].is_empty() {
+                self.pending_peers -= 1;
+            }
         }
         did
     }
@@ -718,6 +721,7 @@ impl Engine {
             if src == self.me {
                 continue;
             }
+            let mut released = false;
             loop {
                 let seg = self.shm.as_mut().unwrap();
                 let Some(inc) = seg.peek(src) else { break };
@@ -729,6 +733,11 @@ impl Engine {
                 // writes to other slots (towards peers), never to the ring from `src`.
                 self.on_packet(src, pk, unsafe { &*payload });
                 self.shm.as_mut().unwrap().release(src);
+                released = true;
+            }
+            if released {
+                // The sender may sleep waiting for these credits: one doorbell check for all.
+                self.shm.as_ref().unwrap().notify(src);
                 did = true;
             }
         }
@@ -798,7 +807,7 @@ impl Engine {
             r.active = false;
             r.op = Op::Nothing;
         } else {
-            self.reqs.remove(req);
+            self.reqs.discard(req);
         }
         status
     }

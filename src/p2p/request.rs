@@ -152,6 +152,16 @@ impl Slab {
         r
     }
 
+    /// Drops request `id` in place (no move out of the slab, unlike `remove`).
+    pub fn discard(&mut self, id: u32) {
+        if let Some(slot) = self.slots.get_mut(id as usize)
+            && slot.is_some()
+        {
+            *slot = None;
+            self.free.push(id);
+        }
+    }
+
     pub fn live(&self) -> usize {
         self.slots.len() - self.free.len()
     }

@@ -2,8 +2,12 @@
 //! ring of fixed-size slots (the "RDMA eager channel" idea: persistent per-peer buffers, the
 //! receiver polls a flag, the flag going back to empty is the credit).
 //!
-//! Slot layout: a 48-byte header whose first word is the full/empty flag, then the payload, so
-//! a small message's header and first bytes share one cache line. Indices are private: the
+//! Slot layout: the first word is the full/empty flag. Eager messages (the common case) use a
+//! compact 16-byte header: the flag word itself carries the payload length, then context,
+//! source and tag, so a message of up to 48 bytes is one cache line, written and read in one
+//! coherence transfer. Everything else uses the full 48-byte header (`Packet`). The flag is
+//! the last thing the sender writes (Release) and the first the receiver reads (Acquire).
+//! Indices are private: the
 //! sender knows which slot it fills next, the receiver which it reads next; only the flags are
 //! shared. Each rank also has a doorbell (a futex word) that peers ring when it sleeps.
 
@@ -16,8 +20,18 @@ use std::ptr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 
 pub const CACHE_LINE: usize = 64;
-/// Bytes of a slot taken by its header.
+/// Bytes of a slot taken by its full header.
 pub const SLOT_HEADER: usize = 48;
+/// Bytes of a slot taken by the compact header of an eager message.
+pub const COMPACT_HEADER: usize = 16;
+/// The `Packet::kind` a compact slot decodes to (the engine's plain eager kind).
+pub const EAGER_KIND: u32 = 1;
+/// Flag word bits: bit 0 full; bit 1 compact eager; bits 8.. the compact payload length.
+const FLAG_FULL: u32 = 1;
+const FLAG_COMPACT: u32 = 2;
+const COMPACT_LEN_SHIFT: u32 = 8;
+/// Largest payload a compact header can describe.
+const COMPACT_MAX_LEN: usize = (u32::MAX >> COMPACT_LEN_SHIFT) as usize;
 const SEGMENT_MAGIC: u64 = 0x6f78_6d70_6973_686d; // "oxmpishm"
 const SEG_HEADER_BYTES: usize = 4096;
 const RANK_INFO_BYTES: usize = 2 * CACHE_LINE;
@@ -47,11 +61,23 @@ struct SlotHeader {
 }
 const _: () = assert!(std::mem::size_of::<SlotHeader>() == SLOT_HEADER);
 
+/// Compact header of an eager message, as laid out in shared memory; `flag` is the same word
+/// as `SlotHeader::full`.
+#[repr(C)]
+struct CompactHeader {
+    flag: AtomicU32,
+    context: u32,
+    src: i32,
+    tag: i32,
+}
+const _: () = assert!(std::mem::size_of::<CompactHeader>() == COMPACT_HEADER);
+
 /// Per-rank record in the segment: identity for single-copy reads, and the doorbell.
 #[repr(C)]
 struct RankInfo {
     pid: AtomicU32,
-    _pad: u32,
+    /// 1 when this rank registered for global expedited membarriers (see `notify`).
+    light: AtomicU32,
     probe_addr: AtomicU64,
     _line0: [u8; CACHE_LINE - 16],
     doorbell: AtomicU32,
@@ -112,6 +138,10 @@ pub struct Segment {
     send_next: Vec<usize>,
     /// Next slot this rank reads in the ring from each peer.
     recv_next: Vec<usize>,
+    /// Every rank registered for membarrier: notifiers need no fence (see `notify`).
+    light_fences: bool,
+    /// This rank registered, so its sleeps issue the heavy barrier.
+    registered: bool,
 }
 
 // SAFETY: the segment is only touched through atomics (flags, doorbells) and through slot
@@ -163,7 +193,19 @@ impl Segment {
             .map_err(|e| shm_error(&format!("cannot open {path}"), e))?;
         let map =
             memmap2::MmapOptions::new().len(geo.total_bytes()).map_raw(&file).map_err(|e| shm_error("mmap", e))?;
-        let seg = Segment { map, geo, me, send_next: vec![0; geo.nranks], recv_next: vec![0; geo.nranks] };
+        // Asymmetric fences only when ranks have cores of their own: oversubscribed ranks
+        // sleep often, and each sleep would then cost a membarrier (IPIs, VM exits in a VM).
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let registered = geo.nranks <= cores && membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED);
+        let seg = Segment {
+            map,
+            geo,
+            me,
+            send_next: vec![0; geo.nranks],
+            recv_next: vec![0; geo.nranks],
+            light_fences: false,
+            registered,
+        };
         let h = seg.header();
         if me == 0 {
             // SAFETY: rank 0 writes the geometry before publishing the magic (Release); the
@@ -178,12 +220,15 @@ impl Segment {
         }
         let info = seg.info(me);
         info.pid.store(std::process::id(), Ordering::Relaxed);
+        info.light.store(registered as u32, Ordering::Relaxed);
         info.probe_addr.store(probe_addr, Ordering::Release);
         Ok(seg)
     }
 
-    /// Checks that the creator's geometry matches ours (after the fence following creation).
-    pub fn verify(&self) -> MpiResult<()> {
+    /// Checks that the creator's geometry matches ours (after the fence following every
+    /// rank's attach), and chooses the doorbell protocol: light fences when every rank
+    /// registered for membarrier.
+    pub fn verify(&mut self) -> MpiResult<()> {
         let h = self.header();
         if h.magic.load(Ordering::Acquire) != SEGMENT_MAGIC
             || h.nranks as usize != self.geo.nranks
@@ -195,6 +240,7 @@ impl Segment {
                 "shared memory: segment geometry differs between ranks (OXMPI_SHM_* must be the same on every rank)",
             ));
         }
+        self.light_fences = (0..self.geo.nranks).all(|r| self.info(r).light.load(Ordering::Acquire) == 1);
         Ok(())
     }
 
@@ -241,7 +287,8 @@ impl Segment {
 
     /// Fills the next slot towards `dst` with `packet` and the payload written by `fill`
     /// (which gets the payload area, `payload_capacity` bytes), then publishes it.
-    /// The caller checked `can_send(dst)`.
+    /// The caller checked `can_send(dst)`, and calls `notify(dst)` after its last send of a
+    /// batch (the peer may sleep on its doorbell).
     pub fn send(&mut self, dst: usize, packet: &Packet, fill: impl FnOnce(&mut [u8])) {
         let idx = self.send_next[dst];
         let p = self.slot_ptr(self.me, dst, idx);
@@ -253,17 +300,65 @@ impl Segment {
             ptr::write(&raw mut (*(p as *mut SlotHeader)).packet, *packet);
             fill(std::slice::from_raw_parts_mut(p.add(SLOT_HEADER), cap));
         }
-        self.slot_header(p).full.store(1, Ordering::Release);
-        self.send_next[dst] = (idx + 1) % self.geo.nslots;
-        self.ring(dst);
+        self.slot_header(p).full.store(FLAG_FULL, Ordering::Release);
+        self.advance_send(dst, idx);
     }
 
+    fn advance_send(&mut self, dst: usize, idx: usize) {
+        let next = idx + 1;
+        self.send_next[dst] = if next == self.geo.nslots { 0 } else { next };
+    }
+
+    /// Sends an eager message with the compact header: context, source, tag and `bytes`
+    /// (at most `payload_capacity`). Same contract as `send`.
+    pub fn send_eager(&mut self, dst: usize, context: u32, src: i32, tag: i32, bytes: &[u8]) {
+        debug_assert!(bytes.len() <= self.geo.payload_capacity());
+        if bytes.len() > COMPACT_MAX_LEN {
+            let pk = Packet { kind: EAGER_KIND, context, src, tag, len: bytes.len() as u64, ..Default::default() };
+            return self.send(dst, &pk, |slot| slot[..bytes.len()].copy_from_slice(bytes));
+        }
+        let idx = self.send_next[dst];
+        let p = self.slot_ptr(self.me, dst, idx);
+        let h = p as *mut CompactHeader;
+        // SAFETY: the slot is empty (caller checked `can_send`), so the receiver does not read
+        // it until the flag below is set; header and payload (at most payload_capacity <
+        // slot_size - COMPACT_HEADER bytes) lie inside this slot, which is 64-byte aligned.
+        unsafe {
+            (*h).context = context;
+            (*h).src = src;
+            (*h).tag = tag;
+            copy_bytes(p.add(COMPACT_HEADER), bytes);
+        }
+        let flag = FLAG_FULL | FLAG_COMPACT | ((bytes.len() as u32) << COMPACT_LEN_SHIFT);
+        // SAFETY: as above; the flag word is only accessed atomically.
+        unsafe { (*h).flag.store(flag, Ordering::Release) };
+        self.advance_send(dst, idx);
+    }
     /// The next full slot from `src`, if any.
     pub fn peek(&self, src: usize) -> Option<Incoming<'_>> {
         let p = self.slot_ptr(src, self.me, self.recv_next[src]);
         let h = self.slot_header(p);
-        if h.full.load(Ordering::Acquire) == 0 {
+        let flag = h.full.load(Ordering::Acquire);
+        if flag == 0 {
             return None;
+        }
+        if flag & FLAG_COMPACT != 0 {
+            // SAFETY: the flag says the sender finished writing a compact slot and hands it to
+            // us until we release it; header and payload lie inside the slot.
+            unsafe {
+                let c = &*(p as *const CompactHeader);
+                let len = ((flag >> COMPACT_LEN_SHIFT) as usize).min(self.geo.slot_size - COMPACT_HEADER);
+                let packet = Packet {
+                    kind: EAGER_KIND,
+                    context: c.context,
+                    src: c.src,
+                    tag: c.tag,
+                    len: len as u64,
+                    ..Default::default()
+                };
+                let payload = std::slice::from_raw_parts(p.add(COMPACT_HEADER), len);
+                return Some(Incoming { packet, payload });
+            }
         }
         let packet = h.packet;
         let n = (packet.len as usize).min(self.geo.payload_capacity());
@@ -273,20 +368,34 @@ impl Segment {
         Some(Incoming { packet, payload })
     }
 
-    /// Gives the slot read by `peek(src)` back to the sender (the credit).
+    /// Gives the slot read by `peek(src)` back to the sender (the credit). The sender may be
+    /// asleep waiting for credits: the caller calls `notify(src)` after its last release of a
+    /// batch.
     pub fn release(&mut self, src: usize) {
         let idx = self.recv_next[src];
         let p = self.slot_ptr(src, self.me, idx);
         self.slot_header(p).full.store(0, Ordering::Release);
-        self.recv_next[src] = (idx + 1) % self.geo.nslots;
-        // The sender may be asleep waiting for this credit.
-        self.ring(src);
+        let next = idx + 1;
+        self.recv_next[src] = if next == self.geo.nslots { 0 } else { next };
     }
 
-    /// Wakes `rank` if it sleeps. Pairs with the fence in `sleep`: either it sees our store
-    /// before sleeping, or we see it sleeping.
-    fn ring(&self, rank: usize) {
-        fence(Ordering::SeqCst);
+    /// Wakes `rank` if it sleeps, after a batch of sends to it or releases of its slots. Pairs
+    /// with `sleep` (Dekker): our flag stores, a full barrier, our load of its `sleeping`; its
+    /// store of `sleeping`, a full barrier, its loads of the flags. Either it sees our stores
+    /// before sleeping, or we see it sleeping. That needs StoreLoad ordering, which neither
+    /// Release nor Acquire gives. When every rank registered for membarrier, the barrier on
+    /// our side is only a compiler fence: the sleeper's `membarrier(GLOBAL_EXPEDITED)` makes
+    /// every running registered thread execute a full barrier (and a thread not running has
+    /// passed one in its context switch), so our flag store precedes that point and the
+    /// sleeper sees it, or our load of `sleeping` follows it and sees 1 (the asymmetric
+    /// fence of liburcu and folly). Sleeping is rare; sending is not. Otherwise a SeqCst fence,
+    /// once per batch, not per message.
+    pub fn notify(&self, rank: usize) {
+        if self.light_fences {
+            std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        } else {
+            fence(Ordering::SeqCst);
+        }
         let info = self.info(rank);
         if info.sleeping.load(Ordering::Relaxed) != 0 {
             info.doorbell.fetch_add(1, Ordering::SeqCst);
@@ -302,7 +411,10 @@ impl Segment {
         let seen = info.doorbell.load(Ordering::SeqCst);
         info.sleeping.store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
-        if idle() {
+        // The heavy side of the asymmetric fence (see `notify`); if it fails, do not sleep
+        // (peers that skip their fence could not wake us reliably).
+        let barrier_ok = !self.registered || membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED);
+        if barrier_ok && idle() {
             futex_wait(&info.doorbell, seen, timeout_ms);
         }
         info.sleeping.store(0, Ordering::Relaxed);
@@ -312,6 +424,63 @@ impl Segment {
     pub fn any_incoming(&self) -> bool {
         (0..self.geo.nranks).any(|src| src != self.me && self.peek(src).is_some())
     }
+}
+
+/// Copies `src` to `dst` (`src.len()` bytes). Payloads up to 64 bytes move with at most two
+/// overlapping fixed-size loads and stores each way instead of a memcpy call.
+///
+/// # Safety
+/// `dst` must be valid for `src.len()` bytes of writes and not overlap `src`.
+#[inline(always)]
+unsafe fn copy_bytes(dst: *mut u8, src: &[u8]) {
+    let n = src.len();
+    let s = src.as_ptr();
+    // SAFETY (all branches): every access lies within [0, n) of both buffers, which are
+    // valid for n bytes (caller contract for dst, slice for src); unaligned accesses.
+    unsafe {
+        macro_rules! two {
+            ($t:ty) => {{
+                let k = std::mem::size_of::<$t>();
+                let a = ptr::read_unaligned(s as *const $t);
+                let b = ptr::read_unaligned(s.add(n - k) as *const $t);
+                ptr::write_unaligned(dst as *mut $t, a);
+                ptr::write_unaligned(dst.add(n - k) as *mut $t, b);
+            }};
+        }
+        match n {
+            0 => {}
+            1..=3 => {
+                *dst = *s;
+                *dst.add(n / 2) = *s.add(n / 2);
+                *dst.add(n - 1) = *s.add(n - 1);
+            }
+            4..=7 => two!(u32),
+            8..=15 => two!(u64),
+            16..=31 => two!(u128),
+            32..=64 => two!([u128; 2]),
+            _ => ptr::copy_nonoverlapping(s, dst, n),
+        }
+    }
+}
+
+/// Copies `src` into `dst` (equal lengths), with fixed-size moves for small payloads.
+#[inline(always)]
+pub fn copy_small(dst: &mut [u8], src: &[u8]) {
+    assert_eq!(dst.len(), src.len());
+    // SAFETY: `dst` is a distinct mutable slice of the same length as `src`.
+    unsafe { copy_bytes(dst.as_mut_ptr(), src) }
+}
+
+const MEMBARRIER_CMD_GLOBAL_EXPEDITED: libc::c_int = 1 << 1;
+const MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED: libc::c_int = 1 << 2;
+
+/// membarrier(2); true on success. `OXMPI_MEMBARRIER=0` turns the asymmetric fences off.
+fn membarrier(cmd: libc::c_int) -> bool {
+    if cmd == MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED && std::env::var(config::MEMBARRIER).is_ok_and(|v| v == "0") {
+        return false;
+    }
+    // SAFETY: membarrier takes two integer arguments and touches no memory of ours.
+    unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0) == 0 }
 }
 
 fn futex_wait(word: &AtomicU32, expected: u32, timeout_ms: u64) {
@@ -491,6 +660,43 @@ mod tests {
                 b.release(0);
             }
             assert!(b.peek(0).is_none());
+        }
+    }
+
+    #[test]
+    fn compact_eager_slots_carry_envelope_and_payload() {
+        let (path, geo) = temp_segment(2, 4);
+        let mut a = Segment::attach(&path, geo, 0, 0).unwrap();
+        let mut b = Segment::attach(&path, geo, 1, 0).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let cap = geo.payload_capacity();
+        for len in [0usize, 1, 2, 3, 5, 8, 13, 16, 31, 32, 47, 48, 49, 64, 65, 100, cap] {
+            let data: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
+            assert!(a.can_send(1));
+            a.send_eager(1, 9, 3, len as i32, &data);
+            // A full-header packet in between keeps both formats in one ring.
+            a.send(1, &Packet { kind: 4, sreq: 77, ..Default::default() }, |_| {});
+            a.notify(1);
+            let inc = b.peek(0).unwrap();
+            assert_eq!((inc.packet.kind, inc.packet.context, inc.packet.src), (EAGER_KIND, 9, 3));
+            assert_eq!((inc.packet.tag, inc.packet.len), (len as i32, len as u64));
+            assert_eq!(inc.payload, &data[..]);
+            b.release(0);
+            let inc = b.peek(0).unwrap();
+            assert_eq!((inc.packet.kind, inc.packet.sreq), (4, 77));
+            b.release(0);
+            b.notify(0);
+        }
+    }
+
+    #[test]
+    fn small_copies_copy_exactly_the_bytes() {
+        for n in 0..200usize {
+            let src: Vec<u8> = (0..n).map(|i| i as u8 ^ 0x5a).collect();
+            let mut dst = vec![0xeeu8; n + 8];
+            copy_small(&mut dst[4..4 + n], &src);
+            assert_eq!(&dst[4..4 + n], &src[..]);
+            assert!(dst[..4].iter().chain(&dst[4 + n..]).all(|&x| x == 0xee), "wrote outside at {n}");
         }
     }
 
