@@ -27,7 +27,13 @@ pub unsafe fn MPI_Grequest_start(
     if query_fn.is_none() || free_fn.is_none() || cancel_fn.is_none() {
         return err(MPI_ERR_ARG, "invalid callback argument (NULL query_fn, free_fn or cancel_fn)");
     }
-    let g = Generalized { query: query_fn, free: free_fn, cancel: cancel_fn, extra_state: extra_state as usize, fortran: false };
+    let g = Generalized {
+        query: query_fn,
+        free: free_fn,
+        cancel: cancel_fn,
+        extra_state: extra_state as usize,
+        fortran: false,
+    };
     let id = runtime::with(|rt| Ok(rt.engine.reqs.insert(Request::started(Op::Generalized(g), MPI_COMM_WORLD))))?;
     // SAFETY: checked non-null.
     unsafe { *request = request_handle(id) };
