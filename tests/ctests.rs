@@ -34,7 +34,10 @@
 //! - `env=NAME=VALUE`: extra environment for the run (repeatable);
 //! - `expect-output="text"`: case-insensitive substring of stdout and stderr together;
 //! - `oxmpi-strict=exit,output`: check the exit status / the expected texts only when
-//!   testing oxmpi (a reference MPI behaves differently; say which in the file).
+//!   testing oxmpi (a reference MPI behaves differently; say which in the file);
+//! - `with=FILE`: another source compiled into the program, relative to the test's directory
+//!   (repeatable; e.g. the C half of a mixed-language Fortran test, kept in a subdirectory so
+//!   that it is not taken for a test itself).
 //!
 //! A run expected to fail (exit not 0) must not print a `No Errors` line.
 
@@ -125,6 +128,8 @@ ctests! {
     fortran_cg_solver => "fortran/f_cg_solver.f90",
     fortran_callbacks => "fortran/f_callbacks.f90",
     fortran_mpi_module => "fortran/f_mpi_module.f90",
+    fortran_grequest => "fortran/f_grequest.f90",
+    fortran_attr_lang => "fortran/f_attr_lang.f90",
     dtype_constructors => "dtype_constructors.c",
     dtype_pack => "dtype_pack.c",
     dtype_sendrecv => "dtype_sendrecv.c",
@@ -339,6 +344,7 @@ struct Meta {
     /// Checked only against oxmpi (`oxmpi-strict=exit,output`): a reference MPI differs.
     strict_exit: bool,
     strict_output: bool,
+    with: Vec<String>,
 }
 
 /// Splits `a=b c="d e" f` into items, honouring double quotes.
@@ -388,6 +394,7 @@ impl Meta {
             output: vec![],
             strict_exit: false,
             strict_output: false,
+            with: vec![],
         };
         let mut np_given = false;
         let mut seen = false;
@@ -424,6 +431,7 @@ impl Meta {
                         }
                     }
                     "expect-output" => m.output.push(need(v)?),
+                    "with" => m.with.push(need(v)?),
                     "expect-exit" => {
                         m.exit = match need(v)?.as_str() {
                             "nonzero" => Exit::Nonzero,
@@ -776,7 +784,8 @@ fn run_ctest(name: &str, rel: &str) {
     let meta = Meta::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
     let bin = s.bindir.join(name);
     let compiler = if is_fortran(&src) { &s.mpifort } else { &s.mpicc };
-    if let Err(e) = compile(s, compiler, &src, &bin, &[]) {
+    let with: Vec<String> = meta.with.iter().map(|w| src.parent().unwrap().join(w).display().to_string()).collect();
+    if let Err(e) = compile(s, compiler, &src, &bin, &with.iter().map(String::as_str).collect::<Vec<_>>()) {
         panic!("{name}: {e}");
     }
     let mut ex = Expect::of(&meta);
