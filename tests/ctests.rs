@@ -19,7 +19,8 @@
 //! - `OXMPI_CTEST_TIMEOUT_SCALE`: multiply every timeout (not the `max-wall` limits).
 //! - `OXMPI_CTEST_MPIFORT`, `OXMPI_CTEST_FFLAGS`: the Fortran compiler wrapper (default: the
 //!   installed `mpifort`, or `mpifort` with an override) and its flags (default `-O2 -Wall`).
-//! - `OXMPI_CTEST_MPICH_FC`: Debian's MPICH Fortran compiler for the ABI tests (`mpif77.mpich`).
+//! - `OXMPI_CTEST_MPICH_FC`, `OXMPI_CTEST_MPICH_F90`: Debian's MPICH Fortran compilers for the
+//!   ABI tests (`mpif77.mpich`, `mpif90.mpich`).
 //!
 //! Metadata: a C file declares how it is run in comment lines containing `oxmpi-test:`
 //! (a Fortran file in `! oxmpi-test: ...` comment lines),
@@ -949,22 +950,36 @@ fn abi_pmpi_profiling_library() {
 /// libmpichfort.so.12 and libmpich.so.12) runs on oxmpi, whose library answers to both names.
 #[test]
 fn abi_mpich_built_fortran_binary() {
-    let name = "abi_mpich_built_fortran_binary";
+    let fc = env_nonempty("OXMPI_CTEST_MPICH_FC").unwrap_or("mpif77.mpich".into());
+    mpich_built_fortran("abi_mpich_built_fortran_binary", &fc, "ctests/fortran/abi/f_abi.f", "f_abi_mpich");
+}
+
+/// As `abi_mpich_built_fortran_binary`, for a `use mpi` program (`mpif90.mpich`, MPICH's
+/// module files; it calls module procedures that live in libmpichfort).
+#[test]
+fn abi_mpich_built_use_mpi_binary() {
+    let fc = env_nonempty("OXMPI_CTEST_MPICH_F90").unwrap_or("mpif90.mpich".into());
+    mpich_built_fortran("abi_mpich_built_use_mpi_binary", &fc, "ctests/fortran/abi/f_abi_use_mpi.f90", "f_abi_use_mpi");
+}
+
+/// Builds `src` with Debian's MPICH compiler `fc` and runs it on oxmpi (through
+/// LD_LIBRARY_PATH, also under mpiexec.mpich), or on the reference MPI as it is.
+fn mpich_built_fortran(name: &str, fc: &str, src: &str, bin_name: &str) {
     if filtered_out(name) {
         return;
     }
     let _guard = serial();
     let s = get_setup();
-    let fc = words(&env_nonempty("OXMPI_CTEST_MPICH_FC").unwrap_or("mpif77.mpich".into()));
+    let fc_argv = words(fc);
     let Some((_, mexec)) = mpich_tools() else {
         if s.oxmpi {
-            panic!("{name}: Debian's MPICH (mpif77.mpich, mpiexec.mpich) is needed for the ABI tests");
+            panic!("{name}: Debian's MPICH ({fc}, mpiexec.mpich) is needed for the ABI tests");
         }
         eprintln!("skipped {name}: no MPICH tools");
         return;
     };
-    let bin = s.bindir.join("f_abi_mpich");
-    if let Err(e) = compile(s, &fc, &s.root.join("ctests/fortran/abi/f_abi.f"), &bin, &[]) {
+    let bin = s.bindir.join(bin_name);
+    if let Err(e) = compile(s, &fc_argv, &s.root.join(src), &bin, &[]) {
         panic!("{name}: {e}");
     }
     let mut failures = Vec::new();
