@@ -962,8 +962,31 @@ fn abi_mpich_built_use_mpi_binary() {
     mpich_built_fortran("abi_mpich_built_use_mpi_binary", &fc, "ctests/fortran/abi/f_abi_use_mpi.f90", "f_abi_use_mpi");
 }
 
+/// A library directory holding the libmpichfort.so.12 that `bin` loads by itself (Debian's)
+/// and oxmpi's libmpich.so.12 from `prefix`.
+fn mixed_fortran_libdir(s: &Setup, bin: &Path, prefix: &Path) -> String {
+    let ldd = Command::new("ldd").arg(bin).output().expect("ldd runs");
+    let text = String::from_utf8_lossy(&ldd.stdout);
+    let fort = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("libmpichfort.so.12 => "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{}: no libmpichfort.so.12 in ldd's output:\n{text}", bin.display()));
+    let dir = s.bindir.join("mixed-fortran-lib");
+    fs::create_dir_all(&dir).unwrap();
+    for (name, target) in
+        [("libmpichfort.so.12", PathBuf::from(fort)), ("libmpich.so.12", prefix.join("lib/libmpich.so.12"))]
+    {
+        let link = dir.join(name);
+        let _ = fs::remove_file(&link);
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+    }
+    dir.display().to_string()
+}
+
 /// Builds `src` with Debian's MPICH compiler `fc` and runs it on oxmpi (through
-/// LD_LIBRARY_PATH, also under mpiexec.mpich), or on the reference MPI as it is.
+/// LD_LIBRARY_PATH, also under mpiexec.mpich and with Debian's libmpichfort over oxmpi's
+/// libmpich), or on the reference MPI as it is.
 fn mpich_built_fortran(name: &str, fc: &str, src: &str, bin_name: &str) {
     if filtered_out(name) {
         return;
@@ -998,6 +1021,11 @@ fn mpich_built_fortran(name: &str, fc: &str, src: &str, bin_name: &str) {
         argv.extend(["-genv".into(), "LD_LIBRARY_PATH".into(), lib.clone(), "-n".into(), "2".into()]);
         argv.extend([bin.display().to_string(), "expect-oxmpi".into()]);
         check(format!("{name} mpiexec.mpich LD_LIBRARY_PATH np=2"), argv, vec![]);
+        // Debian's own libmpichfort over oxmpi's libmpich: its binding calls oxmpi's C
+        // functions and MPICH's internal hooks (MPII_*).
+        let mixed = mixed_fortran_libdir(s, &bin, prefix);
+        let ours = launch_argv(s, 2, &bin, &["expect-oxmpi".into()]);
+        check(format!("{name} Debian libmpichfort np=2"), ours, vec![("LD_LIBRARY_PATH".into(), mixed)]);
     } else {
         for np in [1u32, 2, 4] {
             check(format!("{name} np={np}"), launch_argv(s, np, &bin, &[]), vec![]);

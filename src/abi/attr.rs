@@ -107,6 +107,17 @@ pub fn run_delete<H: AttrHost>(h: c_int, keyval: c_int, value: AttrValue) -> Mpi
     let Some(delete) = kv.delete else { return Ok(()) };
     let mut copy = 0;
     let rc = match kv.lang {
+        // SAFETY: a proxy the binding that created the keyval registered for its callbacks.
+        _ if let Some(proxy) = kv.proxy => unsafe {
+            (proxy.delete)(
+                kv.delete,
+                h,
+                keyval,
+                value.ty as c_int,
+                value.raw as *mut c_void,
+                kv.extra_state as *mut c_void,
+            )
+        },
         // SAFETY: `delete` was registered by the program as the delete function of this kind
         // (`int (HANDLE, int, void *, void *)`, HANDLE an int); value and extra state are the
         // pointers it gave us (or points at `copy`, alive across the call).
@@ -152,6 +163,25 @@ pub fn copy_all<H: AttrHost>(parent: c_int, child: c_int) -> MpiResult {
         let Ok(kv) = attr::get_for(H::KIND, keyval) else { continue };
         let Some(copy) = kv.copy else { continue };
         let (rc, flag, out) = match kv.lang {
+            _ if let Some(proxy) = kv.proxy => {
+                let mut out: *mut c_void = std::ptr::null_mut();
+                let mut flag: c_int = 0;
+                // SAFETY: a proxy the binding that created the keyval registered for its
+                // callbacks; `out` and `flag` are live locals of the types it writes.
+                let rc = unsafe {
+                    (proxy.copy)(
+                        kv.copy,
+                        parent,
+                        keyval,
+                        kv.extra_state as *mut c_void,
+                        value.ty as c_int,
+                        value.raw as *mut c_void,
+                        &mut out,
+                        &mut flag,
+                    )
+                };
+                (rc, flag != 0, out as usize)
+            }
             CallbackLang::C => {
                 let mut out: *mut c_void = std::ptr::null_mut();
                 let mut flag: c_int = 0;
@@ -383,4 +413,18 @@ pub unsafe extern "C" fn MPII_Type_get_attr(
     super::entry::call("MPI_Type_get_attr", None, || unsafe {
         get_attr::<TypeAttrs>(datatype, keyval, value, flag, attr_type(ty)?)
     })
+}
+
+/// `void MPII_Keyval_set_proxy(int keyval, MPII_Attr_copy_proxy, MPII_Attr_delete_proxy)`:
+/// the binding that just created `keyval` (Debian's libmpichfort or libmpichcxx) calls its
+/// callbacks through these functions.
+#[unsafe(no_mangle)]
+pub extern "C" fn MPII_Keyval_set_proxy(
+    keyval: c_int,
+    copy: Option<attr::CopyProxy>,
+    delete: Option<attr::DeleteProxy>,
+) {
+    if let (Some(copy), Some(delete)) = (copy, delete) {
+        attr::set_proxy(keyval, attr::KeyvalProxy { copy, delete });
+    }
 }

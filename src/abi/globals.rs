@@ -211,8 +211,6 @@ unsupported_hooks! {
     MPII_Win_get_attr;
     /// MPICH: `int MPII_Win_set_attr(MPI_Win, int keyval, void *value, MPIR_Attr_type)`.
     MPII_Win_set_attr;
-    /// MPICH: `void MPII_Keyval_set_proxy(int keyval, copy_proxy, delete_proxy)`.
-    MPII_Keyval_set_proxy;
     /// MPICH: `void MPII_Errhandler_set_cxx(MPI_Errhandler, void (*)(void))`.
     MPII_Errhandler_set_cxx;
     /// MPICH: `void MPII_Op_set_cxx(MPI_Op, void (*)(void))`.

@@ -9,7 +9,7 @@ use crate::abi::consts::*;
 use crate::abi::ctypes::{MPI_Comm_copy_attr_function, MPI_Comm_delete_attr_function};
 use crate::error::{MpiResult, err};
 use std::collections::BTreeMap;
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -61,15 +61,42 @@ pub enum CallbackLang {
     FortranInteger,
 }
 
+/// MPICH's `MPII_Attr_copy_proxy`: calls the keyval's copy callback (first argument) for
+/// (handle, keyval, extra state, the value's `AttrType` number, the value, where the copy
+/// goes, flag) in the callback's language.
+pub type CopyProxy = unsafe extern "C" fn(
+    MPI_Comm_copy_attr_function,
+    c_int,
+    c_int,
+    *mut c_void,
+    c_int,
+    *mut c_void,
+    *mut *mut c_void,
+    *mut c_int,
+) -> c_int;
+/// MPICH's `MPII_Attr_delete_proxy`: (delete callback, handle, keyval, `AttrType` number,
+/// value, extra state).
+pub type DeleteProxy =
+    unsafe extern "C" fn(MPI_Comm_delete_attr_function, c_int, c_int, c_int, *mut c_void, *mut c_void) -> c_int;
+
+/// The functions through which another library's binding calls the callbacks of keyvals it
+/// created (`MPII_Keyval_set_proxy`: Debian's libmpichfort and libmpichcxx).
+#[derive(Debug, Clone, Copy)]
+pub struct KeyvalProxy {
+    pub copy: CopyProxy,
+    pub delete: DeleteProxy,
+}
+
 /// A user keyval: its callbacks and extra state, shared by every attribute set with it.
 /// The callback types of the three kinds have the same shape (their handles are all `int`);
-/// `lang` says with which convention the pointers are to be called.
+/// `proxy`, else `lang`, says how the pointers are to be called.
 #[derive(Debug, Clone, Copy)]
 pub struct Keyval {
     pub kind: ObjKind,
     pub copy: MPI_Comm_copy_attr_function,
     pub delete: MPI_Comm_delete_attr_function,
     pub lang: CallbackLang,
+    pub proxy: Option<KeyvalProxy>,
     /// The `extra_state` pointer, passed back to the callbacks untouched.
     pub extra_state: usize,
     /// One for the user's handle (until MPI_*_free_keyval) plus one per attribute set.
@@ -137,7 +164,7 @@ pub fn create_for(
     extra_state: usize,
 ) -> MpiResult<c_int> {
     let mut t = keyvals();
-    let kv = Keyval { kind, copy, delete, lang: CallbackLang::C, extra_state, refs: 1, user_freed: false };
+    let kv = Keyval { kind, copy, delete, lang: CallbackLang::C, proxy: None, extra_state, refs: 1, user_freed: false };
     let index = match t.iter().position(Option::is_none) {
         Some(i) => i,
         None if t.len() <= INDEX_MASK as usize => {
@@ -197,6 +224,14 @@ pub fn set_lang(keyval: c_int, lang: CallbackLang) {
     let mut t = keyvals();
     if let Some(Some(kv)) = index_of(keyval).and_then(|i| t.get_mut(i)) {
         kv.lang = lang;
+    }
+}
+
+/// Makes `proxy` call the callbacks of the keyval `keyval` (`MPII_Keyval_set_proxy`).
+pub fn set_proxy(keyval: c_int, proxy: KeyvalProxy) {
+    let mut t = keyvals();
+    if let Some(Some(kv)) = index_of(keyval).and_then(|i| t.get_mut(i)) {
+        kv.proxy = Some(proxy);
     }
 }
 
