@@ -186,7 +186,12 @@ pub fn set_attr<H: AttrHost>(h: c_int, keyval: c_int, value: usize) -> MpiResult
 ///
 /// # Safety
 /// `attribute_val` is null (rejected) or points at a `void *`; `flag` null or writable.
-unsafe fn get_attr<H: AttrHost>(h: c_int, keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> MpiResult {
+pub unsafe fn get_attr<H: AttrHost>(
+    h: c_int,
+    keyval: c_int,
+    attribute_val: *mut c_void,
+    flag: *mut c_int,
+) -> MpiResult {
     H::check(h)?;
     attr::get_for(H::KIND, keyval)?;
     if attribute_val.is_null() || flag.is_null() {
