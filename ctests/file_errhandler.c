@@ -65,7 +65,7 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_CHECK(MPI_Win_create_errhandler(win_handler, &weh));
     rc = MPI_File_set_errhandler(MPI_FILE_NULL, weh);
-    CHECK(rc != MPI_SUCCESS, "window handler accepted on a file");
+    CHECK(rc != MPI_SUCCESS && calls == 2, "window handler accepted on a file (%d calls)", calls);
     MPI_Errhandler_free(&weh);
     rc = MPI_File_create_errhandler(NULL, &eh);
     CHECK(rc != MPI_SUCCESS, "null handler function accepted");
@@ -73,7 +73,10 @@ int main(int argc, char **argv)
     /* Back to the default. */
     MPI_CHECK(MPI_File_set_errhandler(MPI_FILE_NULL, MPI_ERRORS_RETURN));
     rc = MPI_File_call_errhandler(MPI_FILE_NULL, MPI_ERR_IO);
-    CHECK(rc == MPI_SUCCESS && calls == 2 + (rc != MPI_SUCCESS), "handler still called (%d calls)", calls);
-    (void)error_class;
+    CHECK(rc == MPI_SUCCESS && calls == 2, "handler still called (%d calls)", calls);
+    /* A bogus file handle (MPICH 4.0.2 does not check it); the error goes to
+     * MPI_COMM_WORLD's handler, which returns it. */
+    rc = MPI_File_get_errhandler((MPI_File)&calls, &got);
+    CHECK_STRICT(error_class(rc) == MPI_ERR_FILE && calls == 2, "invalid file: class %d", error_class(rc));
     return mt_finalize();
 }

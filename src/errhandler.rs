@@ -350,14 +350,15 @@ pub fn raise_on_session(fn_name: &str, session: c_int, err: MpiError) -> c_int {
     }
 }
 
-/// As `raise`, for an error raised on window `win`: its handler while it is live (the
-/// default MPI_ERRORS_ARE_FATAL when none was set), else MPI_COMM_WORLD's, as in MPICH.
+/// As `raise`, for an error raised on window `win`: the handler set on it, else
+/// MPI_COMM_WORLD's. As in MPICH, a window without a handler of its own reports
+/// MPI_ERRORS_ARE_FATAL (MPI_Win_get_errhandler) but defers to MPI_COMM_WORLD's handler, so
+/// a program that made MPI_COMM_WORLD return errors gets window errors back too.
 pub fn raise_on_win(fn_name: &str, win: c_int, err: MpiError) -> c_int {
     let action = {
         let st = state();
         st.win_handlers.get(&win).map(|&eh| st.action_of(eh))
     };
-    let action = action.or_else(|| crate::win::is_valid(win).then_some(Action::Fatal));
     match action {
         Some(action) => dispatch(fn_name, win, action, err),
         None => raise(fn_name, None, err),

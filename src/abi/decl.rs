@@ -285,11 +285,12 @@ pub fn win_target(f: &Func) -> Option<String> {
     Some(rust_ident(&p.name))
 }
 
-/// The file whose error handler gets the errors of `f` (every `MPI_File_*` function but
-/// the handler constructor): its by-value `MPI_File`, else MPI_FILE_NULL, whose handler is
-/// the default for files (MPI_File_open, MPI_File_delete, MPI_File_close).
+/// The file whose error handler gets the errors of `f` (the `MPI_File_*` functions but
+/// those that manage error handlers, whose errors MPICH reports on MPI_COMM_WORLD): its
+/// by-value `MPI_File`, else MPI_FILE_NULL, whose handler is the default for files
+/// (MPI_File_open, MPI_File_delete, MPI_File_close).
 pub fn file_target(f: &Func) -> Option<String> {
-    if !f.name.starts_with("MPI_File_") || f.name == "MPI_File_create_errhandler" {
+    if !f.name.starts_with("MPI_File_") || f.name.ends_with("_errhandler") {
         return None;
     }
     Some(match f.params.iter().find(|p| p.ty.base == "MPI_File" && p.ty.pointers == 0) {
