@@ -747,6 +747,25 @@ mod tests {
     }
 
     #[test]
+    fn window_and_file_handlers() {
+        let win = 0xa000_0123_u32 as c_int;
+        assert_eq!(get_win_errhandler(win), MPI_ERRORS_ARE_FATAL);
+        let eh = create(HandlerKind::Win, noop_handler()).unwrap();
+        set_win_errhandler(win, eh);
+        free(eh).unwrap();
+        let got = get_win_errhandler(win);
+        assert_eq!(got, eh);
+        free(got).unwrap();
+        on_win_free(win);
+        assert_eq!(check(eh, HandlerKind::Win).unwrap_err().code, MPI_ERR_ARG, "released with the window");
+        let _serial = TEST_SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        assert_eq!(get_file_null_errhandler(), MPI_ERRORS_RETURN, "files return errors by default");
+        set_file_null_errhandler(MPI_ERRORS_RETURN);
+        let code = raise_on_file("MPI_File_open", std::ptr::null_mut(), MpiError::new(MPI_ERR_IO, "no such dir"));
+        assert_eq!(code, MPI_ERR_IO);
+    }
+
+    #[test]
     fn dup_inherits_the_handler() {
         let parent = 0x8400_0200_u32 as c_int;
         let child = 0x8400_0201_u32 as c_int;
