@@ -19,7 +19,8 @@
 //! - `OXMPI_CTEST_TIMEOUT_SCALE`: multiply every timeout (not the `max-wall` limits).
 //! - `OXMPI_CTEST_MPIFORT`, `OXMPI_CTEST_FFLAGS`: the Fortran compiler wrapper (default: the
 //!   installed `mpifort`, or `mpifort` with an override) and its flags (default `-O2 -Wall`).
-//! - `OXMPI_CTEST_MPICH_FC`: Debian's MPICH Fortran compiler for the ABI tests (`mpif77.mpich`).
+//! - `OXMPI_CTEST_MPICH_FC`, `OXMPI_CTEST_MPICH_F90`: Debian's MPICH Fortran compilers for the
+//!   ABI tests (`mpif77.mpich`, `mpif90.mpich`).
 //!
 //! Metadata: a C file declares how it is run in comment lines containing `oxmpi-test:`
 //! (a Fortran file in `! oxmpi-test: ...` comment lines),
@@ -34,7 +35,10 @@
 //! - `env=NAME=VALUE`: extra environment for the run (repeatable);
 //! - `expect-output="text"`: case-insensitive substring of stdout and stderr together;
 //! - `oxmpi-strict=exit,output`: check the exit status / the expected texts only when
-//!   testing oxmpi (a reference MPI behaves differently; say which in the file).
+//!   testing oxmpi (a reference MPI behaves differently; say which in the file);
+//! - `with=FILE`: another source compiled into the program, relative to the test's directory
+//!   (repeatable; e.g. the C half of a mixed-language Fortran test, kept in a subdirectory so
+//!   that it is not taken for a test itself).
 //!
 //! A run expected to fail (exit not 0) must not print a `No Errors` line.
 
@@ -125,6 +129,8 @@ ctests! {
     fortran_cg_solver => "fortran/f_cg_solver.f90",
     fortran_callbacks => "fortran/f_callbacks.f90",
     fortran_mpi_module => "fortran/f_mpi_module.f90",
+    fortran_grequest => "fortran/f_grequest.f90",
+    fortran_attr_lang => "fortran/f_attr_lang.f90",
     dtype_constructors => "dtype_constructors.c",
     dtype_pack => "dtype_pack.c",
     dtype_sendrecv => "dtype_sendrecv.c",
@@ -343,6 +349,7 @@ struct Meta {
     /// Checked only against oxmpi (`oxmpi-strict=exit,output`): a reference MPI differs.
     strict_exit: bool,
     strict_output: bool,
+    with: Vec<String>,
 }
 
 /// Splits `a=b c="d e" f` into items, honouring double quotes.
@@ -392,6 +399,7 @@ impl Meta {
             output: vec![],
             strict_exit: false,
             strict_output: false,
+            with: vec![],
         };
         let mut np_given = false;
         let mut seen = false;
@@ -428,6 +436,7 @@ impl Meta {
                         }
                     }
                     "expect-output" => m.output.push(need(v)?),
+                    "with" => m.with.push(need(v)?),
                     "expect-exit" => {
                         m.exit = match need(v)?.as_str() {
                             "nonzero" => Exit::Nonzero,
@@ -780,7 +789,8 @@ fn run_ctest(name: &str, rel: &str) {
     let meta = Meta::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
     let bin = s.bindir.join(name);
     let compiler = if is_fortran(&src) { &s.mpifort } else { &s.mpicc };
-    if let Err(e) = compile(s, compiler, &src, &bin, &[]) {
+    let with: Vec<String> = meta.with.iter().map(|w| src.parent().unwrap().join(w).display().to_string()).collect();
+    if let Err(e) = compile(s, compiler, &src, &bin, &with.iter().map(String::as_str).collect::<Vec<_>>()) {
         panic!("{name}: {e}");
     }
     let mut ex = Expect::of(&meta);
@@ -944,22 +954,36 @@ fn abi_pmpi_profiling_library() {
 /// libmpichfort.so.12 and libmpich.so.12) runs on oxmpi, whose library answers to both names.
 #[test]
 fn abi_mpich_built_fortran_binary() {
-    let name = "abi_mpich_built_fortran_binary";
+    let fc = env_nonempty("OXMPI_CTEST_MPICH_FC").unwrap_or("mpif77.mpich".into());
+    mpich_built_fortran("abi_mpich_built_fortran_binary", &fc, "ctests/fortran/abi/f_abi.f", "f_abi_mpich");
+}
+
+/// As `abi_mpich_built_fortran_binary`, for a `use mpi` program (`mpif90.mpich`, MPICH's
+/// module files; it calls module procedures that live in libmpichfort).
+#[test]
+fn abi_mpich_built_use_mpi_binary() {
+    let fc = env_nonempty("OXMPI_CTEST_MPICH_F90").unwrap_or("mpif90.mpich".into());
+    mpich_built_fortran("abi_mpich_built_use_mpi_binary", &fc, "ctests/fortran/abi/f_abi_use_mpi.f90", "f_abi_use_mpi");
+}
+
+/// Builds `src` with Debian's MPICH compiler `fc` and runs it on oxmpi (through
+/// LD_LIBRARY_PATH, also under mpiexec.mpich), or on the reference MPI as it is.
+fn mpich_built_fortran(name: &str, fc: &str, src: &str, bin_name: &str) {
     if filtered_out(name) {
         return;
     }
     let _guard = serial();
     let s = get_setup();
-    let fc = words(&env_nonempty("OXMPI_CTEST_MPICH_FC").unwrap_or("mpif77.mpich".into()));
+    let fc_argv = words(fc);
     let Some((_, mexec)) = mpich_tools() else {
         if s.oxmpi {
-            panic!("{name}: Debian's MPICH (mpif77.mpich, mpiexec.mpich) is needed for the ABI tests");
+            panic!("{name}: Debian's MPICH ({fc}, mpiexec.mpich) is needed for the ABI tests");
         }
         eprintln!("skipped {name}: no MPICH tools");
         return;
     };
-    let bin = s.bindir.join("f_abi_mpich");
-    if let Err(e) = compile(s, &fc, &s.root.join("ctests/fortran/abi/f_abi.f"), &bin, &[]) {
+    let bin = s.bindir.join(bin_name);
+    if let Err(e) = compile(s, &fc_argv, &s.root.join(src), &bin, &[]) {
         panic!("{name}: {e}");
     }
     let mut failures = Vec::new();

@@ -11,7 +11,7 @@ use super::ctypes::{
     MPI_Win_delete_attr_function,
 };
 use super::types::*;
-use crate::attr::{self, CallbackLang, ObjKind, TYPE_ATTRS};
+use crate::attr::{self, AttrType, AttrValue, CallbackLang, ObjKind, TYPE_ATTRS};
 use crate::error::{MpiError, MpiResult, err};
 use crate::runtime;
 use std::ffi::{c_int, c_void};
@@ -26,9 +26,11 @@ pub trait AttrHost {
     /// MPI_ERR_<kind> unless `h` names a live object.
     fn check(h: c_int) -> MpiResult;
     /// The (keyval, value) pairs of `h`, in the order they were set.
-    fn list(h: c_int) -> MpiResult<Vec<(c_int, usize)>>;
+    fn list(h: c_int) -> MpiResult<Vec<(c_int, AttrValue)>>;
+    /// `keyval` on `h` as a reader of form `reader` sees it (`Attrs::read`).
+    fn read(h: c_int, keyval: c_int, reader: AttrType) -> MpiResult<Option<usize>>;
     /// Sets `keyval` on `h`; true when it was not set before.
-    fn store(h: c_int, keyval: c_int, value: usize) -> MpiResult<bool>;
+    fn store(h: c_int, keyval: c_int, value: AttrValue) -> MpiResult<bool>;
     /// Removes `keyval` from `h`; true when it was set.
     fn remove(h: c_int, keyval: c_int) -> MpiResult<bool>;
 }
@@ -42,10 +44,13 @@ impl AttrHost for TypeAttrs {
     fn check(h: c_int) -> MpiResult {
         crate::datatype::lookup(h).map(|_| ())
     }
-    fn list(h: c_int) -> MpiResult<Vec<(c_int, usize)>> {
+    fn list(h: c_int) -> MpiResult<Vec<(c_int, AttrValue)>> {
         Ok(TYPE_ATTRS.with(h, |a| a.iter().collect()))
     }
-    fn store(h: c_int, keyval: c_int, value: usize) -> MpiResult<bool> {
+    fn read(h: c_int, keyval: c_int, reader: AttrType) -> MpiResult<Option<usize>> {
+        Ok(TYPE_ATTRS.with(h, |a| a.read(keyval, reader)))
+    }
+    fn store(h: c_int, keyval: c_int, value: AttrValue) -> MpiResult<bool> {
         Ok(TYPE_ATTRS.with(h, |a| a.set(keyval, value)))
     }
     fn remove(h: c_int, keyval: c_int) -> MpiResult<bool> {
@@ -62,10 +67,13 @@ impl AttrHost for CommAttrs {
     fn check(h: c_int) -> MpiResult {
         runtime::with(|rt| rt.comms.get(h).map(|_| ()))
     }
-    fn list(h: c_int) -> MpiResult<Vec<(c_int, usize)>> {
+    fn list(h: c_int) -> MpiResult<Vec<(c_int, AttrValue)>> {
         runtime::with(|rt| Ok(rt.comms.get(h)?.attrs.iter().collect()))
     }
-    fn store(h: c_int, keyval: c_int, value: usize) -> MpiResult<bool> {
+    fn read(h: c_int, keyval: c_int, reader: AttrType) -> MpiResult<Option<usize>> {
+        runtime::with(|rt| Ok(rt.comms.get(h)?.attrs.read(keyval, reader)))
+    }
+    fn store(h: c_int, keyval: c_int, value: AttrValue) -> MpiResult<bool> {
         runtime::with(|rt| Ok(rt.comms.get_mut(h)?.attrs.set(keyval, value)))
     }
     fn remove(h: c_int, keyval: c_int) -> MpiResult<bool> {
@@ -74,7 +82,7 @@ impl AttrHost for CommAttrs {
 }
 
 /// `list` in the order callbacks visit it.
-fn visit_order<H: AttrHost>(mut list: Vec<(c_int, usize)>) -> Vec<(c_int, usize)> {
+fn visit_order<H: AttrHost>(mut list: Vec<(c_int, AttrValue)>) -> Vec<(c_int, AttrValue)> {
     if H::NEWEST_FIRST {
         list.reverse();
     }
@@ -86,24 +94,34 @@ fn callback_error(rc: c_int, what: &str, keyval: c_int) -> MpiError {
     MpiError::new(rc, format!("the {what} callback of keyval 0x{:08x} returned {rc}", keyval as u32))
 }
 
+/// A value as a C callback receives it: the pointer set from C; for a value set from Fortran,
+/// a pointer to a copy of the integer (`copy`, which must outlive the call), as in MPICH.
+fn c_callback_value(value: AttrValue, copy: &mut usize) -> *mut c_void {
+    *copy = value.raw;
+    if value.ty.is_fortran() { (copy as *mut usize).cast() } else { value.raw as *mut c_void }
+}
+
 /// Runs the delete callback of `keyval` for `value` cached on `h`.
-pub fn run_delete<H: AttrHost>(h: c_int, keyval: c_int, value: usize) -> MpiResult {
+pub fn run_delete<H: AttrHost>(h: c_int, keyval: c_int, value: AttrValue) -> MpiResult {
     let kv = attr::get_for(H::KIND, keyval)?;
     let Some(delete) = kv.delete else { return Ok(()) };
-    // SAFETY: `delete` was registered by the program as the delete function of this kind
-    // (`int (HANDLE, int, void *, void *)`, HANDLE an int); value and extra state are the
-    // pointers it gave us.
+    let mut copy = 0;
     let rc = match kv.lang {
-        CallbackLang::C => unsafe { delete(h, keyval, value as *mut c_void, kv.extra_state as *mut c_void) },
+        // SAFETY: `delete` was registered by the program as the delete function of this kind
+        // (`int (HANDLE, int, void *, void *)`, HANDLE an int); value and extra state are the
+        // pointers it gave us (or points at `copy`, alive across the call).
+        CallbackLang::C => unsafe {
+            delete(h, keyval, c_callback_value(value, &mut copy), kv.extra_state as *mut c_void)
+        },
         // SAFETY: a Fortran keyval's pointer is a Fortran delete subroutine of that form.
-        lang => unsafe { super::fortran::call_delete_attr(lang, delete, h, keyval, value, kv.extra_state) },
+        lang => unsafe { super::fortran::call_delete_attr(lang, delete, h, keyval, value.raw, kv.extra_state) },
     };
     if rc == MPI_SUCCESS { Ok(()) } else { Err(callback_error(rc, "delete", keyval)) }
 }
 
 /// Deletes attribute `keyval` (set to `value`) of `h`: the delete callback first; the
 /// attribute stays when it fails.
-pub fn delete_one<H: AttrHost>(h: c_int, keyval: c_int, value: usize) -> MpiResult {
+pub fn delete_one<H: AttrHost>(h: c_int, keyval: c_int, value: AttrValue) -> MpiResult {
     run_delete::<H>(h, keyval, value)?;
     if H::remove(h, keyval)? {
         attr::release(keyval);
@@ -120,11 +138,11 @@ pub fn delete_all<H: AttrHost>(h: c_int) -> MpiResult {
 }
 
 /// Copies the attributes of `parent` onto its duplicate `child` through the copy callbacks
-/// (visited in `AttrHost::NEWEST_FIRST` order); the copies keep the parent's order. The
-/// caller disposes of `child` on error.
+/// (visited in `AttrHost::NEWEST_FIRST` order); the copies keep the parent's order and, as in
+/// MPICH, the form each value was set in. The caller disposes of `child` on error.
 pub fn copy_all<H: AttrHost>(parent: c_int, child: c_int) -> MpiResult {
     let list = H::list(parent)?;
-    let mut copies: Vec<Option<(c_int, usize)>> = vec![None; list.len()];
+    let mut copies: Vec<Option<(c_int, AttrValue)>> = vec![None; list.len()];
     let mut order: Vec<usize> = (0..list.len()).collect();
     if H::NEWEST_FIRST {
         order.reverse();
@@ -137,14 +155,16 @@ pub fn copy_all<H: AttrHost>(parent: c_int, child: c_int) -> MpiResult {
             CallbackLang::C => {
                 let mut out: *mut c_void = std::ptr::null_mut();
                 let mut flag: c_int = 0;
+                let mut value_copy = 0;
                 // SAFETY: `copy` was registered by the program as the copy function of this
-                // kind; `out` and `flag` are live locals of the types the callback writes.
+                // kind; `out`, `flag` and `value_copy` are live locals of the types the
+                // callback reads and writes.
                 let rc = unsafe {
                     copy(
                         parent,
                         keyval,
                         kv.extra_state as *mut c_void,
-                        value as *mut c_void,
+                        c_callback_value(value, &mut value_copy),
                         (&raw mut out).cast(),
                         &mut flag,
                     )
@@ -152,13 +172,13 @@ pub fn copy_all<H: AttrHost>(parent: c_int, child: c_int) -> MpiResult {
                 (rc, flag != 0, out as usize)
             }
             // SAFETY: a Fortran keyval's pointer is a Fortran copy subroutine of that form.
-            lang => unsafe { super::fortran::call_copy_attr(lang, copy, parent, keyval, value, kv.extra_state) },
+            lang => unsafe { super::fortran::call_copy_attr(lang, copy, parent, keyval, value.raw, kv.extra_state) },
         };
         if rc != MPI_SUCCESS {
             return Err(callback_error(rc, "copy", keyval));
         }
         if flag {
-            copies[i] = Some((keyval, out));
+            copies[i] = Some((keyval, AttrValue { raw: out, ty: value.ty }));
         }
     }
     for (keyval, value) in copies.into_iter().flatten() {
@@ -170,7 +190,7 @@ pub fn copy_all<H: AttrHost>(parent: c_int, child: c_int) -> MpiResult {
 }
 
 /// MPI_X_set_attr: replacing a value runs the delete callback on the old one first.
-pub fn set_attr<H: AttrHost>(h: c_int, keyval: c_int, value: usize) -> MpiResult {
+pub fn set_attr<H: AttrHost>(h: c_int, keyval: c_int, value: AttrValue) -> MpiResult {
     H::check(h)?;
     attr::get_for(H::KIND, keyval)?;
     if let Some(&(_, old)) = H::list(h)?.iter().find(|(k, _)| *k == keyval) {
@@ -182,22 +202,24 @@ pub fn set_attr<H: AttrHost>(h: c_int, keyval: c_int, value: usize) -> MpiResult
     Ok(())
 }
 
-/// MPI_X_get_attr.
+/// MPI_X_get_attr for a caller of form `reader` (C, or the Fortran binding).
 ///
 /// # Safety
-/// `attribute_val` is null (rejected) or points at a `void *`; `flag` null or writable.
+/// `attribute_val` is null (rejected) or points at a `void *` (an address-sized integer for
+/// Fortran readers); `flag` null or writable.
 pub unsafe fn get_attr<H: AttrHost>(
     h: c_int,
     keyval: c_int,
     attribute_val: *mut c_void,
     flag: *mut c_int,
+    reader: AttrType,
 ) -> MpiResult {
     H::check(h)?;
     attr::get_for(H::KIND, keyval)?;
     if attribute_val.is_null() || flag.is_null() {
         return err(MPI_ERR_ARG, "invalid attribute_val or flag pointer (NULL)");
     }
-    let value = H::list(h)?.into_iter().find(|(k, _)| *k == keyval).map(|(_, v)| v);
+    let value = H::read(h, keyval, reader)?;
     // SAFETY: checked non-null; attribute_val points at a `void *` (MPI's contract).
     unsafe {
         if let Some(v) = value {
@@ -269,7 +291,7 @@ pub unsafe fn MPI_Type_free_keyval(type_keyval: *mut c_int) -> MpiResult {
 }
 
 pub unsafe fn MPI_Type_set_attr(datatype: MPI_Datatype, type_keyval: c_int, attribute_val: *mut c_void) -> MpiResult {
-    set_attr::<TypeAttrs>(datatype, type_keyval, attribute_val as usize)
+    set_attr::<TypeAttrs>(datatype, type_keyval, AttrValue::pointer(attribute_val as usize))
 }
 
 pub unsafe fn MPI_Type_get_attr(
@@ -279,7 +301,7 @@ pub unsafe fn MPI_Type_get_attr(
     flag: *mut c_int,
 ) -> MpiResult {
     // SAFETY: forwarded contract.
-    unsafe { get_attr::<TypeAttrs>(datatype, type_keyval, attribute_val, flag) }
+    unsafe { get_attr::<TypeAttrs>(datatype, type_keyval, attribute_val, flag, AttrType::Pointer) }
 }
 
 pub fn MPI_Type_delete_attr(datatype: MPI_Datatype, type_keyval: c_int) -> MpiResult {
@@ -302,3 +324,66 @@ pub unsafe fn MPI_Win_free_keyval(win_keyval: *mut c_int) -> MpiResult {
     // SAFETY: forwarded contract.
     unsafe { free_keyval(ObjKind::Win, win_keyval) }
 }
+
+// MPICH's internal attribute hooks: its Fortran binding (Debian's libmpichfort, and oxmpi's
+// own) sets and gets attributes through them, saying in which form (`AttrType`).
+
+pub(crate) fn attr_type(n: c_int) -> MpiResult<AttrType> {
+    AttrType::from_mpich(n).ok_or_else(|| MpiError::new(MPI_ERR_ARG, format!("invalid attribute type {n}")))
+}
+
+/// `int MPII_Comm_set_attr(MPI_Comm, int keyval, void *value, MPIR_Attr_type)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn MPII_Comm_set_attr(comm: MPI_Comm, keyval: c_int, value: *mut c_void, ty: c_int) -> c_int {
+    super::entry::call("MPI_Comm_set_attr", Some(comm), || {
+        set_attr::<CommAttrs>(comm, keyval, AttrValue { raw: value as usize, ty: attr_type(ty)? })
+    })
+}
+
+/// `int MPII_Comm_get_attr(MPI_Comm, int keyval, void *value, int *flag, MPIR_Attr_type)`;
+/// a Fortran form writes the value itself into `value`.
+///
+/// # Safety
+/// `value` is null or points at 8 writable bytes; `flag` null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPII_Comm_get_attr(
+    comm: MPI_Comm,
+    keyval: c_int,
+    value: *mut c_void,
+    flag: *mut c_int,
+    ty: c_int,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    super::entry::call("MPI_Comm_get_attr", Some(comm), || unsafe {
+        super::comm::get_attr_as(comm, keyval, value, flag, attr_type(ty)?)
+    })
+}
+
+/// `int MPII_Type_set_attr(MPI_Datatype, int keyval, void *value, MPIR_Attr_type)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn MPII_Type_set_attr(datatype: MPI_Datatype, keyval: c_int, value: *mut c_void, ty: c_int) -> c_int {
+    super::entry::call("MPI_Type_set_attr", None, || {
+        set_attr::<TypeAttrs>(datatype, keyval, AttrValue { raw: value as usize, ty: attr_type(ty)? })
+    })
+}
+
+/// `int MPII_Type_get_attr(MPI_Datatype, int keyval, void *value, int *flag, MPIR_Attr_type)`.
+///
+/// # Safety
+/// As `MPII_Comm_get_attr`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPII_Type_get_attr(
+    datatype: MPI_Datatype,
+    keyval: c_int,
+    value: *mut c_void,
+    flag: *mut c_int,
+    ty: c_int,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    super::entry::call("MPI_Type_get_attr", None, || unsafe {
+        get_attr::<TypeAttrs>(datatype, keyval, value, flag, attr_type(ty)?)
+    })
+}
+
+/// The window hooks live with the window entry points.
+pub use super::win::{MPII_Win_get_attr, MPII_Win_set_attr};

@@ -10,7 +10,7 @@ use super::ctypes::{
     MPI_Comm_copy_attr_function, MPI_Comm_delete_attr_function, MPI_Copy_function, MPI_Delete_function,
 };
 use super::types::*;
-use crate::attr;
+use crate::attr::{self, AttrType, AttrValue};
 use crate::error::{MpiResult, err};
 use crate::runtime;
 use std::ffi::{CStr, c_char, c_int, c_void};
@@ -522,6 +522,26 @@ pub unsafe fn MPI_Comm_get_attr(
     attribute_val: *mut c_void,
     flag: *mut c_int,
 ) -> MpiResult {
+    // SAFETY: forwarded contract.
+    unsafe { get_attr_as(comm, comm_keyval, attribute_val, flag, AttrType::Pointer) }
+}
+
+/// MPI_Comm_get_attr for a caller of form `reader`: a Fortran reader (or the Fortran form of
+/// a predefined keyval) gets the value of a predefined attribute rather than a pointer to it.
+///
+/// # Safety
+/// `attribute_val` is null (rejected) or points at 8 writable bytes; `flag` null or writable.
+pub(super) unsafe fn get_attr_as(
+    comm: MPI_Comm,
+    comm_keyval: c_int,
+    attribute_val: *mut c_void,
+    flag: *mut c_int,
+    reader: AttrType,
+) -> MpiResult {
+    let Some((cell, fortran_keyval)) = predefined_attr(comm_keyval) else {
+        // SAFETY: forwarded contract.
+        return unsafe { super::attr::get_attr::<CommAttrs>(comm, comm_keyval, attribute_val, flag, reader) };
+    };
     let (size, appnum) = runtime::with(|rt| {
         rt.comms.get(comm)?;
         Ok((rt.comms.get(MPI_COMM_WORLD)?.size(), rt.pmi.appnum()))
@@ -529,25 +549,13 @@ pub unsafe fn MPI_Comm_get_attr(
     if attribute_val.is_null() || flag.is_null() {
         return err(MPI_ERR_ARG, "invalid attribute_val or flag pointer (NULL)");
     }
-    let Some((cell, by_value)) = predefined_attr(comm_keyval) else {
-        attr::get(comm_keyval)?;
-        let value = runtime::with(|rt| Ok(rt.comms.get(comm)?.attrs.get(comm_keyval)))?;
-        // SAFETY: attribute_val points at a `void *` (MPI's contract); flag checked non-null.
-        unsafe {
-            if let Some(v) = value {
-                *(attribute_val as *mut *mut c_void) = v as *mut c_void;
-            }
-            *flag = value.is_some() as c_int;
-        }
-        return Ok(());
-    };
     ATTR_UNIVERSE_SIZE.store(size as c_int, Ordering::Relaxed);
     ATTR_APPNUM.store(appnum, Ordering::Relaxed);
     ATTR_LASTUSEDCODE.store(crate::errhandler::last_used_code(), Ordering::Relaxed);
-    // SAFETY: attribute_val points at a `void *` (C) or an address-sized integer (Fortran
-    // form), both 8 bytes; flag checked non-null.
+    // SAFETY: attribute_val points at a `void *` (C) or an address-sized integer (Fortran),
+    // both 8 bytes; flag checked non-null.
     unsafe {
-        if by_value {
+        if fortran_keyval || reader.is_fortran() {
             *(attribute_val as *mut MPI_Aint) = cell.load(Ordering::Relaxed) as MPI_Aint;
         } else {
             *(attribute_val as *mut *const AtomicI32) = cell;
@@ -558,7 +566,7 @@ pub unsafe fn MPI_Comm_get_attr(
 }
 
 pub unsafe fn MPI_Comm_set_attr(comm: MPI_Comm, comm_keyval: c_int, attribute_val: *mut c_void) -> MpiResult {
-    super::attr::set_attr::<CommAttrs>(comm, comm_keyval, attribute_val as usize)
+    super::attr::set_attr::<CommAttrs>(comm, comm_keyval, AttrValue::pointer(attribute_val as usize))
 }
 
 pub unsafe fn MPI_Comm_delete_attr(comm: MPI_Comm, comm_keyval: c_int) -> MpiResult {

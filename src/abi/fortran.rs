@@ -567,6 +567,85 @@ unsafe fn dup<T: Copy>(val_in: *const T, val_out: *mut T, flag: *mut MPI_Fint, i
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Module procedures of MPICH's `use mpi` that live in its libmpichfort: a program built with
+// Debian's mpif90.mpich calls them by their gfortran module names, so this library, standing in
+// for libmpichfort.so.12, defines them too. (Programs built against oxmpi's own `mpi` module
+// get these from libmpi_usempi.a instead.)
+
+/// `MPI_SIZEOF(X, SIZE, IERROR)` of module MPI_SIZEOFS, one procedure per type of X (scalar
+/// and array forms; X itself is not read, a CHARACTER's hidden length comes last and is
+/// ignored).
+macro_rules! mpich_sizeof {
+    ($($name:ident = $size:expr;)*) => {$(
+        /// # Safety
+        /// `size` and `ierror` point to writable INTEGERs.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(_x: *const c_void, size: *mut MPI_Fint, ierror: *mut MPI_Fint) {
+            // SAFETY: Fortran passes SIZE and IERROR by reference.
+            unsafe {
+                size.write($size);
+                set_ierror(ierror, MPI_SUCCESS);
+            }
+        }
+    )*};
+}
+
+mpich_sizeof! {
+    __mpi_sizeofs_MOD_mpi_sizeof_ch = 1;
+    __mpi_sizeofs_MOD_mpi_sizeof_chv = 1;
+    __mpi_sizeofs_MOD_mpi_sizeof_i1 = 1;
+    __mpi_sizeofs_MOD_mpi_sizeof_i1v = 1;
+    __mpi_sizeofs_MOD_mpi_sizeof_i2 = 2;
+    __mpi_sizeofs_MOD_mpi_sizeof_i2v = 2;
+    __mpi_sizeofs_MOD_mpi_sizeof_i = 4;
+    __mpi_sizeofs_MOD_mpi_sizeof_iv = 4;
+    __mpi_sizeofs_MOD_mpi_sizeof_r = 4;
+    __mpi_sizeofs_MOD_mpi_sizeof_rv = 4;
+    __mpi_sizeofs_MOD_mpi_sizeof_l = 4;
+    __mpi_sizeofs_MOD_mpi_sizeof_lv = 4;
+    __mpi_sizeofs_MOD_mpi_sizeof_i8 = 8;
+    __mpi_sizeofs_MOD_mpi_sizeof_i8v = 8;
+    __mpi_sizeofs_MOD_mpi_sizeof_d = 8;
+    __mpi_sizeofs_MOD_mpi_sizeof_dv = 8;
+    __mpi_sizeofs_MOD_mpi_sizeof_cx = 8;
+    __mpi_sizeofs_MOD_mpi_sizeof_cxv = 8;
+}
+
+/// The `==` and `/=` operators of module MPI_CONSTANTS on the handle types (TYPE(MPI_Comm)
+/// and the like: one INTEGER, MPI_VAL), returning a default LOGICAL.
+macro_rules! mpich_handle_compare {
+    ($($eq:ident, $ne:ident;)*) => {$(
+        /// # Safety
+        /// Both point to readable handles.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $eq(lhs: *const MPI_Fint, rhs: *const MPI_Fint) -> MPI_Fint {
+            // SAFETY: Fortran passes both handles by reference.
+            unsafe { (*lhs == *rhs).into() }
+        }
+        /// # Safety
+        /// Both point to readable handles.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $ne(lhs: *const MPI_Fint, rhs: *const MPI_Fint) -> MPI_Fint {
+            // SAFETY: Fortran passes both handles by reference.
+            unsafe { (*lhs != *rhs).into() }
+        }
+    )*};
+}
+
+mpich_handle_compare! {
+    __mpi_constants_MOD_commeq, __mpi_constants_MOD_commneq;
+    __mpi_constants_MOD_datatypeeq, __mpi_constants_MOD_datatypeneq;
+    __mpi_constants_MOD_errhandlereq, __mpi_constants_MOD_errhandlerneq;
+    __mpi_constants_MOD_fileeq, __mpi_constants_MOD_fileneq;
+    __mpi_constants_MOD_groupeq, __mpi_constants_MOD_groupneq;
+    __mpi_constants_MOD_infoeq, __mpi_constants_MOD_infoneq;
+    __mpi_constants_MOD_messageeq, __mpi_constants_MOD_messageneq;
+    __mpi_constants_MOD_opeq, __mpi_constants_MOD_opneq;
+    __mpi_constants_MOD_requesteq, __mpi_constants_MOD_requestneq;
+    __mpi_constants_MOD_wineq, __mpi_constants_MOD_winneq;
+}
+
 // The weak aliases of the routines above, beside them (an alias and its target must be in the
 // same assembly unit).
 include!(concat!(env!("OUT_DIR"), "/fortran_handwritten.rs"));

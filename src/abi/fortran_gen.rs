@@ -292,8 +292,9 @@ impl Conv {
 
 /// The callback types a Fortran procedure can be passed for. The reduction function and the
 /// error handlers have the same form in both languages (every argument by reference); the
-/// attribute callbacks do not, and the keyval constructors mark their keyvals as Fortran ones
-/// (`keyval_fixups`), which are then called the Fortran way.
+/// attribute and generalized request callbacks do not: the keyval constructors and
+/// MPI_GREQUEST_START mark what they made as Fortran (`lang_fixups`), and its callbacks are
+/// then called the Fortran way.
 const FORTRAN_CALLBACKS: &[&str] = &[
     "MPI_User_function",
     "MPI_Comm_errhandler_function",
@@ -308,6 +309,9 @@ const FORTRAN_CALLBACKS: &[&str] = &[
     "MPI_Type_delete_attr_function",
     "MPI_Win_copy_attr_function",
     "MPI_Win_delete_attr_function",
+    "MPI_Grequest_query_function",
+    "MPI_Grequest_free_function",
+    "MPI_Grequest_cancel_function",
 ];
 
 /// The keyval constructors: (routine, keyval argument, callback convention).
@@ -316,6 +320,20 @@ const KEYVAL_CONSTRUCTORS: &[(&str, &str, &str)] = &[
     ("MPI_Type_create_keyval", "type_keyval", "Fortran"),
     ("MPI_Win_create_keyval", "win_keyval", "Fortran"),
     ("MPI_Keyval_create", "keyval", "FortranInteger"),
+];
+
+/// Attribute routines that go through MPICH's hooks, which take the form of the value (the
+/// names of `crate::attr::AttrType`): (routine, hook in `crate::abi::attr`, form). A value set
+/// from Fortran reads in C as a pointer to the integer; Fortran reads every value as an integer.
+const ATTR_HOOKS: &[(&str, &str, &str)] = &[
+    ("MPI_Comm_set_attr", "MPII_Comm_set_attr", "Address"),
+    ("MPI_Attr_put", "MPII_Comm_set_attr", "Integer"),
+    ("MPI_Type_set_attr", "MPII_Type_set_attr", "Address"),
+    ("MPI_Comm_get_attr", "MPII_Comm_get_attr", "Address"),
+    ("MPI_Attr_get", "MPII_Comm_get_attr", "Integer"),
+    ("MPI_Type_get_attr", "MPII_Type_get_attr", "Address"),
+    ("MPI_Win_set_attr", "MPII_Win_set_attr", "Address"),
+    ("MPI_Win_get_attr", "MPII_Win_get_attr", "Address"),
 ];
 
 /// Why a routine is a stub in this version, if it is.
@@ -440,7 +458,8 @@ fn convert(f: &Func, p: &Param, callbacks: &[String]) -> Result<Conv, String> {
                 hidden: vec![],
                 pre: vec![format!("let mut {n}_c: MPI_Aint = 0;")],
                 arg: format!("(&raw mut {n}_c).cast()"),
-                post: vec![format!("if rc == MPI_SUCCESS && *flag != 0 {{ *{n} = f::aint_to_fint({n}_c); }}")],
+                // The low bytes, as MPICH does (MPI 4.0, 19.3.7).
+                post: vec![format!("if rc == MPI_SUCCESS && *flag != 0 {{ *{n} = {n}_c as MPI_Fint; }}")],
             },
             // The C function stores the old buffer's address; Fortran has no use for it.
             ("MPI_Buffer_detach", "buffer_addr") => Conv {
@@ -450,8 +469,12 @@ fn convert(f: &Func, p: &Param, callbacks: &[String]) -> Result<Conv, String> {
                 arg: format!("(&raw mut {n}_c).cast()"),
                 post: vec![],
             },
-            // Out-arguments that C writes an address or attribute into: 8 bytes, passed through.
-            (_, "attribute_val" | "baseptr") => Conv::simple(format!("{n}: {rust}"), n.clone()),
+            // Out-arguments that C writes an address or attribute into: 8 bytes, passed through;
+            // the state of a generalized request: MPICH gives the callbacks the address of the
+            // caller's INTEGER(KIND=MPI_ADDRESS_KIND) variable, so that they may change it.
+            (_, "attribute_val" | "baseptr") | ("MPI_Grequest_start", "extra_state") => {
+                Conv::simple(format!("{n}: {rust}"), n.clone())
+            }
             // A choice buffer: MPI_BOTTOM and MPI_IN_PLACE are recognised by address.
             _ if ty.const_base => Conv::simple(format!("{n}: {rust}"), format!("f::buf({n})")),
             _ => Conv::simple(format!("{n}: {rust}"), format!("f::buf_mut({n})")),
@@ -493,8 +516,12 @@ fn index_fixups(f: &Func) -> Vec<String> {
     }
 }
 
-/// Statements after the call of a keyval constructor: its callbacks are Fortran procedures.
-fn keyval_fixups(f: &Func) -> Vec<String> {
+/// Statements after the call of a keyval constructor or MPI_GREQUEST_START: the callbacks of
+/// what it made are Fortran procedures.
+fn lang_fixups(f: &Func) -> Vec<String> {
+    if f.name == "MPI_Grequest_start" {
+        return vec!["if rc == MPI_SUCCESS { crate::abi::grequest::MPII_Grequest_set_lang_f77(*request); }".into()];
+    }
     KEYVAL_CONSTRUCTORS
         .iter()
         .filter(|k| k.0 == f.name)
@@ -547,7 +574,7 @@ fn entry(s: &mut String, f: &Func, base: &str, callbacks: &[String]) -> Result<(
         post.extend(c.post);
     }
     post.extend(index_fixups(f));
-    post.extend(keyval_fixups(f));
+    post.extend(lang_fixups(f));
     if f.variadic {
         // MPI_PCONTROL(LEVEL): no IERROR in Fortran.
         if f.name != "MPI_Pcontrol" {
@@ -573,7 +600,12 @@ fn entry(s: &mut String, f: &Func, base: &str, callbacks: &[String]) -> Result<(
     for l in &pre {
         writeln!(s, "        {l}").unwrap();
     }
-    let call = format!("crate::abi::entries::P{}({})", f.name, args.join(", "));
+    let call = match ATTR_HOOKS.iter().find(|h| h.0 == f.name) {
+        Some((_, hook, form)) => {
+            format!("crate::abi::attr::{hook}({}, crate::attr::AttrType::{form} as c_int)", args.join(", "))
+        }
+        None => format!("crate::abi::entries::P{}({})", f.name, args.join(", ")),
+    };
     if returns_int && !f.variadic {
         writeln!(s, "        let rc = {call};").unwrap();
         for l in &post {

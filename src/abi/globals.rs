@@ -207,26 +207,12 @@ macro_rules! unsupported_hooks {
 }
 
 unsupported_hooks! {
-    /// MPICH: `int MPII_Comm_get_attr(MPI_Comm, int keyval, void *value, int *flag, MPIR_Attr_type)`.
-    MPII_Comm_get_attr;
-    /// MPICH: `int MPII_Comm_set_attr(MPI_Comm, int keyval, void *value, MPIR_Attr_type)`.
-    MPII_Comm_set_attr;
-    /// MPICH: `int MPII_Type_get_attr(MPI_Datatype, int keyval, void *value, int *flag, MPIR_Attr_type)`.
-    MPII_Type_get_attr;
-    /// MPICH: `int MPII_Type_set_attr(MPI_Datatype, int keyval, void *value, MPIR_Attr_type)`.
-    MPII_Type_set_attr;
-    /// MPICH: `int MPII_Win_get_attr(MPI_Win, int keyval, void *value, int *flag, MPIR_Attr_type)`.
-    MPII_Win_get_attr;
-    /// MPICH: `int MPII_Win_set_attr(MPI_Win, int keyval, void *value, MPIR_Attr_type)`.
-    MPII_Win_set_attr;
     /// MPICH: `void MPII_Keyval_set_proxy(int keyval, copy_proxy, delete_proxy)`.
     MPII_Keyval_set_proxy;
     /// MPICH: `void MPII_Errhandler_set_cxx(MPI_Errhandler, void (*)(void))`.
     MPII_Errhandler_set_cxx;
     /// MPICH: `void MPII_Op_set_cxx(MPI_Op, void (*)(void))`.
     MPII_Op_set_cxx;
-    /// MPICH: `void MPII_Grequest_set_lang_f77(MPI_Request)`.
-    MPII_Grequest_set_lang_f77;
     /// MPICH: `int QMPI_Register_tool_name(const char *, void (*)(int))`.
     QMPI_Register_tool_name;
     /// MPICH: `int QMPI_Register_tool_storage(int tool_id, void *storage)`.

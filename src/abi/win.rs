@@ -11,7 +11,7 @@ use super::consts::*;
 use super::ctypes::MPI_Win_errhandler_function;
 use super::errors::write_c_string;
 use super::types::*;
-use crate::attr::ObjKind;
+use crate::attr::{AttrType, AttrValue, ObjKind};
 use crate::errhandler::{self, HandlerKind};
 use crate::error::{MpiResult, err};
 use crate::runtime;
@@ -27,10 +27,13 @@ impl AttrHost for WinAttrs {
     fn check(h: c_int) -> MpiResult {
         win::check(h)
     }
-    fn list(h: c_int) -> MpiResult<Vec<(c_int, usize)>> {
+    fn list(h: c_int) -> MpiResult<Vec<(c_int, AttrValue)>> {
         win::with(h, |w| Ok(w.attrs.iter().collect()))
     }
-    fn store(h: c_int, keyval: c_int, value: usize) -> MpiResult<bool> {
+    fn read(h: c_int, keyval: c_int, reader: AttrType) -> MpiResult<Option<usize>> {
+        win::with(h, |w| Ok(w.attrs.read(keyval, reader)))
+    }
+    fn store(h: c_int, keyval: c_int, value: AttrValue) -> MpiResult<bool> {
         win::with(h, |w| Ok(w.attrs.set(keyval, value)))
     }
     fn remove(h: c_int, keyval: c_int) -> MpiResult<bool> {
@@ -289,23 +292,30 @@ fn predefined_attr(win: MPI_Win, keyval: c_int) -> MpiResult<Option<(MPI_Aint, *
     Ok(Some((value, ptr, by_value)))
 }
 
-pub unsafe fn MPI_Win_get_attr(
+/// MPI_Win_get_attr for a caller of form `reader`: the predefined attributes in the form the
+/// keyval asks for (the Fortran form, C + 1, or a Fortran reader, gets the value itself),
+/// user attributes through the generic path.
+///
+/// # Safety
+/// `attribute_val` is null or points at 8 writable bytes; `flag` null or writable.
+unsafe fn win_get_attr(
     win: MPI_Win,
-    win_keyval: c_int,
+    keyval: c_int,
     attribute_val: *mut c_void,
     flag: *mut c_int,
+    reader: AttrType,
 ) -> MpiResult {
     win::check(win)?;
-    let Some((value, ptr, by_value)) = predefined_attr(win, win_keyval)? else {
+    let Some((value, ptr, by_value)) = predefined_attr(win, keyval)? else {
         // SAFETY: forwarded contract.
-        return unsafe { super::attr::get_attr::<WinAttrs>(win, win_keyval, attribute_val, flag) };
+        return unsafe { super::attr::get_attr::<WinAttrs>(win, keyval, attribute_val, flag, reader) };
     };
     non_null(attribute_val, "attribute_val")?;
     non_null(flag, "flag")?;
     // SAFETY: attribute_val points at a `void *` (C) or an address-sized integer (the
     // Fortran form), both 8 bytes; flag checked non-null.
     unsafe {
-        if by_value {
+        if by_value || reader.is_fortran() {
             *(attribute_val as *mut MPI_Aint) = value;
         } else {
             *(attribute_val as *mut *const c_void) = ptr;
@@ -315,8 +325,47 @@ pub unsafe fn MPI_Win_get_attr(
     Ok(())
 }
 
+pub unsafe fn MPI_Win_get_attr(
+    win: MPI_Win,
+    win_keyval: c_int,
+    attribute_val: *mut c_void,
+    flag: *mut c_int,
+) -> MpiResult {
+    // SAFETY: forwarded contract.
+    unsafe { win_get_attr(win, win_keyval, attribute_val, flag, AttrType::Pointer) }
+}
+
+/// MPICH's hook `int MPII_Win_get_attr(MPI_Win, int keyval, void *value, int *flag,
+/// MPIR_Attr_type)`, through which Fortran bindings read window attributes.
+///
+/// # Safety
+/// `value` is null or points at 8 writable bytes; `flag` null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn MPII_Win_get_attr(
+    win: MPI_Win,
+    keyval: c_int,
+    value: *mut c_void,
+    flag: *mut c_int,
+    ty: c_int,
+) -> c_int {
+    super::entry::call_on_win("MPI_Win_get_attr", win, || {
+        let reader = super::attr::attr_type(ty)?;
+        // SAFETY: forwarded contract.
+        unsafe { win_get_attr(win, keyval, value, flag, reader) }
+    })
+}
+
+/// MPICH's hook `int MPII_Win_set_attr(MPI_Win, int keyval, void *value, MPIR_Attr_type)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn MPII_Win_set_attr(win: MPI_Win, keyval: c_int, value: *mut c_void, ty: c_int) -> c_int {
+    super::entry::call_on_win("MPI_Win_set_attr", win, || {
+        let ty = super::attr::attr_type(ty)?;
+        super::attr::set_attr::<WinAttrs>(win, keyval, AttrValue { raw: value as usize, ty })
+    })
+}
+
 pub unsafe fn MPI_Win_set_attr(win: MPI_Win, win_keyval: c_int, attribute_val: *mut c_void) -> MpiResult {
-    super::attr::set_attr::<WinAttrs>(win, win_keyval, attribute_val as usize)
+    super::attr::set_attr::<WinAttrs>(win, win_keyval, AttrValue::pointer(attribute_val as usize))
 }
 
 pub fn MPI_Win_delete_attr(win: MPI_Win, win_keyval: c_int) -> MpiResult {

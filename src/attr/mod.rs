@@ -10,6 +10,7 @@ use crate::abi::ctypes::{MPI_Comm_copy_attr_function, MPI_Comm_delete_attr_funct
 use crate::error::{MpiResult, err};
 use std::collections::BTreeMap;
 use std::ffi::c_int;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 /// Handles of user keyvals, as MPICH makes them: kind DIRECT (bits 31..30 = 10), object
@@ -257,28 +258,110 @@ impl Default for AttrStore {
 /// Attributes of datatypes.
 pub static TYPE_ATTRS: AttrStore = AttrStore::new();
 
-/// The attributes cached on one object, in the order they were first set. Values are the
-/// caller's `void *`, kept as an address-sized integer.
+/// The form an attribute value was set in (MPICH's `MPIR_Attr_type`, whose numbers the
+/// `MPII_*_attr` hooks take). It decides what a reader in the other language gets (MPI 4.0,
+/// 19.3.7): a C reader of a value set from Fortran gets a pointer to the stored integer, a
+/// Fortran reader gets the value itself whatever set it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AttrType {
+    /// A C `void *` (the C routines).
+    #[default]
+    Pointer = 0,
+    /// A Fortran INTEGER(KIND=MPI_ADDRESS_KIND) (MPI_COMM_SET_ATTR and the like).
+    Address = 1,
+    /// A Fortran default INTEGER (MPI_ATTR_PUT), stored sign-extended.
+    Integer = 3,
+}
+
+impl AttrType {
+    /// The type of MPICH's number `n`.
+    pub fn from_mpich(n: c_int) -> Option<AttrType> {
+        [AttrType::Pointer, AttrType::Address, AttrType::Integer].into_iter().find(|t| *t as c_int == n)
+    }
+
+    pub fn is_fortran(self) -> bool {
+        self != AttrType::Pointer
+    }
+}
+
+/// An attribute value: the caller's `void *` or Fortran integer, as an address-sized integer,
+/// and the form it was set in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AttrValue {
+    pub raw: usize,
+    pub ty: AttrType,
+}
+
+impl AttrValue {
+    /// A value set from C.
+    pub fn pointer(raw: usize) -> AttrValue {
+        AttrValue { raw, ty: AttrType::Pointer }
+    }
+}
+
+/// One cached attribute. The value lives in its own heap cell: C readers of a value set from
+/// Fortran get the cell's address, which must stay valid (and writable, as in MPICH) while
+/// the attribute is set, wherever the object's list moves.
+#[derive(Debug)]
+struct Entry {
+    keyval: c_int,
+    ty: AttrType,
+    cell: Box<AtomicUsize>,
+}
+
+impl Entry {
+    fn value(&self) -> AttrValue {
+        AttrValue { raw: self.cell.load(Ordering::Relaxed), ty: self.ty }
+    }
+}
+
+impl Clone for Entry {
+    fn clone(&self) -> Entry {
+        Entry { keyval: self.keyval, ty: self.ty, cell: Box::new(AtomicUsize::new(self.value().raw)) }
+    }
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Entry) -> bool {
+        self.keyval == other.keyval && self.value() == other.value()
+    }
+}
+
+impl Eq for Entry {}
+
+/// The attributes cached on one object, in the order they were first set.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Attrs {
-    list: Vec<(c_int, usize)>,
+    list: Vec<Entry>,
 }
 
 impl Attrs {
-    pub fn get(&self, keyval: c_int) -> Option<usize> {
-        self.list.iter().find(|(k, _)| *k == keyval).map(|&(_, v)| v)
+    pub fn get(&self, keyval: c_int) -> Option<AttrValue> {
+        self.entry(keyval).map(Entry::value)
+    }
+
+    /// What a reader of form `reader` gets for `keyval`: the value itself, except for a C
+    /// reader of a value set from Fortran, which gets the address of the stored integer.
+    pub fn read(&self, keyval: c_int, reader: AttrType) -> Option<usize> {
+        let e = self.entry(keyval)?;
+        Some(if reader == AttrType::Pointer && e.ty.is_fortran() { e.cell.as_ptr() as usize } else { e.value().raw })
+    }
+
+    fn entry(&self, keyval: c_int) -> Option<&Entry> {
+        self.list.iter().find(|e| e.keyval == keyval)
     }
 
     /// Sets `keyval` to `value`; returns true when the keyval is new on this object (the
-    /// caller then retains the keyval).
-    pub fn set(&mut self, keyval: c_int, value: usize) -> bool {
-        match self.list.iter_mut().find(|(k, _)| *k == keyval) {
+    /// caller then retains the keyval). A value replaced keeps its cell.
+    pub fn set(&mut self, keyval: c_int, value: AttrValue) -> bool {
+        match self.list.iter_mut().find(|e| e.keyval == keyval) {
             Some(e) => {
-                e.1 = value;
+                e.ty = value.ty;
+                e.cell.store(value.raw, Ordering::Relaxed);
                 false
             }
             None => {
-                self.list.push((keyval, value));
+                self.list.push(Entry { keyval, ty: value.ty, cell: Box::new(AtomicUsize::new(value.raw)) });
                 true
             }
         }
@@ -287,13 +370,13 @@ impl Attrs {
     /// Removes `keyval`; returns whether it was set.
     pub fn remove(&mut self, keyval: c_int) -> bool {
         let before = self.list.len();
-        self.list.retain(|(k, _)| *k != keyval);
+        self.list.retain(|e| e.keyval != keyval);
         self.list.len() != before
     }
 
     /// (keyval, value) pairs in the order they were set.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (c_int, usize)> + '_ {
-        self.list.iter().copied()
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (c_int, AttrValue)> + '_ {
+        self.list.iter().map(|e| (e.keyval, e.value()))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -338,13 +421,37 @@ mod tests {
 
     #[test]
     fn attrs_keep_set_order() {
+        let p = AttrValue::pointer;
         let mut a = Attrs::default();
-        assert!(a.set(3, 30));
-        assert!(a.set(1, 10));
-        assert!(!a.set(3, 31));
-        assert_eq!(a.iter().collect::<Vec<_>>(), vec![(3, 31), (1, 10)]);
+        assert!(a.set(3, p(30)));
+        assert!(a.set(1, p(10)));
+        assert!(!a.set(3, p(31)));
+        assert_eq!(a.iter().collect::<Vec<_>>(), vec![(3, p(31)), (1, p(10))]);
         assert!(a.remove(3));
         assert!(!a.remove(3));
-        assert_eq!(a.get(1), Some(10));
+        assert_eq!(a.get(1), Some(p(10)));
+    }
+
+    #[test]
+    fn c_readers_of_fortran_values_get_a_pointer() {
+        let mut a = Attrs::default();
+        a.set(1, AttrValue::pointer(0x1000));
+        a.set(2, AttrValue { raw: 5555, ty: AttrType::Address });
+        a.set(3, AttrValue { raw: -7i64 as usize, ty: AttrType::Integer });
+        assert_eq!(a.read(1, AttrType::Pointer), Some(0x1000));
+        assert_eq!(a.read(1, AttrType::Address), Some(0x1000));
+        assert_eq!(a.read(2, AttrType::Address), Some(5555));
+        let p = a.read(2, AttrType::Pointer).unwrap();
+        // SAFETY: the address of the attribute's cell, alive while the attribute is set.
+        assert_eq!(unsafe { *(p as *const i64) }, 5555);
+        let moved = a.clone();
+        a.set(2, AttrValue { raw: 6, ty: AttrType::Address });
+        assert_eq!(a.read(2, AttrType::Pointer), Some(p), "replacing keeps the cell");
+        assert_eq!(moved.get(2).unwrap().raw, 5555);
+        let q = a.read(3, AttrType::Pointer).unwrap();
+        // SAFETY: as above; an INTEGER value is readable as a C int (little-endian).
+        assert_eq!(unsafe { *(q as *const i32) }, -7);
+        assert_eq!(AttrType::from_mpich(3), Some(AttrType::Integer));
+        assert_eq!(AttrType::from_mpich(2), None);
     }
 }

@@ -66,6 +66,9 @@ pub struct Generalized {
     pub cancel: crate::abi::ctypes::MPI_Grequest_cancel_function,
     /// The program's `extra_state` pointer, passed back to the callbacks untouched.
     pub extra_state: usize,
+    /// The callbacks are Fortran subroutines (the request was started from Fortran): every
+    /// argument by reference, the result in a trailing IERROR.
+    pub fortran: bool,
 }
 
 /// A library operation that completes a request, advanced by `Engine::progress`.
