@@ -235,12 +235,18 @@ fn entry(s: &mut String, f: &Func, callbacks: &[String], target: Option<Target>)
         Some(p) => format!("Some({})", decl::rust_ident(&p.name)),
         None => "None".to_string(),
     };
+    // The object whose error handler applies: a file, else the communicator, else a window.
+    let file_target = decl::file_target(f);
+    let win_target = if file_target.is_some() { None } else { decl::win_target(f) };
     let mut params = Vec::new();
     for (p, n) in f.params.iter().zip(&names) {
         let ty = decl::rust_type(&p.ty, callbacks).unwrap_or_else(|e| panic!("{}: {e}", f.name));
         // Parameters an unimplemented entry never reads are marked unused, except the
-        // communicator that picks the error handler.
-        let used = imp.is_some() || (returns_int && comm_hint == format!("Some({n})"));
+        // communicator, window or file that picks the error handler.
+        let picks_handler = (file_target.is_none() && comm_hint == format!("Some({n})"))
+            || file_target.as_deref() == Some(n.as_str())
+            || win_target.as_ref().is_some_and(|t| t == n || t.contains(&format!("({n},")));
+        let used = imp.is_some() || (returns_int && picks_handler);
         params.push(format!("{}{n}: {ty}", if used { "" } else { "_" }));
     }
     writeln!(
@@ -273,6 +279,12 @@ fn entry(s: &mut String, f: &Func, callbacks: &[String], target: Option<Target>)
                     panic!("src/abi/{}.rs: {} returns a C value, not MpiResult", i.module, f.name);
                 }
                 let dispatch = match (decl::comm_param(f), decl::session_param(f), decl::errhandler_arg_param(f)) {
+                    _ if file_target.is_some() => {
+                        format!("call_on_file({:?}, {}", f.name, file_target.as_deref().unwrap())
+                    }
+                    (None, _, _) if win_target.is_some() => {
+                        format!("call_on_win({:?}, {}", f.name, win_target.as_deref().unwrap())
+                    }
                     (None, Some(p), _) => format!("call_on_session({:?}, {}", f.name, decl::rust_ident(&p.name)),
                     (None, None, Some(p)) => {
                         let null = if f.name.starts_with("MPI_Session") { "MPI_SESSION_NULL" } else { "MPI_COMM_NULL" };
@@ -287,7 +299,12 @@ fn entry(s: &mut String, f: &Func, callbacks: &[String], target: Option<Target>)
             }
         }
         None if returns_int => {
-            writeln!(s, "    crate::abi::entry::unsupported({:?}, {comm_hint})", f.name).unwrap();
+            let call = match (&file_target, &win_target) {
+                (Some(t), _) => format!("unsupported_on_file({:?}, {t})", f.name),
+                (None, Some(t)) => format!("unsupported_on_win({:?}, {t})", f.name),
+                (None, None) => format!("unsupported({:?}, {comm_hint})", f.name),
+            };
+            writeln!(s, "    crate::abi::entry::{call}").unwrap();
         }
         None => {
             writeln!(s, "    crate::abi::entry::unsupported_value({:?})", f.name).unwrap();

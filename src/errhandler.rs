@@ -13,7 +13,7 @@ use crate::abi::consts::*;
 use crate::abi::types::{MPI_Comm, MPI_Errhandler};
 use crate::error::{MpiError, MpiResult, err};
 use std::collections::{BTreeMap, HashMap};
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
 /// A user communicator error handler: `void fn(MPI_Comm *, int *, ...)`.
@@ -59,6 +59,10 @@ struct State {
     comm_handlers: HashMap<MPI_Comm, MPI_Errhandler>,
     /// The handler of every live session (MPI_Session handles).
     session_handlers: HashMap<c_int, MPI_Errhandler>,
+    /// Windows whose handler is not the default MPI_ERRORS_ARE_FATAL.
+    win_handlers: HashMap<c_int, MPI_Errhandler>,
+    /// The handler of MPI_FILE_NULL: the default of files, MPI_ERRORS_RETURN unless set.
+    file_null_handler: MPI_Errhandler,
     /// Detailed message of the last failure of each class.
     last_message: HashMap<c_int, String>,
     dynamic: BTreeMap<c_int, DynamicCode>,
@@ -71,6 +75,8 @@ static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
         user: Vec::new(),
         comm_handlers: HashMap::new(),
         session_handlers: HashMap::new(),
+        win_handlers: HashMap::new(),
+        file_null_handler: MPI_ERRORS_RETURN,
         last_message: HashMap::new(),
         dynamic: BTreeMap::new(),
         next_dynamic: FIRST_DYNAMIC_CODE,
@@ -240,6 +246,48 @@ pub fn on_session_finalize(session: c_int) {
     }
 }
 
+/// The handler of window `win` (MPI_ERRORS_ARE_FATAL unless set), as a new reference
+/// (MPI_Win_get_errhandler).
+pub fn get_win_errhandler(win: c_int) -> MPI_Errhandler {
+    let mut st = state();
+    let eh = st.win_handlers.get(&win).copied().unwrap_or(MPI_ERRORS_ARE_FATAL);
+    st.add_ref(eh);
+    eh
+}
+
+/// Attaches `eh` (which passed `check`) to the live window `win`, releasing the previous one.
+pub fn set_win_errhandler(win: c_int, eh: MPI_Errhandler) {
+    let mut st = state();
+    st.add_ref(eh);
+    if let Some(old) = st.win_handlers.insert(win, eh) {
+        st.release(old);
+    }
+}
+
+/// A freed window drops its handler reference.
+pub fn on_win_free(win: c_int) {
+    let mut st = state();
+    if let Some(eh) = st.win_handlers.remove(&win) {
+        st.release(eh);
+    }
+}
+
+/// The default file handler (the one of MPI_FILE_NULL), as a new reference.
+pub fn get_file_null_errhandler() -> MPI_Errhandler {
+    let mut st = state();
+    let eh = st.file_null_handler;
+    st.add_ref(eh);
+    eh
+}
+
+/// Makes `eh` (which passed `check`) the default file handler, releasing the previous one.
+pub fn set_file_null_errhandler(eh: MPI_Errhandler) {
+    let mut st = state();
+    st.add_ref(eh);
+    let old = std::mem::replace(&mut st.file_null_handler, eh);
+    st.release(old);
+}
+
 /// What to do about an error, decided under the lock and carried out after it is released.
 enum Action {
     Fatal,
@@ -302,6 +350,32 @@ pub fn raise_on_session(fn_name: &str, session: c_int, err: MpiError) -> c_int {
     }
 }
 
+/// As `raise`, for an error raised on window `win`: the handler set on it, else
+/// MPI_COMM_WORLD's. As in MPICH, a window without a handler of its own reports
+/// MPI_ERRORS_ARE_FATAL (MPI_Win_get_errhandler) but defers to MPI_COMM_WORLD's handler, so
+/// a program that made MPI_COMM_WORLD return errors gets window errors back too.
+pub fn raise_on_win(fn_name: &str, win: c_int, err: MpiError) -> c_int {
+    let action = {
+        let st = state();
+        st.win_handlers.get(&win).map(|&eh| st.action_of(eh))
+    };
+    match action {
+        Some(action) => dispatch(fn_name, win, action, err),
+        None => raise(fn_name, None, err),
+    }
+}
+
+/// As `raise`, for an error raised on file `file`. No file can be open yet, so every error
+/// goes to the default file handler, MPI_FILE_NULL's; a user handler gets `file` back.
+pub fn raise_on_file(fn_name: &str, file: *mut c_void, err: MpiError) -> c_int {
+    let action = {
+        let st = state();
+        st.action_of(st.file_null_handler)
+    };
+    let mut object = file;
+    dispatch_to(fn_name, (&raw mut object).cast(), action, err)
+}
+
 /// As `raise`, for functions that take the handler to use as an argument
 /// (MPI_Session_init, MPI_Comm_create_from_group): a user handler gets a null object handle.
 /// A handler that is not valid defers to MPI_COMM_WORLD's.
@@ -318,8 +392,14 @@ pub fn raise_with_handler(fn_name: &str, eh: MPI_Errhandler, null_object: c_int,
 }
 
 /// Records the message of `err` and carries out `action`, passing `object` (a communicator,
-/// session, ... handle) to a user handler.
+/// session, window handle) to a user handler.
 fn dispatch(fn_name: &str, mut object: c_int, action: Action, err: MpiError) -> c_int {
+    dispatch_to(fn_name, &raw mut object, action, err)
+}
+
+/// As `dispatch`, with the object given by address: an `int` handle, or an `MPI_File`
+/// pointer (which C handlers take as `MPI_File *`).
+fn dispatch_to(fn_name: &str, object: *mut c_int, action: Action, err: MpiError) -> c_int {
     let text = describe(fn_name, &err.msg);
     let class = class_of(err.code);
     state().last_message.insert(class, text.clone());
@@ -333,19 +413,37 @@ fn dispatch(fn_name: &str, mut object: c_int, action: Action, err: MpiError) -> 
         Action::Return => {}
         Action::User(func) => {
             // SAFETY: `func` was registered by MPI_*_create_errhandler with C's
-            // `void (HANDLE *, int *, ...)` shape, HANDLE an int; both pointers are to live
-            // locals and no lock is held, so the handler may call back into MPI.
-            unsafe { func(&mut object, &mut code) };
+            // `void (HANDLE *, int *, ...)` shape, and `object` points at the caller's live
+            // local of that HANDLE type (an int, or the MPI_File pointer of file handlers);
+            // no lock is held, so the handler may call back into MPI.
+            unsafe { func(object, &mut code) };
         }
     }
     code
 }
 
-/// `MPI_Comm_call_errhandler`: runs `comm`'s handler on a code the user supplies.
-pub fn call_comm_errhandler(comm: MPI_Comm, code: c_int) -> MpiResult {
+/// The error `MPI_*_call_errhandler` hands to a handler: the code with its text.
+fn user_supplied(code: c_int) -> MpiError {
     let mut text = String::new();
     error_string(code, &mut text);
-    raise("MPI_Comm_call_errhandler", Some(comm), MpiError::new(code, text));
+    MpiError::new(code, text)
+}
+
+/// `MPI_Comm_call_errhandler`: runs `comm`'s handler on a code the user supplies.
+pub fn call_comm_errhandler(comm: MPI_Comm, code: c_int) -> MpiResult {
+    raise("MPI_Comm_call_errhandler", Some(comm), user_supplied(code));
+    Ok(())
+}
+
+/// `MPI_Win_call_errhandler`: runs the handler of the live window `win` on `code`.
+pub fn call_win_errhandler(win: c_int, code: c_int) -> MpiResult {
+    raise_on_win("MPI_Win_call_errhandler", win, user_supplied(code));
+    Ok(())
+}
+
+/// `MPI_File_call_errhandler`: runs the handler of `file` on `code`.
+pub fn call_file_errhandler(file: *mut c_void, code: c_int) -> MpiResult {
+    raise_on_file("MPI_File_call_errhandler", file, user_supplied(code));
     Ok(())
 }
 
@@ -646,6 +744,25 @@ mod tests {
         assert_eq!(check(eh, HandlerKind::Comm).unwrap_err().code, MPI_ERR_ARG);
         assert_eq!(free(eh).unwrap_err().code, MPI_ERR_ARG);
         assert!(free(MPI_ERRORS_RETURN).is_ok());
+    }
+
+    #[test]
+    fn window_and_file_handlers() {
+        let win = 0xa000_0123_u32 as c_int;
+        assert_eq!(get_win_errhandler(win), MPI_ERRORS_ARE_FATAL);
+        let eh = create(HandlerKind::Win, noop_handler()).unwrap();
+        set_win_errhandler(win, eh);
+        free(eh).unwrap();
+        let got = get_win_errhandler(win);
+        assert_eq!(got, eh);
+        free(got).unwrap();
+        on_win_free(win);
+        assert_eq!(check(eh, HandlerKind::Win).unwrap_err().code, MPI_ERR_ARG, "released with the window");
+        let _serial = TEST_SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        assert_eq!(get_file_null_errhandler(), MPI_ERRORS_RETURN, "files return errors by default");
+        set_file_null_errhandler(MPI_ERRORS_RETURN);
+        let code = raise_on_file("MPI_File_open", std::ptr::null_mut(), MpiError::new(MPI_ERR_IO, "no such dir"));
+        assert_eq!(code, MPI_ERR_IO);
     }
 
     #[test]

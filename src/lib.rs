@@ -22,3 +22,4 @@ pub mod runtime;
 pub mod session;
 pub mod topo;
 pub mod transport;
+pub mod win;

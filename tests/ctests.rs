@@ -154,6 +154,10 @@ ctests! {
     attr_win => "attr_win.c",
     comm_idup => "comm_idup.c",
     comm_inter_split => "comm_inter_split.c",
+    win_basic => "win_basic.c",
+    win_attr => "win_attr.c",
+    win_errhandler => "win_errhandler.c",
+    file_errhandler => "file_errhandler.c",
 }
 
 /// A Fortran source file (compiled with `mpifort`).

@@ -358,7 +358,7 @@ pub unsafe fn MPI_Win_free_keyval(win_keyval: *mut c_int) -> MpiResult {
 // MPICH's internal attribute hooks: its Fortran binding (Debian's libmpichfort, and oxmpi's
 // own) sets and gets attributes through them, saying in which form (`AttrType`).
 
-fn attr_type(n: c_int) -> MpiResult<AttrType> {
+pub(crate) fn attr_type(n: c_int) -> MpiResult<AttrType> {
     AttrType::from_mpich(n).ok_or_else(|| MpiError::new(MPI_ERR_ARG, format!("invalid attribute type {n}")))
 }
 
@@ -428,3 +428,6 @@ pub extern "C" fn MPII_Keyval_set_proxy(
         attr::set_proxy(keyval, attr::KeyvalProxy { copy, delete });
     }
 }
+
+/// The window hooks live with the window entry points.
+pub use super::win::{MPII_Win_get_attr, MPII_Win_set_attr};

@@ -267,6 +267,38 @@ pub fn session_param(f: &Func) -> Option<&Param> {
     f.params.iter().find(|p| p.ty.base == "MPI_Session" && p.ty.pointers == 0)
 }
 
+/// The window whose error handler gets the errors of `f`, as a Rust expression over its
+/// parameters: its by-value `MPI_Win` (MPI_Win_free: the handle it points at), for
+/// functions without a communicator.
+pub fn win_target(f: &Func) -> Option<String> {
+    if comm_param(f).is_some() {
+        return None;
+    }
+    if f.name == "MPI_Win_free" {
+        let p = f.params.first()?;
+        return Some(format!(
+            "unsafe {{ crate::abi::entry::handle_at({}, crate::abi::consts::MPI_WIN_NULL) }}",
+            rust_ident(&p.name)
+        ));
+    }
+    let p = f.params.iter().find(|p| p.ty.base == "MPI_Win" && p.ty.pointers == 0)?;
+    Some(rust_ident(&p.name))
+}
+
+/// The file whose error handler gets the errors of `f` (the `MPI_File_*` functions but
+/// those that manage error handlers, whose errors MPICH reports on MPI_COMM_WORLD): its
+/// by-value `MPI_File`, else MPI_FILE_NULL, whose handler is the default for files
+/// (MPI_File_open, MPI_File_delete, MPI_File_close).
+pub fn file_target(f: &Func) -> Option<String> {
+    if !f.name.starts_with("MPI_File_") || f.name.ends_with("_errhandler") {
+        return None;
+    }
+    Some(match f.params.iter().find(|p| p.ty.base == "MPI_File" && p.ty.pointers == 0) {
+        Some(p) => rust_ident(&p.name),
+        None => "core::ptr::null_mut::<crate::abi::ctypes::ADIOI_FileD>()".to_string(),
+    })
+}
+
 /// Functions whose errors go to the handler they take as an argument (MPI-4: the handler
 /// "is also invoked if the function encounters an error").
 pub fn errhandler_arg_param(f: &Func) -> Option<&Param> {

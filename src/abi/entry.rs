@@ -45,6 +45,25 @@ pub fn call_on_session(name: &'static str, session: c_int, f: impl FnOnce() -> M
     }
 }
 
+/// As `call`, for a function whose errors go to the handler of window `win`.
+pub fn call_on_win(name: &'static str, win: c_int, f: impl FnOnce() -> MpiResult) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => MPI_SUCCESS,
+        Ok(Err(e)) => errhandler::raise_on_win(name, win, e),
+        Err(payload) => errhandler::raise_on_win(name, win, internal(payload.as_ref())),
+    }
+}
+
+/// As `call`, for a function whose errors go to the handler of file `file` (the default
+/// file handler for MPI_FILE_NULL and for MPI_File_open / MPI_File_delete).
+pub fn call_on_file<F>(name: &'static str, file: *mut F, f: impl FnOnce() -> MpiResult) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => MPI_SUCCESS,
+        Ok(Err(e)) => errhandler::raise_on_file(name, file.cast(), e),
+        Err(payload) => errhandler::raise_on_file(name, file.cast(), internal(payload.as_ref())),
+    }
+}
+
 /// As `call`, for a function whose errors go to the handler `eh` it takes as an argument; a
 /// user handler is passed `null_object`.
 pub fn call_with_handler(
@@ -101,6 +120,26 @@ pub fn guard<T: CZero>(name: &'static str, f: impl FnOnce() -> T) -> T {
 /// The entry of an int-returning function that is not implemented yet.
 pub fn unsupported(name: &'static str, comm: Option<MPI_Comm>) -> c_int {
     errhandler::raise(name, comm, MpiError::unsupported(name))
+}
+
+/// As `unsupported`, for a function on window `win`.
+pub fn unsupported_on_win(name: &'static str, win: c_int) -> c_int {
+    errhandler::raise_on_win(name, win, MpiError::unsupported(name))
+}
+
+/// As `unsupported`, for a function on file `file`.
+pub fn unsupported_on_file<F>(name: &'static str, file: *mut F) -> c_int {
+    errhandler::raise_on_file(name, file.cast(), MpiError::unsupported(name))
+}
+
+/// The error handler of `MPI_Win_free` and similar functions that take the object by
+/// address: the handle stored there, MPI_WIN_NULL for a null pointer.
+///
+/// # Safety
+/// `p` is null or valid for a read.
+pub unsafe fn handle_at(p: *const c_int, null: c_int) -> c_int {
+    // SAFETY: the caller's contract.
+    if p.is_null() { null } else { unsafe { p.read() } }
 }
 
 /// The entry of a function returning a plain value that is not implemented yet: it cannot

@@ -2,7 +2,7 @@
 //! checks only; the behaviour is in `crate::errhandler`.
 
 use crate::abi::consts::*;
-use crate::abi::ctypes::MPI_Comm_errhandler_function;
+use crate::abi::ctypes::{MPI_Comm_errhandler_function, MPI_File, MPI_File_errhandler_function};
 use crate::abi::types::{MPI_Comm, MPI_Errhandler};
 use crate::errhandler::{self, HandlerKind};
 use crate::error::{MpiResult, err};
@@ -106,6 +106,59 @@ pub unsafe fn MPI_Errhandler_free(errhandler: *mut MPI_Errhandler) -> MpiResult 
 pub fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> MpiResult {
     check_comm(comm)?;
     errhandler::call_comm_errhandler(comm, errorcode)
+}
+
+/// MPI_ERR_FILE unless `file` names a file handle: only MPI_FILE_NULL (whose handler is the
+/// default of files) until MPI-IO is implemented.
+fn check_file(file: MPI_File) -> MpiResult {
+    if file.is_null() {
+        return Ok(());
+    }
+    err(MPI_ERR_FILE, format!("invalid file handle ({file:p}): opening files is not implemented yet in oxmpi"))
+}
+
+/// # Safety
+/// `errhandler` is null or valid for a write.
+pub unsafe fn MPI_File_create_errhandler(
+    file_errhandler_fn: MPI_File_errhandler_function,
+    errhandler: *mut MPI_Errhandler,
+) -> MpiResult {
+    check_out(errhandler, "errhandler")?;
+    let Some(f) = file_errhandler_fn else {
+        return err(MPI_ERR_ARG, "null function pointer in argument file_errhandler_fn");
+    };
+    // SAFETY: only the type of the first pointer argument changes (`MPI_File *` for
+    // `int *`); the registry calls file handlers with the address of an `MPI_File`.
+    let f = unsafe {
+        std::mem::transmute::<
+            unsafe extern "C" fn(*mut MPI_File, *mut c_int, ...),
+            unsafe extern "C" fn(*mut c_int, *mut c_int, ...),
+        >(f)
+    };
+    let eh = errhandler::create(HandlerKind::File, f)?;
+    // SAFETY: checked non-null above; the caller promises validity.
+    unsafe { put(errhandler, eh, "errhandler") }
+}
+
+pub fn MPI_File_set_errhandler(file: MPI_File, errhandler: MPI_Errhandler) -> MpiResult {
+    check_file(file)?;
+    errhandler::check(errhandler, HandlerKind::File)?;
+    errhandler::set_file_null_errhandler(errhandler);
+    Ok(())
+}
+
+/// # Safety
+/// `errhandler` is null or valid for a write.
+pub unsafe fn MPI_File_get_errhandler(file: MPI_File, errhandler: *mut MPI_Errhandler) -> MpiResult {
+    check_file(file)?;
+    check_out(errhandler, "errhandler")?;
+    // SAFETY: checked non-null; the caller promises validity.
+    unsafe { put(errhandler, errhandler::get_file_null_errhandler(), "errhandler") }
+}
+
+pub fn MPI_File_call_errhandler(fh: MPI_File, errorcode: c_int) -> MpiResult {
+    check_file(fh)?;
+    errhandler::call_file_errhandler(fh.cast(), errorcode)
 }
 
 /// # Safety

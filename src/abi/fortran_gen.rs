@@ -332,6 +332,8 @@ const ATTR_HOOKS: &[(&str, &str, &str)] = &[
     ("MPI_Comm_get_attr", "MPII_Comm_get_attr", "Address"),
     ("MPI_Attr_get", "MPII_Comm_get_attr", "Integer"),
     ("MPI_Type_get_attr", "MPII_Type_get_attr", "Address"),
+    ("MPI_Win_set_attr", "MPII_Win_set_attr", "Address"),
+    ("MPI_Win_get_attr", "MPII_Win_get_attr", "Address"),
 ];
 
 /// Why a routine is a stub in this version, if it is.

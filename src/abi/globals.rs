@@ -207,10 +207,6 @@ macro_rules! unsupported_hooks {
 }
 
 unsupported_hooks! {
-    /// MPICH: `int MPII_Win_get_attr(MPI_Win, int keyval, void *value, int *flag, MPIR_Attr_type)`.
-    MPII_Win_get_attr;
-    /// MPICH: `int MPII_Win_set_attr(MPI_Win, int keyval, void *value, MPIR_Attr_type)`.
-    MPII_Win_set_attr;
     /// MPICH: `void MPII_Errhandler_set_cxx(MPI_Errhandler, void (*)(void))`.
     MPII_Errhandler_set_cxx;
     /// MPICH: `void MPII_Op_set_cxx(MPI_Op, void (*)(void))`.

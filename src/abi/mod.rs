@@ -82,3 +82,4 @@ pub mod op;
 pub mod p2p;
 pub mod session;
 pub mod topo;
+pub mod win;

@@ -1,0 +1,498 @@
+//! Windows: the table behind MPI_Win handles, window creation (the four flavours) and
+//! freeing, the memory of the allocating flavours, and what a window records about itself
+//! (group, name, hints, attributes, dynamic regions).
+//!
+//! One-sided communication (MPI_Put, MPI_Get, synchronisation) is not implemented yet: a
+//! window here is the object MPI programs create, query and free.
+//!
+//! Creation is collective: each window takes a duplicate of its communicator (a context of
+//! its own), and every collective step of the window runs on it, so it never meets the
+//! program's traffic. MPI_Win_allocate_shared puts the memory of all members in one file of
+//! /dev/shm that every member maps (members are on one node: a job spans one node today);
+//! the file is unlinked as soon as all have mapped it.
+//!
+//! Windows are process-local objects like groups, so the table has its own lock; it is never
+//! held while the runtime runs a collective or a user callback.
+
+use crate::abi::consts::*;
+use crate::abi::types::{MPI_Aint, MPI_Comm, MPI_Win};
+use crate::attr::Attrs;
+use crate::coll::{self, Block, In, Out};
+use crate::error::{MpiError, MpiResult, err};
+use crate::info::Info;
+use crate::runtime;
+use std::borrow::Cow;
+use std::ffi::c_int;
+use std::sync::{Mutex, MutexGuard};
+
+/// Handles of user windows: kind DIRECT (bits 31..30 = 10), object WIN (8).
+const DIRECT_WIN: u32 = 0xa000_0000;
+/// DIRECT handles index a table of at most this many entries (the 26-bit payload).
+const MAX_WINS: usize = 0x0400_0000;
+
+/// The window hints this library knows, with their defaults (MPI-4 section 12.2.1 and
+/// MPICH's own `alloc_shared_noncontig`). As in MPICH, other keys are ignored, and
+/// MPI_Win_get_info returns these.
+const HINTS: [(&str, &str); 6] = [
+    ("no_locks", "false"),
+    ("accumulate_ordering", "rar,raw,war,waw"),
+    ("accumulate_ops", "same_op_no_op"),
+    ("same_size", "false"),
+    ("same_disp_unit", "false"),
+    ("alloc_shared_noncontig", "false"),
+];
+
+/// What the memory of a window is and who releases it.
+#[derive(Debug)]
+enum Memory {
+    /// The program's (MPI_Win_create) or none (MPI_Win_create_dynamic).
+    Program,
+    /// malloc'ed here (MPI_Win_allocate); freed with the window.
+    Heap(usize),
+    /// The mapping of the shared segment (MPI_Win_allocate_shared); unmapped with the window.
+    Shared { addr: usize, len: usize },
+}
+
+/// What a member of a window exposes, as seen from this process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Peer {
+    /// Where this process sees the member's memory: its address in the shared mapping for
+    /// MPI_Win_allocate_shared, the member's own address otherwise.
+    pub base: usize,
+    pub size: MPI_Aint,
+    pub disp_unit: MPI_Aint,
+}
+
+pub struct Win {
+    /// The window's own duplicate of the communicator it was made from.
+    pub comm: MPI_Comm,
+    /// World rank of each member, by rank in the window's group.
+    pub members: Vec<usize>,
+    pub rank: usize,
+    /// MPI_WIN_FLAVOR_*. The attribute values below are read by C through pointers MPI
+    /// hands out, so they never change after creation and each window is boxed.
+    pub flavor: c_int,
+    pub model: c_int,
+    pub base: usize,
+    pub size: MPI_Aint,
+    pub disp_unit: c_int,
+    pub peers: Vec<Peer>,
+    pub name: String,
+    pub hints: Info,
+    pub attrs: Attrs,
+    /// MPI_Win_attach'ed regions of a dynamic window: (address, size).
+    pub regions: Vec<(usize, usize)>,
+    memory: Memory,
+}
+
+/// How the memory of a new window comes about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// MPI_Win_create: the program's memory at this address.
+    Create(usize),
+    Allocate,
+    Shared,
+    Dynamic,
+}
+
+impl Flavor {
+    fn code(self) -> c_int {
+        match self {
+            Flavor::Create(_) => MPI_WIN_FLAVOR_CREATE,
+            Flavor::Allocate => MPI_WIN_FLAVOR_ALLOCATE,
+            Flavor::Shared => MPI_WIN_FLAVOR_SHARED,
+            Flavor::Dynamic => MPI_WIN_FLAVOR_DYNAMIC,
+        }
+    }
+}
+
+static TABLE: Mutex<Vec<Option<Box<Win>>>> = Mutex::new(Vec::new());
+
+fn table() -> MutexGuard<'static, Vec<Option<Box<Win>>>> {
+    TABLE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn slot_of(handle: MPI_Win) -> Option<usize> {
+    let h = handle as u32;
+    (h & 0xfc00_0000 == DIRECT_WIN).then_some((h & 0x03ff_ffff) as usize)
+}
+
+fn invalid(handle: MPI_Win) -> MpiError {
+    if handle == MPI_WIN_NULL {
+        MpiError::new(MPI_ERR_WIN, "invalid window (MPI_WIN_NULL)")
+    } else {
+        MpiError::new(MPI_ERR_WIN, format!("invalid window (0x{:08x}), perhaps already freed", handle as u32))
+    }
+}
+
+/// Runs `f` on the live window `handle`.
+pub fn with<R>(handle: MPI_Win, f: impl FnOnce(&mut Win) -> MpiResult<R>) -> MpiResult<R> {
+    let mut t = table();
+    match slot_of(handle).and_then(|s| t.get_mut(s)).and_then(Option::as_mut) {
+        Some(w) => f(w),
+        None => Err(invalid(handle)),
+    }
+}
+
+/// MPI_ERR_WIN unless `handle` names a live window.
+pub fn check(handle: MPI_Win) -> MpiResult<()> {
+    with(handle, |_| Ok(()))
+}
+
+pub fn is_valid(handle: MPI_Win) -> bool {
+    check(handle).is_ok()
+}
+
+/// The address of a field of the live window `handle`, for the predefined attributes
+/// (stable: windows are boxed and these fields never change).
+pub fn field_addr<T>(handle: MPI_Win, field: impl FnOnce(&Win) -> &T) -> MpiResult<*const T> {
+    with(handle, |w| Ok(field(w) as *const T))
+}
+
+fn insert(win: Win) -> MpiResult<MPI_Win> {
+    let mut t = table();
+    let slot = match t.iter().position(Option::is_none) {
+        Some(s) => s,
+        None if t.len() < MAX_WINS => {
+            t.push(None);
+            t.len() - 1
+        }
+        None => return err(MPI_ERR_OTHER, "too many windows"),
+    };
+    t[slot] = Some(Box::new(win));
+    Ok((DIRECT_WIN | slot as u32) as MPI_Win)
+}
+
+/// The known hints of `info` over the defaults.
+pub fn hints_of(info: &Info, mut hints: Info) -> Info {
+    for (key, _) in HINTS {
+        if let Some(v) = info.get(key) {
+            hints.set(key, v);
+        }
+    }
+    hints
+}
+
+fn default_hints() -> Info {
+    let mut h = Info::default();
+    for (k, v) in HINTS {
+        h.set(k, v);
+    }
+    h
+}
+
+/// Runs `f` as a collective over the members of communicator `comm`.
+fn on_comm<R>(comm: MPI_Comm, f: impl FnOnce(&mut coll::Group) -> MpiResult<R>) -> MpiResult<R> {
+    runtime::with(|rt| {
+        let c = rt.comms.get(comm)?;
+        let mut g = coll::Group::new(&mut rt.engine, c);
+        f(&mut g)
+    })
+}
+
+/// Every member's `mine` (all of the same length), in rank order.
+fn allgather_bytes(g: &mut coll::Group, mine: &[u8]) -> MpiResult<Vec<u8>> {
+    let (n, len) = (g.size(), mine.len());
+    let mut all = vec![0u8; n * len];
+    let block = |offset| Block { offset, count: len, layout: crate::datatype::BYTE };
+    let send = In { mem: Cow::Borrowed(mine), blocks: vec![block(0)] };
+    let recv = Out { mem: &mut all, blocks: (0..n).map(|i| block(i * len)).collect() };
+    coll::allgather(g, Some(send), recv)?;
+    Ok(all)
+}
+
+/// `root`'s `buf` on every member.
+fn bcast_bytes(g: &mut coll::Group, buf: &mut [u8], root: usize) -> MpiResult<()> {
+    let len = buf.len();
+    let mut out = Out { mem: buf, blocks: vec![Block { offset: 0, count: len, layout: crate::datatype::BYTE }] };
+    coll::bcast(g, &mut out, root)
+}
+
+/// Whether every member of `comm` gets `ok`: a collective vote, so that all members fail
+/// together when one does.
+fn all_ok(comm: MPI_Comm, ok: bool) -> MpiResult<bool> {
+    let votes = on_comm(comm, |g| allgather_bytes(g, &[ok as u8]))?;
+    Ok(votes.iter().all(|&v| v == 1))
+}
+
+/// MPI_Win_create, MPI_Win_allocate, MPI_Win_allocate_shared, MPI_Win_create_dynamic
+/// (collective over `comm`, an intracommunicator whose arguments the caller checked):
+/// returns the window and its base address on this process.
+pub fn create(
+    comm: MPI_Comm,
+    flavor: Flavor,
+    size: usize,
+    disp_unit: c_int,
+    info: &Info,
+) -> MpiResult<(MPI_Win, usize)> {
+    let (members, rank) = runtime::with(|rt| {
+        let c = rt.comms.get(comm)?;
+        c.check_intra("window creation")?;
+        Ok((c.members.clone(), c.rank))
+    })?;
+    if flavor == Flavor::Shared {
+        let nodes = runtime::with(|rt| Ok(rt.comms.node_ids(&mut rt.pmi)?.to_vec()))?;
+        if members.iter().any(|&w| nodes[w] != nodes[members[0]]) {
+            return err(MPI_ERR_RMA_SHARED, "the communicator spans several nodes: its memory cannot be shared");
+        }
+    }
+    let own = runtime::with(|rt| rt.comms.dup(&mut rt.engine, comm))?;
+    let made = build(own, flavor, size, disp_unit, info, members, rank);
+    if made.is_err() {
+        let _ = runtime::with(|rt| rt.comms.free(own));
+    }
+    made
+}
+
+/// `create`'s work once the window has its communicator `own`.
+fn build(
+    own: MPI_Comm,
+    flavor: Flavor,
+    size: usize,
+    disp_unit: c_int,
+    info: &Info,
+    members: Vec<usize>,
+    rank: usize,
+) -> MpiResult<(MPI_Win, usize)> {
+    let (memory, base) = match flavor {
+        Flavor::Create(base) => (Memory::Program, base),
+        Flavor::Dynamic => (Memory::Program, 0),
+        Flavor::Allocate => {
+            // malloc(0) may return NULL; one byte gives the window a distinct address.
+            // SAFETY: malloc has no preconditions; the result is checked.
+            let mem = unsafe { libc::malloc(size.max(1)) } as usize;
+            if !all_ok(own, mem != 0)? {
+                // SAFETY: `mem` is null or was just returned by malloc.
+                unsafe { libc::free(mem as *mut libc::c_void) };
+                return err(MPI_ERR_NO_MEM, format!("cannot allocate {size} bytes of window memory on some rank"));
+            }
+            (Memory::Heap(mem), mem)
+        }
+        Flavor::Shared => (Memory::Program, 0),
+    };
+    let mine: Vec<u8> = [base as u64, size as u64, disp_unit as u64].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let all = on_comm(own, |g| allgather_bytes(g, &mine))?;
+    let mut peers: Vec<Peer> = all
+        .chunks_exact(24)
+        .map(|c| {
+            let word = |i: usize| u64::from_ne_bytes(c[i * 8..i * 8 + 8].try_into().unwrap());
+            Peer { base: word(0) as usize, size: word(1) as MPI_Aint, disp_unit: word(2) as MPI_Aint }
+        })
+        .collect();
+    let (memory, base) = if flavor == Flavor::Shared {
+        let (addr, len) = map_shared(own, rank, &peers)?;
+        let mut offset = 0;
+        for p in &mut peers {
+            p.base = if p.size > 0 { addr + offset } else { 0 };
+            offset += p.size as usize;
+        }
+        (Memory::Shared { addr, len }, peers[rank].base)
+    } else {
+        (memory, base)
+    };
+    let win = Win {
+        comm: own,
+        members,
+        rank,
+        flavor: flavor.code(),
+        model: MPI_WIN_UNIFIED,
+        base,
+        size: size as MPI_Aint,
+        disp_unit,
+        peers,
+        name: String::new(),
+        hints: hints_of(info, default_hints()),
+        attrs: Attrs::default(),
+        regions: Vec::new(),
+        memory,
+    };
+    Ok((insert(win)?, base))
+}
+
+/// Makes and maps the shared segment of MPI_Win_allocate_shared: the members' memory one
+/// after the other, in rank order (MPICH's contiguous layout). Returns (address, length);
+/// (0, 0) when every member asked for 0 bytes.
+fn map_shared(own: MPI_Comm, rank: usize, peers: &[Peer]) -> MpiResult<(usize, usize)> {
+    let total: usize = peers.iter().map(|p| p.size as usize).sum();
+    if total == 0 {
+        return Ok((0, 0));
+    }
+    // Rank 0 names and sizes the file; the name goes to the others with a status byte.
+    const NAME_MAX: usize = 128;
+    let mut msg = [0u8; NAME_MAX + 1];
+    if rank == 0 {
+        let path = format!("/dev/shm/oxmpi-win-{}-{}", std::process::id(), crate::pmi::random_hex());
+        match create_segment(&path, total) {
+            Ok(()) => {
+                msg[0] = 1;
+                msg[1..1 + path.len()].copy_from_slice(path.as_bytes());
+            }
+            Err(e) => log::error!("MPI_Win_allocate_shared: {}", e.msg),
+        }
+    }
+    on_comm(own, |g| bcast_bytes(g, &mut msg, 0))?;
+    if msg[0] != 1 {
+        return err(
+            MPI_ERR_NO_MEM,
+            format!("cannot create a shared segment of {total} bytes in /dev/shm (too small or not writable)"),
+        );
+    }
+    let end = msg[1..].iter().position(|&b| b == 0).unwrap_or(NAME_MAX);
+    let path = String::from_utf8_lossy(&msg[1..1 + end]).into_owned();
+    let mapped = map_segment(&path, total);
+    let ok = all_ok(own, mapped.is_ok());
+    if rank == 0 {
+        // Every member has mapped it (or failed): no file outlives the job.
+        let _ = std::fs::remove_file(&path);
+    }
+    match (ok?, mapped) {
+        (true, Ok(addr)) => Ok((addr, total)),
+        (_, mapped) => {
+            if let Ok(addr) = mapped {
+                unmap(addr, total);
+            }
+            err(MPI_ERR_NO_MEM, format!("cannot map the shared segment of {total} bytes on some rank"))
+        }
+    }
+}
+
+fn os_error(what: &str, path: &str) -> MpiError {
+    MpiError::new(MPI_ERR_NO_MEM, format!("{what} {path}: {}", std::io::Error::last_os_error()))
+}
+
+/// Creates the file of a shared segment with all of its `len` bytes reserved, so that a
+/// /dev/shm too small is an error here rather than a SIGBUS later.
+fn create_segment(path: &str, len: usize) -> MpiResult<()> {
+    let cpath = std::ffi::CString::new(path).expect("segment path has no NUL");
+    // SAFETY: a NUL-terminated path; the descriptor is closed below.
+    let fd = unsafe { libc::open(cpath.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600) };
+    if fd < 0 {
+        return Err(os_error("cannot create", path));
+    }
+    // SAFETY: `fd` is the open descriptor of a regular file.
+    let rc = unsafe { libc::posix_fallocate(fd, 0, len as libc::off_t) };
+    // SAFETY: `fd` is open and ours.
+    unsafe { libc::close(fd) };
+    if rc != 0 {
+        let _ = std::fs::remove_file(path);
+        return err(MPI_ERR_NO_MEM, format!("cannot reserve {len} bytes for {path}: error {rc}"));
+    }
+    Ok(())
+}
+
+/// Maps `len` bytes of the segment file `path`, shared; returns the address.
+fn map_segment(path: &str, len: usize) -> MpiResult<usize> {
+    let cpath = std::ffi::CString::new(path).expect("segment path has no NUL");
+    // SAFETY: a NUL-terminated path; the descriptor is closed below.
+    let fd = unsafe { libc::open(cpath.as_ptr(), libc::O_RDWR) };
+    if fd < 0 {
+        return Err(os_error("cannot open", path));
+    }
+    // SAFETY: a new shared mapping of an open file at an address the kernel picks; it does
+    // not alias any Rust object.
+    let addr =
+        unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) };
+    // SAFETY: `fd` is open and ours; the mapping stays valid after closing it.
+    unsafe { libc::close(fd) };
+    if addr == libc::MAP_FAILED {
+        return Err(os_error("cannot map", path));
+    }
+    Ok(addr as usize)
+}
+
+fn unmap(addr: usize, len: usize) {
+    // SAFETY: (addr, len) is a mapping made by `map_segment` that nothing uses any more.
+    unsafe { libc::munmap(addr as *mut libc::c_void, len) };
+}
+
+/// MPI_Win_free's collective part, after the attributes are gone: waits for every member
+/// (their accesses to this process's memory are over), then releases the memory and the
+/// window's communicator.
+pub fn free(handle: MPI_Win) -> MpiResult<()> {
+    let comm = with(handle, |w| Ok(w.comm))?;
+    on_comm(comm, coll::barrier)?;
+    let win = {
+        let mut t = table();
+        t[slot_of(handle).unwrap()].take().expect("window vanished while being freed")
+    };
+    for (keyval, _) in win.attrs.iter() {
+        crate::attr::release(keyval);
+    }
+    match win.memory {
+        Memory::Program => {}
+        // SAFETY: malloc'ed by `build` for this window, which is gone now.
+        Memory::Heap(p) => unsafe { libc::free(p as *mut libc::c_void) },
+        Memory::Shared { addr, len } => unmap(addr, len),
+    }
+    runtime::with(|rt| rt.comms.free(win.comm))
+}
+
+/// MPI_Win_shared_query: the size, displacement unit and local address of member `rank`'s
+/// memory; MPI_PROC_NULL names the lowest rank with memory.
+pub fn shared_query(handle: MPI_Win, rank: c_int) -> MpiResult<Peer> {
+    with(handle, |w| {
+        if w.flavor != MPI_WIN_FLAVOR_SHARED {
+            return err(MPI_ERR_RMA_FLAVOR, "MPI_Win_shared_query needs a window of MPI_Win_allocate_shared");
+        }
+        if rank == MPI_PROC_NULL {
+            return Ok(w.peers.iter().copied().find(|p| p.size > 0).unwrap_or_default());
+        }
+        match usize::try_from(rank).ok().and_then(|r| w.peers.get(r)) {
+            Some(p) => Ok(*p),
+            None => err(MPI_ERR_RANK, format!("invalid rank (rank={rank}, window group size {})", w.peers.len())),
+        }
+    })
+}
+
+/// MPI_Win_attach: records `size` bytes at `base` as exposed by the dynamic window.
+pub fn attach(handle: MPI_Win, base: usize, size: usize) -> MpiResult<()> {
+    with(handle, |w| {
+        if w.flavor != MPI_WIN_FLAVOR_DYNAMIC {
+            return err(MPI_ERR_RMA_FLAVOR, "MPI_Win_attach needs a window of MPI_Win_create_dynamic");
+        }
+        if size == 0 {
+            return Ok(());
+        }
+        if w.regions.iter().any(|&(b, s)| base < b + s && b < base + size) {
+            return err(MPI_ERR_RMA_ATTACH, format!("memory at 0x{base:x} overlaps a region already attached"));
+        }
+        w.regions.push((base, size));
+        Ok(())
+    })
+}
+
+/// MPI_Win_detach: forgets the region attached at `base`.
+pub fn detach(handle: MPI_Win, base: usize) -> MpiResult<()> {
+    with(handle, |w| {
+        if w.flavor != MPI_WIN_FLAVOR_DYNAMIC {
+            return err(MPI_ERR_RMA_FLAVOR, "MPI_Win_detach needs a window of MPI_Win_create_dynamic");
+        }
+        match w.regions.iter().position(|&(b, _)| b == base) {
+            Some(i) => {
+                w.regions.remove(i);
+                Ok(())
+            }
+            None => err(MPI_ERR_RMA_ATTACH, format!("no memory attached at 0x{base:x}")),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_and_hints() {
+        assert_eq!(slot_of((DIRECT_WIN | 5) as MPI_Win), Some(5));
+        assert_eq!(slot_of(MPI_WIN_NULL), None);
+        assert_eq!(check(MPI_WIN_NULL).unwrap_err().code, MPI_ERR_WIN);
+        assert_eq!(check(DIRECT_WIN as MPI_Win).unwrap_err().code, MPI_ERR_WIN);
+        let mut given = Info::default();
+        given.set("no_locks", "true");
+        given.set("not_a_hint", "1");
+        let h = hints_of(&given, default_hints());
+        assert_eq!(h.get("no_locks"), Some("true"));
+        assert_eq!(h.get("accumulate_ops"), Some("same_op_no_op"));
+        assert_eq!(h.get("not_a_hint"), None);
+    }
+}
