@@ -136,13 +136,13 @@ fn scan_impl_modules(abi_dir: &Path) -> BTreeMap<String, Impl> {
     files.sort();
     for path in files {
         let module = path.file_stem().unwrap().to_str().unwrap().to_string();
-        if module == "mod" || module == "decl" || module == "fortran_gen" {
+        if module == "mod" || module == "decl" || module == "fortran_gen" || module == "family" {
             continue;
         }
         println!("cargo:rerun-if-changed={}", path.display());
         let source = fs::read_to_string(&path).unwrap();
-        for (name, is_unsafe, returns_result) in decl::scan_impls(&source) {
-            let imp = Impl { module: module.clone(), is_unsafe, returns_result };
+        for (name, mut imp) in decl::scan_impls(&source) {
+            imp.module = module.clone();
             if let Some(prev) = found.insert(name.clone(), imp) {
                 panic!("{name} is implemented twice: in src/abi/{}.rs and src/abi/{module}.rs", prev.module);
             }
@@ -178,11 +178,13 @@ fn rust_entries(decls: &Decls, callbacks: &[String], impls: &BTreeMap<String, Im
         }
     }
     let by_name: BTreeMap<&str, &Func> = decls.functions.iter().map(|f| (f.name.as_str(), f)).collect();
+    let families = family_targets(&by_name, impls);
     for f in &decls.functions {
         let names: Vec<String> = f.params.iter().map(|p| decl::rust_ident(&p.name)).collect();
-        let target = match impls.get(&f.name) {
-            Some(i) => Some(Target { imp: i, name: f.name.clone(), args: names }),
-            None => widened_target(f, &by_name, impls),
+        let target = match (impls.get(&f.name), families.get(&f.name)) {
+            (Some(i), _) if !is_family(i) => Some(Target::direct(i, &f.name, names)),
+            (_, Some(t)) => Some(t.clone()),
+            _ => widened_target(f, &by_name, impls),
         };
         entry(&mut s, f, callbacks, target);
     }
@@ -190,10 +192,175 @@ fn rust_entries(decls: &Decls, callbacks: &[String], impls: &BTreeMap<String, Im
 }
 
 /// The implementation an entry calls, with the argument expressions it passes.
+#[derive(Clone)]
 struct Target<'a> {
     imp: &'a Impl,
     name: String,
     args: Vec<String>,
+    /// How a family member reaches its implementation, for the entry's doc comment.
+    note: Option<String>,
+    /// C arguments the implementation does not take (the info of a persistent form).
+    unused: BTreeSet<String>,
+}
+
+impl<'a> Target<'a> {
+    fn direct(imp: &'a Impl, name: &str, args: Vec<String>) -> Target<'a> {
+        Target { imp, name: name.to_string(), args, note: None, unused: BTreeSet::new() }
+    }
+}
+
+/// The parameter types by which one implementation serves a family (src/abi/family.rs).
+const FAMILY_TYPES: [&str; 4] = ["Mode", "SendMode", "CArray", "Width"];
+
+fn is_family(imp: &Impl) -> bool {
+    imp.params.iter().any(|(_, ty)| FAMILY_TYPES.contains(&ty.as_str()))
+}
+
+/// The forms of a function with a `Mode` parameter.
+#[derive(Clone, Copy, PartialEq)]
+enum Form {
+    Blocking,
+    Start,
+    Init,
+}
+
+/// One C function of a family: its name and what the family parameters are for it.
+struct Member {
+    name: String,
+    form: Form,
+    large: bool,
+    send_mode: &'static str,
+}
+
+/// The send modes: the function's name and its `SendMode` variant.
+const SEND_MODES: [(&str, &str); 4] =
+    [("MPI_Send", "Standard"), ("MPI_Bsend", "Buffered"), ("MPI_Ssend", "Sync"), ("MPI_Rsend", "Ready")];
+
+/// The functions a family implementation named `impl_name` may serve (declared or not):
+/// `MPI_X` and `MPI_X_c`, times `MPI_IX` and `MPI_X_init` when it takes a `Mode`, times the
+/// send modes when it takes a `SendMode`.
+fn family_members(impl_name: &str, imp: &Impl) -> Vec<Member> {
+    let takes = |ty: &str| imp.params.iter().any(|(_, t)| t == ty);
+    let (base, widths) = match impl_name.strip_suffix("_c") {
+        Some(base) => (base, vec![false, true]),
+        None => (impl_name, vec![false]),
+    };
+    let bases: Vec<(&str, &'static str)> = if takes("SendMode") {
+        assert_eq!(base, "MPI_Send", "src/abi/{}.rs: only MPI_Send_c may take a SendMode", imp.module);
+        SEND_MODES.to_vec()
+    } else {
+        vec![(base, "")]
+    };
+    let forms = if takes("Mode") { vec![Form::Blocking, Form::Start, Form::Init] } else { vec![Form::Blocking] };
+    let mut members = Vec::new();
+    for (base, send_mode) in bases {
+        for &form in &forms {
+            for &large in &widths {
+                let stem = &base["MPI_".len()..];
+                let name = match form {
+                    Form::Blocking => base.to_string(),
+                    Form::Start => format!("MPI_I{}{}", stem[..1].to_lowercase(), &stem[1..]),
+                    Form::Init => format!("{base}_init"),
+                };
+                let name = if large { format!("{name}_c") } else { name };
+                members.push(Member { name, form, large, send_mode });
+            }
+        }
+    }
+    members
+}
+
+/// The entries that family implementations serve: every declared member of each family,
+/// except a member with an ordinary implementation of its own.
+fn family_targets<'a>(
+    by_name: &BTreeMap<&str, &Func>,
+    impls: &'a BTreeMap<String, Impl>,
+) -> BTreeMap<String, Target<'a>> {
+    let mut out: BTreeMap<String, Target> = BTreeMap::new();
+    for (impl_name, imp) in impls.iter().filter(|(_, i)| is_family(i)) {
+        for m in family_members(impl_name, imp) {
+            let Some(f) = by_name.get(m.name.as_str()) else { continue };
+            if impls.get(&m.name).is_some_and(|i| !is_family(i)) {
+                continue;
+            }
+            let t = member_target(f, &m, impl_name, imp)
+                .unwrap_or_else(|e| panic!("src/abi/{}.rs: {impl_name} cannot serve {}: {e}", imp.module, m.name));
+            if let Some(prev) = out.insert(m.name.clone(), t) {
+                panic!("{} is served by two family implementations: {} and {impl_name}", m.name, prev.name);
+            }
+        }
+    }
+    out
+}
+
+/// The arguments with which member `m` (C prototype `f`) calls the family implementation:
+/// the family parameters as `m` needs them, the others by name, `int` scalars widened.
+fn member_target<'a>(f: &Func, m: &Member, impl_name: &str, imp: &'a Impl) -> Result<Target<'a>, String> {
+    let is_request_out = |p: &&decl::Param| p.ty.base == "MPI_Request" && p.ty.pointers == 1 && !p.ty.const_base;
+    let request = || match f.params.iter().rev().find(is_request_out) {
+        Some(p) => Ok(decl::rust_ident(&p.name)),
+        None => Err("it has no MPI_Request * argument".to_string()),
+    };
+    // The C arguments each family parameter takes, in the implementation's order.
+    let mut used: BTreeSet<String> = BTreeSet::new();
+    let mut args = Vec::new();
+    for (name, ty) in &imp.params {
+        let arg = match ty.as_str() {
+            "Mode" if m.form == Form::Blocking => "crate::abi::family::Mode::Blocking".to_string(),
+            "Mode" => {
+                let request = request()?;
+                let variant = if m.form == Form::Start { "Start" } else { "Init" };
+                used.insert(request.clone());
+                format!("crate::abi::family::Mode::{variant}({request})")
+            }
+            "SendMode" => format!("crate::abi::family::SendMode::{}", m.send_mode),
+            "Width" => format!("crate::abi::family::Width::{}", if m.large { "Large" } else { "Int" }),
+            _ => {
+                let p = f.params.iter().find(|p| decl::rust_ident(&p.name) == *name);
+                let p = p.ok_or_else(|| format!("it has no argument `{name}`"))?;
+                used.insert(name.clone());
+                let (base, ptr) = (p.ty.base.as_str(), p.ty.pointers);
+                if ty == "CArray" {
+                    let variant = match (base, ptr) {
+                        ("int", 1) => "Int",
+                        ("MPI_Count" | "MPI_Aint", 1) => "Wide",
+                        _ => return Err(format!("`{name}` is not an array of int, MPI_Count or MPI_Aint")),
+                    };
+                    let p = if p.ty.const_base { name.clone() } else { format!("{name}.cast_const()") };
+                    format!("crate::abi::family::CArray::{variant}({p})")
+                } else if base == "int" && ptr == 0 && matches!(ty.as_str(), "MPI_Count" | "MPI_Aint") {
+                    format!("{name} as {ty}")
+                } else {
+                    name.clone()
+                }
+            }
+        };
+        args.push(arg);
+    }
+    // Every C argument reaches the implementation, except the info of a persistent form.
+    let mut unused = BTreeSet::new();
+    for p in &f.params {
+        let n = decl::rust_ident(&p.name);
+        if !used.contains(&n) {
+            if m.form == Form::Init && p.ty.base == "MPI_Info" && p.ty.pointers == 0 {
+                unused.insert(n);
+            } else {
+                return Err(format!("argument `{n}` has no parameter of that name"));
+            }
+        }
+    }
+    let note = format!("family member ({})", describe(m));
+    Ok(Target { imp, name: impl_name.to_string(), args, note: Some(note), unused })
+}
+
+fn describe(m: &Member) -> String {
+    let form = match m.form {
+        Form::Blocking => "blocking",
+        Form::Start => "nonblocking",
+        Form::Init => "persistent",
+    };
+    let width = if m.large { "large counts" } else { "int counts" };
+    if m.send_mode.is_empty() { format!("{form}, {width}") } else { format!("{form}, {width}, {} send", m.send_mode) }
 }
 
 /// An `int`-count function without an implementation of its own is served by its large-count
@@ -207,7 +374,7 @@ fn widened_target<'a>(
 ) -> Option<Target<'a>> {
     let wide_name = format!("{}_c", f.name);
     let (wide, imp) = (by_name.get(wide_name.as_str())?, impls.get(&wide_name)?);
-    if wide.params.len() != f.params.len() || wide.ret != f.ret {
+    if wide.params.len() != f.params.len() || wide.ret != f.ret || is_family(imp) {
         return None;
     }
     let scalar = |t: &decl::CType, base: &str| t.base == base && t.pointers == 0 && t.inner_array.is_none();
@@ -222,11 +389,10 @@ fn widened_target<'a>(
             return None;
         }
     }
-    Some(Target { imp, name: wide_name, args })
+    Some(Target::direct(imp, &wide_name, args))
 }
 
 fn entry(s: &mut String, f: &Func, callbacks: &[String], target: Option<Target>) {
-    let imp = target.as_ref().map(|t| t.imp);
     let pname = pmpi_name(&f.name);
     let ret = decl::rust_return(&f.ret, callbacks).unwrap_or_else(|e| panic!("{}: {e}", f.name));
     let returns_int = f.ret.base == "int" && f.ret.pointers == 0;
@@ -240,7 +406,10 @@ fn entry(s: &mut String, f: &Func, callbacks: &[String], target: Option<Target>)
         let ty = decl::rust_type(&p.ty, callbacks).unwrap_or_else(|e| panic!("{}: {e}", f.name));
         // Parameters an unimplemented entry never reads are marked unused, except the
         // communicator that picks the error handler.
-        let used = imp.is_some() || (returns_int && comm_hint == format!("Some({n})"));
+        let used = match &target {
+            Some(t) => !t.unused.contains(n),
+            None => returns_int && comm_hint == format!("Some({n})"),
+        };
         params.push(format!("{}{n}: {ty}", if used { "" } else { "_" }));
     }
     writeln!(
@@ -251,13 +420,17 @@ fn entry(s: &mut String, f: &Func, callbacks: &[String], target: Option<Target>)
     )
     .unwrap();
     match &target {
-        Some(t) => writeln!(s, "/// Implemented by `crate::abi::{}::{}`.", t.imp.module, t.name).unwrap(),
+        Some(t) => match &t.note {
+            Some(note) => writeln!(s, "/// Implemented by `crate::abi::{}::{}`, as a {note}.", t.imp.module, t.name),
+            None => writeln!(s, "/// Implemented by `crate::abi::{}::{}`.", t.imp.module, t.name),
+        }
+        .unwrap(),
         None => writeln!(s, "/// Not implemented yet: reports MPI_ERR_UNSUPPORTED_OPERATION.").unwrap(),
     }
     writeln!(s, "#[unsafe(no_mangle)]").unwrap();
     writeln!(s, "pub unsafe extern \"C\" fn {pname}({}){ret} {{", params.join(", ")).unwrap();
     match &target {
-        Some(Target { imp: i, name: target_name, args }) => {
+        Some(Target { imp: i, name: target_name, args, .. }) => {
             let call = format!("crate::abi::{}::{target_name}({})", i.module, args.join(", "));
             let call = if i.is_unsafe {
                 format!(

@@ -278,18 +278,20 @@ pub fn errhandler_arg_param(f: &Func) -> Option<&Param> {
     f.params.iter().find(|p| p.ty.base == "MPI_Errhandler" && p.ty.pointers == 0)
 }
 
-/// What an implementing module provides for `MPI_X`: the module, and whether the Rust function
-/// is `unsafe` and returns `MpiResult` (int-returning MPI functions) or a plain value.
+/// What an implementing module provides for `MPI_X`: the module, whether the Rust function
+/// is `unsafe` and returns `MpiResult` (int-returning MPI functions) or a plain value, and its
+/// parameters as (name, Rust type text).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Impl {
     pub module: String,
     pub is_unsafe: bool,
     pub returns_result: bool,
+    pub params: Vec<(String, String)>,
 }
 
 /// Finds `pub fn MPI_X(` / `pub unsafe fn MPI_X(` (and `MPIX_`) at the start of a line of a
-/// module's source; returns (name, is_unsafe, returns MpiResult).
-pub fn scan_impls(source: &str) -> Vec<(String, bool, bool)> {
+/// module's source; returns each name with its `Impl` (`module` left empty).
+pub fn scan_impls(source: &str) -> Vec<(String, Impl)> {
     let mut found = Vec::new();
     let lines: Vec<&str> = source.lines().collect();
     for (i, line) in lines.iter().enumerate() {
@@ -317,9 +319,38 @@ pub fn scan_impls(source: &str) -> Vec<(String, bool, bool)> {
         }
         let sig = &sig[..sig.find('{').unwrap_or(sig.len())];
         let returns_result = sig.contains("MpiResult");
-        found.push((name, is_unsafe, returns_result));
+        let params = sig.find('(').map(|o| impl_params(&sig[o + 1..])).unwrap_or_default();
+        found.push((name, Impl { module: String::new(), is_unsafe, returns_result, params }));
     }
     found
+}
+
+/// The (name, type) pairs of a Rust parameter list, read up to its closing parenthesis.
+fn impl_params(list: &str) -> Vec<(String, String)> {
+    let (mut depth, mut items, mut cur) = (0i32, Vec::new(), String::new());
+    for c in list.chars() {
+        match c {
+            '(' | '<' | '[' => depth += 1,
+            ')' if depth == 0 => break,
+            // The `>` of a `->` inside a fn-pointer type closes nothing.
+            '>' if cur.ends_with('-') => {}
+            ')' | '>' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(std::mem::take(&mut cur));
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    items.push(cur);
+    items
+        .iter()
+        .filter_map(|p| {
+            let (n, t) = p.split_once(':')?;
+            Some((n.trim().to_string(), t.split_whitespace().collect::<Vec<_>>().join(" ")))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -406,7 +437,12 @@ mod tests {
         let src = ["use x;", "    pub unsafe fn MPI_Send(", "        buf: *const c_void,", "    ) -> MpiResult {", "}"]
             .join("\n")
             + "\npub fn MPI_Wtime() -> f64 { 0.0 }\nfn MPI_Private() {}\n";
-        let found = scan_impls(&src);
-        assert_eq!(found, vec![("MPI_Send".to_string(), true, true), ("MPI_Wtime".to_string(), false, false)]);
+        let found: Vec<(String, bool, bool, Vec<(String, String)>)> =
+            scan_impls(&src).into_iter().map(|(n, i)| (n, i.is_unsafe, i.returns_result, i.params)).collect();
+        let buf = vec![("buf".to_string(), "*const c_void".to_string())];
+        assert_eq!(
+            found,
+            vec![("MPI_Send".to_string(), true, true, buf), ("MPI_Wtime".to_string(), false, false, vec![])]
+        );
     }
 }
