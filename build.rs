@@ -306,15 +306,15 @@ fn member_target<'a>(f: &Func, m: &Member, impl_name: &str, imp: &'a Impl) -> Re
     let mut args = Vec::new();
     for (name, ty) in &imp.params {
         let arg = match ty.as_str() {
-            "Mode" if m.form == Form::Blocking => "crate::abi::family::Mode::Blocking".to_string(),
+            "Mode" if m.form == Form::Blocking => "Mode::Blocking".to_string(),
             "Mode" => {
                 let request = request()?;
                 let variant = if m.form == Form::Start { "Start" } else { "Init" };
                 used.insert(request.clone());
-                format!("crate::abi::family::Mode::{variant}({request})")
+                format!("Mode::{variant}({request})")
             }
-            "SendMode" => format!("crate::abi::family::SendMode::{}", m.send_mode),
-            "Width" => format!("crate::abi::family::Width::{}", if m.large { "Large" } else { "Int" }),
+            "SendMode" => format!("SendMode::{}", m.send_mode),
+            "Width" => format!("Width::{}", if m.large { "Large" } else { "Int" }),
             _ => {
                 let p = f.params.iter().find(|p| decl::rust_ident(&p.name) == *name);
                 let p = p.ok_or_else(|| format!("it has no argument `{name}`"))?;
@@ -327,7 +327,7 @@ fn member_target<'a>(f: &Func, m: &Member, impl_name: &str, imp: &'a Impl) -> Re
                         _ => return Err(format!("`{name}` is not an array of int, MPI_Count or MPI_Aint")),
                     };
                     let p = if p.ty.const_base { name.clone() } else { format!("{name}.cast_const()") };
-                    format!("crate::abi::family::CArray::{variant}({p})")
+                    format!("CArray::{variant}({p})")
                 } else if base == "int" && ptr == 0 && matches!(ty.as_str(), "MPI_Count" | "MPI_Aint") {
                     format!("{name} as {ty}")
                 } else {
