@@ -230,6 +230,8 @@ struct Member {
     form: Form,
     large: bool,
     send_mode: &'static str,
+    /// Whether the family has the three forms (its impl takes a `Mode`).
+    has_forms: bool,
 }
 
 /// The send modes: the function's name and its `SendMode` variant.
@@ -263,7 +265,7 @@ fn family_members(impl_name: &str, imp: &Impl) -> Vec<Member> {
                     Form::Init => format!("{base}_init"),
                 };
                 let name = if large { format!("{name}_c") } else { name };
-                members.push(Member { name, form, large, send_mode });
+                members.push(Member { name, form, large, send_mode, has_forms: forms.len() > 1 });
             }
         }
     }
@@ -354,13 +356,20 @@ fn member_target<'a>(f: &Func, m: &Member, impl_name: &str, imp: &'a Impl) -> Re
 }
 
 fn describe(m: &Member) -> String {
-    let form = match m.form {
-        Form::Blocking => "blocking",
-        Form::Start => "nonblocking",
-        Form::Init => "persistent",
-    };
-    let width = if m.large { "large counts" } else { "int counts" };
-    if m.send_mode.is_empty() { format!("{form}, {width}") } else { format!("{form}, {width}, {} send", m.send_mode) }
+    let mut parts = Vec::new();
+    if m.has_forms {
+        parts.push(match m.form {
+            Form::Blocking => "blocking",
+            Form::Start => "nonblocking",
+            Form::Init => "persistent",
+        });
+    }
+    parts.push(if m.large { "large counts" } else { "int counts" });
+    let send = format!("{} send", m.send_mode);
+    if !m.send_mode.is_empty() {
+        parts.push(&send);
+    }
+    parts.join(", ")
 }
 
 /// An `int`-count function without an implementation of its own is served by its large-count

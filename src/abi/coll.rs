@@ -433,9 +433,16 @@ pub unsafe fn MPI_Reduce_c(
     })
 }
 
-/// Allreduce, Scan and Exscan take the same arguments and all allow MPI_IN_PLACE (on
-/// intracommunicators). `nb_inter` is the intercommunicator form (Allreduce only: Scan and
-/// Exscan are not defined there).
+/// The reductions that take Allreduce's arguments and all allow MPI_IN_PLACE (on
+/// intracommunicators).
+#[derive(Clone, Copy)]
+enum AllReduceLike {
+    Allreduce,
+    Scan,
+    Exscan,
+}
+
+/// One of `AllReduceLike`.
 ///
 /// # Safety
 /// `sendbuf` (unless MPI_IN_PLACE) and `recvbuf` hold `count` elements.
@@ -447,10 +454,17 @@ unsafe fn all_reduce_like(
     op: MPI_Op,
     comm: MPI_Comm,
     mode: Mode,
-    run: fn(&mut Group, Option<In>, Out, &Reduction) -> MpiResult,
-    nb: fn(&mut Schedule, Vec<u8>),
-    nb_inter: Option<fn(&mut Schedule, Vec<u8>)>,
+    kind: AllReduceLike,
 ) -> MpiResult {
+    // The blocking and scheduled algorithms, and the intercommunicator form (Allreduce only:
+    // Scan and Exscan are not defined there).
+    type Run = fn(&mut Group, Option<In>, Out, &Reduction) -> MpiResult;
+    type Nb = fn(&mut Schedule, Vec<u8>);
+    let (run, nb, nb_inter): (Run, Nb, Option<Nb>) = match kind {
+        AllReduceLike::Allreduce => (coll::allreduce, sched::allreduce, Some(inter::allreduce)),
+        AllReduceLike::Scan => (|g, s, r, red| coll::scan(g, s, r, red, false), |s, m| sched::scan(s, m, false), None),
+        AllReduceLike::Exscan => (|g, s, r, red| coll::scan(g, s, r, red, true), |s, m| sched::scan(s, m, true), None),
+    };
     let body = |g: &mut Group| {
         let count = check_count(count, "count")?;
         let layout = datatype::layout(datatype)?;
@@ -499,20 +513,7 @@ pub unsafe fn MPI_Allreduce_c(
     mode: Mode,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        all_reduce_like(
-            sendbuf,
-            recvbuf,
-            count,
-            datatype,
-            op,
-            comm,
-            mode,
-            coll::allreduce,
-            sched::allreduce,
-            Some(inter::allreduce),
-        )
-    }
+    unsafe { all_reduce_like(sendbuf, recvbuf, count, datatype, op, comm, mode, AllReduceLike::Allreduce) }
 }
 
 pub unsafe fn MPI_Scan_c(
@@ -525,20 +526,7 @@ pub unsafe fn MPI_Scan_c(
     mode: Mode,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        all_reduce_like(
-            sendbuf,
-            recvbuf,
-            count,
-            datatype,
-            op,
-            comm,
-            mode,
-            |g, s, r, red| coll::scan(g, s, r, red, false),
-            |s, m| sched::scan(s, m, false),
-            None,
-        )
-    }
+    unsafe { all_reduce_like(sendbuf, recvbuf, count, datatype, op, comm, mode, AllReduceLike::Scan) }
 }
 
 pub unsafe fn MPI_Exscan_c(
@@ -551,20 +539,7 @@ pub unsafe fn MPI_Exscan_c(
     mode: Mode,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        all_reduce_like(
-            sendbuf,
-            recvbuf,
-            count,
-            datatype,
-            op,
-            comm,
-            mode,
-            |g, s, r, red| coll::scan(g, s, r, red, true),
-            |s, m| sched::scan(s, m, true),
-            None,
-        )
-    }
+    unsafe { all_reduce_like(sendbuf, recvbuf, count, datatype, op, comm, mode, AllReduceLike::Exscan) }
 }
 
 pub unsafe fn MPI_Reduce_scatter_block_c(
