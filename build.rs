@@ -21,7 +21,7 @@ mod decl;
 #[path = "src/abi/fortran_gen.rs"]
 mod fortran_gen;
 
-use decl::{Decls, Func, Impl};
+use decl::{Decls, Func, Impl, Member, family_members, is_family};
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -209,69 +209,6 @@ impl<'a> Target<'a> {
     }
 }
 
-/// The parameter types by which one implementation serves a family (src/abi/family.rs).
-const FAMILY_TYPES: [&str; 4] = ["Mode", "SendMode", "CArray", "Width"];
-
-fn is_family(imp: &Impl) -> bool {
-    imp.params.iter().any(|(_, ty)| FAMILY_TYPES.contains(&ty.as_str()))
-}
-
-/// The forms of a function with a `Mode` parameter.
-#[derive(Clone, Copy, PartialEq)]
-enum Form {
-    Blocking,
-    Start,
-    Init,
-}
-
-/// One C function of a family: its name and what the family parameters are for it.
-struct Member {
-    name: String,
-    form: Form,
-    large: bool,
-    send_mode: &'static str,
-    /// Whether the family has the three forms (its impl takes a `Mode`).
-    has_forms: bool,
-}
-
-/// The send modes: the function's name and its `SendMode` variant.
-const SEND_MODES: [(&str, &str); 4] =
-    [("MPI_Send", "Standard"), ("MPI_Bsend", "Buffered"), ("MPI_Ssend", "Sync"), ("MPI_Rsend", "Ready")];
-
-/// The functions a family implementation named `impl_name` may serve (declared or not):
-/// `MPI_X` and `MPI_X_c`, times `MPI_IX` and `MPI_X_init` when it takes a `Mode`, times the
-/// send modes when it takes a `SendMode`.
-fn family_members(impl_name: &str, imp: &Impl) -> Vec<Member> {
-    let takes = |ty: &str| imp.params.iter().any(|(_, t)| t == ty);
-    let (base, widths) = match impl_name.strip_suffix("_c") {
-        Some(base) => (base, vec![false, true]),
-        None => (impl_name, vec![false]),
-    };
-    let bases: Vec<(&str, &'static str)> = if takes("SendMode") {
-        assert_eq!(base, "MPI_Send", "src/abi/{}.rs: only MPI_Send_c may take a SendMode", imp.module);
-        SEND_MODES.to_vec()
-    } else {
-        vec![(base, "")]
-    };
-    let forms = if takes("Mode") { vec![Form::Blocking, Form::Start, Form::Init] } else { vec![Form::Blocking] };
-    let mut members = Vec::new();
-    for (base, send_mode) in bases {
-        for &form in &forms {
-            for &large in &widths {
-                let stem = &base["MPI_".len()..];
-                let name = match form {
-                    Form::Blocking => base.to_string(),
-                    Form::Start => format!("MPI_I{}{}", stem[..1].to_lowercase(), &stem[1..]),
-                    Form::Init => format!("{base}_init"),
-                };
-                let name = if large { format!("{name}_c") } else { name };
-                members.push(Member { name, form, large, send_mode, has_forms: forms.len() > 1 });
-            }
-        }
-    }
-    members
-}
-
 /// The entries that family implementations serve: every declared member of each family,
 /// except a member with an ordinary implementation of its own.
 fn family_targets<'a>(
@@ -295,81 +232,11 @@ fn family_targets<'a>(
     out
 }
 
-/// The arguments with which member `m` (C prototype `f`) calls the family implementation:
-/// the family parameters as `m` needs them, the others by name, `int` scalars widened.
+/// The target of family member `m` (C prototype `f`).
 fn member_target<'a>(f: &Func, m: &Member, impl_name: &str, imp: &'a Impl) -> Result<Target<'a>, String> {
-    let is_request_out = |p: &&decl::Param| p.ty.base == "MPI_Request" && p.ty.pointers == 1 && !p.ty.const_base;
-    let request = || match f.params.iter().rev().find(is_request_out) {
-        Some(p) => Ok(decl::rust_ident(&p.name)),
-        None => Err("it has no MPI_Request * argument".to_string()),
-    };
-    // The C arguments each family parameter takes, in the implementation's order.
-    let mut used: BTreeSet<String> = BTreeSet::new();
-    let mut args = Vec::new();
-    for (name, ty) in &imp.params {
-        let arg = match ty.as_str() {
-            "Mode" if m.form == Form::Blocking => "Mode::Blocking".to_string(),
-            "Mode" => {
-                let request = request()?;
-                let variant = if m.form == Form::Start { "Start" } else { "Init" };
-                used.insert(request.clone());
-                format!("Mode::{variant}({request})")
-            }
-            "SendMode" => format!("SendMode::{}", m.send_mode),
-            "Width" => format!("Width::{}", if m.large { "Large" } else { "Int" }),
-            _ => {
-                let p = f.params.iter().find(|p| decl::rust_ident(&p.name) == *name);
-                let p = p.ok_or_else(|| format!("it has no argument `{name}`"))?;
-                used.insert(name.clone());
-                let (base, ptr) = (p.ty.base.as_str(), p.ty.pointers);
-                if ty == "CArray" {
-                    let variant = match (base, ptr) {
-                        ("int", 1) => "Int",
-                        ("MPI_Count" | "MPI_Aint", 1) => "Wide",
-                        _ => return Err(format!("`{name}` is not an array of int, MPI_Count or MPI_Aint")),
-                    };
-                    let p = if p.ty.const_base { name.clone() } else { format!("{name}.cast_const()") };
-                    format!("CArray::{variant}({p})")
-                } else if base == "int" && ptr == 0 && matches!(ty.as_str(), "MPI_Count" | "MPI_Aint") {
-                    format!("{name} as {ty}")
-                } else {
-                    name.clone()
-                }
-            }
-        };
-        args.push(arg);
-    }
-    // Every C argument reaches the implementation, except the info of a persistent form.
-    let mut unused = BTreeSet::new();
-    for p in &f.params {
-        let n = decl::rust_ident(&p.name);
-        if !used.contains(&n) {
-            if m.form == Form::Init && p.ty.base == "MPI_Info" && p.ty.pointers == 0 {
-                unused.insert(n);
-            } else {
-                return Err(format!("argument `{n}` has no parameter of that name"));
-            }
-        }
-    }
-    let note = format!("family member ({})", describe(m));
+    let (args, unused) = decl::member_args(f, m, imp)?;
+    let note = format!("family member ({})", m.describe());
     Ok(Target { imp, name: impl_name.to_string(), args, note: Some(note), unused })
-}
-
-fn describe(m: &Member) -> String {
-    let mut parts = Vec::new();
-    if m.has_forms {
-        parts.push(match m.form {
-            Form::Blocking => "blocking",
-            Form::Start => "nonblocking",
-            Form::Init => "persistent",
-        });
-    }
-    parts.push(if m.large { "large counts" } else { "int counts" });
-    let send = format!("{} send", m.send_mode);
-    if !m.send_mode.is_empty() {
-        parts.push(&send);
-    }
-    parts.join(", ")
 }
 
 /// An `int`-count function without an implementation of its own is served by its large-count
