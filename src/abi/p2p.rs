@@ -278,6 +278,7 @@ unsafe fn blocking_send(
 /// (MPI_I...) and persistent (..._init), with `int` or `MPI_Count` counts (build.rs generates
 /// the 24 entries, see `abi::family`). Inlined so that each entry calls its form directly.
 #[inline]
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn MPI_Send_c(
     buf: *const c_void,
     count: MPI_Count,
