@@ -1,6 +1,10 @@
 //! Collective entry points: check arguments as MPICH does, decode the user buffers into block
 //! lists, and call `crate::coll` (intercommunicators: `crate::coll::inter`, always as a
 //! schedule).
+//!
+//! Each collective is one impl taking a `Mode` (and `CArray`s for the v/w forms), named after
+//! its widest member; build.rs generates the blocking, `MPI_I...` and `..._init` entries with
+//! `int` and `_c` counts from it (see `abi::family`).
 
 // The entry points take MPI's C argument lists as they are.
 #![allow(clippy::too_many_arguments)]
@@ -315,7 +319,9 @@ fn with_any_group(comm: MPI_Comm, f: impl FnOnce(&mut Group) -> MpiResult) -> Mp
 
 // ----- barrier, broadcast -----
 
-pub fn MPI_Barrier(comm: MPI_Comm, mode: Mode) -> MpiResult {
+/// # Safety
+/// The request pointer of `mode` is NULL or writable (as for every collective below).
+pub unsafe fn MPI_Barrier(comm: MPI_Comm, mode: Mode) -> MpiResult {
     with_any_group(comm, |g| match mode {
         _ if g.is_inter() => schedule(g, comm, mode, None, None, inter::barrier),
         Mode::Blocking => coll::barrier(g),
