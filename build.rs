@@ -21,7 +21,7 @@ mod decl;
 #[path = "src/abi/fortran_gen.rs"]
 mod fortran_gen;
 
-use decl::{Decls, Func, Impl};
+use decl::{Decls, Func, Impl, Member, family_members, is_family};
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -136,13 +136,13 @@ fn scan_impl_modules(abi_dir: &Path) -> BTreeMap<String, Impl> {
     files.sort();
     for path in files {
         let module = path.file_stem().unwrap().to_str().unwrap().to_string();
-        if module == "mod" || module == "decl" || module == "fortran_gen" {
+        if module == "mod" || module == "decl" || module == "fortran_gen" || module == "family" {
             continue;
         }
         println!("cargo:rerun-if-changed={}", path.display());
         let source = fs::read_to_string(&path).unwrap();
-        for (name, is_unsafe, returns_result) in decl::scan_impls(&source) {
-            let imp = Impl { module: module.clone(), is_unsafe, returns_result };
+        for (name, mut imp) in decl::scan_impls(&source) {
+            imp.module = module.clone();
             if let Some(prev) = found.insert(name.clone(), imp) {
                 panic!("{name} is implemented twice: in src/abi/{}.rs and src/abi/{module}.rs", prev.module);
             }
@@ -178,11 +178,13 @@ fn rust_entries(decls: &Decls, callbacks: &[String], impls: &BTreeMap<String, Im
         }
     }
     let by_name: BTreeMap<&str, &Func> = decls.functions.iter().map(|f| (f.name.as_str(), f)).collect();
+    let families = family_targets(&by_name, impls);
     for f in &decls.functions {
         let names: Vec<String> = f.params.iter().map(|p| decl::rust_ident(&p.name)).collect();
-        let target = match impls.get(&f.name) {
-            Some(i) => Some(Target { imp: i, name: f.name.clone(), args: names }),
-            None => widened_target(f, &by_name, impls),
+        let target = match (impls.get(&f.name), families.get(&f.name)) {
+            (Some(i), _) if !is_family(i) => Some(Target::direct(i, &f.name, names)),
+            (_, Some(t)) => Some(t.clone()),
+            _ => widened_target(f, &by_name, impls),
         };
         entry(&mut s, f, callbacks, target);
     }
@@ -190,10 +192,51 @@ fn rust_entries(decls: &Decls, callbacks: &[String], impls: &BTreeMap<String, Im
 }
 
 /// The implementation an entry calls, with the argument expressions it passes.
+#[derive(Clone)]
 struct Target<'a> {
     imp: &'a Impl,
     name: String,
     args: Vec<String>,
+    /// How a family member reaches its implementation, for the entry's doc comment.
+    note: Option<String>,
+    /// C arguments the implementation does not take (the info of a persistent form).
+    unused: BTreeSet<String>,
+}
+
+impl<'a> Target<'a> {
+    fn direct(imp: &'a Impl, name: &str, args: Vec<String>) -> Target<'a> {
+        Target { imp, name: name.to_string(), args, note: None, unused: BTreeSet::new() }
+    }
+}
+
+/// The entries that family implementations serve: every declared member of each family,
+/// except a member with an ordinary implementation of its own.
+fn family_targets<'a>(
+    by_name: &BTreeMap<&str, &Func>,
+    impls: &'a BTreeMap<String, Impl>,
+) -> BTreeMap<String, Target<'a>> {
+    let mut out: BTreeMap<String, Target> = BTreeMap::new();
+    for (impl_name, imp) in impls.iter().filter(|(_, i)| is_family(i)) {
+        for m in family_members(impl_name, imp) {
+            let Some(f) = by_name.get(m.name.as_str()) else { continue };
+            if impls.get(&m.name).is_some_and(|i| !is_family(i)) {
+                continue;
+            }
+            let t = member_target(f, &m, impl_name, imp)
+                .unwrap_or_else(|e| panic!("src/abi/{}.rs: {impl_name} cannot serve {}: {e}", imp.module, m.name));
+            if let Some(prev) = out.insert(m.name.clone(), t) {
+                panic!("{} is served by two family implementations: {} and {impl_name}", m.name, prev.name);
+            }
+        }
+    }
+    out
+}
+
+/// The target of family member `m` (C prototype `f`).
+fn member_target<'a>(f: &Func, m: &Member, impl_name: &str, imp: &'a Impl) -> Result<Target<'a>, String> {
+    let (args, unused) = decl::member_args(f, m, imp)?;
+    let note = format!("family member ({})", m.describe());
+    Ok(Target { imp, name: impl_name.to_string(), args, note: Some(note), unused })
 }
 
 /// An `int`-count function without an implementation of its own is served by its large-count
@@ -207,7 +250,7 @@ fn widened_target<'a>(
 ) -> Option<Target<'a>> {
     let wide_name = format!("{}_c", f.name);
     let (wide, imp) = (by_name.get(wide_name.as_str())?, impls.get(&wide_name)?);
-    if wide.params.len() != f.params.len() || wide.ret != f.ret {
+    if wide.params.len() != f.params.len() || wide.ret != f.ret || is_family(imp) {
         return None;
     }
     let scalar = |t: &decl::CType, base: &str| t.base == base && t.pointers == 0 && t.inner_array.is_none();
@@ -222,11 +265,10 @@ fn widened_target<'a>(
             return None;
         }
     }
-    Some(Target { imp, name: wide_name, args })
+    Some(Target::direct(imp, &wide_name, args))
 }
 
 fn entry(s: &mut String, f: &Func, callbacks: &[String], target: Option<Target>) {
-    let imp = target.as_ref().map(|t| t.imp);
     let pname = pmpi_name(&f.name);
     let ret = decl::rust_return(&f.ret, callbacks).unwrap_or_else(|e| panic!("{}: {e}", f.name));
     let returns_int = f.ret.base == "int" && f.ret.pointers == 0;
@@ -246,7 +288,10 @@ fn entry(s: &mut String, f: &Func, callbacks: &[String], target: Option<Target>)
         let picks_handler = (file_target.is_none() && comm_hint == format!("Some({n})"))
             || file_target.as_deref() == Some(n.as_str())
             || win_target.as_ref().is_some_and(|t| t == n || t.contains(&format!("({n},")));
-        let used = imp.is_some() || (returns_int && picks_handler);
+        let used = match &target {
+            Some(t) => !t.unused.contains(n),
+            None => returns_int && picks_handler,
+        };
         params.push(format!("{}{n}: {ty}", if used { "" } else { "_" }));
     }
     writeln!(
@@ -257,13 +302,17 @@ fn entry(s: &mut String, f: &Func, callbacks: &[String], target: Option<Target>)
     )
     .unwrap();
     match &target {
-        Some(t) => writeln!(s, "/// Implemented by `crate::abi::{}::{}`.", t.imp.module, t.name).unwrap(),
+        Some(t) => match &t.note {
+            Some(note) => writeln!(s, "/// Implemented by `crate::abi::{}::{}`, as a {note}.", t.imp.module, t.name),
+            None => writeln!(s, "/// Implemented by `crate::abi::{}::{}`.", t.imp.module, t.name),
+        }
+        .unwrap(),
         None => writeln!(s, "/// Not implemented yet: reports MPI_ERR_UNSUPPORTED_OPERATION.").unwrap(),
     }
     writeln!(s, "#[unsafe(no_mangle)]").unwrap();
     writeln!(s, "pub unsafe extern \"C\" fn {pname}({}){ret} {{", params.join(", ")).unwrap();
     match &target {
-        Some(Target { imp: i, name: target_name, args }) => {
+        Some(Target { imp: i, name: target_name, args, .. }) => {
             let call = format!("crate::abi::{}::{target_name}({})", i.module, args.join(", "));
             let call = if i.is_unsafe {
                 format!(

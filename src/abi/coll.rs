@@ -1,11 +1,16 @@
 //! Collective entry points: check arguments as MPICH does, decode the user buffers into block
 //! lists, and call `crate::coll` (intercommunicators: `crate::coll::inter`, always as a
 //! schedule).
+//!
+//! Each collective is one impl taking a `Mode` (and `CArray`s for the v/w forms), named after
+//! its widest member; build.rs generates the blocking, `MPI_I...` and `..._init` entries with
+//! `int` and `_c` counts from it (see `abi::family`).
 
 // The entry points take MPI's C argument lists as they are.
 #![allow(clippy::too_many_arguments)]
 
 use super::consts::*;
+use super::family::{CArray, Mode};
 use super::types::*;
 use crate::coll::sched::{self, Schedule, Target, UserBuf};
 use crate::coll::{self, Block, Group, In, Out, inter};
@@ -104,34 +109,6 @@ fn check_alias(send: *const c_void, recv: *const c_void) -> MpiResult<()> {
 fn reduction(op: MPI_Op, datatype: MPI_Datatype) -> MpiResult<Reduction> {
     datatype::layout(datatype)?;
     Reduction::new(&Op::from_handle(op)?, datatype)
-}
-
-/// A C array of counts or displacements: `int[]`, or `MPI_Count[]`/`MPI_Aint[]` (both 64-bit).
-#[derive(Clone, Copy)]
-pub(super) enum CArray {
-    Int(*const c_int),
-    Wide(*const i64),
-}
-
-impl CArray {
-    /// # Safety
-    /// The pointer is NULL or points at `n` readable elements.
-    unsafe fn read(self, n: usize, what: &str) -> MpiResult<Vec<i64>> {
-        let null = match self {
-            CArray::Int(p) => p.is_null(),
-            CArray::Wide(p) => p.is_null(),
-        };
-        if null {
-            return err(MPI_ERR_ARG, format!("invalid {what} array (NULL)"));
-        }
-        // SAFETY: non-null, and the caller guarantees n elements.
-        Ok(unsafe {
-            match self {
-                CArray::Int(p) => std::slice::from_raw_parts(p, n).iter().map(|&v| v as i64).collect(),
-                CArray::Wide(p) => std::slice::from_raw_parts(p, n).to_vec(),
-            }
-        })
-    }
 }
 
 /// How a buffer is split among the members: the same count at consecutive places, or a
@@ -274,16 +251,6 @@ fn pack_input(send: &Option<UserBuf>, out: Option<&UserBuf>, i: usize) -> Vec<u8
     }
 }
 
-/// How a collective entry point runs: at once (blocking), as a started schedule behind a
-/// request (MPI_I...), or as a persistent request rebuilding its schedule at each MPI_Start
-/// (MPI_..._init). The request pointers are the caller's output arguments.
-#[derive(Clone, Copy)]
-pub(super) enum Mode {
-    Blocking,
-    Start(*mut MPI_Request),
-    Init(*mut MPI_Request),
-}
-
 /// Starts the schedule `build` fills in (Mode::Start), or makes a persistent request that
 /// builds it at each start (Mode::Init), and stores the request handle; or runs it to
 /// completion (Mode::Blocking: the collectives that exist only as schedules).
@@ -352,11 +319,9 @@ fn with_any_group(comm: MPI_Comm, f: impl FnOnce(&mut Group) -> MpiResult) -> Mp
 
 // ----- barrier, broadcast -----
 
-pub unsafe fn MPI_Barrier(comm: MPI_Comm) -> MpiResult {
-    barrier(comm, Mode::Blocking)
-}
-
-fn barrier(comm: MPI_Comm, mode: Mode) -> MpiResult {
+/// # Safety
+/// The request pointer of `mode` is NULL or writable (as for every collective below).
+pub unsafe fn MPI_Barrier(comm: MPI_Comm, mode: Mode) -> MpiResult {
     with_any_group(comm, |g| match mode {
         _ if g.is_inter() => schedule(g, comm, mode, None, None, inter::barrier),
         Mode::Blocking => coll::barrier(g),
@@ -364,30 +329,11 @@ fn barrier(comm: MPI_Comm, mode: Mode) -> MpiResult {
     })
 }
 
-pub unsafe fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> MpiResult {
-    barrier(comm, Mode::Start(request))
-}
-
-pub unsafe fn MPI_Barrier_init(comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> MpiResult {
-    barrier(comm, Mode::Init(request))
-}
-
+/// # Safety
+/// `buffer` holds `count` elements of `datatype`.
 pub unsafe fn MPI_Bcast_c(
     buffer: *mut c_void,
     count: MPI_Count,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { bcast(buffer, count, datatype, root, comm, Mode::Blocking) }
-}
-
-/// # Safety
-/// `buffer` holds `count` elements of `datatype`.
-unsafe fn bcast(
-    buffer: *mut c_void,
-    count: i64,
     datatype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
@@ -423,61 +369,12 @@ unsafe fn bcast(
 
 // ----- reductions -----
 
+/// # Safety
+/// `sendbuf` (unless MPI_IN_PLACE) and, at the root, `recvbuf` hold `count` elements.
 pub unsafe fn MPI_Reduce_c(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
     count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { reduce(sendbuf, recvbuf, count, datatype, op, root, comm, Mode::Blocking) }
-}
-
-pub unsafe fn MPI_Allreduce_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { allreduce(sendbuf, recvbuf, count, datatype, op, comm, Mode::Blocking) }
-}
-
-pub unsafe fn MPI_Scan_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { scan(sendbuf, recvbuf, count, datatype, op, comm, Mode::Blocking) }
-}
-
-pub unsafe fn MPI_Exscan_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { exscan(sendbuf, recvbuf, count, datatype, op, comm, Mode::Blocking) }
-}
-
-/// # Safety
-/// `sendbuf` (unless MPI_IN_PLACE) and, at the root, `recvbuf` hold `count` elements.
-unsafe fn reduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: i64,
     datatype: MPI_Datatype,
     op: MPI_Op,
     root: c_int,
@@ -542,9 +439,16 @@ unsafe fn reduce(
     })
 }
 
-/// Allreduce, Scan and Exscan take the same arguments and all allow MPI_IN_PLACE (on
-/// intracommunicators). `nb_inter` is the intercommunicator form (Allreduce only: Scan and
-/// Exscan are not defined there).
+/// The reductions that take Allreduce's arguments and all allow MPI_IN_PLACE (on
+/// intracommunicators).
+#[derive(Clone, Copy)]
+enum AllReduceLike {
+    Allreduce,
+    Scan,
+    Exscan,
+}
+
+/// One of `AllReduceLike`.
 ///
 /// # Safety
 /// `sendbuf` (unless MPI_IN_PLACE) and `recvbuf` hold `count` elements.
@@ -556,10 +460,17 @@ unsafe fn all_reduce_like(
     op: MPI_Op,
     comm: MPI_Comm,
     mode: Mode,
-    run: fn(&mut Group, Option<In>, Out, &Reduction) -> MpiResult,
-    nb: fn(&mut Schedule, Vec<u8>),
-    nb_inter: Option<fn(&mut Schedule, Vec<u8>)>,
+    kind: AllReduceLike,
 ) -> MpiResult {
+    // The blocking and scheduled algorithms, and the intercommunicator form (Allreduce only:
+    // Scan and Exscan are not defined there).
+    type Run = fn(&mut Group, Option<In>, Out, &Reduction) -> MpiResult;
+    type Nb = fn(&mut Schedule, Vec<u8>);
+    let (run, nb, nb_inter): (Run, Nb, Option<Nb>) = match kind {
+        AllReduceLike::Allreduce => (coll::allreduce, sched::allreduce, Some(inter::allreduce)),
+        AllReduceLike::Scan => (|g, s, r, red| coll::scan(g, s, r, red, false), |s, m| sched::scan(s, m, false), None),
+        AllReduceLike::Exscan => (|g, s, r, red| coll::scan(g, s, r, red, true), |s, m| sched::scan(s, m, true), None),
+    };
     let body = |g: &mut Group| {
         let count = check_count(count, "count")?;
         let layout = datatype::layout(datatype)?;
@@ -598,82 +509,43 @@ unsafe fn all_reduce_like(
     if nb_inter.is_some() { with_any_group(comm, body) } else { with_group(comm, body) }
 }
 
-unsafe fn allreduce(
+pub unsafe fn MPI_Allreduce_c(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: i64,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        all_reduce_like(
-            sendbuf,
-            recvbuf,
-            count,
-            datatype,
-            op,
-            comm,
-            mode,
-            coll::allreduce,
-            sched::allreduce,
-            Some(inter::allreduce),
-        )
-    }
+    unsafe { all_reduce_like(sendbuf, recvbuf, count, datatype, op, comm, mode, AllReduceLike::Allreduce) }
 }
 
-unsafe fn scan(
+pub unsafe fn MPI_Scan_c(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: i64,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        all_reduce_like(
-            sendbuf,
-            recvbuf,
-            count,
-            datatype,
-            op,
-            comm,
-            mode,
-            |g, s, r, red| coll::scan(g, s, r, red, false),
-            |s, m| sched::scan(s, m, false),
-            None,
-        )
-    }
+    unsafe { all_reduce_like(sendbuf, recvbuf, count, datatype, op, comm, mode, AllReduceLike::Scan) }
 }
 
-unsafe fn exscan(
+pub unsafe fn MPI_Exscan_c(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    count: i64,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        all_reduce_like(
-            sendbuf,
-            recvbuf,
-            count,
-            datatype,
-            op,
-            comm,
-            mode,
-            |g, s, r, red| coll::scan(g, s, r, red, true),
-            |s, m| sched::scan(s, m, true),
-            None,
-        )
-    }
+    unsafe { all_reduce_like(sendbuf, recvbuf, count, datatype, op, comm, mode, AllReduceLike::Exscan) }
 }
 
 pub unsafe fn MPI_Reduce_scatter_block_c(
@@ -683,35 +555,24 @@ pub unsafe fn MPI_Reduce_scatter_block_c(
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe { reduce_scatter(sendbuf, recvbuf, Spread::Uniform(recvcount), datatype, op, comm, Mode::Blocking) }
-}
-
-pub unsafe fn MPI_Reduce_scatter(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> MpiResult {
-    let counts = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(recvcounts) };
-    // SAFETY: forwarded from the caller.
-    unsafe { reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm, Mode::Blocking) }
+    unsafe { reduce_scatter(sendbuf, recvbuf, Spread::Uniform(recvcount), datatype, op, comm, mode) }
 }
 
 pub unsafe fn MPI_Reduce_scatter_c(
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
+    recvcounts: CArray,
     datatype: MPI_Datatype,
     op: MPI_Op,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
-    let counts = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(recvcounts) };
+    let counts = Spread::Varying { counts: recvcounts, displs: recvcounts };
     // SAFETY: forwarded from the caller.
-    unsafe { reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm, Mode::Blocking) }
+    unsafe { reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm, mode) }
 }
 
 /// Reduce_scatter(_block). `counts` gives the count per member (its displacements are unused).
@@ -801,27 +662,10 @@ pub unsafe fn MPI_Gather_c(
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        gather(sendbuf, sendcount, sendtype, recvbuf, Spread::Uniform(recvcount), recvtype, root, comm, Mode::Blocking)
-    }
-}
-
-pub unsafe fn MPI_Gatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> MpiResult {
-    let spread = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(displs) };
-    // SAFETY: forwarded from the caller.
-    unsafe { gather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, root, comm, Mode::Blocking) }
+    unsafe { gather(sendbuf, sendcount, sendtype, recvbuf, Spread::Uniform(recvcount), recvtype, root, comm, mode) }
 }
 
 pub unsafe fn MPI_Gatherv_c(
@@ -829,15 +673,16 @@ pub unsafe fn MPI_Gatherv_c(
     sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
+    recvcounts: CArray,
+    displs: CArray,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
-    let spread = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(displs) };
+    let spread = Spread::Varying { counts: recvcounts, displs };
     // SAFETY: forwarded from the caller.
-    unsafe { gather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, root, comm, Mode::Blocking) }
+    unsafe { gather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, root, comm, mode) }
 }
 
 /// Gather(v).
@@ -919,43 +764,27 @@ pub unsafe fn MPI_Scatter_c(
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        scatter(sendbuf, Spread::Uniform(sendcount), sendtype, recvbuf, recvcount, recvtype, root, comm, Mode::Blocking)
-    }
-}
-
-pub unsafe fn MPI_Scatterv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> MpiResult {
-    let spread = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(displs) };
-    // SAFETY: forwarded from the caller.
-    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount as i64, recvtype, root, comm, Mode::Blocking) }
+    unsafe { scatter(sendbuf, Spread::Uniform(sendcount), sendtype, recvbuf, recvcount, recvtype, root, comm, mode) }
 }
 
 pub unsafe fn MPI_Scatterv_c(
     sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
+    sendcounts: CArray,
+    displs: CArray,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
     recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     root: c_int,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
-    let spread = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(displs) };
+    let spread = Spread::Varying { counts: sendcounts, displs };
     // SAFETY: forwarded from the caller.
-    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount, recvtype, root, comm, Mode::Blocking) }
+    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount, recvtype, root, comm, mode) }
 }
 
 /// Scatter(v).
@@ -1041,26 +870,10 @@ pub unsafe fn MPI_Allgather_c(
     recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
     // SAFETY: forwarded from the caller.
-    unsafe {
-        allgather(sendbuf, sendcount, sendtype, recvbuf, Spread::Uniform(recvcount), recvtype, comm, Mode::Blocking)
-    }
-}
-
-pub unsafe fn MPI_Allgatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> MpiResult {
-    let spread = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(displs) };
-    // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, comm, Mode::Blocking) }
+    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, Spread::Uniform(recvcount), recvtype, comm, mode) }
 }
 
 pub unsafe fn MPI_Allgatherv_c(
@@ -1068,14 +881,15 @@ pub unsafe fn MPI_Allgatherv_c(
     sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
+    recvcounts: CArray,
+    displs: CArray,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
-    let spread = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(displs) };
+    let spread = Spread::Varying { counts: recvcounts, displs };
     // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, comm, Mode::Blocking) }
+    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, comm, mode) }
 }
 
 /// Allgather(v).
@@ -1139,82 +953,47 @@ pub unsafe fn MPI_Alltoall_c(
     recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
     let (s, r) = (Spread::Uniform(sendcount), Spread::Uniform(recvcount));
     // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Blocking) }
-}
-
-pub unsafe fn MPI_Alltoallv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> MpiResult {
-    let s = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(sdispls) };
-    let r = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(rdispls) };
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Blocking) }
+    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, mode) }
 }
 
 pub unsafe fn MPI_Alltoallv_c(
     sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
+    sendcounts: CArray,
+    sdispls: CArray,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
+    recvcounts: CArray,
+    rdispls: CArray,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
-    let s = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(sdispls) };
-    let r = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(rdispls) };
+    let s = Spread::Varying { counts: sendcounts, displs: sdispls };
+    let r = Spread::Varying { counts: recvcounts, displs: rdispls };
     // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Blocking) }
-}
-
-pub unsafe fn MPI_Alltoallw(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-) -> MpiResult {
-    let s = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(sdispls) };
-    let r = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(rdispls) };
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        alltoall(sendbuf, s, Types::PerRank(sendtypes), recvbuf, r, Types::PerRank(recvtypes), comm, Mode::Blocking)
-    }
+    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, mode) }
 }
 
 pub unsafe fn MPI_Alltoallw_c(
     sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
+    sendcounts: CArray,
+    sdispls: CArray,
     sendtypes: *const MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
+    recvcounts: CArray,
+    rdispls: CArray,
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
-    let s = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(sdispls) };
-    let r = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(rdispls) };
+    let s = Spread::Varying { counts: sendcounts, displs: sdispls };
+    let r = Spread::Varying { counts: recvcounts, displs: rdispls };
     // SAFETY: forwarded from the caller.
-    unsafe {
-        alltoall(sendbuf, s, Types::PerRank(sendtypes), recvbuf, r, Types::PerRank(recvtypes), comm, Mode::Blocking)
-    }
+    unsafe { alltoall(sendbuf, s, Types::PerRank(sendtypes), recvbuf, r, Types::PerRank(recvtypes), comm, mode) }
 }
 
 /// One datatype for every block (displacements in extents), or one per member (Alltoallw:
@@ -1308,816 +1087,4 @@ unsafe fn alltoall(
             sched::alltoall(s, outgoing)
         })
     })
-}
-
-// ----- nonblocking (MPI_I...) and persistent (MPI_..._init) entry points -----
-
-pub unsafe fn MPI_Ibcast_c(
-    buffer: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { bcast(buffer, count, datatype, root, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Bcast_init_c(
-    buffer: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { bcast(buffer, count, datatype, root, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Ireduce_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { reduce(sendbuf, recvbuf, count, datatype, op, root, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Reduce_init_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { reduce(sendbuf, recvbuf, count, datatype, op, root, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Iallreduce_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { allreduce(sendbuf, recvbuf, count, datatype, op, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Allreduce_init_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { allreduce(sendbuf, recvbuf, count, datatype, op, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Iscan_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { scan(sendbuf, recvbuf, count, datatype, op, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Scan_init_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { scan(sendbuf, recvbuf, count, datatype, op, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Iexscan_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { exscan(sendbuf, recvbuf, count, datatype, op, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Exscan_init_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { exscan(sendbuf, recvbuf, count, datatype, op, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Ireduce_scatter_block_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { reduce_scatter(sendbuf, recvbuf, Spread::Uniform(recvcount), datatype, op, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Reduce_scatter_block_init_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe { reduce_scatter(sendbuf, recvbuf, Spread::Uniform(recvcount), datatype, op, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Ireduce_scatter(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let counts = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(recvcounts) };
-    // SAFETY: forwarded from the caller.
-    unsafe { reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Reduce_scatter_init(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let counts = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(recvcounts) };
-    // SAFETY: forwarded from the caller.
-    unsafe { reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Ireduce_scatter_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let counts = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(recvcounts) };
-    // SAFETY: forwarded from the caller.
-    unsafe { reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Reduce_scatter_init_c(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let counts = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(recvcounts) };
-    // SAFETY: forwarded from the caller.
-    unsafe { reduce_scatter(sendbuf, recvbuf, counts, datatype, op, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Igather_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        gather(
-            sendbuf,
-            sendcount,
-            sendtype,
-            recvbuf,
-            Spread::Uniform(recvcount),
-            recvtype,
-            root,
-            comm,
-            Mode::Start(request),
-        )
-    }
-}
-
-pub unsafe fn MPI_Gather_init_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        gather(
-            sendbuf,
-            sendcount,
-            sendtype,
-            recvbuf,
-            Spread::Uniform(recvcount),
-            recvtype,
-            root,
-            comm,
-            Mode::Init(request),
-        )
-    }
-}
-
-pub unsafe fn MPI_Igatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let spread = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(displs) };
-    // SAFETY: forwarded from the caller.
-    unsafe { gather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, root, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Gatherv_init(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let spread = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(displs) };
-    // SAFETY: forwarded from the caller.
-    unsafe { gather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, root, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Igatherv_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let spread = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(displs) };
-    // SAFETY: forwarded from the caller.
-    unsafe { gather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, root, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Gatherv_init_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let spread = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(displs) };
-    // SAFETY: forwarded from the caller.
-    unsafe { gather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, root, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Iscatter_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        scatter(
-            sendbuf,
-            Spread::Uniform(sendcount),
-            sendtype,
-            recvbuf,
-            recvcount,
-            recvtype,
-            root,
-            comm,
-            Mode::Start(request),
-        )
-    }
-}
-
-pub unsafe fn MPI_Scatter_init_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        scatter(
-            sendbuf,
-            Spread::Uniform(sendcount),
-            sendtype,
-            recvbuf,
-            recvcount,
-            recvtype,
-            root,
-            comm,
-            Mode::Init(request),
-        )
-    }
-}
-
-pub unsafe fn MPI_Iscatterv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let spread = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(displs) };
-    // SAFETY: forwarded from the caller.
-    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount as i64, recvtype, root, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Scatterv_init(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let spread = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(displs) };
-    // SAFETY: forwarded from the caller.
-    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount as i64, recvtype, root, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Iscatterv_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let spread = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(displs) };
-    // SAFETY: forwarded from the caller.
-    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount, recvtype, root, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Scatterv_init_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let spread = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(displs) };
-    // SAFETY: forwarded from the caller.
-    unsafe { scatter(sendbuf, spread, sendtype, recvbuf, recvcount, recvtype, root, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Iallgather_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        allgather(
-            sendbuf,
-            sendcount,
-            sendtype,
-            recvbuf,
-            Spread::Uniform(recvcount),
-            recvtype,
-            comm,
-            Mode::Start(request),
-        )
-    }
-}
-
-pub unsafe fn MPI_Allgather_init_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        allgather(
-            sendbuf,
-            sendcount,
-            sendtype,
-            recvbuf,
-            Spread::Uniform(recvcount),
-            recvtype,
-            comm,
-            Mode::Init(request),
-        )
-    }
-}
-
-pub unsafe fn MPI_Iallgatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let spread = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(displs) };
-    // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Allgatherv_init(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let spread = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(displs) };
-    // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount as i64, sendtype, recvbuf, spread, recvtype, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Iallgatherv_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let spread = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(displs) };
-    // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Allgatherv_init_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let spread = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(displs) };
-    // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, spread, recvtype, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Ialltoall_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let (s, r) = (Spread::Uniform(sendcount), Spread::Uniform(recvcount));
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Alltoall_init_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let (s, r) = (Spread::Uniform(sendcount), Spread::Uniform(recvcount));
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Ialltoallv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let s = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(sdispls) };
-    let r = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(rdispls) };
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Alltoallv_init(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let s = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(sdispls) };
-    let r = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(rdispls) };
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Ialltoallv_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let s = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(sdispls) };
-    let r = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(rdispls) };
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Alltoallv_init_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let s = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(sdispls) };
-    let r = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(rdispls) };
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, Types::One(sendtype), recvbuf, r, Types::One(recvtype), comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Ialltoallw(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let s = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(sdispls) };
-    let r = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(rdispls) };
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        alltoall(
-            sendbuf,
-            s,
-            Types::PerRank(sendtypes),
-            recvbuf,
-            r,
-            Types::PerRank(recvtypes),
-            comm,
-            Mode::Start(request),
-        )
-    }
-}
-
-pub unsafe fn MPI_Alltoallw_init(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let s = Spread::Varying { counts: CArray::Int(sendcounts), displs: CArray::Int(sdispls) };
-    let r = Spread::Varying { counts: CArray::Int(recvcounts), displs: CArray::Int(rdispls) };
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        alltoall(
-            sendbuf,
-            s,
-            Types::PerRank(sendtypes),
-            recvbuf,
-            r,
-            Types::PerRank(recvtypes),
-            comm,
-            Mode::Init(request),
-        )
-    }
-}
-
-pub unsafe fn MPI_Ialltoallw_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let s = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(sdispls) };
-    let r = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(rdispls) };
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        alltoall(
-            sendbuf,
-            s,
-            Types::PerRank(sendtypes),
-            recvbuf,
-            r,
-            Types::PerRank(recvtypes),
-            comm,
-            Mode::Start(request),
-        )
-    }
-}
-
-pub unsafe fn MPI_Alltoallw_init_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let s = Spread::Varying { counts: CArray::Wide(sendcounts), displs: CArray::Wide(sdispls) };
-    let r = Spread::Varying { counts: CArray::Wide(recvcounts), displs: CArray::Wide(rdispls) };
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        alltoall(
-            sendbuf,
-            s,
-            Types::PerRank(sendtypes),
-            recvbuf,
-            r,
-            Types::PerRank(recvtypes),
-            comm,
-            Mode::Init(request),
-        )
-    }
 }

@@ -6,6 +6,7 @@
 #![allow(clippy::too_many_arguments)]
 
 use super::consts::*;
+use super::family::{CArray, Width};
 use super::types::*;
 use crate::datatype::{self, Child, sig};
 use crate::error::{MpiError, MpiResult, err};
@@ -35,6 +36,18 @@ unsafe fn read<T: Copy + Into<i64>>(p: *const T, n: usize, what: &str) -> MpiRes
     }
     // SAFETY: non-null; the caller guarantees n elements.
     Ok(unsafe { std::slice::from_raw_parts(p, n) }.iter().map(|&v| v.into()).collect())
+}
+
+/// # Safety
+/// As for `read`.
+unsafe fn read_array(a: CArray, n: usize, what: &str) -> MpiResult<Vec<i64>> {
+    // SAFETY: forwarded.
+    unsafe {
+        match a {
+            CArray::Int(p) => read(p, n, what),
+            CArray::Wide(p) => read(p, n, what),
+        }
+    }
 }
 
 /// # Safety
@@ -173,41 +186,41 @@ pub unsafe fn MPI_Type_free(datatype: *mut MPI_Datatype) -> MpiResult {
 
 // ----- constructors -----
 
-pub unsafe fn MPI_Type_contiguous(count: c_int, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> MpiResult {
-    unsafe { out_type(newtype, || datatype::contiguous(count as i64, oldtype, false)) }
-}
-pub unsafe fn MPI_Type_contiguous_c(count: MPI_Count, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> MpiResult {
-    unsafe { out_type(newtype, || datatype::contiguous(count, oldtype, true)) }
-}
+// Each constructor with a `_c` twin is one impl: build.rs generates the `int` form from it,
+// passing `CArray::Int` arrays and `Width::Int`, which the new type records (MPI_Type_get_envelope
+// reports the `_c` combiners only for the large forms).
 
-pub unsafe fn MPI_Type_vector(
-    count: c_int,
-    blocklength: c_int,
-    stride: c_int,
+pub unsafe fn MPI_Type_contiguous_c(
+    count: MPI_Count,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
+    width: Width,
 ) -> MpiResult {
-    unsafe { out_type(newtype, || datatype::vector(count as i64, blocklength as i64, stride as i64, oldtype, false)) }
+    unsafe { out_type(newtype, || datatype::contiguous(count, oldtype, width.is_large())) }
 }
+
 pub unsafe fn MPI_Type_vector_c(
     count: MPI_Count,
     blocklength: MPI_Count,
     stride: MPI_Count,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
+    width: Width,
 ) -> MpiResult {
-    unsafe { out_type(newtype, || datatype::vector(count, blocklength, stride, oldtype, true)) }
+    unsafe { out_type(newtype, || datatype::vector(count, blocklength, stride, oldtype, width.is_large())) }
 }
 
-pub unsafe fn MPI_Type_create_hvector(
-    count: c_int,
-    blocklength: c_int,
-    stride: MPI_Aint,
+pub unsafe fn MPI_Type_create_hvector_c(
+    count: MPI_Count,
+    blocklength: MPI_Count,
+    stride: MPI_Count,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
+    width: Width,
 ) -> MpiResult {
-    unsafe { out_type(newtype, || datatype::hvector(count as i64, blocklength as i64, stride, oldtype, false)) }
+    unsafe { out_type(newtype, || datatype::hvector(count, blocklength, stride, oldtype, width.is_large())) }
 }
+/// The MPI-1 name of MPI_Type_create_hvector.
 pub unsafe fn MPI_Type_hvector(
     count: c_int,
     blocklength: c_int,
@@ -215,55 +228,39 @@ pub unsafe fn MPI_Type_hvector(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> MpiResult {
-    unsafe { MPI_Type_create_hvector(count, blocklength, stride, oldtype, newtype) }
-}
-pub unsafe fn MPI_Type_create_hvector_c(
-    count: MPI_Count,
-    blocklength: MPI_Count,
-    stride: MPI_Count,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> MpiResult {
-    unsafe { out_type(newtype, || datatype::hvector(count, blocklength, stride, oldtype, true)) }
+    unsafe {
+        MPI_Type_create_hvector_c(count as MPI_Count, blocklength as MPI_Count, stride, oldtype, newtype, Width::Int)
+    }
 }
 
-pub unsafe fn MPI_Type_indexed(
-    count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> MpiResult {
-    let n = check_count(count as i64)?;
-    let bls = unsafe { read(array_of_blocklengths, n, "blocklengths")? };
-    let ds = unsafe { read(array_of_displacements, n, "displacements")? };
-    unsafe { out_type(newtype, || datatype::indexed(&bls, &ds, oldtype, false)) }
-}
 pub unsafe fn MPI_Type_indexed_c(
     count: MPI_Count,
-    array_of_blocklengths: *const MPI_Count,
-    array_of_displacements: *const MPI_Count,
+    array_of_blocklengths: CArray,
+    array_of_displacements: CArray,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
+    width: Width,
 ) -> MpiResult {
     let n = check_count(count)?;
-    let bls = unsafe { read(array_of_blocklengths, n, "blocklengths")? };
-    let ds = unsafe { read(array_of_displacements, n, "displacements")? };
-    unsafe { out_type(newtype, || datatype::indexed(&bls, &ds, oldtype, true)) }
+    let bls = unsafe { read_array(array_of_blocklengths, n, "blocklengths")? };
+    let ds = unsafe { read_array(array_of_displacements, n, "displacements")? };
+    unsafe { out_type(newtype, || datatype::indexed(&bls, &ds, oldtype, width.is_large())) }
 }
 
-pub unsafe fn MPI_Type_create_hindexed(
-    count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const MPI_Aint,
+pub unsafe fn MPI_Type_create_hindexed_c(
+    count: MPI_Count,
+    array_of_blocklengths: CArray,
+    array_of_displacements: CArray,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
+    width: Width,
 ) -> MpiResult {
-    let n = check_count(count as i64)?;
-    let bls = unsafe { read(array_of_blocklengths, n, "blocklengths")? };
-    let ds = unsafe { read(array_of_displacements, n, "displacements")? };
-    unsafe { out_type(newtype, || datatype::hindexed(&bls, &ds, oldtype, false)) }
+    let n = check_count(count)?;
+    let bls = unsafe { read_array(array_of_blocklengths, n, "blocklengths")? };
+    let ds = unsafe { read_array(array_of_displacements, n, "displacements")? };
+    unsafe { out_type(newtype, || datatype::hindexed(&bls, &ds, oldtype, width.is_large())) }
 }
+/// The MPI-1 name of MPI_Type_create_hindexed.
 pub unsafe fn MPI_Type_hindexed(
     count: c_int,
     array_of_blocklengths: *mut c_int,
@@ -271,80 +268,51 @@ pub unsafe fn MPI_Type_hindexed(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> MpiResult {
-    unsafe { MPI_Type_create_hindexed(count, array_of_blocklengths, array_of_displacements, oldtype, newtype) }
-}
-pub unsafe fn MPI_Type_create_hindexed_c(
-    count: MPI_Count,
-    array_of_blocklengths: *const MPI_Count,
-    array_of_displacements: *const MPI_Count,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> MpiResult {
-    let n = check_count(count)?;
-    let bls = unsafe { read(array_of_blocklengths, n, "blocklengths")? };
-    let ds = unsafe { read(array_of_displacements, n, "displacements")? };
-    unsafe { out_type(newtype, || datatype::hindexed(&bls, &ds, oldtype, true)) }
+    let (bls, ds) = (CArray::Int(array_of_blocklengths), CArray::Wide(array_of_displacements));
+    unsafe { MPI_Type_create_hindexed_c(count as MPI_Count, bls, ds, oldtype, newtype, Width::Int) }
 }
 
-pub unsafe fn MPI_Type_create_indexed_block(
-    count: c_int,
-    blocklength: c_int,
-    array_of_displacements: *const c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> MpiResult {
-    let n = check_count(count as i64)?;
-    let ds = unsafe { read(array_of_displacements, n, "displacements")? };
-    unsafe { out_type(newtype, || datatype::indexed_block(blocklength as i64, &ds, oldtype, false)) }
-}
 pub unsafe fn MPI_Type_create_indexed_block_c(
     count: MPI_Count,
     blocklength: MPI_Count,
-    array_of_displacements: *const MPI_Count,
+    array_of_displacements: CArray,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
+    width: Width,
 ) -> MpiResult {
     let n = check_count(count)?;
-    let ds = unsafe { read(array_of_displacements, n, "displacements")? };
-    unsafe { out_type(newtype, || datatype::indexed_block(blocklength, &ds, oldtype, true)) }
+    let ds = unsafe { read_array(array_of_displacements, n, "displacements")? };
+    unsafe { out_type(newtype, || datatype::indexed_block(blocklength, &ds, oldtype, width.is_large())) }
 }
 
-pub unsafe fn MPI_Type_create_hindexed_block(
-    count: c_int,
-    blocklength: c_int,
-    array_of_displacements: *const MPI_Aint,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> MpiResult {
-    let n = check_count(count as i64)?;
-    let ds = unsafe { read(array_of_displacements, n, "displacements")? };
-    unsafe { out_type(newtype, || datatype::hindexed_block(blocklength as i64, &ds, oldtype, false)) }
-}
 pub unsafe fn MPI_Type_create_hindexed_block_c(
     count: MPI_Count,
     blocklength: MPI_Count,
-    array_of_displacements: *const MPI_Count,
+    array_of_displacements: CArray,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
+    width: Width,
 ) -> MpiResult {
     let n = check_count(count)?;
-    let ds = unsafe { read(array_of_displacements, n, "displacements")? };
-    unsafe { out_type(newtype, || datatype::hindexed_block(blocklength, &ds, oldtype, true)) }
+    let ds = unsafe { read_array(array_of_displacements, n, "displacements")? };
+    unsafe { out_type(newtype, || datatype::hindexed_block(blocklength, &ds, oldtype, width.is_large())) }
 }
 
-pub unsafe fn MPI_Type_create_struct(
-    count: c_int,
-    array_of_blocklengths: *const c_int,
-    array_of_displacements: *const MPI_Aint,
+pub unsafe fn MPI_Type_create_struct_c(
+    count: MPI_Count,
+    array_of_blocklengths: CArray,
+    array_of_displacements: CArray,
     array_of_types: *const MPI_Datatype,
     newtype: *mut MPI_Datatype,
+    width: Width,
 ) -> MpiResult {
-    let n = check_count(count as i64)?;
-    let bls = unsafe { read(array_of_blocklengths, n, "blocklengths")? };
-    let ds = unsafe { read(array_of_displacements, n, "displacements")? };
+    let n = check_count(count)?;
+    let bls = unsafe { read_array(array_of_blocklengths, n, "blocklengths")? };
+    let ds = unsafe { read_array(array_of_displacements, n, "displacements")? };
     let ts = unsafe { read_i32(array_of_types, n, "types")? };
-    unsafe { out_type(newtype, || datatype::create_struct(&bls, &ds, &ts, false)) }
+    unsafe { out_type(newtype, || datatype::create_struct(&bls, &ds, &ts, width.is_large())) }
 }
+/// The MPI-1 name of MPI_Type_create_struct.
 pub unsafe fn MPI_Type_struct(
     count: c_int,
     array_of_blocklengths: *mut c_int,
@@ -352,20 +320,8 @@ pub unsafe fn MPI_Type_struct(
     array_of_types: *mut MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> MpiResult {
-    unsafe { MPI_Type_create_struct(count, array_of_blocklengths, array_of_displacements, array_of_types, newtype) }
-}
-pub unsafe fn MPI_Type_create_struct_c(
-    count: MPI_Count,
-    array_of_blocklengths: *const MPI_Count,
-    array_of_displacements: *const MPI_Count,
-    array_of_types: *const MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> MpiResult {
-    let n = check_count(count)?;
-    let bls = unsafe { read(array_of_blocklengths, n, "blocklengths")? };
-    let ds = unsafe { read(array_of_displacements, n, "displacements")? };
-    let ts = unsafe { read_i32(array_of_types, n, "types")? };
-    unsafe { out_type(newtype, || datatype::create_struct(&bls, &ds, &ts, true)) }
+    let (bls, ds) = (CArray::Int(array_of_blocklengths), CArray::Wide(array_of_displacements));
+    unsafe { MPI_Type_create_struct_c(count as MPI_Count, bls, ds, array_of_types, newtype, Width::Int) }
 }
 
 fn check_ndims(ndims: c_int) -> MpiResult<usize> {
@@ -376,142 +332,61 @@ fn check_ndims(ndims: c_int) -> MpiResult<usize> {
     }
 }
 
-pub unsafe fn MPI_Type_create_subarray(
-    ndims: c_int,
-    array_of_sizes: *const c_int,
-    array_of_subsizes: *const c_int,
-    array_of_starts: *const c_int,
-    order: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> MpiResult {
-    let n = check_ndims(ndims)?;
-    let (s, ss, st) = unsafe {
-        (
-            read(array_of_sizes, n, "sizes")?,
-            read(array_of_subsizes, n, "subsizes")?,
-            read(array_of_starts, n, "starts")?,
-        )
-    };
-    unsafe { out_type(newtype, || datatype::subarray(&s, &ss, &st, order, oldtype, false)) }
-}
 pub unsafe fn MPI_Type_create_subarray_c(
     ndims: c_int,
-    array_of_sizes: *const MPI_Count,
-    array_of_subsizes: *const MPI_Count,
-    array_of_starts: *const MPI_Count,
+    array_of_sizes: CArray,
+    array_of_subsizes: CArray,
+    array_of_starts: CArray,
     order: c_int,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
+    width: Width,
 ) -> MpiResult {
     let n = check_ndims(ndims)?;
     let (s, ss, st) = unsafe {
         (
-            read(array_of_sizes, n, "sizes")?,
-            read(array_of_subsizes, n, "subsizes")?,
-            read(array_of_starts, n, "starts")?,
+            read_array(array_of_sizes, n, "sizes")?,
+            read_array(array_of_subsizes, n, "subsizes")?,
+            read_array(array_of_starts, n, "starts")?,
         )
     };
-    unsafe { out_type(newtype, || datatype::subarray(&s, &ss, &st, order, oldtype, true)) }
+    unsafe { out_type(newtype, || datatype::subarray(&s, &ss, &st, order, oldtype, width.is_large())) }
 }
 
 /// # Safety
 /// Arrays NULL or of `ndims` elements.
-unsafe fn darray<G: Copy + Into<i64>>(
-    size: c_int,
-    rank: c_int,
-    ndims: c_int,
-    gsizes: *const G,
-    distribs: *const c_int,
-    dargs: *const c_int,
-    psizes: *const c_int,
-    order: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-    large: bool,
-) -> MpiResult {
-    let n = check_ndims(ndims)?;
-    // SAFETY: forwarded.
-    unsafe {
-        let g = read(gsizes, n, "gsizes")?;
-        let d = read_i32(distribs, n, "distribs")?;
-        let a = read_i32(dargs, n, "dargs")?;
-        let p = read_i32(psizes, n, "psizes")?;
-        out_type(newtype, || datatype::darray(size, rank, &g, &d, &a, &p, order, oldtype, large))
-    }
-}
-pub unsafe fn MPI_Type_create_darray(
-    size: c_int,
-    rank: c_int,
-    ndims: c_int,
-    array_of_gsizes: *const c_int,
-    array_of_distribs: *const c_int,
-    array_of_dargs: *const c_int,
-    array_of_psizes: *const c_int,
-    order: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> MpiResult {
-    unsafe {
-        darray(
-            size,
-            rank,
-            ndims,
-            array_of_gsizes,
-            array_of_distribs,
-            array_of_dargs,
-            array_of_psizes,
-            order,
-            oldtype,
-            newtype,
-            false,
-        )
-    }
-}
 pub unsafe fn MPI_Type_create_darray_c(
     size: c_int,
     rank: c_int,
     ndims: c_int,
-    array_of_gsizes: *const MPI_Count,
+    array_of_gsizes: CArray,
     array_of_distribs: *const c_int,
     array_of_dargs: *const c_int,
     array_of_psizes: *const c_int,
     order: c_int,
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
+    width: Width,
 ) -> MpiResult {
+    let n = check_ndims(ndims)?;
+    // SAFETY: forwarded.
     unsafe {
-        darray(
-            size,
-            rank,
-            ndims,
-            array_of_gsizes,
-            array_of_distribs,
-            array_of_dargs,
-            array_of_psizes,
-            order,
-            oldtype,
-            newtype,
-            true,
-        )
+        let g = read_array(array_of_gsizes, n, "gsizes")?;
+        let d = read_i32(array_of_distribs, n, "distribs")?;
+        let a = read_i32(array_of_dargs, n, "dargs")?;
+        let p = read_i32(array_of_psizes, n, "psizes")?;
+        out_type(newtype, || datatype::darray(size, rank, &g, &d, &a, &p, order, oldtype, width.is_large()))
     }
 }
 
-pub unsafe fn MPI_Type_create_resized(
-    oldtype: MPI_Datatype,
-    lb: MPI_Aint,
-    extent: MPI_Aint,
-    newtype: *mut MPI_Datatype,
-) -> MpiResult {
-    unsafe { out_type(newtype, || datatype::resized(oldtype, lb, extent, false)) }
-}
 pub unsafe fn MPI_Type_create_resized_c(
     oldtype: MPI_Datatype,
     lb: MPI_Count,
     extent: MPI_Count,
     newtype: *mut MPI_Datatype,
+    width: Width,
 ) -> MpiResult {
-    unsafe { out_type(newtype, || datatype::resized(oldtype, lb, extent, true)) }
+    unsafe { out_type(newtype, || datatype::resized(oldtype, lb, extent, width.is_large())) }
 }
 
 /// MPI_Type_dup: the copy callbacks of `oldtype`'s attributes decide what the new type

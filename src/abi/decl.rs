@@ -4,6 +4,8 @@
 //! library compiles it only for its unit tests, so items unused by one of the two are expected.
 #![allow(dead_code)]
 
+use std::collections::BTreeSet;
+
 /// A C type as written in a declaration: a base name, whether the pointee is `const`, and how
 /// many levels of pointer (`*` or a trailing `[]`) wrap it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -310,18 +312,20 @@ pub fn errhandler_arg_param(f: &Func) -> Option<&Param> {
     f.params.iter().find(|p| p.ty.base == "MPI_Errhandler" && p.ty.pointers == 0)
 }
 
-/// What an implementing module provides for `MPI_X`: the module, and whether the Rust function
-/// is `unsafe` and returns `MpiResult` (int-returning MPI functions) or a plain value.
+/// What an implementing module provides for `MPI_X`: the module, whether the Rust function
+/// is `unsafe` and returns `MpiResult` (int-returning MPI functions) or a plain value, and its
+/// parameters as (name, Rust type text).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Impl {
     pub module: String,
     pub is_unsafe: bool,
     pub returns_result: bool,
+    pub params: Vec<(String, String)>,
 }
 
 /// Finds `pub fn MPI_X(` / `pub unsafe fn MPI_X(` (and `MPIX_`) at the start of a line of a
-/// module's source; returns (name, is_unsafe, returns MpiResult).
-pub fn scan_impls(source: &str) -> Vec<(String, bool, bool)> {
+/// module's source; returns each name with its `Impl` (`module` left empty).
+pub fn scan_impls(source: &str) -> Vec<(String, Impl)> {
     let mut found = Vec::new();
     let lines: Vec<&str> = source.lines().collect();
     for (i, line) in lines.iter().enumerate() {
@@ -349,9 +353,187 @@ pub fn scan_impls(source: &str) -> Vec<(String, bool, bool)> {
         }
         let sig = &sig[..sig.find('{').unwrap_or(sig.len())];
         let returns_result = sig.contains("MpiResult");
-        found.push((name, is_unsafe, returns_result));
+        let params = sig.find('(').map(|o| impl_params(&sig[o + 1..])).unwrap_or_default();
+        found.push((name, Impl { module: String::new(), is_unsafe, returns_result, params }));
     }
     found
+}
+
+/// The (name, type) pairs of a Rust parameter list, read up to its closing parenthesis.
+fn impl_params(list: &str) -> Vec<(String, String)> {
+    let (mut depth, mut items, mut cur) = (0i32, Vec::new(), String::new());
+    for c in list.chars() {
+        match c {
+            '(' | '<' | '[' => depth += 1,
+            ')' if depth == 0 => break,
+            // The `>` of a `->` inside a fn-pointer type closes nothing.
+            '>' if cur.ends_with('-') => {}
+            ')' | '>' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(std::mem::take(&mut cur));
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    items.push(cur);
+    items
+        .iter()
+        .filter_map(|p| {
+            let (n, t) = p.split_once(':')?;
+            Some((n.trim().to_string(), t.split_whitespace().collect::<Vec<_>>().join(" ")))
+        })
+        .collect()
+}
+
+// ----- families: one impl serving several C functions (see src/abi/family.rs) -----
+
+/// The parameter types by which one implementation serves a family (src/abi/family.rs).
+const FAMILY_TYPES: [&str; 4] = ["Mode", "SendMode", "CArray", "Width"];
+
+/// Whether `imp` is a family implementation (it takes one of the family types).
+pub fn is_family(imp: &Impl) -> bool {
+    imp.params.iter().any(|(_, ty)| FAMILY_TYPES.contains(&ty.as_str()))
+}
+
+/// The forms of a function whose implementation takes a `Mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    Blocking,
+    Start,
+    Init,
+}
+
+/// One C function of a family: its name and what the family parameters are for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub name: String,
+    pub form: Form,
+    pub large: bool,
+    /// The `SendMode` variant, or "" when the family has no send modes.
+    pub send_mode: &'static str,
+    /// Whether the family has the three forms (its impl takes a `Mode`).
+    pub has_forms: bool,
+}
+
+impl Member {
+    /// E.g. "nonblocking, int counts, Buffered send".
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.has_forms {
+            parts.push(
+                match self.form {
+                    Form::Blocking => "blocking",
+                    Form::Start => "nonblocking",
+                    Form::Init => "persistent",
+                }
+                .to_string(),
+            );
+        }
+        parts.push(if self.large { "large counts" } else { "int counts" }.to_string());
+        if !self.send_mode.is_empty() {
+            parts.push(format!("{} send", self.send_mode));
+        }
+        parts.join(", ")
+    }
+}
+
+/// The send modes: the blocking function's name and its `SendMode` variant.
+const SEND_MODES: [(&str, &str); 4] =
+    [("MPI_Send", "Standard"), ("MPI_Bsend", "Buffered"), ("MPI_Ssend", "Sync"), ("MPI_Rsend", "Ready")];
+
+/// The functions a family implementation named `impl_name` may serve (declared or not):
+/// `MPI_X` and `MPI_X_c`, times `MPI_IX` and `MPI_X_init` when it takes a `Mode`, times the
+/// send modes when it takes a `SendMode`.
+pub fn family_members(impl_name: &str, imp: &Impl) -> Vec<Member> {
+    let takes = |ty: &str| imp.params.iter().any(|(_, t)| t == ty);
+    let (base, widths) = match impl_name.strip_suffix("_c") {
+        Some(base) => (base, vec![false, true]),
+        None => (impl_name, vec![false]),
+    };
+    let bases: Vec<(&str, &'static str)> = if takes("SendMode") {
+        assert_eq!(base, "MPI_Send", "src/abi/{}.rs: only MPI_Send_c may take a SendMode", imp.module);
+        SEND_MODES.to_vec()
+    } else {
+        vec![(base, "")]
+    };
+    let forms = if takes("Mode") { vec![Form::Blocking, Form::Start, Form::Init] } else { vec![Form::Blocking] };
+    let mut members = Vec::new();
+    for (base, send_mode) in bases {
+        for &form in &forms {
+            for &large in &widths {
+                let stem = &base["MPI_".len()..];
+                let name = match form {
+                    Form::Blocking => base.to_string(),
+                    Form::Start => format!("MPI_I{}{}", stem[..1].to_lowercase(), &stem[1..]),
+                    Form::Init => format!("{base}_init"),
+                };
+                let name = if large { format!("{name}_c") } else { name };
+                members.push(Member { name, form, large, send_mode, has_forms: forms.len() > 1 });
+            }
+        }
+    }
+    members
+}
+
+/// The argument expressions with which member `m` (C prototype `f`) calls the family
+/// implementation `imp` (the family parameters as `m` needs them, the others by name, `int`
+/// scalars widened), and the C arguments it does not pass (the info of a persistent form).
+pub fn member_args(f: &Func, m: &Member, imp: &Impl) -> Result<(Vec<String>, BTreeSet<String>), String> {
+    let is_request_out = |p: &&Param| p.ty.base == "MPI_Request" && p.ty.pointers == 1 && !p.ty.const_base;
+    let request = || match f.params.iter().rev().find(is_request_out) {
+        Some(p) => Ok(rust_ident(&p.name)),
+        None => Err("it has no MPI_Request * argument".to_string()),
+    };
+    let mut used: BTreeSet<String> = BTreeSet::new();
+    let mut args = Vec::new();
+    for (name, ty) in &imp.params {
+        let arg = match ty.as_str() {
+            "Mode" if m.form == Form::Blocking => "Mode::Blocking".to_string(),
+            "Mode" => {
+                let request = request()?;
+                let variant = if m.form == Form::Start { "Start" } else { "Init" };
+                used.insert(request.clone());
+                format!("Mode::{variant}({request})")
+            }
+            "SendMode" => format!("SendMode::{}", m.send_mode),
+            "Width" => format!("Width::{}", if m.large { "Large" } else { "Int" }),
+            _ => {
+                let p = f.params.iter().find(|p| rust_ident(&p.name) == *name);
+                let p = p.ok_or_else(|| format!("it has no argument `{name}`"))?;
+                used.insert(name.clone());
+                let (base, ptr) = (p.ty.base.as_str(), p.ty.pointers);
+                if ty == "CArray" {
+                    let variant = match (base, ptr) {
+                        ("int", 1) => "Int",
+                        ("MPI_Count" | "MPI_Aint", 1) => "Wide",
+                        _ => return Err(format!("`{name}` is not an array of int, MPI_Count or MPI_Aint")),
+                    };
+                    let p = if p.ty.const_base { name.clone() } else { format!("{name}.cast_const()") };
+                    format!("CArray::{variant}({p})")
+                } else if base == "int" && ptr == 0 && matches!(ty.as_str(), "MPI_Count" | "MPI_Aint") {
+                    format!("{name} as {ty}")
+                } else {
+                    name.clone()
+                }
+            }
+        };
+        args.push(arg);
+    }
+    // Every C argument reaches the implementation, except the info of a persistent form.
+    let mut unused = BTreeSet::new();
+    for p in &f.params {
+        let n = rust_ident(&p.name);
+        if !used.contains(&n) {
+            if m.form == Form::Init && p.ty.base == "MPI_Info" && p.ty.pointers == 0 {
+                unused.insert(n);
+            } else {
+                return Err(format!("argument `{n}` has no parameter of that name"));
+            }
+        }
+    }
+    Ok((args, unused))
 }
 
 #[cfg(test)]
@@ -419,6 +601,68 @@ mod tests {
         assert_eq!(cb, "Option<unsafe extern \"C\" fn(*mut MPI_Comm, *mut c_int, ...)>");
     }
 
+    /// An impl found in a source string (the name is split so that build.rs's own scan of
+    /// this file finds nothing).
+    fn one_impl(sig: &str) -> (String, Impl) {
+        scan_impls(&format!("pub unsafe fn MPI{sig} -> MpiResult {{\n}}")).remove(0)
+    }
+
+    #[test]
+    fn a_family_impl_serves_every_form_and_width() {
+        let d = parse_decls(include_str!("mpi.decl")).unwrap();
+        let func = |n: &str| d.functions.iter().find(|f| f.name == n).unwrap().clone();
+        let (name, imp) = one_impl(
+            "_Gatherv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, \
+             recvbuf: *mut c_void, recvcounts: CArray, displs: CArray, recvtype: MPI_Datatype, root: c_int, \
+             comm: MPI_Comm, mode: Mode)",
+        );
+        assert!(is_family(&imp));
+        let members = family_members(&name, &imp);
+        let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "MPI_Gatherv",
+                "MPI_Gatherv_c",
+                "MPI_Igatherv",
+                "MPI_Igatherv_c",
+                "MPI_Gatherv_init",
+                "MPI_Gatherv_init_c"
+            ]
+        );
+        let (args, unused) = member_args(&func("MPI_Igatherv"), &members[2], &imp).unwrap();
+        assert_eq!(
+            args.join(", "),
+            "sendbuf, sendcount as MPI_Count, sendtype, recvbuf, CArray::Int(recvcounts), CArray::Int(displs), \
+             recvtype, root, comm, Mode::Start(request)"
+        );
+        assert!(unused.is_empty());
+        let (args, unused) = member_args(&func("MPI_Gatherv_init_c"), &members[5], &imp).unwrap();
+        assert_eq!(args[4..6], ["CArray::Wide(recvcounts)", "CArray::Wide(displs)"]);
+        assert_eq!(args[9], "Mode::Init(request)");
+        assert_eq!(unused.into_iter().collect::<Vec<_>>(), ["info"]);
+        assert_eq!(members[4].describe(), "persistent, int counts");
+
+        // A C argument the impl does not take is a build error, not a silent stub.
+        let (_, short) = one_impl("_Gatherv_c(sendbuf: *const c_void, mode: Mode)");
+        assert!(member_args(&func("MPI_Gatherv"), &members[0], &short).unwrap_err().contains("sendcount"));
+    }
+
+    #[test]
+    fn the_send_family_has_four_modes() {
+        let (name, imp) = one_impl(
+            "_Send_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, \
+             comm: MPI_Comm, send_mode: SendMode, mode: Mode)",
+        );
+        let members = family_members(&name, &imp);
+        assert_eq!(members.len(), 24);
+        let ibsend = members.iter().find(|m| m.name == "MPI_Ibsend").unwrap();
+        assert_eq!((ibsend.form, ibsend.send_mode, ibsend.large), (Form::Start, "Buffered", false));
+        assert!(members.iter().any(|m| m.name == "MPI_Rsend_init_c"));
+        // Without family types, an impl is an ordinary one.
+        assert!(!is_family(&one_impl("_Wait(request: *mut MPI_Request, status: *mut MPI_Status)").1));
+    }
+
     #[test]
     fn the_committed_decl_file_parses_and_maps() {
         let d = parse_decls(include_str!("mpi.decl")).unwrap();
@@ -438,7 +682,12 @@ mod tests {
         let src = ["use x;", "    pub unsafe fn MPI_Send(", "        buf: *const c_void,", "    ) -> MpiResult {", "}"]
             .join("\n")
             + "\npub fn MPI_Wtime() -> f64 { 0.0 }\nfn MPI_Private() {}\n";
-        let found = scan_impls(&src);
-        assert_eq!(found, vec![("MPI_Send".to_string(), true, true), ("MPI_Wtime".to_string(), false, false)]);
+        let found: Vec<(String, bool, bool, Vec<(String, String)>)> =
+            scan_impls(&src).into_iter().map(|(n, i)| (n, i.is_unsafe, i.returns_result, i.params)).collect();
+        let buf = vec![("buf".to_string(), "*const c_void".to_string())];
+        assert_eq!(
+            found,
+            vec![("MPI_Send".to_string(), true, true, buf), ("MPI_Wtime".to_string(), false, false, vec![])]
+        );
     }
 }

@@ -7,7 +7,10 @@
 //! defines `pub unsafe fn MPI_X(..) -> MpiResult` (same arguments, Rust-typed); otherwise it
 //! reports MPI_ERR_UNSUPPORTED_OPERATION. An `int`-count function whose large-count twin
 //! `MPI_X_c` differs only in scalar counts (`int` -> `MPI_Count`/`MPI_Aint`) needs no impl of
-//! its own: its entry widens the counts and calls the `_c` impl.
+//! its own: its entry widens the counts and calls the `_c` impl. A family of functions that
+//! differ only mechanically (blocking / `MPI_I...` / `..._init`, `int` / `_c` with arrays of
+//! either width, the send modes) has one impl taking the arguments of `family` where the
+//! members differ; build.rs generates each member's entry from it.
 
 #![allow(non_camel_case_types, non_snake_case, non_upper_case_globals, clippy::missing_safety_doc)]
 
@@ -51,12 +54,14 @@ pub mod ctypes {
 pub mod entry;
 pub mod env;
 pub mod errors;
+pub mod family;
 pub mod globals;
 
 pub mod entries {
     //! Generated: every exported `PMPI_X` and its weak alias `MPI_X`.
     #![allow(unused_imports, clippy::too_many_arguments, clippy::missing_safety_doc)]
     use super::ctypes::*;
+    use super::family::{CArray, Mode, SendMode, Width};
     use std::ffi::{c_char, c_int, c_void};
     include!(concat!(env!("OUT_DIR"), "/entries.rs"));
 }

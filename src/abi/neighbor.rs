@@ -3,24 +3,24 @@
 //! buffers into one block per neighbour with the helpers of `abi::coll`, and call
 //! `crate::coll::neighbor`.
 //!
-//! The `int` forms of allgather and alltoall are generated from the `_c` ones (scalar counts
-//! only); the v and w forms take arrays of another width and have their own thin entries over
-//! the same code (`CArray` reads either width).
+//! Each family is one impl (`MPI_Neighbor_X_c` with a `Mode`); build.rs generates the
+//! `MPI_Ineighbor_X`, `MPI_Neighbor_X_init` and `int` forms from it (`CArray` reads arrays of
+//! either width; see `abi::family`).
 
 // The entry points take MPI's C argument lists as they are.
 #![allow(clippy::too_many_arguments)]
 
 use super::coll::{
-    CArray, Mode, Region, Spread, Types, alltoall_blocks, borrow_pair, check_count, check_not_in_place, keep_pair,
-    schedule,
+    Region, Spread, Types, alltoall_blocks, borrow_pair, check_count, check_not_in_place, keep_pair, schedule,
 };
+use super::family::{CArray, Mode};
 use super::types::*;
 use crate::coll::Group;
 use crate::coll::neighbor::{self, Neighbors};
 use crate::datatype::{self, Layout};
 use crate::error::MpiResult;
 use crate::runtime;
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 
 /// What a rank sends: the same block to every destination (allgather), or one block per
 /// destination (alltoall).
@@ -151,7 +151,7 @@ unsafe fn alltoall(
     unsafe { neighbor_coll(sendbuf, Sends::Each(send, sendtypes), recvbuf, recv, recvtypes, comm, mode) }
 }
 
-// ----- allgather -----
+// ----- the five families (build.rs generates their MPI_I..., ..._init and int forms) -----
 
 pub unsafe fn MPI_Neighbor_allgather_c(
     sendbuf: *const c_void,
@@ -161,58 +161,11 @@ pub unsafe fn MPI_Neighbor_allgather_c(
     recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
     let r = Spread::Uniform(recvcount);
     // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, r, recvtype, comm, Mode::Blocking) }
-}
-
-pub unsafe fn MPI_Ineighbor_allgather_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let r = Spread::Uniform(recvcount);
-    // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, r, recvtype, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Neighbor_allgather_init_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let r = Spread::Uniform(recvcount);
-    // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, r, recvtype, comm, Mode::Init(request)) }
-}
-
-// ----- allgatherv -----
-
-pub unsafe fn MPI_Neighbor_allgatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> MpiResult {
-    let r = varying(CArray::Int(recvcounts), CArray::Int(displs));
-    // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount as i64, sendtype, recvbuf, r, recvtype, comm, Mode::Blocking) }
+    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, r, recvtype, comm, mode) }
 }
 
 pub unsafe fn MPI_Neighbor_allgatherv_c(
@@ -220,83 +173,16 @@ pub unsafe fn MPI_Neighbor_allgatherv_c(
     sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
+    recvcounts: CArray,
+    displs: CArray,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
-    let r = varying(CArray::Wide(recvcounts), CArray::Wide(displs));
+    let r = varying(recvcounts, displs);
     // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, r, recvtype, comm, Mode::Blocking) }
+    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, r, recvtype, comm, mode) }
 }
-
-pub unsafe fn MPI_Ineighbor_allgatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let r = varying(CArray::Int(recvcounts), CArray::Int(displs));
-    // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount as i64, sendtype, recvbuf, r, recvtype, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Ineighbor_allgatherv_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let r = varying(CArray::Wide(recvcounts), CArray::Wide(displs));
-    // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, r, recvtype, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Neighbor_allgatherv_init(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let r = varying(CArray::Int(recvcounts), CArray::Int(displs));
-    // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount as i64, sendtype, recvbuf, r, recvtype, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Neighbor_allgatherv_init_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    displs: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let r = varying(CArray::Wide(recvcounts), CArray::Wide(displs));
-    // SAFETY: forwarded from the caller.
-    unsafe { allgather(sendbuf, sendcount, sendtype, recvbuf, r, recvtype, comm, Mode::Init(request)) }
-}
-
-// ----- alltoall -----
 
 pub unsafe fn MPI_Neighbor_alltoall_c(
     sendbuf: *const c_void,
@@ -306,274 +192,47 @@ pub unsafe fn MPI_Neighbor_alltoall_c(
     recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
     let (s, r) = (Spread::Uniform(sendcount), Spread::Uniform(recvcount));
     let (st, rt) = (Types::One(sendtype), Types::One(recvtype));
     // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, st, recvbuf, r, rt, comm, Mode::Blocking) }
-}
-
-pub unsafe fn MPI_Ineighbor_alltoall_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let (s, r) = (Spread::Uniform(sendcount), Spread::Uniform(recvcount));
-    let (st, rt) = (Types::One(sendtype), Types::One(recvtype));
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, st, recvbuf, r, rt, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Neighbor_alltoall_init_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let (s, r) = (Spread::Uniform(sendcount), Spread::Uniform(recvcount));
-    let (st, rt) = (Types::One(sendtype), Types::One(recvtype));
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, st, recvbuf, r, rt, comm, Mode::Init(request)) }
-}
-
-// ----- alltoallv -----
-
-pub unsafe fn MPI_Neighbor_alltoallv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> MpiResult {
-    let s = varying(CArray::Int(sendcounts), CArray::Int(sdispls));
-    let r = varying(CArray::Int(recvcounts), CArray::Int(rdispls));
-    let (st, rt) = (Types::One(sendtype), Types::One(recvtype));
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, st, recvbuf, r, rt, comm, Mode::Blocking) }
+    unsafe { alltoall(sendbuf, s, st, recvbuf, r, rt, comm, mode) }
 }
 
 pub unsafe fn MPI_Neighbor_alltoallv_c(
     sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
+    sendcounts: CArray,
+    sdispls: CArray,
     sendtype: MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
+    recvcounts: CArray,
+    rdispls: CArray,
     recvtype: MPI_Datatype,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
-    let s = varying(CArray::Wide(sendcounts), CArray::Wide(sdispls));
-    let r = varying(CArray::Wide(recvcounts), CArray::Wide(rdispls));
+    let (s, r) = (varying(sendcounts, sdispls), varying(recvcounts, rdispls));
     let (st, rt) = (Types::One(sendtype), Types::One(recvtype));
     // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, st, recvbuf, r, rt, comm, Mode::Blocking) }
+    unsafe { alltoall(sendbuf, s, st, recvbuf, r, rt, comm, mode) }
 }
 
-pub unsafe fn MPI_Ineighbor_alltoallv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let s = varying(CArray::Int(sendcounts), CArray::Int(sdispls));
-    let r = varying(CArray::Int(recvcounts), CArray::Int(rdispls));
-    let (st, rt) = (Types::One(sendtype), Types::One(recvtype));
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, st, recvbuf, r, rt, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Ineighbor_alltoallv_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let s = varying(CArray::Wide(sendcounts), CArray::Wide(sdispls));
-    let r = varying(CArray::Wide(recvcounts), CArray::Wide(rdispls));
-    let (st, rt) = (Types::One(sendtype), Types::One(recvtype));
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, st, recvbuf, r, rt, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Neighbor_alltoallv_init(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let s = varying(CArray::Int(sendcounts), CArray::Int(sdispls));
-    let r = varying(CArray::Int(recvcounts), CArray::Int(rdispls));
-    let (st, rt) = (Types::One(sendtype), Types::One(recvtype));
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, st, recvbuf, r, rt, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Neighbor_alltoallv_init_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let s = varying(CArray::Wide(sendcounts), CArray::Wide(sdispls));
-    let r = varying(CArray::Wide(recvcounts), CArray::Wide(rdispls));
-    let (st, rt) = (Types::One(sendtype), Types::One(recvtype));
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, st, recvbuf, r, rt, comm, Mode::Init(request)) }
-}
-
-// ----- alltoallw (byte displacements, MPI_Aint in both forms) -----
-
-pub unsafe fn MPI_Neighbor_alltoallw(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-) -> MpiResult {
-    let s = varying(CArray::Int(sendcounts), CArray::Wide(sdispls));
-    let r = varying(CArray::Int(recvcounts), CArray::Wide(rdispls));
-    let (st, rt) = (Types::PerRank(sendtypes), Types::PerRank(recvtypes));
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, st, recvbuf, r, rt, comm, Mode::Blocking) }
-}
-
+/// Byte displacements, `MPI_Aint` in both forms (only the counts differ in width).
 pub unsafe fn MPI_Neighbor_alltoallw_c(
     sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
+    sendcounts: CArray,
+    sdispls: CArray,
     sendtypes: *const MPI_Datatype,
     recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
+    recvcounts: CArray,
+    rdispls: CArray,
     recvtypes: *const MPI_Datatype,
     comm: MPI_Comm,
+    mode: Mode,
 ) -> MpiResult {
-    let s = varying(CArray::Wide(sendcounts), CArray::Wide(sdispls));
-    let r = varying(CArray::Wide(recvcounts), CArray::Wide(rdispls));
+    let (s, r) = (varying(sendcounts, sdispls), varying(recvcounts, rdispls));
     let (st, rt) = (Types::PerRank(sendtypes), Types::PerRank(recvtypes));
     // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, st, recvbuf, r, rt, comm, Mode::Blocking) }
-}
-
-pub unsafe fn MPI_Ineighbor_alltoallw(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let s = varying(CArray::Int(sendcounts), CArray::Wide(sdispls));
-    let r = varying(CArray::Int(recvcounts), CArray::Wide(rdispls));
-    let (st, rt) = (Types::PerRank(sendtypes), Types::PerRank(recvtypes));
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, st, recvbuf, r, rt, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Ineighbor_alltoallw_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let s = varying(CArray::Wide(sendcounts), CArray::Wide(sdispls));
-    let r = varying(CArray::Wide(recvcounts), CArray::Wide(rdispls));
-    let (st, rt) = (Types::PerRank(sendtypes), Types::PerRank(recvtypes));
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, st, recvbuf, r, rt, comm, Mode::Start(request)) }
-}
-
-pub unsafe fn MPI_Neighbor_alltoallw_init(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let s = varying(CArray::Int(sendcounts), CArray::Wide(sdispls));
-    let r = varying(CArray::Int(recvcounts), CArray::Wide(rdispls));
-    let (st, rt) = (Types::PerRank(sendtypes), Types::PerRank(recvtypes));
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, st, recvbuf, r, rt, comm, Mode::Init(request)) }
-}
-
-pub unsafe fn MPI_Neighbor_alltoallw_init_c(
-    sendbuf: *const c_void,
-    sendcounts: *const MPI_Count,
-    sdispls: *const MPI_Aint,
-    sendtypes: *const MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const MPI_Count,
-    rdispls: *const MPI_Aint,
-    recvtypes: *const MPI_Datatype,
-    comm: MPI_Comm,
-    _info: MPI_Info,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    let s = varying(CArray::Wide(sendcounts), CArray::Wide(sdispls));
-    let r = varying(CArray::Wide(recvcounts), CArray::Wide(rdispls));
-    let (st, rt) = (Types::PerRank(sendtypes), Types::PerRank(recvtypes));
-    // SAFETY: forwarded from the caller.
-    unsafe { alltoall(sendbuf, s, st, recvbuf, r, rt, comm, Mode::Init(request)) }
+    unsafe { alltoall(sendbuf, s, st, recvbuf, r, rt, comm, mode) }
 }

@@ -1,6 +1,7 @@
 //! Point-to-point entry points: decode handles and pointers, check arguments, call the engine.
 
 use super::consts::*;
+use super::family::Mode;
 use super::grequest;
 use super::types::*;
 use crate::datatype::{self, Layout};
@@ -273,6 +274,11 @@ unsafe fn blocking_send(
     })
 }
 
+/// The send family: MPI_Send, MPI_Bsend, MPI_Ssend and MPI_Rsend, each blocking, nonblocking
+/// (MPI_I...) and persistent (..._init), with `int` or `MPI_Count` counts (build.rs generates
+/// the 24 entries, see `abi::family`). Inlined so that each entry calls its form directly.
+#[inline]
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn MPI_Send_c(
     buf: *const c_void,
     count: MPI_Count,
@@ -280,38 +286,17 @@ pub unsafe fn MPI_Send_c(
     dest: c_int,
     tag: c_int,
     comm: MPI_Comm,
+    send_mode: SendMode,
+    mode: Mode,
 ) -> MpiResult {
-    unsafe { blocking_send(buf, count, datatype, dest, tag, comm, SendMode::Standard) }
-}
-pub unsafe fn MPI_Ssend_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> MpiResult {
-    unsafe { blocking_send(buf, count, datatype, dest, tag, comm, SendMode::Sync) }
-}
-pub unsafe fn MPI_Rsend_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> MpiResult {
-    unsafe { blocking_send(buf, count, datatype, dest, tag, comm, SendMode::Ready) }
-}
-pub unsafe fn MPI_Bsend_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> MpiResult {
-    unsafe { blocking_send(buf, count, datatype, dest, tag, comm, SendMode::Buffered) }
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        match mode {
+            Mode::Blocking => blocking_send(buf, count, datatype, dest, tag, comm, send_mode),
+            Mode::Start(request) => nonblocking_send(buf, count, datatype, dest, tag, comm, request, send_mode),
+            Mode::Init(request) => persistent_send(buf, count, datatype, dest, tag, comm, request, send_mode),
+        }
+    }
 }
 
 unsafe fn blocking_recv(
@@ -367,51 +352,6 @@ unsafe fn nonblocking_send(
         unsafe { *request = request_handle(id) };
         Ok(())
     })
-}
-
-pub unsafe fn MPI_Isend_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { nonblocking_send(buf, count, datatype, dest, tag, comm, request, SendMode::Standard) }
-}
-pub unsafe fn MPI_Issend_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { nonblocking_send(buf, count, datatype, dest, tag, comm, request, SendMode::Sync) }
-}
-pub unsafe fn MPI_Irsend_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { nonblocking_send(buf, count, datatype, dest, tag, comm, request, SendMode::Ready) }
-}
-pub unsafe fn MPI_Ibsend_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { nonblocking_send(buf, count, datatype, dest, tag, comm, request, SendMode::Buffered) }
 }
 
 unsafe fn nonblocking_recv(
@@ -487,51 +427,6 @@ unsafe fn persistent_send(
         unsafe { *request = request_handle(id) };
         Ok(())
     })
-}
-
-pub unsafe fn MPI_Send_init_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { persistent_send(buf, count, datatype, dest, tag, comm, request, SendMode::Standard) }
-}
-pub unsafe fn MPI_Ssend_init_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { persistent_send(buf, count, datatype, dest, tag, comm, request, SendMode::Sync) }
-}
-pub unsafe fn MPI_Rsend_init_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { persistent_send(buf, count, datatype, dest, tag, comm, request, SendMode::Ready) }
-}
-pub unsafe fn MPI_Bsend_init_c(
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { persistent_send(buf, count, datatype, dest, tag, comm, request, SendMode::Buffered) }
 }
 
 unsafe fn persistent_recv(
@@ -1146,14 +1041,14 @@ fn return_request(id: u32, request: *mut MPI_Request) -> MpiResult {
     Ok(())
 }
 
-unsafe fn sendrecv(
+pub unsafe fn MPI_Sendrecv_c(
     sendbuf: *const c_void,
-    sendcount: i64,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     dest: c_int,
     sendtag: c_int,
     recvbuf: *mut c_void,
-    recvcount: i64,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     source: c_int,
     recvtag: c_int,
@@ -1171,30 +1066,9 @@ unsafe fn sendrecv(
     })
 }
 
-pub unsafe fn MPI_Sendrecv_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> MpiResult {
-    unsafe {
-        sendrecv(
-            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status,
-        )
-    }
-}
-
-unsafe fn sendrecv_replace(
+pub unsafe fn MPI_Sendrecv_replace_c(
     buf: *mut c_void,
-    count: i64,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     dest: c_int,
     sendtag: c_int,
@@ -1208,20 +1082,6 @@ unsafe fn sendrecv_replace(
         let id = unsafe { start_sendrecv_replace(rt, buf, count, datatype, dest, sendtag, source, recvtag, comm)? };
         wait_started(rt, id, status)
     })
-}
-
-pub unsafe fn MPI_Sendrecv_replace_c(
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> MpiResult {
-    unsafe { sendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, status) }
 }
 
 // ----- probe and matched probe -----
@@ -1607,14 +1467,14 @@ pub unsafe fn MPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut MPI_Count
 
 // ----- nonblocking send-receive (MPI-4) -----
 
-unsafe fn isendrecv(
+pub unsafe fn MPI_Isendrecv_c(
     sendbuf: *const c_void,
-    sendcount: i64,
+    sendcount: MPI_Count,
     sendtype: MPI_Datatype,
     dest: c_int,
     sendtag: c_int,
     recvbuf: *mut c_void,
-    recvcount: i64,
+    recvcount: MPI_Count,
     recvtype: MPI_Datatype,
     source: c_int,
     recvtag: c_int,
@@ -1635,30 +1495,9 @@ unsafe fn isendrecv(
     })
 }
 
-pub unsafe fn MPI_Isendrecv_c(
-    sendbuf: *const c_void,
-    sendcount: MPI_Count,
-    sendtype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: MPI_Count,
-    recvtype: MPI_Datatype,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe {
-        isendrecv(
-            sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request,
-        )
-    }
-}
-
-unsafe fn isendrecv_replace(
+pub unsafe fn MPI_Isendrecv_replace_c(
     buf: *mut c_void,
-    count: i64,
+    count: MPI_Count,
     datatype: MPI_Datatype,
     dest: c_int,
     sendtag: c_int,
@@ -1675,18 +1514,4 @@ unsafe fn isendrecv_replace(
         let id = unsafe { start_sendrecv_replace(rt, buf, count, datatype, dest, sendtag, source, recvtag, comm)? };
         return_request(id, request)
     })
-}
-
-pub unsafe fn MPI_Isendrecv_replace_c(
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    unsafe { isendrecv_replace(buf, count, datatype, dest, sendtag, source, recvtag, comm, request) }
 }
