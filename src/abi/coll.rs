@@ -1281,6 +1281,8 @@ unsafe fn alltoall(
         };
         // SAFETY: the caller's arrays of communicator size.
         let blocks = unsafe { alltoall_blocks(recv, recvtypes, n, "recvcount")? };
+        // MPI_Alltoall's blocks have the same size on every rank (Bruck's algorithm may run).
+        let uniform = matches!((recv, recvtypes), (Spread::Uniform(_), Types::One(_)));
         Region::new(recvbuf, &blocks).check_not_null("recvbuf")?;
         check_not_in_place(recvbuf, "recvbuf")?;
         if let Some(s) = &send
@@ -1300,7 +1302,8 @@ unsafe fn alltoall(
         if let Mode::Blocking = mode {
             // SAFETY: the caller's buffers, valid for this call.
             let (send, recv) = unsafe { borrow_pair(send, recv) };
-            return coll::alltoall(g, send, recv.expect("receive buffer"));
+            let all = if uniform { coll::alltoall_uniform } else { coll::alltoall };
+            return all(g, send, recv.expect("receive buffer"));
         }
         let (send, recv) = unsafe { keep_pair(send, recv) };
         schedule(g, comm, mode, None, recv, move |s| {
