@@ -705,8 +705,7 @@ fn alltoall_pairwise(g: &mut Group, mut outgoing: Vec<Vec<u8>>, recv: &mut Out) 
 /// holds the block from r - i.
 fn alltoall_bruck(g: &mut Group, outgoing: Vec<Vec<u8>>, recv: &mut Out, block: usize) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
-    if outgoing.iter().any(|b| b.len() != block) || recv.blocks.iter().any(|b| b.bytes() != block)
-    {
+    if outgoing.iter().any(|b| b.len() != block) || recv.blocks.iter().any(|b| b.bytes() != block) {
         return err(MPI_ERR_TRUNCATE, "alltoall: blocks of different sizes (counts or types differ between ranks)");
     }
     let mut slots: Vec<Vec<u8>> = (0..n).map(|i| outgoing[(r + i) % n].clone()).collect();

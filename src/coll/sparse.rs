@@ -54,8 +54,7 @@ fn ty_of(dt: MPI_Datatype) -> Option<Ty> {
         MPI_CHAR | MPI_SIGNED_CHAR | MPI_INT8_T | MPI_INTEGER1 => Ty::I8,
         MPI_SHORT | MPI_INT16_T | MPI_INTEGER2 => Ty::I16,
         MPI_INT | MPI_INT32_T | MPI_INTEGER | MPI_INTEGER4 | MPI_WCHAR => Ty::I32,
-        MPI_LONG | MPI_LONG_LONG | MPI_INT64_T | MPI_INTEGER8 | MPI_AINT | MPI_OFFSET
-        | MPI_COUNT => Ty::I64,
+        MPI_LONG | MPI_LONG_LONG | MPI_INT64_T | MPI_INTEGER8 | MPI_AINT | MPI_OFFSET | MPI_COUNT => Ty::I64,
         MPI_UNSIGNED_CHAR | MPI_UINT8_T | MPI_BYTE => Ty::U8,
         MPI_UNSIGNED_SHORT | MPI_UINT16_T => Ty::U16,
         MPI_UNSIGNED | MPI_UINT32_T => Ty::U32,
@@ -360,7 +359,14 @@ fn scatter_combine<T: Elem>(op: Builtin, dst: &mut [u8], base: usize, e: &Entrie
 
 /// The union of `a`'s entries `which` (absolute indices) and `b`'s (indices + `base`), with
 /// common positions combined (`a` the lower operand when `a_lower`).
-fn merge<T: Elem>(op: Builtin, a: &Entries, which: std::ops::Range<usize>, b: &Entries, base: usize, a_lower: bool) -> Entries {
+fn merge<T: Elem>(
+    op: Builtin,
+    a: &Entries,
+    which: std::ops::Range<usize>,
+    b: &Entries,
+    base: usize,
+    a_lower: bool,
+) -> Entries {
     let mut out = Entries {
         idx: Vec::with_capacity(which.len() + b.len()),
         val: Vec::with_capacity((which.len() + b.len()) * T::SIZE),
@@ -533,8 +539,9 @@ impl<'a> Vecs<'a> {
             }
             Acc::Sparse(e) => {
                 let which = e.span(lo, hi);
-                if which.len() <= c.max_entries(hi - lo) {
-                    let k = which.len();
+                // Sparse only when within the ratio and never longer than the dense message.
+                let k = which.len();
+                if k <= c.max_entries(hi - lo) && k * (4 + es) + 5 <= (hi - lo) * es + 1 {
                     let mut m = Vec::with_capacity(k * (4 + es) + 5);
                     for &i in &e.idx[which.clone()] {
                         m.extend_from_slice(&(i - lo as u32).to_ne_bytes());
@@ -730,4 +737,103 @@ impl<'a> Vecs<'a> {
 fn splice(a: &mut Entries, which: std::ops::Range<usize>, with: Entries, es: usize) {
     a.idx.splice(which.clone(), with.idx);
     a.val.splice(which.start * es..which.end * es, with.val);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::Op;
+
+    /// Vector `seed` of `n` i64 with about `density` percent non-zeros.
+    fn vector(n: usize, density: u64, seed: u64) -> Vec<i64> {
+        (0..n as u64)
+            .map(|i| {
+                let h = (i ^ (seed << 32)).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+                if h % 100 < density { (h >> 40) as i64 % 7 - 3 } else { 0 }
+            })
+            .collect()
+    }
+
+    fn bytes(v: &[i64]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+
+    fn input(v: &Vecs, data: &[i64]) -> Acc {
+        let mem = bytes(data);
+        let b = Block { offset: 0, count: data.len(), layout: crate::datatype::layout(MPI_LONG).unwrap() };
+        v.input(&mem, &b)
+    }
+
+    fn sum() -> Reduction {
+        Reduction::new(&Op::Builtin(Builtin::Sum), MPI_LONG).unwrap()
+    }
+
+    #[test]
+    fn input_is_sparse_only_when_that_is_smaller() {
+        let red = sum();
+        let v = Vecs::new(&red, 10_000, 4);
+        assert!(matches!(input(&v, &vector(10_000, 1, 1)), Acc::Sparse(_)));
+        assert!(matches!(input(&v, &vector(10_000, 0, 1)), Acc::Sparse(e) if e.is_empty()));
+        assert!(matches!(input(&v, &vector(10_000, 90, 1)), Acc::Dense(_)));
+        // A single member never exchanges anything: no codec.
+        let one = Vecs::new(&red, 10_000, 1);
+        assert!(matches!(input(&one, &vector(10_000, 1, 1)), Acc::Dense(_)));
+    }
+
+    /// Every combination of sparse/dense accumulator and message, on whole and partial
+    /// ranges, against the dense sum.
+    #[test]
+    fn absorb_and_install_agree_with_the_dense_result() {
+        let red = sum();
+        let n = 5000;
+        let v = Vecs::new(&red, n, 4);
+        for (da, db) in [(1, 1), (1, 90), (90, 1), (90, 90), (0, 30), (30, 30)] {
+            let (a, b) = (vector(n, da, 7), vector(n, db, 8));
+            for (lo, hi) in [(0, n), (0, 1), (1234, 4321), (n - 1, n), (17, 17)] {
+                let mut acc = input(&v, &a);
+                let msg = v.message(&input(&v, &b), lo, hi);
+                assert!(msg.len() <= v.msg_len(lo, hi));
+                v.absorb(&mut acc, lo, hi, msg, lo % 2 == 0).unwrap();
+                let want: Vec<i64> = (0..n).map(|i| if (lo..hi).contains(&i) { a[i] + b[i] } else { a[i] }).collect();
+                assert_eq!(v.to_dense(&acc), bytes(&want), "absorb {da}% + {db}% on {lo}..{hi}");
+                let mut acc = input(&v, &a);
+                let msg = v.message(&input(&v, &b), lo, hi);
+                v.install(&mut acc, lo, hi, msg).unwrap();
+                let want: Vec<i64> = (0..n).map(|i| if (lo..hi).contains(&i) { b[i] } else { a[i] }).collect();
+                assert_eq!(v.to_dense(&acc), bytes(&want), "install {da}% over {db}% on {lo}..{hi}");
+            }
+        }
+    }
+
+    #[test]
+    fn sparse_results_turn_dense_when_they_fill_up() {
+        let red = sum();
+        let n = 5000;
+        let v = Vecs::new(&red, n, 64);
+        let mut acc = input(&v, &vector(n, 20, 1));
+        for seed in 2..10 {
+            let msg = v.message(&input(&v, &vector(n, 20, seed)), 0, n);
+            v.absorb(&mut acc, 0, n, msg, true).unwrap();
+        }
+        assert!(matches!(acc, Acc::Dense(_)));
+    }
+
+    #[test]
+    fn malformed_messages_are_errors() {
+        let red = sum();
+        let v = Vecs::new(&red, 5000, 4);
+        let mut acc = input(&v, &vector(5000, 1, 1));
+        assert!(v.absorb(&mut acc, 0, 5000, vec![0u8; 100], true).is_err());
+        assert!(v.absorb(&mut acc, 0, 5000, vec![7u8; 9], true).is_err());
+    }
+
+    #[test]
+    fn neutral_elements() {
+        assert_eq!(f64::neutral(Builtin::Max), f64::NEG_INFINITY);
+        assert_eq!(i32::neutral(Builtin::Min), i32::MAX);
+        assert_eq!(u16::neutral(Builtin::Band), u16::MAX);
+        assert_eq!(i64::neutral(Builtin::Prod), 1);
+        assert_eq!(f32::neutral(Builtin::Lor), 0.0);
+        assert_eq!(i8::combine(Builtin::Land, 7, 1), 1);
+    }
 }

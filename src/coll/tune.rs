@@ -151,11 +151,7 @@ impl Tuning {
             bcast_min_procs: num(c::BCAST_MIN_PROCS, d.bcast_min_procs),
             allgather: choice(
                 c::ALLGATHER_ALG,
-                &[
-                    ("ring", Allgather::Ring),
-                    ("recdbl", Allgather::RecursiveDoubling),
-                    ("bruck", Allgather::Bruck),
-                ],
+                &[("ring", Allgather::Ring), ("recdbl", Allgather::RecursiveDoubling), ("bruck", Allgather::Bruck)],
             ),
             allgather_short: num(c::ALLGATHER_SHORT, d.allgather_short),
             allgather_long: num(c::ALLGATHER_LONG, d.allgather_long),
@@ -267,4 +263,49 @@ static TUNING: OnceLock<Tuning> = OnceLock::new();
 /// The process's selection table (read from the environment on first use).
 pub fn get() -> &'static Tuning {
     TUNING.get_or_init(Tuning::from_env)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_size_and_operation() {
+        let t = Tuning::default();
+        assert_eq!(t.allreduce(8, 1, 4, true), Allreduce::RecursiveDoubling);
+        assert_eq!(t.allreduce(1 << 16, 8192, 4, true), Allreduce::Rabenseifner);
+        assert_eq!(t.allreduce(1 << 16, 8192, 4, false), Allreduce::ReduceBcast);
+        assert_eq!(t.allreduce(8 << 20, 1 << 20, 6, true), Allreduce::Ring);
+        assert_eq!(t.allreduce(8 << 20, 1 << 20, 8, true), Allreduce::Rabenseifner);
+        // Fewer elements than ranks: nothing to split.
+        assert_eq!(t.allreduce(4096, 3, 8, true), Allreduce::RecursiveDoubling);
+        assert_eq!(t.bcast(1 << 20, 4), Bcast::Binomial);
+        assert_eq!(t.bcast(1 << 20, 8), Bcast::ScatterAllgather);
+        assert_eq!(t.allgather(1024, 4), Allgather::RecursiveDoubling);
+        assert_eq!(t.allgather(1024, 6), Allgather::Bruck);
+        assert_eq!(t.allgather(1 << 20, 6), Allgather::Ring);
+        assert_eq!(t.alltoall(64, 8, true), Alltoall::Bruck);
+        assert_eq!(t.alltoall(64, 8, false), Alltoall::Post);
+        assert_eq!(t.alltoall(1 << 16, 8, true), Alltoall::Pairwise);
+        assert_eq!(t.reduce_scatter(1024, true), ReduceScatter::Halving);
+        assert_eq!(t.reduce_scatter(1 << 20, true), ReduceScatter::Pairwise);
+        assert_eq!(t.reduce_scatter(1024, false), ReduceScatter::ReduceThenScatter);
+    }
+
+    #[test]
+    fn forced_choices_that_cannot_run_fall_back() {
+        let t = Tuning {
+            allreduce: Some(Allreduce::Ring),
+            alltoall: Some(Alltoall::Bruck),
+            bcast: Some(Bcast::ScatterAllgather),
+            ..Tuning::default()
+        };
+        assert_eq!(t.allreduce(8, 1, 4, true), Allreduce::RecursiveDoubling);
+        assert_eq!(t.allreduce(1 << 16, 8192, 4, false), Allreduce::ReduceBcast);
+        assert_eq!(t.allreduce(1 << 16, 8192, 4, true), Allreduce::Ring);
+        assert_eq!(t.alltoall(64, 8, false), Alltoall::Post);
+        assert_eq!(t.bcast(3, 8), Bcast::Binomial);
+        assert_eq!(pof2_below(1), 1);
+        assert_eq!(pof2_below(7), 4);
+    }
 }
