@@ -328,6 +328,45 @@ static void check_noncommutative_reduce_scatter(MPI_Op seq, int triples)
     free(tout);
 }
 
+/* Gather and Scatter of `count` ints per rank at `root`, in place at the root or not. */
+static void check_gather_scatter(int count, int root, int in_place)
+{
+    size_t n = (size_t)size * count + 1;
+    int *all = malloc(n * sizeof(int)), *mine = malloc((count + 1) * sizeof(int));
+    for (int i = 0; i < count; i++)
+        mine[i] = a2a(rank, root, i);
+    for (size_t i = 0; i < n; i++)
+        all[i] = -99;
+    int ip = in_place && rank == root;
+    if (ip)
+        memcpy(all + (size_t)root * count, mine, count * sizeof(int));
+    MPI_Gather(ip ? MPI_IN_PLACE : mine, count, MPI_INT, all, count, MPI_INT, root, MPI_COMM_WORLD);
+    int bad = 0;
+    for (int j = 0; rank == root && j < size; j++)
+        for (int i = 0; i < count && bad < 3; i++)
+            if (all[j * count + i] != a2a(j, root, i)) {
+                bad++;
+                CHECK(0, "Gather count %d root %d%s: from %d [%d] = %d", count, root, ip ? " in place" : "", j, i,
+                      all[j * count + i]);
+            }
+    /* Scatter: the root sends rank j a2a(root, j, i). */
+    for (int j = 0; j < size; j++)
+        for (int i = 0; i < count; i++)
+            all[j * count + i] = a2a(root, j, i);
+    for (int i = 0; i < count; i++)
+        mine[i] = -99;
+    MPI_Scatter(all, count, MPI_INT, ip ? MPI_IN_PLACE : mine, count, MPI_INT, root, MPI_COMM_WORLD);
+    bad = 0;
+    const int *got = ip ? all + (size_t)root * count : mine;
+    for (int i = 0; i < count && bad < 3; i++)
+        if (got[i] != a2a(root, rank, i)) {
+            bad++;
+            CHECK(0, "Scatter count %d root %d%s: [%d] = %d", count, root, ip ? " in place" : "", i, got[i]);
+        }
+    free(all);
+    free(mine);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -373,6 +412,10 @@ int main(int argc, char **argv)
         check_alltoall(acounts[c], 0);
         check_alltoall(acounts[c], 1);
     }
+    static const int scounts[] = {0, 1, 37, 3001, 30000};
+    for (int c = 0; c < 5; c++)
+        for (int k = 0; k < 3; k++)
+            check_gather_scatter(scounts[c], k == 0 ? 0 : k == 1 ? size - 1 : size / 2, (c + k) % 2);
     static const int rcounts[] = {0, 1, 37, 50001};
     for (int c = 0; c < 4; c++) {
         check_reduce_scatter(rcounts[c], T_INT, MPI_SUM, 0);

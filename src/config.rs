@@ -27,6 +27,8 @@ pub const ALLTOALL_ALG: &str = "OXMPI_ALLTOALL_ALG";
 pub const ALLTOALL_SHORT: &str = "OXMPI_ALLTOALL_SHORT";
 pub const ALLTOALL_MIN_PROCS: &str = "OXMPI_ALLTOALL_MIN_PROCS";
 pub const ALLTOALL_MEDIUM: &str = "OXMPI_ALLTOALL_MEDIUM";
+pub const GATHER_ALG: &str = "OXMPI_GATHER_ALG";
+pub const GATHER_LARGE: &str = "OXMPI_GATHER_LARGE";
 pub const REDUCE_SCATTER_ALG: &str = "OXMPI_REDUCE_SCATTER_ALG";
 pub const REDUCE_SCATTER_LONG: &str = "OXMPI_REDUCE_SCATTER_LONG";
 pub const SPARSE: &str = "OXMPI_SPARSE";
@@ -115,6 +117,16 @@ pub const TUNABLES: &[Tunable] = &[
         name: ALLTOALL_MEDIUM,
         default: "32768",
         what: "alltoall blocks of at least this many bytes use pairwise exchange; smaller ones post everything",
+    },
+    Tunable {
+        name: GATHER_ALG,
+        default: "auto",
+        what: "gather/scatter algorithm: linear, binomial (MPI_Gather/MPI_Scatter only; the v forms are linear)",
+    },
+    Tunable {
+        name: GATHER_LARGE,
+        default: "65536",
+        what: "gather/scatter of fewer total bytes uses the binomial tree; linear above",
     },
     Tunable {
         name: REDUCE_SCATTER_ALG,

@@ -513,6 +513,105 @@ pub fn scatter(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) 
     Ok(())
 }
 
+/// MPI_Gather (every member's block has the same size): binomial tree for small totals,
+/// else as `gather`.
+pub fn gather_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) -> MpiResult<()> {
+    let (n, r) = (g.size(), g.rank());
+    let block = match (&send, &recv) {
+        (Some(s), _) => s.blocks[0].bytes(),
+        (None, Some(o)) => o.blocks[root].bytes(),
+        (None, None) => unreachable!("a gather member without buffers"),
+    };
+    if n == 1 || block == 0 || tune::get().rooted(block * n, true) == tune::Rooted::Linear {
+        return gather(g, send, recv, root);
+    }
+    // Relative rank vr holds the blocks of vr..vr + (subtree size), in that order: its own,
+    // then each child's subtree (children vr + 1, vr + 2, vr + 4, ... below its lowest set bit).
+    let vr = (r + n - root) % n;
+    let real = |v: usize| (v + root) % n;
+    let mut buf = match (&send, &recv) {
+        (Some(s), _) => s.pack(0),
+        (None, Some(o)) => o.pack(root),
+        (None, None) => unreachable!(),
+    };
+    let mut children = Vec::new();
+    let mut mask = 1;
+    while mask < n && vr & mask == 0 {
+        if vr + mask < n {
+            let blocks = mask.min(n - vr - mask);
+            children.push(g.post_recv(real(vr + mask), tag::GATHER, blocks * block));
+        }
+        mask <<= 1;
+    }
+    for q in children {
+        g.wait_all(&[q]);
+        let got = g.take(q)?;
+        buf.extend_from_slice(&got);
+    }
+    if vr != 0 {
+        g.send(real(vr - mask), tag::GATHER, buf);
+        return Ok(());
+    }
+    if buf.len() != n * block {
+        return err(MPI_ERR_TRUNCATE, "gather: members sent blocks of different sizes (counts or types differ)");
+    }
+    let mut out = recv.expect("the root has a receive buffer");
+    for (v, piece) in buf.chunks_exact(block).enumerate() {
+        if v != 0 || send.is_some() {
+            out.put(real(v), piece);
+        }
+    }
+    Ok(())
+}
+
+/// MPI_Scatter (every member's block has the same size): binomial tree for small totals,
+/// else as `scatter`.
+pub fn scatter_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) -> MpiResult<()> {
+    let (n, r) = (g.size(), g.rank());
+    let block = match (&send, &recv) {
+        (Some(s), _) => s.blocks[root].bytes(),
+        (None, Some(o)) => o.blocks[0].bytes(),
+        (None, None) => unreachable!("a scatter member without buffers"),
+    };
+    if n == 1 || block == 0 || tune::get().rooted(block * n, true) == tune::Rooted::Linear {
+        return scatter(g, send, recv, root);
+    }
+    // Relative rank vr gets the blocks of its subtree (vr..vr + size) from its parent, then
+    // hands each child (vr + 2^k, largest first) the child's subtree.
+    let vr = (r + n - root) % n;
+    let real = |v: usize| (v + root) % n;
+    let mut mask = 1;
+    let buf = if vr == 0 {
+        let s = send.as_ref().expect("the root has a send buffer");
+        while mask < n {
+            mask <<= 1;
+        }
+        (0..n).flat_map(|v| s.pack(real(v))).collect()
+    } else {
+        while vr & mask == 0 {
+            mask <<= 1;
+        }
+        let blocks = mask.min(n - vr);
+        let got = g.recv(real(vr - mask), tag::SCATTER, blocks * block)?;
+        if got.len() != blocks * block {
+            return err(MPI_ERR_TRUNCATE, "scatter: the root sent blocks of another size (counts or types differ)");
+        }
+        got
+    };
+    mask >>= 1;
+    while mask > 0 {
+        if vr + mask < n {
+            let blocks = mask.min(n - vr - mask);
+            g.send(real(vr + mask), tag::SCATTER, buf[mask * block..(mask + blocks) * block].to_vec());
+        }
+        mask >>= 1;
+    }
+    if let Some(mut out) = recv {
+        out.put(0, &buf[..block]);
+    }
+    Ok(())
+}
+
 /// MPI_Allgather(v): ring, recursive doubling (power-of-two sizes) or Bruck, by size. `send`
 /// is None for MPI_IN_PLACE (the own block is already in place in `recv`). Every member knows
 /// every block's size (allgatherv's counts are the same everywhere), so all agree.

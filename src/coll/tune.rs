@@ -40,6 +40,15 @@ pub enum Alltoall {
     Bruck,
 }
 
+/// Gather and scatter algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rooted {
+    /// The root talks to every member directly.
+    Linear,
+    /// Binomial tree (MPI_Gather/MPI_Scatter: blocks of one size everywhere).
+    Binomial,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReduceScatter {
     /// Reduce to rank 0, then scatter (any operation; rank order kept).
@@ -74,6 +83,9 @@ pub struct Tuning {
     pub alltoall_min_procs: usize,
     /// Per-peer block bytes below which every transfer is posted at once; above, pairwise.
     pub alltoall_medium: usize,
+    pub gather: Option<Rooted>,
+    /// Total bytes (all blocks) below which gather and scatter use the binomial tree.
+    pub gather_large: usize,
     pub reduce_scatter: Option<ReduceScatter>,
     /// Total bytes below which commutative reduce-scatter uses recursive halving (pairwise above).
     pub reduce_scatter_long: usize,
@@ -101,6 +113,8 @@ impl Default for Tuning {
             alltoall_short: 256,
             alltoall_min_procs: 8,
             alltoall_medium: 32768,
+            gather: None,
+            gather_large: 65536,
             reduce_scatter: None,
             reduce_scatter_long: 524288,
             sparse: true,
@@ -162,6 +176,8 @@ impl Tuning {
             alltoall_short: num(c::ALLTOALL_SHORT, d.alltoall_short),
             alltoall_min_procs: num(c::ALLTOALL_MIN_PROCS, d.alltoall_min_procs),
             alltoall_medium: num(c::ALLTOALL_MEDIUM, d.alltoall_medium),
+            gather: choice(c::GATHER_ALG, &[("linear", Rooted::Linear), ("binomial", Rooted::Binomial)]),
+            gather_large: num(c::GATHER_LARGE, d.gather_large),
             reduce_scatter: choice(
                 c::REDUCE_SCATTER_ALG,
                 &[
@@ -242,6 +258,17 @@ impl Tuning {
         }
     }
 
+    /// Gather or scatter of `total` bytes; `uniform`: MPI_Gather/MPI_Scatter (not the v forms).
+    pub fn rooted(&self, total: usize, uniform: bool) -> Rooted {
+        if !uniform {
+            return Rooted::Linear;
+        }
+        if let Some(a) = self.gather {
+            return a;
+        }
+        if total < self.gather_large { Rooted::Binomial } else { Rooted::Linear }
+    }
+
     pub fn reduce_scatter(&self, total: usize, commutative: bool) -> ReduceScatter {
         if !commutative {
             return ReduceScatter::ReduceThenScatter;
@@ -287,6 +314,9 @@ mod tests {
         assert_eq!(t.alltoall(64, 8, true), Alltoall::Bruck);
         assert_eq!(t.alltoall(64, 8, false), Alltoall::Post);
         assert_eq!(t.alltoall(1 << 16, 8, true), Alltoall::Pairwise);
+        assert_eq!(t.rooted(1024, true), Rooted::Binomial);
+        assert_eq!(t.rooted(1024, false), Rooted::Linear);
+        assert_eq!(t.rooted(1 << 20, true), Rooted::Linear);
         assert_eq!(t.reduce_scatter(1024, true), ReduceScatter::Halving);
         assert_eq!(t.reduce_scatter(1 << 20, true), ReduceScatter::Pairwise);
         assert_eq!(t.reduce_scatter(1024, false), ReduceScatter::ReduceThenScatter);
