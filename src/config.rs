@@ -77,7 +77,7 @@ pub const TUNABLES: &[Tunable] = &[
     Tunable {
         name: ALLREDUCE_LARGE,
         default: "2048",
-        what: "allreduce above this many bytes: Rabenseifner (commutative op) or reduce + bcast; recursive doubling below",
+        what: "allreduce above this many bytes uses Rabenseifner (commutative op; non-commutative ones switch to reduce + bcast above 64 KiB); recursive doubling below",
     },
     Tunable {
         name: ALLREDUCE_RING,

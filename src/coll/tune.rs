@@ -205,10 +205,12 @@ impl Tuning {
         if let Some(a) = self.allreduce.filter(|&a| fits(a)) {
             return a;
         }
-        if bytes <= self.allreduce_large {
+        if !commutative {
+            // Rank order rules out splitting the vector; recursive doubling moves the whole
+            // vector log2(n) times, reduce + bcast about twice (oxmpi's earlier threshold).
+            if bytes > NONCOMMUTATIVE_LARGE { Allreduce::ReduceBcast } else { Allreduce::RecursiveDoubling }
+        } else if bytes <= self.allreduce_large {
             Allreduce::RecursiveDoubling
-        } else if !commutative {
-            Allreduce::ReduceBcast
         } else if bytes > self.allreduce_ring && !n.is_power_of_two() && fits(Allreduce::Ring) {
             Allreduce::Ring
         } else if fits(Allreduce::Rabenseifner) {
@@ -280,6 +282,9 @@ impl Tuning {
     }
 }
 
+/// Non-commutative allreduce above this many bytes uses reduce + bcast.
+const NONCOMMUTATIVE_LARGE: usize = 64 * 1024;
+
 /// The largest power of two not above `n` (n >= 1).
 pub fn pof2_below(n: usize) -> usize {
     1 << (usize::BITS - 1 - n.max(1).leading_zeros())
@@ -301,7 +306,8 @@ mod tests {
         let t = Tuning::default();
         assert_eq!(t.allreduce(8, 1, 4, true), Allreduce::RecursiveDoubling);
         assert_eq!(t.allreduce(1 << 16, 8192, 4, true), Allreduce::Rabenseifner);
-        assert_eq!(t.allreduce(1 << 16, 8192, 4, false), Allreduce::ReduceBcast);
+        assert_eq!(t.allreduce(1 << 16, 8192, 4, false), Allreduce::RecursiveDoubling);
+        assert_eq!(t.allreduce(1 << 17, 16384, 4, false), Allreduce::ReduceBcast);
         assert_eq!(t.allreduce(8 << 20, 1 << 20, 6, true), Allreduce::Ring);
         assert_eq!(t.allreduce(8 << 20, 1 << 20, 8, true), Allreduce::Rabenseifner);
         // Fewer elements than ranks: nothing to split.
@@ -331,7 +337,7 @@ mod tests {
             ..Tuning::default()
         };
         assert_eq!(t.allreduce(8, 1, 4, true), Allreduce::RecursiveDoubling);
-        assert_eq!(t.allreduce(1 << 16, 8192, 4, false), Allreduce::ReduceBcast);
+        assert_eq!(t.allreduce(1 << 17, 16384, 4, false), Allreduce::ReduceBcast);
         assert_eq!(t.allreduce(1 << 16, 8192, 4, true), Allreduce::Ring);
         assert_eq!(t.alltoall(64, 8, false), Alltoall::Post);
         assert_eq!(t.bcast(3, 8), Bcast::Binomial);
