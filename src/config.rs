@@ -14,6 +14,26 @@ pub const CMA: &str = "OXMPI_CMA";
 pub const SPIN_US: &str = "OXMPI_SPIN_US";
 pub const YIELD_US: &str = "OXMPI_YIELD_US";
 pub const MEMBARRIER: &str = "OXMPI_MEMBARRIER";
+pub const ALLREDUCE_ALG: &str = "OXMPI_ALLREDUCE_ALG";
+pub const ALLREDUCE_LARGE: &str = "OXMPI_ALLREDUCE_LARGE";
+pub const ALLREDUCE_RING: &str = "OXMPI_ALLREDUCE_RING";
+pub const BCAST_ALG: &str = "OXMPI_BCAST_ALG";
+pub const BCAST_LARGE: &str = "OXMPI_BCAST_LARGE";
+pub const BCAST_MIN_PROCS: &str = "OXMPI_BCAST_MIN_PROCS";
+pub const ALLGATHER_ALG: &str = "OXMPI_ALLGATHER_ALG";
+pub const ALLGATHER_SHORT: &str = "OXMPI_ALLGATHER_SHORT";
+pub const ALLGATHER_LONG: &str = "OXMPI_ALLGATHER_LONG";
+pub const ALLTOALL_ALG: &str = "OXMPI_ALLTOALL_ALG";
+pub const ALLTOALL_SHORT: &str = "OXMPI_ALLTOALL_SHORT";
+pub const ALLTOALL_MIN_PROCS: &str = "OXMPI_ALLTOALL_MIN_PROCS";
+pub const ALLTOALL_MEDIUM: &str = "OXMPI_ALLTOALL_MEDIUM";
+pub const GATHER_ALG: &str = "OXMPI_GATHER_ALG";
+pub const GATHER_LARGE: &str = "OXMPI_GATHER_LARGE";
+pub const REDUCE_SCATTER_ALG: &str = "OXMPI_REDUCE_SCATTER_ALG";
+pub const REDUCE_SCATTER_LONG: &str = "OXMPI_REDUCE_SCATTER_LONG";
+pub const SPARSE: &str = "OXMPI_SPARSE";
+pub const SPARSE_MIN: &str = "OXMPI_SPARSE_MIN";
+pub const SPARSE_RATIO: &str = "OXMPI_SPARSE_RATIO";
 
 pub const TUNABLES: &[Tunable] = &[
     Tunable { name: LOG, default: "warn", what: "log filter (env_logger syntax), e.g. debug" },
@@ -46,6 +66,88 @@ pub const TUNABLES: &[Tunable] = &[
         name: MEMBARRIER,
         default: "1",
         what: "0: senders fence before every doorbell check instead of sleepers calling membarrier(2) (always so when ranks outnumber cores)",
+    },
+    // Collective algorithm selection (src/coll/tune.rs). Sizes are bytes of packed data;
+    // `*_ALG` forces an algorithm (auto: choose by size) where the call allows it.
+    Tunable {
+        name: ALLREDUCE_ALG,
+        default: "auto",
+        what: "allreduce algorithm: recdbl, rabenseifner, ring, reduce_bcast (the last two need a commutative op)",
+    },
+    Tunable {
+        name: ALLREDUCE_LARGE,
+        default: "2048",
+        what: "allreduce above this many bytes uses Rabenseifner (commutative op; non-commutative ones switch to reduce + bcast above 64 KiB); recursive doubling below",
+    },
+    Tunable {
+        name: ALLREDUCE_RING,
+        default: "1048576",
+        what: "allreduce above this many bytes on a non-power-of-two size uses the ring (commutative op)",
+    },
+    Tunable { name: BCAST_ALG, default: "auto", what: "bcast algorithm: binomial, scatter_allgather" },
+    Tunable {
+        name: BCAST_LARGE,
+        default: "12288",
+        what: "bcast of at least this many bytes uses scatter + ring allgather (with OXMPI_BCAST_MIN_PROCS ranks)",
+    },
+    Tunable { name: BCAST_MIN_PROCS, default: "8", what: "fewest ranks for scatter + allgather bcast" },
+    Tunable { name: ALLGATHER_ALG, default: "auto", what: "allgather(v) algorithm: ring, recdbl, bruck" },
+    Tunable {
+        name: ALLGATHER_SHORT,
+        default: "81920",
+        what: "allgather of fewer total bytes on a non-power-of-two size uses Bruck",
+    },
+    Tunable {
+        name: ALLGATHER_LONG,
+        default: "524288",
+        what: "allgather of fewer total bytes on a power-of-two size uses recursive doubling; ring above",
+    },
+    Tunable {
+        name: ALLTOALL_ALG,
+        default: "auto",
+        what: "alltoall algorithm: post (all transfers at once), pairwise, bruck (MPI_Alltoall only)",
+    },
+    Tunable {
+        name: ALLTOALL_SHORT,
+        default: "256",
+        what: "alltoall blocks of at most this many bytes use Bruck (with OXMPI_ALLTOALL_MIN_PROCS ranks)",
+    },
+    Tunable { name: ALLTOALL_MIN_PROCS, default: "8", what: "fewest ranks for Bruck alltoall" },
+    Tunable {
+        name: ALLTOALL_MEDIUM,
+        default: "32768",
+        what: "alltoall blocks of at least this many bytes use pairwise exchange; smaller ones post everything",
+    },
+    Tunable {
+        name: GATHER_ALG,
+        default: "auto",
+        what: "gather/scatter algorithm: linear, binomial (MPI_Gather/MPI_Scatter only; the v forms are linear)",
+    },
+    Tunable {
+        name: GATHER_LARGE,
+        default: "65536",
+        what: "gather/scatter of fewer total bytes uses the binomial tree; linear above",
+    },
+    Tunable {
+        name: REDUCE_SCATTER_ALG,
+        default: "auto",
+        what: "reduce_scatter(_block) algorithm for commutative ops: halving, pairwise, reduce_scatter",
+    },
+    Tunable {
+        name: REDUCE_SCATTER_LONG,
+        default: "524288",
+        what: "reduce_scatter of at least this many total bytes uses pairwise exchange; recursive halving below",
+    },
+    Tunable {
+        name: SPARSE,
+        default: "1",
+        what: "0 disables sparse-aware Reduce/Allreduce (index/value encoding of vectors with many neutral elements)",
+    },
+    Tunable { name: SPARSE_MIN, default: "1024", what: "smallest vector (bytes) checked for sparsity" },
+    Tunable {
+        name: SPARSE_RATIO,
+        default: "50",
+        what: "sparse encoding is used while it takes at most this percentage of the dense bytes",
     },
 ];
 

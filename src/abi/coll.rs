@@ -718,6 +718,8 @@ unsafe fn gather(
             check_buf(sendbuf, count * layout.size, "sendbuf")?;
             Some(Region::new(sendbuf, &[(0, count, layout)]))
         };
+        // MPI_Gather's blocks have the same size on every rank (the binomial tree may run).
+        let uniform = matches!(recv, Spread::Uniform(_));
         let recv = if is_root {
             let layout = datatype::layout(recvtype)?;
             // SAFETY: the caller's arrays, significant at the root.
@@ -748,7 +750,8 @@ unsafe fn gather(
         if let Mode::Blocking = mode {
             // SAFETY: the caller's buffers, valid for this call.
             let (send, recv) = unsafe { borrow_pair(send, recv) };
-            return coll::gather(g, send, recv, root);
+            let gather = if uniform { coll::gather_uniform } else { coll::gather };
+            return gather(g, send, recv, root);
         }
         let (send, recv) = unsafe { keep_pair(send, recv) };
         schedule(g, comm, mode, None, recv, move |s| sched::gather(s, send.as_ref().map(|b| b.pack(0)), root))
@@ -812,6 +815,8 @@ unsafe fn scatter(
         if in_place && !is_root {
             return err(MPI_ERR_BUFFER, "MPI_IN_PLACE as recvbuf is only allowed at the root");
         }
+        // MPI_Scatter's blocks have the same size on every rank (the binomial tree may run).
+        let uniform = matches!(send, Spread::Uniform(_));
         let send = if is_root {
             let layout = datatype::layout(sendtype)?;
             // SAFETY: the caller's arrays, significant at the root.
@@ -850,7 +855,8 @@ unsafe fn scatter(
         if let Mode::Blocking = mode {
             // SAFETY: the caller's buffers, valid for this call.
             let (send, recv) = unsafe { borrow_pair(send, recv) };
-            return coll::scatter(g, send, recv, root);
+            let scatter = if uniform { coll::scatter_uniform } else { coll::scatter };
+            return scatter(g, send, recv, root);
         }
         let (send, recv) = unsafe { keep_pair(send, recv) };
         schedule(g, comm, mode, None, recv, move |s| {
@@ -1060,6 +1066,8 @@ unsafe fn alltoall(
         };
         // SAFETY: the caller's arrays of communicator size.
         let blocks = unsafe { alltoall_blocks(recv, recvtypes, n, "recvcount")? };
+        // MPI_Alltoall's blocks have the same size on every rank (Bruck's algorithm may run).
+        let uniform = matches!((recv, recvtypes), (Spread::Uniform(_), Types::One(_)));
         Region::new(recvbuf, &blocks).check_not_null("recvbuf")?;
         check_not_in_place(recvbuf, "recvbuf")?;
         if let Some(s) = &send
@@ -1079,7 +1087,8 @@ unsafe fn alltoall(
         if let Mode::Blocking = mode {
             // SAFETY: the caller's buffers, valid for this call.
             let (send, recv) = unsafe { borrow_pair(send, recv) };
-            return coll::alltoall(g, send, recv.expect("receive buffer"));
+            let all = if uniform { coll::alltoall_uniform } else { coll::alltoall };
+            return all(g, send, recv.expect("receive buffer"));
         }
         let (send, recv) = unsafe { keep_pair(send, recv) };
         schedule(g, comm, mode, None, recv, move |s| {

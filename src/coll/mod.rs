@@ -8,11 +8,15 @@
 //! for what it receives. Message order between two ranks is FIFO per tag, which keeps rounds
 //! and consecutive collectives apart without per-round tags.
 //!
-//! Algorithms: dissemination barrier; binomial-tree broadcast and reduce (reduce in rank order
-//! for non-commutative operations); allreduce by recursive doubling (non-power-of-two sizes
-//! fold the extra ranks in first) or, for large vectors, reduce + broadcast; ring allgather;
-//! linear gather/scatter; all-to-all by posting every receive and send at once;
-//! reduce-scatter as reduce + scatter; scan/exscan by recursive doubling.
+//! Algorithms (chosen per call by `tune`, by communicator and message size; every choice and
+//! threshold has an `OXMPI_*` override): dissemination barrier; broadcast by binomial tree or,
+//! for large messages, binomial scatter + ring allgather; binomial reduce (rank order kept
+//! for non-commutative operations); allreduce by recursive doubling, Rabenseifner, ring or
+//! reduce + broadcast (`allreduce`), sparse-aware for predefined operations (`sparse`);
+//! allgather(v) by ring, recursive doubling or Bruck; all-to-all by posting everything,
+//! pairwise exchange, or Bruck (uniform blocks); reduce-scatter by recursive halving or
+//! pairwise exchange (commutative operations) or reduce + scatter; linear gather/scatter;
+//! scan/exscan by recursive doubling.
 
 use crate::abi::consts::*;
 use crate::comm::Comm;
@@ -23,9 +27,14 @@ use crate::p2p::buffers::{RecvBuf, SendBuf};
 use crate::p2p::request::{Op, SendMode};
 use crate::p2p::{Engine, Envelope};
 
+mod allreduce;
 pub mod inter;
 pub mod neighbor;
 pub mod sched;
+pub mod sparse;
+pub mod tune;
+
+use sparse::Vecs;
 
 /// Internal tags (on the collective context): one range per collective kind; the low bits
 /// name the phase of composite algorithms. Tag 1 is the context-id agreement's.
@@ -49,10 +58,6 @@ mod tag {
     pub const PHASE_SCATTER: i32 = 3;
     pub const PHASE_ROOT: i32 = 4;
 }
-
-/// Above this many bytes allreduce uses reduce + broadcast (fewer bytes on the wire per rank
-/// than recursive doubling, which sends the whole vector log2(n) times).
-const ALLREDUCE_LARGE: usize = 64 * 1024;
 
 /// The members of a communicator as seen by one collective call.
 pub struct Group<'a> {
@@ -249,147 +254,115 @@ pub fn bcast(g: &mut Group, buf: &mut Out, root: usize) -> MpiResult<()> {
         return Ok(());
     }
     let mut data = if g.rank() == root { buf.pack(0) } else { Vec::new() };
-    bcast_packed(g, &mut data, len, root, tag::BCAST)?;
+    match tune::get().bcast(len, g.size()) {
+        tune::Bcast::Binomial => bcast_packed(g, &mut data, len, root, tag::BCAST)?,
+        tune::Bcast::ScatterAllgather => bcast_scatter_allgather(g, &mut data, len, root, tag::BCAST)?,
+    }
     if g.rank() != root {
         buf.put(0, &data);
     }
     Ok(())
 }
 
-// ----- reductions -----
-
-/// Binomial-tree reduction of every member's `acc` to `root`; returns the result at `root`.
-/// Each step combines a lower-ranked partial result (as the first operand) with the next
-/// higher one, so non-commutative operations see rank order; for them the tree is rooted at
-/// rank 0 and the result forwarded to `root`.
-fn reduce_packed(
-    g: &mut Group,
-    mut acc: Vec<u8>,
-    red: &Reduction,
-    root: usize,
-    tag: i32,
-) -> MpiResult<Option<Vec<u8>>> {
+/// Broadcast of `len` bytes (van de Geijn): the root scatters `n` pieces down a binomial
+/// tree (each subtree gets its pieces in one message), then a ring allgather completes
+/// every member's copy. Pieces are numbered relative to the root.
+fn bcast_scatter_allgather(g: &mut Group, data: &mut Vec<u8>, len: usize, root: usize, tag: i32) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
-    let len = acc.len();
-    let tree_root = if red.is_commutative() { root } else { 0 };
-    let vr = (r + n - tree_root) % n;
-    let real = |v: usize| (v + tree_root) % n;
-    // Children are vr + 2^k for every 2^k below vr's lowest set bit; post all their receives.
-    let mut children = Vec::new();
+    let vr = (r + n - root) % n;
+    let real = |v: usize| (v + root) % n;
+    let piece = len.div_ceil(n);
+    // Byte range of pieces lo..hi (relative numbers, clipped to the data).
+    let bytes = |lo: usize, hi: usize| (lo * piece).min(len)..(hi * piece).min(len);
+    data.resize(len, 0);
+    // Scatter: a member receives pieces vr..vr + subtree size from its parent, then passes
+    // each child its subtree's pieces.
     let mut mask = 1;
-    while mask < n && vr & mask == 0 {
-        if vr + mask < n {
-            children.push(g.post_recv(real(vr + mask), tag, len));
+    while mask < n {
+        if vr & mask != 0 {
+            let range = bytes(vr, vr + mask);
+            if !range.is_empty() {
+                let got = g.recv(real(vr - mask), tag, range.len())?;
+                data[range.start..range.start + got.len()].copy_from_slice(&got);
+            }
+            break;
         }
         mask <<= 1;
     }
-    for req in children {
-        g.wait_all(&[req]);
-        let mut higher = g.take(req)?;
-        red.apply(&acc, &mut higher);
-        acc = higher;
-    }
-    if vr != 0 {
-        g.send(real(vr - mask), tag, acc);
-        if r == root {
-            // Non-commutative op with root != 0: rank 0 forwards the result.
-            return g.recv(0, tag + tag::PHASE_ROOT, len).map(Some);
+    mask >>= 1;
+    while mask > 0 {
+        if vr + mask < n {
+            let range = bytes(vr + mask, vr + 2 * mask);
+            if !range.is_empty() {
+                g.send(real(vr + mask), tag, data[range].to_vec());
+            }
         }
-        return Ok(None);
+        mask >>= 1;
     }
-    if r == root {
-        return Ok(Some(acc));
-    }
-    g.send(root, tag + tag::PHASE_ROOT, acc);
-    Ok(None)
-}
-
-/// MPI_Reduce. `send` is None for MPI_IN_PLACE at the root; `recv` matters at the root only.
-pub fn reduce(g: &mut Group, send: Option<In>, recv: Option<Out>, red: &Reduction, root: usize) -> MpiResult<()> {
-    let mine = match (&send, &recv) {
-        (Some(s), _) => s.pack(0),
-        (None, Some(o)) => o.pack(0),
-        (None, None) => unreachable!("MPI_IN_PLACE without a receive buffer is rejected at the edge"),
-    };
-    if mine.is_empty() {
-        return Ok(());
-    }
-    if let Some(result) = reduce_packed(g, mine, red, root, tag::REDUCE)? {
-        recv.expect("the root has a receive buffer").put(0, &result);
+    // Ring allgather of the pieces: in step k, pass on piece vr - k, get piece vr - k - 1.
+    let (left, right) = ((r + n - 1) % n, (r + 1) % n);
+    for step in 0..n - 1 {
+        let (s, t) = ((vr + n - step) % n, (vr + 2 * n - step - 1) % n);
+        let (srange, rrange) = (bytes(s, s + 1), bytes(t, t + 1));
+        let req = (!rrange.is_empty()).then(|| g.post_recv(left, tag + tag::PHASE_BCAST, rrange.len()));
+        if !srange.is_empty() {
+            g.send(right, tag + tag::PHASE_BCAST, data[srange].to_vec());
+        }
+        if let Some(q) = req {
+            g.wait_all(&[q]);
+            let got = g.take(q)?;
+            data[rrange.start..rrange.start + got.len()].copy_from_slice(&got);
+        }
     }
     Ok(())
 }
 
-/// Allreduce of packed vectors: every member gets the combination in rank order.
-fn allreduce_packed(g: &mut Group, mut acc: Vec<u8>, red: &Reduction, tag: i32) -> MpiResult<Vec<u8>> {
-    let (n, r) = (g.size(), g.rank());
-    let len = acc.len();
-    if n == 1 {
-        return Ok(acc);
-    }
-    if len > ALLREDUCE_LARGE {
-        let mut result = reduce_packed(g, acc, red, 0, tag + tag::PHASE_REDUCE)?.unwrap_or_default();
-        bcast_packed(g, &mut result, len, 0, tag + tag::PHASE_BCAST)?;
-        return Ok(result);
-    }
-    // Recursive doubling over the largest power of two `pof2` <= n: among the first 2 * rem
-    // ranks, each even rank hands its vector to the odd rank above it and sits out. The
-    // remaining ranks, renumbered in rank order, exchange with partners 1, 2, 4, ... apart.
-    let pof2 = 1 << (usize::BITS - 1 - n.leading_zeros());
-    let rem = n - pof2;
-    let newrank = if r < 2 * rem {
-        if r % 2 == 0 {
-            g.send(r + 1, tag, std::mem::take(&mut acc));
-            None
-        } else {
-            let lower = g.recv(r - 1, tag, len)?;
-            red.apply(&lower, &mut acc);
-            Some(r / 2)
-        }
-    } else {
-        Some(r - rem)
+// ----- reductions -----
+
+/// MPI_Reduce. `send` is None for MPI_IN_PLACE at the root; `recv` matters at the root only.
+pub fn reduce(g: &mut Group, send: Option<In>, recv: Option<Out>, red: &Reduction, root: usize) -> MpiResult<()> {
+    let block = match (&send, &recv) {
+        (Some(s), _) => s.blocks[0].clone(),
+        (None, Some(o)) => o.blocks[0].clone(),
+        (None, None) => unreachable!("MPI_IN_PLACE without a receive buffer is rejected at the edge"),
     };
-    match newrank {
-        Some(nr) => {
-            let mut mask = 1;
-            while mask < pof2 {
-                let partner = nr ^ mask;
-                let dst = if partner < rem { partner * 2 + 1 } else { partner + rem };
-                let mut theirs = g.sendrecv(dst, acc.clone(), dst, len, tag)?;
-                if dst < r {
-                    red.apply(&theirs, &mut acc);
-                } else {
-                    red.apply(&acc, &mut theirs);
-                    acc = theirs;
-                }
-                mask <<= 1;
-            }
-            if r < 2 * rem {
-                g.send(r - 1, tag, acc.clone());
-            }
-            Ok(acc)
-        }
-        None => g.recv(r + 1, tag, len),
+    if block.bytes() == 0 {
+        return Ok(());
     }
+    let v = Vecs::new(red, block.count, g.size());
+    let mine = match (&send, &recv) {
+        (Some(s), _) => v.input(&s.mem, &block),
+        (_, Some(o)) => v.input(o.mem, &block),
+        (None, None) => unreachable!(),
+    };
+    if let Some(result) = allreduce::reduce(g, mine, &v, root, tag::REDUCE)? {
+        v.write(result, &mut recv.expect("the root has a receive buffer"));
+    }
+    Ok(())
 }
 
 /// MPI_Allreduce. `send` is None for MPI_IN_PLACE (the input is in `recv`).
 pub fn allreduce(g: &mut Group, send: Option<In>, mut recv: Out, red: &Reduction) -> MpiResult<()> {
-    let mine = match &send {
-        Some(s) => s.pack(0),
-        None => recv.pack(0),
-    };
-    if mine.is_empty() {
+    let block = recv.blocks[0].clone();
+    if block.bytes() == 0 {
         return Ok(());
     }
-    let result = allreduce_packed(g, mine, red, tag::ALLREDUCE)?;
-    recv.put(0, &result);
+    let v = Vecs::new(red, block.count, g.size());
+    let mine = match &send {
+        Some(s) => v.input(&s.mem, &s.blocks[0]),
+        None => v.input(recv.mem, &block),
+    };
+    let alg = tune::get().allreduce(block.bytes(), block.count, g.size(), red.is_commutative());
+    let result = allreduce::allreduce(g, mine, &v, alg, tag::ALLREDUCE)?;
+    v.write(result, &mut recv);
     Ok(())
 }
 
-/// MPI_Reduce_scatter / MPI_Reduce_scatter_block: reduce the whole vector to rank 0 (in rank
-/// order), which sends each member its piece. `counts[i]` elements go to member i; `send` is
-/// None for MPI_IN_PLACE (the input vector is then in `recv.mem`, described by `in_place`).
+/// MPI_Reduce_scatter / MPI_Reduce_scatter_block: `counts[i]` elements go to member i;
+/// `send` is None for MPI_IN_PLACE (the input vector is then in `recv.mem`, described by
+/// `in_place`). Commutative operations use recursive halving or pairwise exchange;
+/// non-commutative ones reduce the whole vector to rank 0 (in rank order), which sends each
+/// member its piece.
 pub fn reduce_scatter(
     g: &mut Group,
     send: Option<In>,
@@ -408,25 +381,35 @@ pub fn reduce_scatter(
     if mine.is_empty() {
         return Ok(());
     }
-    let result = reduce_packed(g, mine, red, 0, tag::REDUCE_SCATTER + tag::PHASE_REDUCE)?;
-    let piece = if r == 0 {
-        let all = result.expect("rank 0 holds the reduction");
-        let mut start = 0;
-        let mut own = Vec::new();
-        for (i, &c) in counts.iter().enumerate().take(n) {
-            let part = all[start..start + c * size].to_vec();
-            start += c * size;
-            if i == 0 {
-                own = part;
-            } else if c > 0 {
-                g.send(i, tag::REDUCE_SCATTER + tag::PHASE_SCATTER, part);
+    let counts = &counts[..n];
+    let tag = tag::REDUCE_SCATTER;
+    let piece = match tune::get().reduce_scatter(mine.len(), red.is_commutative()) {
+        _ if n == 1 => mine,
+        tune::ReduceScatter::Halving => allreduce::reduce_scatter_halving(g, mine, red, counts, tag)?,
+        tune::ReduceScatter::Pairwise => allreduce::reduce_scatter_pairwise(g, &mine, red, counts, tag)?,
+        tune::ReduceScatter::ReduceThenScatter => {
+            let v = Vecs::dense(red, mine.len() / size);
+            let result = allreduce::reduce(g, sparse::Acc::Dense(mine), &v, 0, tag + tag::PHASE_REDUCE)?;
+            if r == 0 {
+                let Some(sparse::Acc::Dense(all)) = result else { unreachable!("rank 0 holds the dense reduction") };
+                let mut start = 0;
+                let mut own = Vec::new();
+                for (i, &c) in counts.iter().enumerate() {
+                    let part = all[start..start + c * size].to_vec();
+                    start += c * size;
+                    if i == 0 {
+                        own = part;
+                    } else if c > 0 {
+                        g.send(i, tag + tag::PHASE_SCATTER, part);
+                    }
+                }
+                own
+            } else if counts[r] > 0 {
+                g.recv(0, tag + tag::PHASE_SCATTER, counts[r] * size)?
+            } else {
+                Vec::new()
             }
         }
-        own
-    } else if counts[r] > 0 {
-        g.recv(0, tag::REDUCE_SCATTER + tag::PHASE_SCATTER, counts[r] * size)?
-    } else {
-        Vec::new()
     };
     recv.put(0, &piece);
     Ok(())
@@ -530,15 +513,115 @@ pub fn scatter(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) 
     Ok(())
 }
 
-/// MPI_Allgather(v): ring; in step k each member forwards the block it got in step k - 1.
-/// `send` is None for MPI_IN_PLACE (the own block is already in place in `recv`).
+/// MPI_Gather (every member's block has the same size): binomial tree for small totals,
+/// else as `gather`.
+pub fn gather_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) -> MpiResult<()> {
+    let (n, r) = (g.size(), g.rank());
+    let block = match (&send, &recv) {
+        (Some(s), _) => s.blocks[0].bytes(),
+        (None, Some(o)) => o.blocks[root].bytes(),
+        (None, None) => unreachable!("a gather member without buffers"),
+    };
+    if n == 1 || block == 0 || tune::get().rooted(block * n, true) == tune::Rooted::Linear {
+        return gather(g, send, recv, root);
+    }
+    // Relative rank vr holds the blocks of vr..vr + (subtree size), in that order: its own,
+    // then each child's subtree (children vr + 1, vr + 2, vr + 4, ... below its lowest set bit).
+    let vr = (r + n - root) % n;
+    let real = |v: usize| (v + root) % n;
+    let mut buf = match (&send, &recv) {
+        (Some(s), _) => s.pack(0),
+        (None, Some(o)) => o.pack(root),
+        (None, None) => unreachable!(),
+    };
+    let mut children = Vec::new();
+    let mut mask = 1;
+    while mask < n && vr & mask == 0 {
+        if vr + mask < n {
+            let blocks = mask.min(n - vr - mask);
+            children.push(g.post_recv(real(vr + mask), tag::GATHER, blocks * block));
+        }
+        mask <<= 1;
+    }
+    for q in children {
+        g.wait_all(&[q]);
+        let got = g.take(q)?;
+        buf.extend_from_slice(&got);
+    }
+    if vr != 0 {
+        g.send(real(vr - mask), tag::GATHER, buf);
+        return Ok(());
+    }
+    if buf.len() != n * block {
+        return err(MPI_ERR_TRUNCATE, "gather: members sent blocks of different sizes (counts or types differ)");
+    }
+    let mut out = recv.expect("the root has a receive buffer");
+    for (v, piece) in buf.chunks_exact(block).enumerate() {
+        if v != 0 || send.is_some() {
+            out.put(real(v), piece);
+        }
+    }
+    Ok(())
+}
+
+/// MPI_Scatter (every member's block has the same size): binomial tree for small totals,
+/// else as `scatter`.
+pub fn scatter_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) -> MpiResult<()> {
+    let (n, r) = (g.size(), g.rank());
+    let block = match (&send, &recv) {
+        (Some(s), _) => s.blocks[root].bytes(),
+        (None, Some(o)) => o.blocks[0].bytes(),
+        (None, None) => unreachable!("a scatter member without buffers"),
+    };
+    if n == 1 || block == 0 || tune::get().rooted(block * n, true) == tune::Rooted::Linear {
+        return scatter(g, send, recv, root);
+    }
+    // Relative rank vr gets the blocks of its subtree (vr..vr + size) from its parent, then
+    // hands each child (vr + 2^k, largest first) the child's subtree.
+    let vr = (r + n - root) % n;
+    let real = |v: usize| (v + root) % n;
+    let mut mask = 1;
+    let buf = if vr == 0 {
+        let s = send.as_ref().expect("the root has a send buffer");
+        while mask < n {
+            mask <<= 1;
+        }
+        (0..n).flat_map(|v| s.pack(real(v))).collect()
+    } else {
+        while vr & mask == 0 {
+            mask <<= 1;
+        }
+        let blocks = mask.min(n - vr);
+        let got = g.recv(real(vr - mask), tag::SCATTER, blocks * block)?;
+        if got.len() != blocks * block {
+            return err(MPI_ERR_TRUNCATE, "scatter: the root sent blocks of another size (counts or types differ)");
+        }
+        got
+    };
+    mask >>= 1;
+    while mask > 0 {
+        if vr + mask < n {
+            let blocks = mask.min(n - vr - mask);
+            g.send(real(vr + mask), tag::SCATTER, buf[mask * block..(mask + blocks) * block].to_vec());
+        }
+        mask >>= 1;
+    }
+    if let Some(mut out) = recv {
+        out.put(0, &buf[..block]);
+    }
+    Ok(())
+}
+
+/// MPI_Allgather(v): ring, recursive doubling (power-of-two sizes) or Bruck, by size. `send`
+/// is None for MPI_IN_PLACE (the own block is already in place in `recv`). Every member knows
+/// every block's size (allgatherv's counts are the same everywhere), so all agree.
 pub fn allgather(g: &mut Group, send: Option<In>, mut recv: Out) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     // Counts are known to every rank: with nothing to move, return at once.
     if recv.blocks.iter().all(|b| b.bytes() == 0) {
         return Ok(());
     }
-    let mut current = match send {
+    let mine = match send {
         Some(s) => {
             let d = s.pack(0);
             recv.put(r, &d);
@@ -546,6 +629,17 @@ pub fn allgather(g: &mut Group, send: Option<In>, mut recv: Out) -> MpiResult<()
         }
         None => recv.pack(r),
     };
+    let total: usize = recv.blocks.iter().map(Block::bytes).sum();
+    match tune::get().allgather(total, n) {
+        tune::Allgather::Ring => allgather_ring(g, mine, &mut recv),
+        tune::Allgather::RecursiveDoubling if n.is_power_of_two() => allgather_recursive_doubling(g, mine, &mut recv),
+        _ => allgather_bruck(g, mine, &mut recv),
+    }
+}
+
+/// Ring allgather: in step k each member forwards the block it got in step k - 1.
+fn allgather_ring(g: &mut Group, mut current: Vec<u8>, recv: &mut Out) -> MpiResult<()> {
+    let (n, r) = (g.size(), g.rank());
     let (left, right) = ((r + n - 1) % n, (r + 1) % n);
     for step in 0..n.saturating_sub(1) {
         let from = (r + n - step - 1) % n;
@@ -567,15 +661,98 @@ pub fn allgather(g: &mut Group, send: Option<In>, mut recv: Out) -> MpiResult<()
     Ok(())
 }
 
-/// MPI_Alltoall(v,w): every receive posted, then every send started (beginning with the
-/// next rank up, to spread the load), then one wait. `send` is None for MPI_IN_PLACE (what
-/// goes to member i is then block i of `recv`).
-pub fn alltoall(g: &mut Group, send: Option<In>, mut recv: Out) -> MpiResult<()> {
+/// Byte offsets of the packed blocks of `recv` laid end to end (one more entry: the total).
+fn offsets(recv: &Out) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(recv.blocks.iter().scan(0, |at, b| {
+            *at += b.bytes();
+            Some(*at)
+        }))
+        .collect()
+}
+
+/// Recursive-doubling allgather (power-of-two sizes): in round k members 2^k apart swap
+/// everything they have, an aligned run of 2^k blocks.
+fn allgather_recursive_doubling(g: &mut Group, mine: Vec<u8>, recv: &mut Out) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
+    let off = offsets(recv);
+    let mut all = vec![0u8; off[n]];
+    all[off[r]..off[r + 1]].copy_from_slice(&mine);
+    let mut mask = 1;
+    while mask < n {
+        let dst = r ^ mask;
+        let (base, dbase) = (r & !(mask - 1), dst & !(mask - 1));
+        let data = all[off[base]..off[base + mask]].to_vec();
+        let got = g.sendrecv(dst, data, dst, off[dbase + mask] - off[dbase], tag::ALLGATHER)?;
+        let at = off[dbase];
+        all[at..at + got.len()].copy_from_slice(&got);
+        mask <<= 1;
+    }
+    for i in (0..n).filter(|&i| i != r) {
+        recv.put(i, &all[off[i]..off[i + 1]]);
+    }
+    Ok(())
+}
+
+/// Bruck allgather (any size, ceil(log2 n) rounds): a member holds the blocks r, r + 1, ...
+/// in that order; in the round with distance d it sends its first min(d, n - d) blocks to
+/// r - d and appends the same number from r + d.
+fn allgather_bruck(g: &mut Group, mine: Vec<u8>, recv: &mut Out) -> MpiResult<()> {
+    let (n, r) = (g.size(), g.rank());
+    let size = |j: usize| recv.blocks[(r + j) % n].bytes();
+    // ends[j]: end of relative block j in `buf`.
+    let mut buf = mine;
+    let mut ends = vec![buf.len()];
+    let mut dist = 1;
+    while dist < n {
+        let cnt = dist.min(n - dist);
+        let (dst, src) = ((r + n - dist) % n, (r + dist) % n);
+        let len: usize = (dist..dist + cnt).map(size).sum();
+        let got = g.sendrecv(dst, buf[..ends[cnt - 1]].to_vec(), src, len, tag::ALLGATHER)?;
+        buf.extend_from_slice(&got);
+        for j in dist..dist + cnt {
+            ends.push(ends[j - 1] + size(j));
+        }
+        dist <<= 1;
+    }
+    for j in 1..n {
+        recv.put((r + j) % n, &buf[ends[j - 1]..ends[j]]);
+    }
+    Ok(())
+}
+
+/// MPI_Alltoall(v,w): every receive posted then every send started (small blocks), or
+/// pairwise exchange (large blocks). Members may choose differently (each pair exchanges one
+/// message each way either way). `send` is None for MPI_IN_PLACE (what goes to member i is
+/// then block i of `recv`).
+pub fn alltoall(g: &mut Group, send: Option<In>, recv: Out) -> MpiResult<()> {
+    alltoall_with(g, send, recv, false)
+}
+
+/// MPI_Alltoall (every block the same size on every member): Bruck's algorithm for small
+/// blocks on many members, else as `alltoall`.
+pub fn alltoall_uniform(g: &mut Group, send: Option<In>, recv: Out) -> MpiResult<()> {
+    alltoall_with(g, send, recv, true)
+}
+
+fn alltoall_with(g: &mut Group, send: Option<In>, mut recv: Out, uniform: bool) -> MpiResult<()> {
+    let n = g.size();
     let outgoing: Vec<Vec<u8>> = match &send {
         Some(s) => (0..n).map(|i| s.pack(i)).collect(),
         None => (0..n).map(|i| recv.pack(i)).collect(),
     };
+    let block = recv.blocks.iter().map(Block::bytes).max().unwrap_or(0);
+    match tune::get().alltoall(block, n, uniform) {
+        tune::Alltoall::Bruck if n > 1 && block > 0 => alltoall_bruck(g, outgoing, &mut recv, block),
+        tune::Alltoall::Pairwise => alltoall_pairwise(g, outgoing, &mut recv),
+        _ => alltoall_post(g, outgoing, &mut recv),
+    }
+}
+
+/// Every receive posted, then every send started (beginning with the next rank up, to spread
+/// the load), then one wait.
+fn alltoall_post(g: &mut Group, mut outgoing: Vec<Vec<u8>>, recv: &mut Out) -> MpiResult<()> {
+    let (n, r) = (g.size(), g.rank());
     let order: Vec<usize> = (1..n).map(|k| (r + k) % n).collect();
     let reqs: Vec<(usize, u32)> = order
         .iter()
@@ -583,7 +760,6 @@ pub fn alltoall(g: &mut Group, send: Option<In>, mut recv: Out) -> MpiResult<()>
         .filter(|&&i| recv.blocks[i].bytes() > 0)
         .map(|&i| (i, g.post_recv(i, tag::ALLTOALL, recv.blocks[i].bytes())))
         .collect();
-    let mut outgoing = outgoing;
     for &i in &order {
         let data = std::mem::take(&mut outgoing[i]);
         if !data.is_empty() {
@@ -596,6 +772,57 @@ pub fn alltoall(g: &mut Group, send: Option<In>, mut recv: Out) -> MpiResult<()>
     for (i, q) in reqs {
         let data = g.take(q)?;
         recv.put(i, &data);
+    }
+    Ok(())
+}
+
+/// Pairwise exchange: in step i a member sends to r + i and receives from r - i (partners
+/// r ^ i on power-of-two sizes), one transfer each way in flight.
+fn alltoall_pairwise(g: &mut Group, mut outgoing: Vec<Vec<u8>>, recv: &mut Out) -> MpiResult<()> {
+    let (n, r) = (g.size(), g.rank());
+    recv.put(r, &outgoing[r]);
+    for i in 1..n {
+        let (dst, src) = if n.is_power_of_two() { (r ^ i, r ^ i) } else { ((r + i) % n, (r + n - i) % n) };
+        let len = recv.blocks[src].bytes();
+        let req = (len > 0).then(|| g.post_recv(src, tag::ALLTOALL, len));
+        let data = std::mem::take(&mut outgoing[dst]);
+        if !data.is_empty() {
+            g.send(dst, tag::ALLTOALL, data);
+        }
+        if let Some(q) = req {
+            g.wait_all(&[q]);
+            let got = g.take(q)?;
+            recv.put(src, &got);
+        }
+    }
+    Ok(())
+}
+
+/// Bruck all-to-all (blocks of `block` bytes everywhere, ceil(log2 n) rounds): blocks are
+/// rotated so that slot i holds the block for r + i; in the round for bit k every slot with
+/// bit k set goes, in one message, to r + 2^k (and arrives from r - 2^k); slot i finally
+/// holds the block from r - i.
+fn alltoall_bruck(g: &mut Group, outgoing: Vec<Vec<u8>>, recv: &mut Out, block: usize) -> MpiResult<()> {
+    let (n, r) = (g.size(), g.rank());
+    if outgoing.iter().any(|b| b.len() != block) || recv.blocks.iter().any(|b| b.bytes() != block) {
+        return err(MPI_ERR_TRUNCATE, "alltoall: blocks of different sizes (counts or types differ between ranks)");
+    }
+    let mut slots: Vec<Vec<u8>> = (0..n).map(|i| outgoing[(r + i) % n].clone()).collect();
+    let mut bit = 1;
+    while bit < n {
+        let which: Vec<usize> = (0..n).filter(|i| i & bit != 0).collect();
+        let data: Vec<u8> = which.iter().flat_map(|&i| slots[i].iter().copied()).collect();
+        let got = g.sendrecv((r + bit) % n, data, (r + n - bit) % n, which.len() * block, tag::ALLTOALL)?;
+        if got.len() != which.len() * block {
+            return err(MPI_ERR_TRUNCATE, "alltoall: a rank sent a different amount of data (counts differ)");
+        }
+        for (k, &i) in which.iter().enumerate() {
+            slots[i] = got[k * block..(k + 1) * block].to_vec();
+        }
+        bit <<= 1;
+    }
+    for (i, s) in slots.iter().enumerate() {
+        recv.put((r + n - i) % n, s);
     }
     Ok(())
 }

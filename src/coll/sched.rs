@@ -499,6 +499,11 @@ pub fn reduce(s: &mut Schedule, mine: Vec<u8>, root: usize) {
     }
 }
 
+/// Above this many bytes Iallreduce uses reduce + broadcast (fewer bytes on the wire per
+/// rank than recursive doubling, which sends the whole vector log2(n) times). The blocking
+/// allreduce has more algorithms (see `tune`).
+const ALLREDUCE_LARGE: usize = 64 * 1024;
+
 /// Iallreduce: recursive doubling, or reduce + broadcast for large vectors.
 pub fn allreduce(s: &mut Schedule, mine: Vec<u8>) {
     let (n, r) = (s.size(), s.rank);
@@ -511,7 +516,7 @@ pub fn allreduce(s: &mut Schedule, mine: Vec<u8>) {
         s.put(acc, 0);
         return;
     }
-    if len > super::ALLREDUCE_LARGE {
+    if len > ALLREDUCE_LARGE {
         reduce_slot(s, acc, len, 0, PH_MAIN);
         bcast_slot(s, acc, len, 0, PH_BCAST, Some(0), true);
         return;

@@ -182,6 +182,18 @@ impl Reduction {
         self.op.is_commutative()
     }
 
+    /// The predefined operation, if it is one (sparse reductions need its neutral element).
+    pub fn builtin(&self) -> Option<Builtin> {
+        match self.op {
+            Op::Builtin(b) => Some(b),
+            Op::User(_) => None,
+        }
+    }
+
+    pub fn datatype(&self) -> MPI_Datatype {
+        self.datatype
+    }
+
     /// Bytes of one packed element.
     pub fn elem_size(&self) -> usize {
         self.layout.size

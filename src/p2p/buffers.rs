@@ -150,7 +150,9 @@ impl RecvBuf {
             layout: crate::datatype::BYTE,
             count: len,
             contiguous: false,
-            staging: Some(vec![0u8; len]),
+            // Sized by what arrives (see `slice_mut`): `len` is only the limit, and sparse
+            // reductions post receives far larger than most of their messages.
+            staging: None,
             owned: true,
         }
     }
@@ -169,6 +171,17 @@ impl RecvBuf {
             // SAFETY: contiguous data, so bytes [0, capacity) from `direct` are the user's
             // elements, ours until completion (constructor contract); the range was checked.
             return unsafe { std::slice::from_raw_parts_mut(self.direct.add(offset), len) };
+        }
+        if self.owned {
+            let staged = self.staging.get_or_insert_with(Vec::new);
+            if staged.len() < offset + len {
+                if staged.is_empty() {
+                    *staged = vec![0u8; offset + len];
+                } else {
+                    staged.resize(offset + len, 0);
+                }
+            }
+            return &mut staged[offset..offset + len];
         }
         let cap = self.capacity();
         &mut self.staging.get_or_insert_with(|| vec![0u8; cap])[offset..offset + len]

@@ -1,0 +1,334 @@
+//! Reduce and allreduce algorithms over `sparse::Vecs` (dense or sparse partial results):
+//! binomial reduce; allreduce by recursive doubling, Rabenseifner (reduce-scatter by
+//! recursive halving, then allgather by recursive doubling), ring (reduce-scatter and
+//! allgather around the ring), or reduce + broadcast.
+//!
+//! Non-power-of-two sizes (recursive doubling, Rabenseifner) first fold the extra ranks in:
+//! among the first `2 * rem` ranks, each even rank hands its vector to the odd rank above it
+//! and gets the result back at the end. Recursive doubling and binomial reduce keep rank
+//! order (the lower-ranked partial result is always the first operand), so they serve
+//! non-commutative operations; Rabenseifner and ring combine pieces in another order and are
+//! chosen for commutative operations only (`tune::Tuning::allreduce`).
+
+use super::sparse::{Acc, Vecs};
+use super::tune::{self, Allreduce};
+use super::{Group, bcast_packed, tag};
+use crate::error::MpiResult;
+
+/// Allreduce of `acc` (this member's contribution); returns the result.
+pub(super) fn allreduce(g: &mut Group, acc: Acc, v: &Vecs, alg: Allreduce, tag: i32) -> MpiResult<Acc> {
+    if g.size() == 1 {
+        return Ok(acc);
+    }
+    match alg {
+        Allreduce::RecursiveDoubling => recursive_doubling(g, acc, v, tag),
+        Allreduce::Rabenseifner => rabenseifner(g, acc, v, tag),
+        Allreduce::Ring => ring(g, acc, v, tag),
+        Allreduce::ReduceBcast => {
+            let result = reduce(g, acc, v, 0, tag + tag::PHASE_REDUCE)?;
+            let mut msg = match &result {
+                Some(a) => v.message(a, 0, v.count),
+                None => Vec::new(),
+            };
+            bcast_packed(g, &mut msg, v.msg_len(0, v.count), 0, tag + tag::PHASE_BCAST)?;
+            match result {
+                Some(a) => Ok(a),
+                None => {
+                    let mut a = Acc::Dense(Vec::new());
+                    v.install(&mut a, 0, v.count, msg)?;
+                    Ok(a)
+                }
+            }
+        }
+    }
+}
+
+/// Binomial-tree reduction to `root`; returns the result at `root`. Each step combines a
+/// lower-ranked partial result (first operand) with the next higher one; for non-commutative
+/// operations the tree is rooted at rank 0 and the result forwarded to `root`.
+pub(super) fn reduce(g: &mut Group, mut acc: Acc, v: &Vecs, root: usize, tag: i32) -> MpiResult<Option<Acc>> {
+    let (n, r) = (g.size(), g.rank());
+    let full = v.msg_len(0, v.count);
+    let tree_root = if v.red_is_commutative() { root } else { 0 };
+    let vr = (r + n - tree_root) % n;
+    let real = |x: usize| (x + tree_root) % n;
+    // Children are vr + 2^k for every 2^k below vr's lowest set bit; post all their receives.
+    let mut children = Vec::new();
+    let mut mask = 1;
+    while mask < n && vr & mask == 0 {
+        if vr + mask < n {
+            children.push(g.post_recv(real(vr + mask), tag, full));
+        }
+        mask <<= 1;
+    }
+    for req in children {
+        g.wait_all(&[req]);
+        let higher = g.take(req)?;
+        v.absorb(&mut acc, 0, v.count, higher, false)?;
+    }
+    if vr != 0 {
+        g.send(real(vr - mask), tag, v.message(&acc, 0, v.count));
+        if r == root {
+            // Non-commutative op with root != 0: rank 0 forwards the result.
+            let msg = g.recv(0, tag + tag::PHASE_ROOT, full)?;
+            v.install(&mut acc, 0, v.count, msg)?;
+            return Ok(Some(acc));
+        }
+        return Ok(None);
+    }
+    if r == root {
+        return Ok(Some(acc));
+    }
+    g.send(root, tag + tag::PHASE_ROOT, v.message(&acc, 0, v.count));
+    Ok(None)
+}
+
+/// The first step of the power-of-two algorithms: returns this rank's number among the
+/// `pof2` remaining ones, or None for an even rank of the first `2 * rem` (which sent its
+/// vector up and waits for the result).
+fn fold_in(g: &mut Group, acc: &mut Acc, v: &Vecs, tag: i32) -> MpiResult<Option<usize>> {
+    let (n, r) = (g.size(), g.rank());
+    let rem = n - tune::pof2_below(n);
+    if r >= 2 * rem {
+        return Ok(Some(r - rem));
+    }
+    if r % 2 == 0 {
+        g.send(r + 1, tag, v.message(acc, 0, v.count));
+        return Ok(None);
+    }
+    let lower = g.recv(r - 1, tag, v.msg_len(0, v.count))?;
+    v.absorb(acc, 0, v.count, lower, true)?;
+    Ok(Some(r / 2))
+}
+
+/// The last step: odd ranks of the first `2 * rem` hand the result to the even rank below.
+fn fold_out(g: &mut Group, acc: &mut Acc, v: &Vecs, newrank: Option<usize>, tag: i32) -> MpiResult<()> {
+    let (n, r) = (g.size(), g.rank());
+    let rem = n - tune::pof2_below(n);
+    match newrank {
+        Some(_) if r < 2 * rem => g.send(r - 1, tag, v.message(acc, 0, v.count)),
+        Some(_) => {}
+        None => {
+            let msg = g.recv(r + 1, tag, v.msg_len(0, v.count))?;
+            v.install(acc, 0, v.count, msg)?;
+        }
+    }
+    Ok(())
+}
+
+/// The member (communicator rank) behind number `nr` of the power-of-two group.
+fn real_rank(nr: usize, rem: usize) -> usize {
+    if nr < rem { nr * 2 + 1 } else { nr + rem }
+}
+
+fn recursive_doubling(g: &mut Group, mut acc: Acc, v: &Vecs, tag: i32) -> MpiResult<Acc> {
+    let (n, r) = (g.size(), g.rank());
+    let pof2 = tune::pof2_below(n);
+    let rem = n - pof2;
+    let newrank = fold_in(g, &mut acc, v, tag)?;
+    if let Some(nr) = newrank {
+        let mut mask = 1;
+        while mask < pof2 {
+            let dst = real_rank(nr ^ mask, rem);
+            let theirs = g.sendrecv(dst, v.message(&acc, 0, v.count), dst, v.msg_len(0, v.count), tag)?;
+            v.absorb(&mut acc, 0, v.count, theirs, dst < r)?;
+            mask <<= 1;
+        }
+    }
+    fold_out(g, &mut acc, v, newrank, tag)?;
+    Ok(acc)
+}
+
+/// Element offsets of `parts` nearly equal pieces of `count` (the first `count % parts` one
+/// longer), with `count` at the end.
+fn pieces(count: usize, parts: usize) -> Vec<usize> {
+    let (q, m) = (count / parts, count % parts);
+    let mut d = Vec::with_capacity(parts + 1);
+    let mut at = 0;
+    for i in 0..parts {
+        d.push(at);
+        at += q + usize::from(i < m);
+    }
+    d.push(count);
+    d
+}
+
+/// Rabenseifner's allreduce (MPICH's formulation): after folding to `pof2` ranks, recursive
+/// halving leaves each rank the reduced `1/pof2` piece of the vector it owns, then recursive
+/// doubling gathers the pieces.
+fn rabenseifner(g: &mut Group, mut acc: Acc, v: &Vecs, tag: i32) -> MpiResult<Acc> {
+    let (n, r) = (g.size(), g.rank());
+    let pof2 = tune::pof2_below(n);
+    let rem = n - pof2;
+    let newrank = fold_in(g, &mut acc, v, tag)?;
+    if let Some(nr) = newrank {
+        let disp = pieces(v.count, pof2);
+        // Reduce-scatter: the window of pieces [send_idx.., last_idx) halves every step.
+        let (mut send_idx, mut recv_idx, mut last_idx) = (0, 0, pof2);
+        let mut mask = 1;
+        while mask < pof2 {
+            let newdst = nr ^ mask;
+            let dst = real_rank(newdst, rem);
+            let half = pof2 / (mask * 2);
+            let (send, recv) = if nr < newdst {
+                send_idx = recv_idx + half;
+                ((send_idx, last_idx), (recv_idx, send_idx))
+            } else {
+                recv_idx = send_idx + half;
+                ((send_idx, recv_idx), (recv_idx, last_idx))
+            };
+            let (slo, shi, rlo, rhi) = (disp[send.0], disp[send.1], disp[recv.0], disp[recv.1]);
+            let theirs = g.sendrecv(dst, v.message(&acc, slo, shi), dst, v.msg_len(rlo, rhi), tag)?;
+            v.absorb(&mut acc, rlo, rhi, theirs, dst < r)?;
+            send_idx = recv_idx;
+            mask <<= 1;
+            if mask < pof2 {
+                last_idx = recv_idx + pof2 / mask;
+            }
+        }
+        // Allgather: the window doubles back.
+        mask >>= 1;
+        while mask > 0 {
+            let newdst = nr ^ mask;
+            let dst = real_rank(newdst, rem);
+            let half = pof2 / (mask * 2);
+            let (send, recv) = if nr < newdst {
+                if mask != pof2 / 2 {
+                    last_idx += half;
+                }
+                recv_idx = send_idx + half;
+                ((send_idx, recv_idx), (recv_idx, last_idx))
+            } else {
+                recv_idx = send_idx - half;
+                ((send_idx, last_idx), (recv_idx, send_idx))
+            };
+            let (slo, shi, rlo, rhi) = (disp[send.0], disp[send.1], disp[recv.0], disp[recv.1]);
+            let theirs = g.sendrecv(dst, v.message(&acc, slo, shi), dst, v.msg_len(rlo, rhi), tag)?;
+            v.install(&mut acc, rlo, rhi, theirs)?;
+            if nr > newdst {
+                send_idx = recv_idx;
+            }
+            mask >>= 1;
+        }
+    }
+    fold_out(g, &mut acc, v, newrank, tag)?;
+    Ok(acc)
+}
+
+/// Ring allreduce: `n - 1` reduce-scatter steps (each rank passes a piece to the right and
+/// combines the one from the left), then `n - 1` allgather steps of the reduced pieces.
+fn ring(g: &mut Group, mut acc: Acc, v: &Vecs, tag: i32) -> MpiResult<Acc> {
+    let (n, r) = (g.size(), g.rank());
+    let disp = pieces(v.count, n);
+    let (left, right) = ((r + n - 1) % n, (r + 1) % n);
+    let piece = |i: usize| (disp[i % n], disp[i % n + 1]);
+    for step in 0..n - 1 {
+        let (slo, shi) = piece(r + n - step);
+        let (rlo, rhi) = piece(r + 2 * n - step - 1);
+        let theirs = g.sendrecv(right, v.message(&acc, slo, shi), left, v.msg_len(rlo, rhi), tag)?;
+        v.absorb(&mut acc, rlo, rhi, theirs, true)?;
+    }
+    for step in 0..n - 1 {
+        let (slo, shi) = piece(r + 1 + n - step);
+        let (rlo, rhi) = piece(r + n - step);
+        let theirs = g.sendrecv(right, v.message(&acc, slo, shi), left, v.msg_len(rlo, rhi), tag)?;
+        v.install(&mut acc, rlo, rhi, theirs)?;
+    }
+    Ok(acc)
+}
+
+/// Reduce-scatter by recursive halving (commutative operations; MPICH's algorithm): after
+/// folding to `pof2` ranks, each step halves the window of blocks a rank is responsible for,
+/// exchanging the other half with the partner; a folded pair's surviving rank finally hands
+/// the even rank its block. `mine` is the whole packed input, `counts` the elements of every
+/// member's block; returns this member's packed block.
+pub(super) fn reduce_scatter_halving(
+    g: &mut Group,
+    mine: Vec<u8>,
+    red: &crate::op::Reduction,
+    counts: &[usize],
+    tag: i32,
+) -> MpiResult<Vec<u8>> {
+    let (n, r) = (g.size(), g.rank());
+    let total: usize = counts.iter().sum();
+    let v = Vecs::dense(red, total);
+    let mut acc = Acc::Dense(mine);
+    let pof2 = tune::pof2_below(n);
+    let rem = n - pof2;
+    let mut disp = Vec::with_capacity(n + 1);
+    let mut at = 0;
+    for &c in counts {
+        disp.push(at);
+        at += c;
+    }
+    disp.push(total);
+    let Some(nr) = fold_in(g, &mut acc, &v, tag)? else {
+        return g.recv(r + 1, tag, v.msg_len(disp[r], disp[r + 1]));
+    };
+    // The pieces of the power-of-two group: a folded pair owns both its members' blocks.
+    let newdisp: Vec<usize> =
+        (0..pof2).map(|i| disp[if i < rem { 2 * i } else { i + rem }]).chain(std::iter::once(total)).collect();
+    let (mut send_idx, mut recv_idx, mut last_idx) = (0, 0, pof2);
+    let mut mask = pof2 >> 1;
+    while mask > 0 {
+        let newdst = nr ^ mask;
+        let dst = real_rank(newdst, rem);
+        let (send, recv) = if nr < newdst {
+            send_idx = recv_idx + mask;
+            ((send_idx, last_idx), (recv_idx, send_idx))
+        } else {
+            recv_idx = send_idx + mask;
+            ((send_idx, recv_idx), (recv_idx, last_idx))
+        };
+        let (slo, shi, rlo, rhi) = (newdisp[send.0], newdisp[send.1], newdisp[recv.0], newdisp[recv.1]);
+        let theirs = g.sendrecv(dst, v.message(&acc, slo, shi), dst, v.msg_len(rlo, rhi), tag)?;
+        v.absorb(&mut acc, rlo, rhi, theirs, dst < r)?;
+        send_idx = recv_idx;
+        last_idx = recv_idx + mask;
+        mask >>= 1;
+    }
+    if r < 2 * rem {
+        g.send(r - 1, tag, v.message(&acc, disp[r - 1], disp[r]));
+    }
+    Ok(v.message(&acc, disp[r], disp[r + 1]))
+}
+
+/// Reduce-scatter by pairwise exchange (commutative operations): in step i every member
+/// sends member r + i its block of the input and combines the block it gets from r - i.
+pub(super) fn reduce_scatter_pairwise(
+    g: &mut Group,
+    mine: &[u8],
+    red: &crate::op::Reduction,
+    counts: &[usize],
+    tag: i32,
+) -> MpiResult<Vec<u8>> {
+    let (n, r) = (g.size(), g.rank());
+    let size = red.elem_size();
+    let mut disp = Vec::with_capacity(n + 1);
+    let mut at = 0;
+    for &c in counts {
+        disp.push(at);
+        at += c * size;
+    }
+    disp.push(at);
+    let mut acc = mine[disp[r]..disp[r + 1]].to_vec();
+    for i in 1..n {
+        let (dst, src) = ((r + i) % n, (r + n - i) % n);
+        let req = (!acc.is_empty()).then(|| g.post_recv(src, tag, acc.len()));
+        if disp[dst + 1] > disp[dst] {
+            g.send(dst, tag, mine[disp[dst]..disp[dst + 1]].to_vec());
+        }
+        if let Some(q) = req {
+            g.wait_all(&[q]);
+            let theirs = g.take(q)?;
+            if theirs.len() != acc.len() {
+                return crate::error::err(
+                    crate::abi::consts::MPI_ERR_TRUNCATE,
+                    format!("reduce_scatter: rank {src} sent {} bytes for a block of {}", theirs.len(), acc.len()),
+                );
+            }
+            red.apply(&theirs, &mut acc);
+        }
+    }
+    Ok(acc)
+}

@@ -1,0 +1,347 @@
+//! Algorithm selection for the blocking collectives: one table of thresholds, read from the
+//! environment once (the first collective) and consulted by every call.
+//!
+//! Defaults are MPICH's (MPIR_CVAR_* of MPICH 4: short/long message sizes, minimum process
+//! counts) until they are measured for oxmpi on a quiet machine; every threshold and every
+//! algorithm choice can be overridden by its `OXMPI_*` variable (see `config::TUNABLES`).
+//! A forced algorithm that cannot run on a call (Rabenseifner with a non-commutative
+//! operation, Bruck all-to-all on Alltoallv) falls back to the automatic choice for it.
+
+use crate::config;
+use std::sync::OnceLock;
+
+/// Allreduce algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allreduce {
+    RecursiveDoubling,
+    Rabenseifner,
+    Ring,
+    ReduceBcast,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bcast {
+    Binomial,
+    ScatterAllgather,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allgather {
+    Ring,
+    RecursiveDoubling,
+    Bruck,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alltoall {
+    /// Every receive and send posted at once.
+    Post,
+    Pairwise,
+    Bruck,
+}
+
+/// Gather and scatter algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rooted {
+    /// The root talks to every member directly.
+    Linear,
+    /// Binomial tree (MPI_Gather/MPI_Scatter: blocks of one size everywhere).
+    Binomial,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReduceScatter {
+    /// Reduce to rank 0, then scatter (any operation; rank order kept).
+    ReduceThenScatter,
+    /// Recursive halving (commutative operations).
+    Halving,
+    /// Pairwise exchange (commutative operations).
+    Pairwise,
+}
+
+/// The thresholds and forced choices (None: choose by size).
+#[derive(Debug, Clone)]
+pub struct Tuning {
+    pub allreduce: Option<Allreduce>,
+    /// Vectors above this many bytes use Rabenseifner (commutative) or reduce + bcast.
+    pub allreduce_large: usize,
+    /// Vectors above this many bytes use the ring on non-power-of-two sizes (commutative
+    /// operations), where Rabenseifner would move the whole vector once more to fold ranks.
+    pub allreduce_ring: usize,
+    pub bcast: Option<Bcast>,
+    /// Messages of at least this many bytes use scatter + allgather (from `bcast_min_procs`).
+    pub bcast_large: usize,
+    pub bcast_min_procs: usize,
+    pub allgather: Option<Allgather>,
+    /// Total gathered bytes below which Bruck runs on non-power-of-two sizes.
+    pub allgather_short: usize,
+    /// Total gathered bytes below which recursive doubling runs on power-of-two sizes.
+    pub allgather_long: usize,
+    pub alltoall: Option<Alltoall>,
+    /// Per-peer block bytes up to which Bruck runs (from `alltoall_min_procs` members).
+    pub alltoall_short: usize,
+    pub alltoall_min_procs: usize,
+    /// Per-peer block bytes below which every transfer is posted at once; above, pairwise.
+    pub alltoall_medium: usize,
+    pub gather: Option<Rooted>,
+    /// Total bytes (all blocks) below which gather and scatter use the binomial tree.
+    pub gather_large: usize,
+    pub reduce_scatter: Option<ReduceScatter>,
+    /// Total bytes below which commutative reduce-scatter uses recursive halving (pairwise above).
+    pub reduce_scatter_long: usize,
+    /// Sparse-aware reductions (see `sparse`).
+    pub sparse: bool,
+    /// Smallest vector (bytes) checked for sparsity.
+    pub sparse_min: usize,
+    /// A sparse encoding is used while it takes at most this percentage of the dense bytes.
+    pub sparse_ratio: usize,
+}
+
+impl Default for Tuning {
+    fn default() -> Tuning {
+        Tuning {
+            allreduce: None,
+            allreduce_large: 2048,
+            allreduce_ring: 1 << 20,
+            bcast: None,
+            bcast_large: 12288,
+            bcast_min_procs: 8,
+            allgather: None,
+            allgather_short: 81920,
+            allgather_long: 524288,
+            alltoall: None,
+            alltoall_short: 256,
+            alltoall_min_procs: 8,
+            alltoall_medium: 32768,
+            gather: None,
+            gather_large: 65536,
+            reduce_scatter: None,
+            reduce_scatter_long: 524288,
+            sparse: true,
+            sparse_min: 1024,
+            sparse_ratio: 50,
+        }
+    }
+}
+
+/// An algorithm name from variable `name`, among `names`; warns about an unknown value.
+fn choice<T: Copy>(name: &str, names: &[(&str, T)]) -> Option<T> {
+    let v = std::env::var(name).ok()?;
+    let v = v.trim();
+    if v.is_empty() || v == "auto" {
+        return None;
+    }
+    let found = names.iter().find(|(n, _)| n.eq_ignore_ascii_case(v)).map(|&(_, t)| t);
+    if found.is_none() {
+        let known: Vec<&str> = names.iter().map(|(n, _)| *n).collect();
+        log::warn!("ignoring {name}={v}: not one of auto, {}", known.join(", "));
+    }
+    found
+}
+
+impl Tuning {
+    /// The defaults with every `OXMPI_*` override applied.
+    pub fn from_env() -> Tuning {
+        use config as c;
+        let d = Tuning::default();
+        let num = |name: &str, default: usize| config::usize_var(name).unwrap_or(default);
+        Tuning {
+            allreduce: choice(
+                c::ALLREDUCE_ALG,
+                &[
+                    ("recdbl", Allreduce::RecursiveDoubling),
+                    ("rabenseifner", Allreduce::Rabenseifner),
+                    ("ring", Allreduce::Ring),
+                    ("reduce_bcast", Allreduce::ReduceBcast),
+                ],
+            ),
+            allreduce_large: num(c::ALLREDUCE_LARGE, d.allreduce_large),
+            allreduce_ring: num(c::ALLREDUCE_RING, d.allreduce_ring),
+            bcast: choice(
+                c::BCAST_ALG,
+                &[("binomial", Bcast::Binomial), ("scatter_allgather", Bcast::ScatterAllgather)],
+            ),
+            bcast_large: num(c::BCAST_LARGE, d.bcast_large),
+            bcast_min_procs: num(c::BCAST_MIN_PROCS, d.bcast_min_procs),
+            allgather: choice(
+                c::ALLGATHER_ALG,
+                &[("ring", Allgather::Ring), ("recdbl", Allgather::RecursiveDoubling), ("bruck", Allgather::Bruck)],
+            ),
+            allgather_short: num(c::ALLGATHER_SHORT, d.allgather_short),
+            allgather_long: num(c::ALLGATHER_LONG, d.allgather_long),
+            alltoall: choice(
+                c::ALLTOALL_ALG,
+                &[("post", Alltoall::Post), ("pairwise", Alltoall::Pairwise), ("bruck", Alltoall::Bruck)],
+            ),
+            alltoall_short: num(c::ALLTOALL_SHORT, d.alltoall_short),
+            alltoall_min_procs: num(c::ALLTOALL_MIN_PROCS, d.alltoall_min_procs),
+            alltoall_medium: num(c::ALLTOALL_MEDIUM, d.alltoall_medium),
+            gather: choice(c::GATHER_ALG, &[("linear", Rooted::Linear), ("binomial", Rooted::Binomial)]),
+            gather_large: num(c::GATHER_LARGE, d.gather_large),
+            reduce_scatter: choice(
+                c::REDUCE_SCATTER_ALG,
+                &[
+                    ("reduce_scatter", ReduceScatter::ReduceThenScatter),
+                    ("halving", ReduceScatter::Halving),
+                    ("pairwise", ReduceScatter::Pairwise),
+                ],
+            ),
+            reduce_scatter_long: num(c::REDUCE_SCATTER_LONG, d.reduce_scatter_long),
+            sparse: num(c::SPARSE, 1) != 0,
+            sparse_min: num(c::SPARSE_MIN, d.sparse_min),
+            sparse_ratio: num(c::SPARSE_RATIO, d.sparse_ratio).min(100),
+        }
+    }
+
+    /// Allreduce of `bytes` on `n` members.
+    pub fn allreduce(&self, bytes: usize, count: usize, n: usize, commutative: bool) -> Allreduce {
+        let pof2 = pof2_below(n);
+        let fits = |a: Allreduce| match a {
+            // Rabenseifner and ring split the vector and combine pieces out of rank order.
+            Allreduce::Rabenseifner => commutative && count >= pof2,
+            Allreduce::Ring => commutative && count >= n,
+            _ => true,
+        };
+        if let Some(a) = self.allreduce.filter(|&a| fits(a)) {
+            return a;
+        }
+        if !commutative {
+            // Rank order rules out splitting the vector; recursive doubling moves the whole
+            // vector log2(n) times, reduce + bcast about twice (oxmpi's earlier threshold).
+            if bytes > NONCOMMUTATIVE_LARGE { Allreduce::ReduceBcast } else { Allreduce::RecursiveDoubling }
+        } else if bytes <= self.allreduce_large {
+            Allreduce::RecursiveDoubling
+        } else if bytes > self.allreduce_ring && !n.is_power_of_two() && fits(Allreduce::Ring) {
+            Allreduce::Ring
+        } else if fits(Allreduce::Rabenseifner) {
+            Allreduce::Rabenseifner
+        } else {
+            Allreduce::RecursiveDoubling
+        }
+    }
+
+    pub fn bcast(&self, bytes: usize, n: usize) -> Bcast {
+        // Scatter + allgather needs a piece for every member.
+        if n < 2 || bytes < n {
+            return Bcast::Binomial;
+        }
+        if let Some(b) = self.bcast {
+            return b;
+        }
+        if bytes < self.bcast_large || n < self.bcast_min_procs { Bcast::Binomial } else { Bcast::ScatterAllgather }
+    }
+
+    pub fn allgather(&self, total: usize, n: usize) -> Allgather {
+        if let Some(a) = self.allgather {
+            return a;
+        }
+        if n.is_power_of_two() && total < self.allgather_long {
+            Allgather::RecursiveDoubling
+        } else if !n.is_power_of_two() && total < self.allgather_short {
+            Allgather::Bruck
+        } else {
+            Allgather::Ring
+        }
+    }
+
+    /// `uniform`: every member sends every other the same number of bytes (MPI_Alltoall).
+    pub fn alltoall(&self, block: usize, n: usize, uniform: bool) -> Alltoall {
+        match self.alltoall {
+            Some(Alltoall::Bruck) if !uniform => {}
+            Some(a) => return a,
+            None => {}
+        }
+        if uniform && block <= self.alltoall_short && n >= self.alltoall_min_procs {
+            Alltoall::Bruck
+        } else if block < self.alltoall_medium {
+            Alltoall::Post
+        } else {
+            Alltoall::Pairwise
+        }
+    }
+
+    /// Gather or scatter of `total` bytes; `uniform`: MPI_Gather/MPI_Scatter (not the v forms).
+    pub fn rooted(&self, total: usize, uniform: bool) -> Rooted {
+        if !uniform {
+            return Rooted::Linear;
+        }
+        if let Some(a) = self.gather {
+            return a;
+        }
+        if total < self.gather_large { Rooted::Binomial } else { Rooted::Linear }
+    }
+
+    pub fn reduce_scatter(&self, total: usize, commutative: bool) -> ReduceScatter {
+        if !commutative {
+            return ReduceScatter::ReduceThenScatter;
+        }
+        if let Some(a) = self.reduce_scatter {
+            return a;
+        }
+        if total < self.reduce_scatter_long { ReduceScatter::Halving } else { ReduceScatter::Pairwise }
+    }
+}
+
+/// Non-commutative allreduce above this many bytes uses reduce + bcast.
+const NONCOMMUTATIVE_LARGE: usize = 64 * 1024;
+
+/// The largest power of two not above `n` (n >= 1).
+pub fn pof2_below(n: usize) -> usize {
+    1 << (usize::BITS - 1 - n.max(1).leading_zeros())
+}
+
+static TUNING: OnceLock<Tuning> = OnceLock::new();
+
+/// The process's selection table (read from the environment on first use).
+pub fn get() -> &'static Tuning {
+    TUNING.get_or_init(Tuning::from_env)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_size_and_operation() {
+        let t = Tuning::default();
+        assert_eq!(t.allreduce(8, 1, 4, true), Allreduce::RecursiveDoubling);
+        assert_eq!(t.allreduce(1 << 16, 8192, 4, true), Allreduce::Rabenseifner);
+        assert_eq!(t.allreduce(1 << 16, 8192, 4, false), Allreduce::RecursiveDoubling);
+        assert_eq!(t.allreduce(1 << 17, 16384, 4, false), Allreduce::ReduceBcast);
+        assert_eq!(t.allreduce(8 << 20, 1 << 20, 6, true), Allreduce::Ring);
+        assert_eq!(t.allreduce(8 << 20, 1 << 20, 8, true), Allreduce::Rabenseifner);
+        // Fewer elements than ranks: nothing to split.
+        assert_eq!(t.allreduce(4096, 3, 8, true), Allreduce::RecursiveDoubling);
+        assert_eq!(t.bcast(1 << 20, 4), Bcast::Binomial);
+        assert_eq!(t.bcast(1 << 20, 8), Bcast::ScatterAllgather);
+        assert_eq!(t.allgather(1024, 4), Allgather::RecursiveDoubling);
+        assert_eq!(t.allgather(1024, 6), Allgather::Bruck);
+        assert_eq!(t.allgather(1 << 20, 6), Allgather::Ring);
+        assert_eq!(t.alltoall(64, 8, true), Alltoall::Bruck);
+        assert_eq!(t.alltoall(64, 8, false), Alltoall::Post);
+        assert_eq!(t.alltoall(1 << 16, 8, true), Alltoall::Pairwise);
+        assert_eq!(t.rooted(1024, true), Rooted::Binomial);
+        assert_eq!(t.rooted(1024, false), Rooted::Linear);
+        assert_eq!(t.rooted(1 << 20, true), Rooted::Linear);
+        assert_eq!(t.reduce_scatter(1024, true), ReduceScatter::Halving);
+        assert_eq!(t.reduce_scatter(1 << 20, true), ReduceScatter::Pairwise);
+        assert_eq!(t.reduce_scatter(1024, false), ReduceScatter::ReduceThenScatter);
+    }
+
+    #[test]
+    fn forced_choices_that_cannot_run_fall_back() {
+        let t = Tuning {
+            allreduce: Some(Allreduce::Ring),
+            alltoall: Some(Alltoall::Bruck),
+            bcast: Some(Bcast::ScatterAllgather),
+            ..Tuning::default()
+        };
+        assert_eq!(t.allreduce(8, 1, 4, true), Allreduce::RecursiveDoubling);
+        assert_eq!(t.allreduce(1 << 17, 16384, 4, false), Allreduce::ReduceBcast);
+        assert_eq!(t.allreduce(1 << 16, 8192, 4, true), Allreduce::Ring);
+        assert_eq!(t.alltoall(64, 8, false), Alltoall::Post);
+        assert_eq!(t.bcast(3, 8), Bcast::Binomial);
+        assert_eq!(pof2_below(1), 1);
+        assert_eq!(pof2_below(7), 4);
+    }
+}
