@@ -76,6 +76,7 @@ ctests! {
     p2p_ring => "p2p_ring.c",
     p2p_wildcard => "p2p_wildcard.c",
     p2p_order => "p2p_order.c",
+    p2p_eager_paths => "p2p_eager_paths.c",
     p2p_nonblocking => "p2p_nonblocking.c",
     p2p_null_requests => "p2p_null_requests.c",
     p2p_ssend => "p2p_ssend.c",

@@ -219,6 +219,12 @@ impl Comms {
         self.pool.borrow_mut().take(pair)
     }
 
+    /// The communicator of `handle`, if valid (no error value built: for fast paths).
+    #[inline]
+    pub fn find(&self, handle: MPI_Comm) -> Option<&Comm> {
+        self.table.get(slot_of(handle)?)?.as_ref()
+    }
+
     pub fn get(&self, handle: MPI_Comm) -> MpiResult<&Comm> {
         match slot_of(handle).and_then(|s| self.table.get(s)).and_then(|c| c.as_ref()) {
             Some(c) => Ok(c),

@@ -65,6 +65,11 @@ impl SendBuf {
         self.len
     }
 
+    /// Whether `bytes` may be called without packing first.
+    pub fn is_contiguous(&self) -> bool {
+        self.scattered.is_none()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
