@@ -732,6 +732,7 @@ impl std::ops::Deref for Ids {
     }
 }
 
+#[inline]
 fn decode_all(engine: &Engine, hs: &[MPI_Request]) -> MpiResult<Ids> {
     let decode = |h: MPI_Request| if h == MPI_REQUEST_NULL { Ok(None) } else { request_id(engine, h).map(Some) };
     if hs.len() > INLINE_IDS {
@@ -767,10 +768,15 @@ unsafe fn set_status_errors(statuses: *mut MPI_Status, n: usize, errors: &[(usiz
 /// stays alive as an inactive persistent request). A generalized request's status is what
 /// its query_fn reports, and its free_fn runs once it is gone (their error codes become the
 /// status's error, which the caller returns).
+#[inline]
 fn collect_into(engine: &mut Engine, id: u32, handle: &mut MPI_Request) -> Status {
+    if id == COMPLETED_SEND {
+        *handle = MPI_REQUEST_NULL;
+        return engine.collect(id);
+    }
     let generalized = grequest::generalized(engine, id);
     let mut s = engine.collect(id);
-    if id == COMPLETED_SEND || engine.reqs.get(id).is_none() {
+    if engine.reqs.get(id).is_none() {
         *handle = MPI_REQUEST_NULL;
     }
     if let Some(g) = generalized {

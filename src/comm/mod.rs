@@ -297,10 +297,15 @@ impl Comms {
 
     /// Gives the communicators of finished MPI_Comm_idup agreements their context (called
     /// at the end of every MPI call, so before the program can use them).
+    #[inline]
     pub fn settle(&mut self) {
-        if self.pending.is_empty() {
-            return;
+        if !self.pending.is_empty() {
+            self.settle_pending();
         }
+    }
+
+    #[cold]
+    fn settle_pending(&mut self) {
         let pending = std::mem::take(&mut self.pending);
         for (h, ctx) in pending {
             match ctx.get() {

@@ -35,8 +35,9 @@ pub struct SendBuf {
     len: usize,
     /// Keeps the packed or owned bytes alive while `ptr` points into them.
     owned: Option<Vec<u8>>,
-    /// The user's non-contiguous data, not packed yet.
-    scattered: Option<(*const u8, Layout, usize)>,
+    /// The user's non-contiguous data, not packed yet (boxed: rare, and it keeps the common
+    /// request small).
+    scattered: Option<Box<(*const u8, Layout, usize)>>,
 }
 
 impl SendBuf {
@@ -53,7 +54,7 @@ impl SendBuf {
             // it in place. `wrapping_offset` because MPI_BOTTOM is a null base.
             return SendBuf { ptr: base.wrapping_offset(at), len, owned: None, scattered: None };
         }
-        SendBuf { ptr: std::ptr::null(), len, owned: None, scattered: Some((base, layout, count)) }
+        SendBuf { ptr: std::ptr::null(), len, owned: None, scattered: Some(Box::new((base, layout, count))) }
     }
 
     /// A send of bytes the engine owns (buffered sends, internal messages).
@@ -76,7 +77,8 @@ impl SendBuf {
 
     /// Packs non-contiguous data into a copy (once), so `bytes` and `addr` describe it.
     pub fn ensure_packed(&mut self) {
-        if let Some((base, layout, count)) = self.scattered.take() {
+        if let Some(scattered) = self.scattered.take() {
+            let (base, layout, count) = *scattered;
             let mut packed = vec![0u8; self.len];
             // SAFETY: the constructor's caller vouches for `count` readable elements at `base`
             // until the send completes; `packed` is ours.
@@ -89,7 +91,7 @@ impl SendBuf {
     /// The blocks of a non-contiguous send as (address, length) in this process, when they
     /// are at most `max` and dense enough to move without packing; None otherwise.
     pub fn block_list(&self, max: usize) -> Option<Vec<(usize, usize)>> {
-        let (base, layout, count) = self.scattered.as_ref()?;
+        let (base, layout, count) = self.scattered.as_deref()?;
         if !worth_a_block_list(layout, *count, self.len) {
             return None;
         }
@@ -125,16 +127,28 @@ impl SendBuf {
 /// contiguous or moved as a block list, else into a staging vector unpacked when the receive
 /// completes.
 pub struct RecvBuf {
-    base: *mut u8,
     /// Start of the data in the user's memory when it is contiguous (else unused).
     direct: *mut u8,
+    capacity: usize,
+    dest: Dest,
+}
+
+/// The less common destinations, kept out of the way of the contiguous one.
+enum Dest {
+    /// `capacity` bytes of the user's memory at `direct`.
+    Contiguous,
+    /// Bytes the engine owns.
+    Owned(Vec<u8>),
+    /// The user's non-contiguous elements (boxed: keeps the common request small).
+    Scattered(Box<Scattered>),
+}
+
+struct Scattered {
+    base: *mut u8,
     layout: Layout,
     count: usize,
-    contiguous: bool,
-    /// Staged bytes of non-contiguous data, allocated on first use.
+    /// Staged bytes, allocated on first use.
     staging: Option<Vec<u8>>,
-    /// Whether the bytes are the engine's (kept staged) rather than the user's.
-    owned: bool,
 }
 
 impl RecvBuf {
@@ -142,70 +156,76 @@ impl RecvBuf {
     /// `base` must point at writable memory for `count` elements of `layout`, valid and not
     /// accessed by the user until the receive completes.
     pub unsafe fn new(base: *mut u8, layout: Layout, count: usize) -> RecvBuf {
-        let at = layout.contiguous_at();
-        let direct = base.wrapping_offset(at.unwrap_or(0));
-        RecvBuf { base, direct, layout, count, contiguous: at.is_some(), staging: None, owned: false }
+        let capacity = layout.size * count;
+        match layout.contiguous_at() {
+            Some(at) => RecvBuf { direct: base.wrapping_offset(at), capacity, dest: Dest::Contiguous },
+            None => RecvBuf {
+                direct: std::ptr::null_mut(),
+                capacity,
+                dest: Dest::Scattered(Box::new(Scattered { base, layout, count, staging: None })),
+            },
+        }
     }
 
     /// A receive into memory the engine owns.
     pub fn owned(len: usize) -> RecvBuf {
-        RecvBuf {
-            base: std::ptr::null_mut(),
-            direct: std::ptr::null_mut(),
-            layout: crate::datatype::BYTE,
-            count: len,
-            contiguous: false,
-            staging: Some(vec![0u8; len]),
-            owned: true,
-        }
+        RecvBuf { direct: std::ptr::null_mut(), capacity: len, dest: Dest::Owned(vec![0u8; len]) }
     }
 
     pub fn capacity(&self) -> usize {
-        self.layout.size * self.count
+        self.capacity
     }
 
     /// The destination of bytes `[offset, offset + len)` of the message (within capacity).
+    #[inline]
     pub fn slice_mut(&mut self, offset: usize, len: usize) -> &mut [u8] {
-        assert!(offset + len <= self.capacity());
-        if self.contiguous {
-            if len == 0 {
-                return &mut [];
+        assert!(offset + len <= self.capacity);
+        let cap = self.capacity;
+        match &mut self.dest {
+            Dest::Contiguous => {
+                if len == 0 {
+                    return &mut [];
+                }
+                // SAFETY: contiguous data, so bytes [0, capacity) from `direct` are the user's
+                // elements, ours until completion (constructor contract); the range was checked.
+                unsafe { std::slice::from_raw_parts_mut(self.direct.add(offset), len) }
             }
-            // SAFETY: contiguous data, so bytes [0, capacity) from `direct` are the user's
-            // elements, ours until completion (constructor contract); the range was checked.
-            return unsafe { std::slice::from_raw_parts_mut(self.direct.add(offset), len) };
+            Dest::Owned(v) => &mut v[offset..offset + len],
+            Dest::Scattered(s) => &mut s.staging.get_or_insert_with(|| vec![0u8; cap])[offset..offset + len],
         }
-        let cap = self.capacity();
-        &mut self.staging.get_or_insert_with(|| vec![0u8; cap])[offset..offset + len]
     }
 
     /// The destination of the first `n` bytes as (address, length) blocks in this process, for
     /// a single-copy transfer straight into the user's memory: one block when contiguous, the
     /// type's blocks when dense enough; None means "use `slice_mut`" (staging).
     pub fn block_list(&self, n: usize) -> Option<Vec<(usize, usize)>> {
-        if self.contiguous {
-            return Some(vec![(self.direct as usize, n)]);
+        match &self.dest {
+            Dest::Contiguous => Some(vec![(self.direct as usize, n)]),
+            Dest::Owned(_) => None,
+            Dest::Scattered(s) => {
+                worth_a_block_list(&s.layout, s.count, n).then(|| s.layout.iovecs(s.base, s.count, 0..n))
+            }
         }
-        if self.owned || !worth_a_block_list(&self.layout, self.count, n) {
-            return None;
-        }
-        Some(self.layout.iovecs(self.base, self.count, 0..n))
     }
 
     /// Moves staged bytes into the user's layout; called once, when the receive completes.
+    #[inline]
     pub fn finish(&mut self, received: usize) {
-        if self.owned {
-            return;
+        if let Dest::Scattered(s) = &self.dest
+            && let Some(staged) = s.staging.as_ref()
+        {
+            let n = received.min(staged.len());
+            // SAFETY: the user's `count` elements at `base` are writable and ours until
+            // completion (constructor contract); the staging vector is separate memory.
+            unsafe { s.layout.unpack(s.base, s.count, 0, &staged[..n]) };
         }
-        let Some(staged) = self.staging.as_ref() else { return };
-        let n = received.min(staged.len());
-        // SAFETY: the user's `count` elements at `base` are writable and ours until completion
-        // (constructor contract); the staging vector is separate memory.
-        unsafe { self.layout.unpack(self.base, self.count, 0, &staged[..n]) };
     }
 
     /// The received bytes of an engine-owned buffer.
     pub fn into_owned(self) -> Vec<u8> {
-        self.staging.unwrap_or_default()
+        match self.dest {
+            Dest::Owned(v) => v,
+            _ => Vec::new(),
+        }
     }
 }
