@@ -433,11 +433,19 @@ impl Engine {
     /// Completes receive `req` with an eager payload (from a ring slot or the unexpected
     /// queue) and acknowledges a synchronous send.
     fn complete_eager(&mut self, req: u32, env: Envelope, data: &[u8], ack: Option<u32>, from: usize) {
-        let n = self.set_matched_status(req, env, data.len());
-        if let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op {
-            shm::copy_small(buf.slice_mut(0, n), &data[..n]);
+        // One look-up for status, copy and completion (this runs once per small message).
+        let r = self.reqs.get_mut(req).expect("completion of an unknown receive request");
+        let Op::Recv { buf, .. } = &mut r.op else { unreachable!("a match for a request that is not a receive") };
+        let cap = buf.capacity();
+        let n = data.len().min(cap);
+        shm::copy_small(buf.slice_mut(0, n), &data[..n]);
+        buf.finish(n);
+        let error = if data.len() > cap { MPI_ERR_TRUNCATE } else { MPI_SUCCESS };
+        r.status = Status { source: env.src, tag: env.tag, bytes: n, cancelled: false, error };
+        r.complete = true;
+        if r.freed {
+            self.reqs.discard(req);
         }
-        self.complete_recv(req, n);
         if let Some(sreq) = ack {
             self.control(from, Out::Ack { sreq });
         }

@@ -96,6 +96,7 @@ pub struct Request {
 
 impl Request {
     /// A started operation (nonblocking and not persistent).
+    #[inline]
     pub fn started(op: Op, comm: i32) -> Request {
         Request { op, complete: false, status: Status::default(), comm, persistent: None, freed: false, active: true }
     }
@@ -138,6 +139,7 @@ impl Default for Slab {
 }
 
 impl Slab {
+    #[inline]
     pub fn insert(&mut self, r: Request) -> u32 {
         if let Some(id) = self.free.pop() {
             self.slots[id as usize] = Some(r);
