@@ -132,6 +132,7 @@ ctests! {
     dtype_errors => "dtype_errors.c",
     dtype_darray => "dtype_darray.c",
     dtype_blocklists => "dtype_blocklists.c",
+    dtype_plan_cache => "dtype_plan_cache.c",
     dtype_blocklists_nocma => "dtype_blocklists_nocma.c",
     coll_nonblocking => "coll_nonblocking.c",
     coll_persistent => "coll_persistent.c",

@@ -21,6 +21,67 @@ impl crate::datatype::flat::Visit for CountBlocks {
     }
 }
 
+/// A block list (address, length) of a buffer in this process, shared with the plan cache.
+pub type Blocks = std::sync::Arc<[(usize, usize)]>;
+
+/// The block lists ("iovec plans") of recent non-contiguous buffers, keyed by (layout, base
+/// address, element count, bytes), so a program that sends or receives the same layout at the
+/// same place again (the common case: a halo exchange, a loop) skips the datatype walks: the
+/// density count and the list itself. The software form of the seeds' UMR cache. A plan is a
+/// pure function of its key and each entry holds its layout (so no other type can take its
+/// identity), hence an entry is never stale. Also remembers "not dense enough" (None).
+#[derive(Default)]
+pub struct PlanCache {
+    entries: Vec<Plan>,
+    /// Entry replaced next once full (round robin).
+    victim: usize,
+    hits: u64,
+}
+
+struct Plan {
+    layout: Layout,
+    base: usize,
+    count: usize,
+    len: usize,
+    blocks: Option<Blocks>,
+}
+
+impl PlanCache {
+    /// Entries kept: a few layouts in flight at once (both directions of an exchange).
+    const CAPACITY: usize = 16;
+    /// Larger lists are not kept (memory), only computed.
+    const MAX_BLOCKS: usize = 1 << 16;
+
+    /// The block list of `len` bytes of `count` elements of `layout` at `base`, or None when
+    /// its blocks are too small on average for a block-list transfer.
+    pub fn plan(&mut self, layout: &Layout, base: *const u8, count: usize, len: usize) -> Option<Blocks> {
+        let base = base as usize;
+        if let Some(p) =
+            self.entries.iter().find(|p| (p.base, p.count, p.len) == (base, count, len) && p.layout.same_as(layout))
+        {
+            self.hits += 1;
+            return p.blocks.clone();
+        }
+        let blocks: Option<Blocks> =
+            worth_a_block_list(layout, count, len).then(|| layout.iovecs(base as *const u8, count, 0..len).into());
+        if blocks.as_ref().is_none_or(|b| b.len() <= Self::MAX_BLOCKS) {
+            let plan = Plan { layout: layout.clone(), base, count, len, blocks: blocks.clone() };
+            if self.entries.len() < Self::CAPACITY {
+                self.entries.push(plan);
+            } else {
+                self.entries[self.victim] = plan;
+                self.victim = (self.victim + 1) % Self::CAPACITY;
+            }
+        }
+        blocks
+    }
+
+    /// How many look-ups found their plan (for tests).
+    pub fn hits(&self) -> u64 {
+        self.hits
+    }
+}
+
 /// Whether `count` elements of `layout` are dense enough for a block-list transfer.
 fn worth_a_block_list(layout: &Layout, count: usize, len: usize) -> bool {
     let mut blocks = CountBlocks(0);
@@ -90,12 +151,9 @@ impl SendBuf {
 
     /// The blocks of a non-contiguous send as (address, length) in this process, when they
     /// are at most `max` and dense enough to move without packing; None otherwise.
-    pub fn block_list(&self, max: usize) -> Option<Vec<(usize, usize)>> {
+    pub fn block_list(&self, max: usize, plans: &mut PlanCache) -> Option<Blocks> {
         let (base, layout, count) = self.scattered.as_deref()?;
-        if !worth_a_block_list(layout, *count, self.len) {
-            return None;
-        }
-        let list = layout.iovecs(*base, *count, 0..self.len);
+        let list = plans.plan(layout, *base, *count, self.len)?;
         (list.len() <= max).then_some(list)
     }
 
@@ -198,13 +256,11 @@ impl RecvBuf {
     /// The destination of the first `n` bytes as (address, length) blocks in this process, for
     /// a single-copy transfer straight into the user's memory: one block when contiguous, the
     /// type's blocks when dense enough; None means "use `slice_mut`" (staging).
-    pub fn block_list(&self, n: usize) -> Option<Vec<(usize, usize)>> {
+    pub fn block_list(&self, n: usize, plans: &mut PlanCache) -> Option<Blocks> {
         match &self.dest {
-            Dest::Contiguous => Some(vec![(self.direct as usize, n)]),
+            Dest::Contiguous => Some(std::sync::Arc::new([(self.direct as usize, n)])),
             Dest::Owned(_) => None,
-            Dest::Scattered(s) => {
-                worth_a_block_list(&s.layout, s.count, n).then(|| s.layout.iovecs(s.base, s.count, 0..n))
-            }
+            Dest::Scattered(s) => plans.plan(&s.layout, s.base, s.count, n),
         }
     }
 
@@ -227,5 +283,61 @@ impl RecvBuf {
             Dest::Owned(v) => v,
             _ => Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::consts::MPI_DOUBLE;
+    use crate::datatype::{self, vector};
+
+    /// A committed vector of `n` blocks of 64 doubles, `stride` doubles apart.
+    fn vec_layout(n: i64, stride: i64) -> (i32, Layout) {
+        let t = vector(n, 64, stride, MPI_DOUBLE, false).unwrap();
+        datatype::commit(t).unwrap();
+        (t, datatype::layout(t).unwrap())
+    }
+
+    #[test]
+    fn plans_are_reused_only_for_the_same_key() {
+        let (t, l) = vec_layout(8, 96);
+        let mut cache = PlanCache::default();
+        let base = 0x10000 as *const u8;
+        let first = cache.plan(&l, base, 1, l.size).unwrap();
+        assert_eq!(first.len(), 8);
+        assert_eq!(first[1], (0x10000 + 96 * 8, 512));
+        assert_eq!(cache.plan(&l, base, 1, l.size).unwrap(), first);
+        assert_eq!(cache.hits(), 1);
+        // Another count, length or address is another plan.
+        // (the first element's last block touches the second's first: merged)
+        assert_eq!(cache.plan(&l, base, 2, 2 * l.size).unwrap().len(), 15);
+        assert_eq!(cache.plan(&l, base, 2, l.size).unwrap().len(), 8);
+        assert_eq!(cache.plan(&l, base.wrapping_add(8), 1, l.size).unwrap()[0].0, 0x10008);
+        assert_eq!(cache.hits(), 1);
+        // A freed type's successor never takes its plans, even at the same handle.
+        datatype::free(t).unwrap();
+        let (t2, l2) = vec_layout(8, 128);
+        assert!(!l2.same_as(&l));
+        assert_eq!(cache.plan(&l2, base, 1, l2.size).unwrap()[1], (0x10000 + 128 * 8, 512));
+        // More keys than the capacity: still right, the oldest go.
+        for i in 0..2 * PlanCache::CAPACITY {
+            let b = base.wrapping_add(i * 8);
+            assert_eq!(cache.plan(&l2, b, 1, l2.size).unwrap()[0], (0x10000 + i * 8, 512));
+        }
+        assert!(cache.entries.len() <= PlanCache::CAPACITY);
+        datatype::free(t2).unwrap();
+    }
+
+    #[test]
+    fn sparse_layouts_are_remembered_as_not_worth_a_list() {
+        let t = vector(1000, 1, 2, MPI_DOUBLE, false).unwrap();
+        datatype::commit(t).unwrap();
+        let l = datatype::layout(t).unwrap();
+        let mut cache = PlanCache::default();
+        assert!(cache.plan(&l, 0x1000 as *const u8, 1, l.size).is_none());
+        assert!(cache.plan(&l, 0x1000 as *const u8, 1, l.size).is_none());
+        assert_eq!(cache.hits(), 1);
+        datatype::free(t).unwrap();
     }
 }

@@ -103,6 +103,8 @@ pub struct Engine {
     /// Peer pid for single-copy reads, when the kernel allowed the probe read.
     cma_pid: Vec<Option<u32>>,
     pub reqs: Slab,
+    /// Block lists of recent non-contiguous buffers (single-copy transfers).
+    pub plans: buffers::PlanCache,
     /// Posted receives in order, with their envelopes (matching reads no request).
     posted: VecDeque<(Envelope, u32)>,
     /// Buffers for eager payloads that arrive before their receive, reused so the unexpected
@@ -138,6 +140,7 @@ impl Engine {
             eager_limit,
             cma_pid: vec![None; nranks],
             reqs: Slab::default(),
+            plans: buffers::PlanCache::default(),
             posted: VecDeque::new(),
             payload_pool: Vec::new(),
             unexpected: VecDeque::new(),
@@ -379,7 +382,7 @@ impl Engine {
                 if let Some(pid) = self.cma_pid[msg.from] {
                     let remote = if blocks.is_empty() { vec![(addr, n as u64)] } else { blocks };
                     let ok = match &mut self.reqs.get_mut(req).unwrap().op {
-                        Op::Recv { buf, .. } => match buf.block_list(n) {
+                        Op::Recv { buf, .. } => match buf.block_list(n, &mut self.plans) {
                             // Receive-scatter straight into the user's blocks.
                             // SAFETY: the blocks lie in the receive buffer, which the MPI rules
                             // reserve for this receive until it completes.
@@ -512,8 +515,8 @@ impl Engine {
                     let Op::Send { env, buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
                     // Send-gather: a dense non-contiguous send offers its blocks (they must fit
                     // the slot); otherwise it offers packed bytes.
-                    let blocks =
-                        buf.block_list(seg.geometry().payload_capacity() / RTS_BLOCK_BYTES).unwrap_or_default();
+                    let plan = buf.block_list(seg.geometry().payload_capacity() / RTS_BLOCK_BYTES, &mut self.plans);
+                    let blocks: &[(usize, usize)] = plan.as_deref().unwrap_or(&[]);
                     if blocks.is_empty() {
                         buf.ensure_packed();
                     }
