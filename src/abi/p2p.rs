@@ -7,7 +7,7 @@ use super::types::*;
 use crate::datatype::{self, Layout};
 use crate::error::{MpiError, MpiResult, err};
 use crate::p2p::buffers::{RecvBuf, SendBuf};
-use crate::p2p::request::{Op, Persistent, Request, SendMode, Status};
+use crate::p2p::request::{COMPLETED_SEND, Op, Persistent, Request, SendMode, Status};
 use crate::p2p::{Engine, Envelope};
 use crate::runtime::{self, Runtime};
 use std::ffi::{c_int, c_void};
@@ -99,6 +99,45 @@ fn check_peer(c: &crate::comm::Comm, rank: c_int, allow_any: bool) -> MpiResult<
     }
 }
 
+/// A message of contiguous bytes (a builtin datatype) to or from one rank: what the eager
+/// fast paths need.
+struct Direct {
+    world: usize,
+    env: Envelope,
+    bytes: usize,
+}
+
+/// The arguments of a send (`recv` false) or receive of a builtin datatype to or from a rank,
+/// checked in a few fused comparisons; None when anything is out of the ordinary (an invalid
+/// argument, a derived type, MPI_PROC_NULL, MPI_ANY_SOURCE): the general path then checks
+/// again and reports errors as MPICH does.
+#[inline]
+fn direct_args(
+    rt: &Runtime,
+    buf: *const c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    peer: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    recv: bool,
+) -> Option<Direct> {
+    let size = datatype::builtin::builtin(datatype)?.size;
+    let c = rt.comms.find(comm)?;
+    // TAG_UB is c_int::MAX: a tag is valid when non-negative (or MPI_ANY_TAG on receives).
+    let tag_ok = tag >= 0 || (recv && tag == MPI_ANY_TAG);
+    // Negative ranks (MPI_PROC_NULL, MPI_ANY_SOURCE) become huge and fail the range check.
+    if !tag_ok || count < 0 || peer as u32 as usize >= c.peer_count() {
+        return None;
+    }
+    let bytes = (count as usize).checked_mul(size)?;
+    if buf.is_null() && bytes > 0 {
+        return None;
+    }
+    let src = if recv { peer } else { c.rank as i32 };
+    Some(Direct { world: c.peer_world_rank(peer as usize), env: Envelope { ctx: c.ctx, src, tag }, bytes })
+}
+
 /// Everything a send needs, checked.
 struct SendArgs {
     peer: Peer,
@@ -157,6 +196,13 @@ unsafe fn start_send(
     comm: MPI_Comm,
     mode: SendMode,
 ) -> MpiResult<u32> {
+    if matches!(mode, SendMode::Standard | SendMode::Ready)
+        && let Some(d) = direct_args(rt, buf, count, datatype, dest, tag, comm, false)
+        // SAFETY: `bytes` contiguous bytes of a builtin type at `buf` (non-null when bytes > 0).
+        && rt.engine.try_send_eager_now(d.world, d.env, unsafe { raw_bytes(buf, d.bytes) })
+    {
+        return Ok(COMPLETED_SEND);
+    }
     let a = send_args(rt, count, datatype, dest, tag, comm)?;
     check_buffer(buf, a.count, &a.layout)?;
     let Peer::Rank { world, .. } = a.peer else {
@@ -168,6 +214,30 @@ unsafe fn start_send(
         return buffered_send(rt, world, a.env, sbuf, comm);
     }
     Ok(rt.engine.isend(world, a.env, sbuf, mode, comm))
+}
+
+/// The `n` bytes at `buf` (nothing when `n` is 0, whatever `buf` is).
+///
+/// # Safety
+/// When `n` > 0, `buf` points at `n` readable bytes that outlive the returned slice's use.
+unsafe fn raw_bytes<'a>(buf: *const c_void, n: usize) -> &'a [u8] {
+    if n == 0 {
+        return &[];
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe { std::slice::from_raw_parts(buf.cast(), n) }
+}
+
+/// The `n` bytes at `buf`, writable (nothing when `n` is 0).
+///
+/// # Safety
+/// When `n` > 0, `buf` points at `n` writable bytes nothing else accesses meanwhile.
+unsafe fn raw_bytes_mut<'a>(buf: *mut c_void, n: usize) -> &'a mut [u8] {
+    if n == 0 {
+        return &mut [];
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe { std::slice::from_raw_parts_mut(buf.cast(), n) }
 }
 
 /// MPI_Bsend: copies the data, accounts it against the attached buffer, and lets the copy
@@ -217,6 +287,11 @@ unsafe fn start_recv(
     tag: c_int,
     comm: MPI_Comm,
 ) -> MpiResult<u32> {
+    if let Some(d) = direct_args(rt, buf, count, datatype, source, tag, comm, true) {
+        // SAFETY: forwarded from the caller; a builtin type's elements are contiguous bytes.
+        let rbuf = unsafe { RecvBuf::new(buf.cast(), datatype::BYTE, d.bytes) };
+        return Ok(rt.engine.irecv(d.env, rbuf, comm));
+    }
     let (peer, env, layout, count) = recv_args(rt, count, datatype, source, tag, comm)?;
     check_buffer(buf, count, &layout)?;
     if let Peer::Null = peer {
@@ -256,19 +331,12 @@ unsafe fn blocking_send(
     mode: SendMode,
 ) -> MpiResult {
     runtime::with(|rt| {
-        if matches!(mode, SendMode::Standard | SendMode::Ready) {
-            let a = send_args(rt, count, datatype, dest, tag, comm)?;
-            check_buffer(buf, a.count, &a.layout)?;
-            if let Peer::Rank { world, .. } = a.peer
-                && a.layout.is_contiguous()
-                // SAFETY: contiguous elements; the buffer is valid during the blocking call.
-                && rt.engine.try_send_eager_now(world, a.env, unsafe { SendBuf::new(buf.cast(), a.layout, a.count) }.bytes())
-            {
-                return Ok(());
-            }
-        }
-        // SAFETY: the buffer is valid for the duration of the blocking call.
+        // SAFETY: the buffer is valid for the duration of the blocking call; start_send
+        // writes an eager message at once when it can (then the request is COMPLETED_SEND).
         let id = unsafe { start_send(rt, buf, count, datatype, dest, tag, comm, mode)? };
+        if id == COMPLETED_SEND {
+            return Ok(());
+        }
         wait_id(rt, id);
         Ok(())
     })
@@ -309,9 +377,20 @@ unsafe fn blocking_recv(
     status: *mut MPI_Status,
 ) -> MpiResult {
     runtime::with(|rt| {
-        // SAFETY: the buffer is valid for the duration of the blocking call.
-        let id = unsafe { start_recv(rt, buf, count, datatype, source, tag, comm)? };
-        let s = wait_id(rt, id);
+        // A message already at the head of its sender's ring needs no request.
+        let fast = direct_args(rt, buf, count, datatype, source, tag, comm, true).and_then(|d| {
+            // SAFETY: the caller's buffer holds `bytes` writable bytes during the call.
+            let dst = unsafe { raw_bytes_mut(buf, d.bytes) };
+            rt.engine.try_recv_eager_now(d.world, d.env, dst)
+        });
+        let s = match fast {
+            Some(s) => s,
+            None => {
+                // SAFETY: the buffer is valid for the duration of the blocking call.
+                let id = unsafe { start_recv(rt, buf, count, datatype, source, tag, comm)? };
+                wait_id(rt, id)
+            }
+        };
         // SAFETY: status is MPI_STATUS_IGNORE or the caller's status.
         unsafe { write_status(status, &s, false) };
         status_result(&s)
@@ -548,6 +627,7 @@ impl std::ops::Deref for Ids {
     }
 }
 
+#[inline]
 fn decode_all(engine: &Engine, hs: &[MPI_Request]) -> MpiResult<Ids> {
     let decode = |h: MPI_Request| if h == MPI_REQUEST_NULL { Ok(None) } else { request_id(engine, h).map(Some) };
     if hs.len() > INLINE_IDS {
@@ -583,7 +663,12 @@ unsafe fn set_status_errors(statuses: *mut MPI_Status, n: usize, errors: &[(usiz
 /// stays alive as an inactive persistent request). A generalized request's status is what
 /// its query_fn reports, and its free_fn runs once it is gone (their error codes become the
 /// status's error, which the caller returns).
+#[inline]
 fn collect_into(engine: &mut Engine, id: u32, handle: &mut MPI_Request) -> Status {
+    if id == COMPLETED_SEND {
+        *handle = MPI_REQUEST_NULL;
+        return engine.collect(id);
+    }
     let generalized = grequest::generalized(engine, id);
     let mut s = engine.collect(id);
     if engine.reqs.get(id).is_none() {

@@ -219,6 +219,12 @@ impl Comms {
         self.pool.borrow_mut().take(pair)
     }
 
+    /// The communicator of `handle`, if valid (no error value built: for fast paths).
+    #[inline]
+    pub fn find(&self, handle: MPI_Comm) -> Option<&Comm> {
+        self.table.get(slot_of(handle)?)?.as_ref()
+    }
+
     pub fn get(&self, handle: MPI_Comm) -> MpiResult<&Comm> {
         match slot_of(handle).and_then(|s| self.table.get(s)).and_then(|c| c.as_ref()) {
             Some(c) => Ok(c),
@@ -291,10 +297,15 @@ impl Comms {
 
     /// Gives the communicators of finished MPI_Comm_idup agreements their context (called
     /// at the end of every MPI call, so before the program can use them).
+    #[inline]
     pub fn settle(&mut self) {
-        if self.pending.is_empty() {
-            return;
+        if !self.pending.is_empty() {
+            self.settle_pending();
         }
+    }
+
+    #[cold]
+    fn settle_pending(&mut self) {
         let pending = std::mem::take(&mut self.pending);
         for (h, ctx) in pending {
             match ctx.get() {

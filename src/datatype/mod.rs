@@ -58,6 +58,20 @@ impl Layout {
         }
     }
 
+    /// Whether `self` and `other` place data identically: the same extents and the very same
+    /// flattened description (not merely an equal one), so results computed from one hold for
+    /// the other. Holding a clone keeps the description alive, so its address identifies it.
+    pub fn same_as(&self, other: &Layout) -> bool {
+        let flats = match (&self.flat, &other.flat) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        flats
+            && (self.size, self.ext, self.true_lb, self.true_ub)
+                == (other.size, other.ext, other.true_lb, other.true_ub)
+    }
+
     /// Whether `count` elements occupy exactly `count * size` bytes from the buffer pointer,
     /// with no gaps.
     pub fn is_contiguous(&self) -> bool {

@@ -21,6 +21,67 @@ impl crate::datatype::flat::Visit for CountBlocks {
     }
 }
 
+/// A block list (address, length) of a buffer in this process, shared with the plan cache.
+pub type Blocks = std::sync::Arc<[(usize, usize)]>;
+
+/// The block lists ("iovec plans") of recent non-contiguous buffers, keyed by (layout, base
+/// address, element count, bytes), so a program that sends or receives the same layout at the
+/// same place again (the common case: a halo exchange, a loop) skips the datatype walks: the
+/// density count and the list itself. The software form of the seeds' UMR cache. A plan is a
+/// pure function of its key and each entry holds its layout (so no other type can take its
+/// identity), hence an entry is never stale. Also remembers "not dense enough" (None).
+#[derive(Default)]
+pub struct PlanCache {
+    entries: Vec<Plan>,
+    /// Entry replaced next once full (round robin).
+    victim: usize,
+    hits: u64,
+}
+
+struct Plan {
+    layout: Layout,
+    base: usize,
+    count: usize,
+    len: usize,
+    blocks: Option<Blocks>,
+}
+
+impl PlanCache {
+    /// Entries kept: a few layouts in flight at once (both directions of an exchange).
+    const CAPACITY: usize = 16;
+    /// Larger lists are not kept (memory), only computed.
+    const MAX_BLOCKS: usize = 1 << 16;
+
+    /// The block list of `len` bytes of `count` elements of `layout` at `base`, or None when
+    /// its blocks are too small on average for a block-list transfer.
+    pub fn plan(&mut self, layout: &Layout, base: *const u8, count: usize, len: usize) -> Option<Blocks> {
+        let base = base as usize;
+        if let Some(p) =
+            self.entries.iter().find(|p| (p.base, p.count, p.len) == (base, count, len) && p.layout.same_as(layout))
+        {
+            self.hits += 1;
+            return p.blocks.clone();
+        }
+        let blocks: Option<Blocks> =
+            worth_a_block_list(layout, count, len).then(|| layout.iovecs(base as *const u8, count, 0..len).into());
+        if blocks.as_ref().is_none_or(|b| b.len() <= Self::MAX_BLOCKS) {
+            let plan = Plan { layout: layout.clone(), base, count, len, blocks: blocks.clone() };
+            if self.entries.len() < Self::CAPACITY {
+                self.entries.push(plan);
+            } else {
+                self.entries[self.victim] = plan;
+                self.victim = (self.victim + 1) % Self::CAPACITY;
+            }
+        }
+        blocks
+    }
+
+    /// How many look-ups found their plan (for tests).
+    pub fn hits(&self) -> u64 {
+        self.hits
+    }
+}
+
 /// Whether `count` elements of `layout` are dense enough for a block-list transfer.
 fn worth_a_block_list(layout: &Layout, count: usize, len: usize) -> bool {
     let mut blocks = CountBlocks(0);
@@ -35,8 +96,9 @@ pub struct SendBuf {
     len: usize,
     /// Keeps the packed or owned bytes alive while `ptr` points into them.
     owned: Option<Vec<u8>>,
-    /// The user's non-contiguous data, not packed yet.
-    scattered: Option<(*const u8, Layout, usize)>,
+    /// The user's non-contiguous data, not packed yet (boxed: rare, and it keeps the common
+    /// request small).
+    scattered: Option<Box<(*const u8, Layout, usize)>>,
 }
 
 impl SendBuf {
@@ -53,7 +115,7 @@ impl SendBuf {
             // it in place. `wrapping_offset` because MPI_BOTTOM is a null base.
             return SendBuf { ptr: base.wrapping_offset(at), len, owned: None, scattered: None };
         }
-        SendBuf { ptr: std::ptr::null(), len, owned: None, scattered: Some((base, layout, count)) }
+        SendBuf { ptr: std::ptr::null(), len, owned: None, scattered: Some(Box::new((base, layout, count))) }
     }
 
     /// A send of bytes the engine owns (buffered sends, internal messages).
@@ -65,13 +127,19 @@ impl SendBuf {
         self.len
     }
 
+    /// Whether `bytes` may be called without packing first.
+    pub fn is_contiguous(&self) -> bool {
+        self.scattered.is_none()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Packs non-contiguous data into a copy (once), so `bytes` and `addr` describe it.
     pub fn ensure_packed(&mut self) {
-        if let Some((base, layout, count)) = self.scattered.take() {
+        if let Some(scattered) = self.scattered.take() {
+            let (base, layout, count) = *scattered;
             let mut packed = vec![0u8; self.len];
             // SAFETY: the constructor's caller vouches for `count` readable elements at `base`
             // until the send completes; `packed` is ours.
@@ -83,12 +151,9 @@ impl SendBuf {
 
     /// The blocks of a non-contiguous send as (address, length) in this process, when they
     /// are at most `max` and dense enough to move without packing; None otherwise.
-    pub fn block_list(&self, max: usize) -> Option<Vec<(usize, usize)>> {
-        let (base, layout, count) = self.scattered.as_ref()?;
-        if !worth_a_block_list(layout, *count, self.len) {
-            return None;
-        }
-        let list = layout.iovecs(*base, *count, 0..self.len);
+    pub fn block_list(&self, max: usize, plans: &mut PlanCache) -> Option<Blocks> {
+        let (base, layout, count) = self.scattered.as_deref()?;
+        let list = plans.plan(layout, *base, *count, self.len)?;
         (list.len() <= max).then_some(list)
     }
 
@@ -120,16 +185,28 @@ impl SendBuf {
 /// contiguous or moved as a block list, else into a staging vector unpacked when the receive
 /// completes.
 pub struct RecvBuf {
-    base: *mut u8,
     /// Start of the data in the user's memory when it is contiguous (else unused).
     direct: *mut u8,
+    capacity: usize,
+    dest: Dest,
+}
+
+/// The less common destinations, kept out of the way of the contiguous one.
+enum Dest {
+    /// `capacity` bytes of the user's memory at `direct`.
+    Contiguous,
+    /// Bytes the engine owns.
+    Owned(Vec<u8>),
+    /// The user's non-contiguous elements (boxed: keeps the common request small).
+    Scattered(Box<Scattered>),
+}
+
+struct Scattered {
+    base: *mut u8,
     layout: Layout,
     count: usize,
-    contiguous: bool,
-    /// Staged bytes of non-contiguous data, allocated on first use.
+    /// Staged bytes, allocated on first use.
     staging: Option<Vec<u8>>,
-    /// Whether the bytes are the engine's (kept staged) rather than the user's.
-    owned: bool,
 }
 
 impl RecvBuf {
@@ -137,83 +214,137 @@ impl RecvBuf {
     /// `base` must point at writable memory for `count` elements of `layout`, valid and not
     /// accessed by the user until the receive completes.
     pub unsafe fn new(base: *mut u8, layout: Layout, count: usize) -> RecvBuf {
-        let at = layout.contiguous_at();
-        let direct = base.wrapping_offset(at.unwrap_or(0));
-        RecvBuf { base, direct, layout, count, contiguous: at.is_some(), staging: None, owned: false }
+        let capacity = layout.size * count;
+        match layout.contiguous_at() {
+            Some(at) => RecvBuf { direct: base.wrapping_offset(at), capacity, dest: Dest::Contiguous },
+            None => RecvBuf {
+                direct: std::ptr::null_mut(),
+                capacity,
+                dest: Dest::Scattered(Box::new(Scattered { base, layout, count, staging: None })),
+            },
+        }
     }
 
     /// A receive into memory the engine owns.
     pub fn owned(len: usize) -> RecvBuf {
-        RecvBuf {
-            base: std::ptr::null_mut(),
-            direct: std::ptr::null_mut(),
-            layout: crate::datatype::BYTE,
-            count: len,
-            contiguous: false,
-            // Sized by what arrives (see `slice_mut`): `len` is only the limit, and sparse
-            // reductions post receives far larger than most of their messages.
-            staging: None,
-            owned: true,
-        }
+        // Sized by what arrives (see `slice_mut`): `len` is only the limit, and sparse reductions
+        // post receives far larger than most of their messages.
+        RecvBuf { direct: std::ptr::null_mut(), capacity: len, dest: Dest::Owned(Vec::new()) }
     }
 
     pub fn capacity(&self) -> usize {
-        self.layout.size * self.count
+        self.capacity
     }
 
     /// The destination of bytes `[offset, offset + len)` of the message (within capacity).
+    #[inline]
     pub fn slice_mut(&mut self, offset: usize, len: usize) -> &mut [u8] {
-        assert!(offset + len <= self.capacity());
-        if self.contiguous {
-            if len == 0 {
-                return &mut [];
-            }
-            // SAFETY: contiguous data, so bytes [0, capacity) from `direct` are the user's
-            // elements, ours until completion (constructor contract); the range was checked.
-            return unsafe { std::slice::from_raw_parts_mut(self.direct.add(offset), len) };
-        }
-        if self.owned {
-            let staged = self.staging.get_or_insert_with(Vec::new);
-            if staged.len() < offset + len {
-                if staged.is_empty() {
-                    *staged = vec![0u8; offset + len];
-                } else {
-                    staged.resize(offset + len, 0);
+        assert!(offset + len <= self.capacity);
+        let cap = self.capacity;
+        match &mut self.dest {
+            Dest::Contiguous => {
+                if len == 0 {
+                    return &mut [];
                 }
+                // SAFETY: contiguous data, so bytes [0, capacity) from `direct` are the user's
+                // elements, ours until completion (constructor contract); the range was checked.
+                unsafe { std::slice::from_raw_parts_mut(self.direct.add(offset), len) }
             }
-            return &mut staged[offset..offset + len];
+            Dest::Owned(v) => {
+                if v.len() < offset + len {
+                    v.resize(offset + len, 0);
+                }
+                &mut v[offset..offset + len]
+            }
+            Dest::Scattered(s) => &mut s.staging.get_or_insert_with(|| vec![0u8; cap])[offset..offset + len],
         }
-        let cap = self.capacity();
-        &mut self.staging.get_or_insert_with(|| vec![0u8; cap])[offset..offset + len]
     }
 
     /// The destination of the first `n` bytes as (address, length) blocks in this process, for
     /// a single-copy transfer straight into the user's memory: one block when contiguous, the
     /// type's blocks when dense enough; None means "use `slice_mut`" (staging).
-    pub fn block_list(&self, n: usize) -> Option<Vec<(usize, usize)>> {
-        if self.contiguous {
-            return Some(vec![(self.direct as usize, n)]);
+    pub fn block_list(&self, n: usize, plans: &mut PlanCache) -> Option<Blocks> {
+        match &self.dest {
+            Dest::Contiguous => Some(std::sync::Arc::new([(self.direct as usize, n)])),
+            Dest::Owned(_) => None,
+            Dest::Scattered(s) => plans.plan(&s.layout, s.base, s.count, n),
         }
-        if self.owned || !worth_a_block_list(&self.layout, self.count, n) {
-            return None;
-        }
-        Some(self.layout.iovecs(self.base, self.count, 0..n))
     }
 
     /// Moves staged bytes into the user's layout; called once, when the receive completes.
+    #[inline]
     pub fn finish(&mut self, received: usize) {
-        if self.owned {
-            return;
+        if let Dest::Scattered(s) = &self.dest
+            && let Some(staged) = s.staging.as_ref()
+        {
+            let n = received.min(staged.len());
+            // SAFETY: the user's `count` elements at `base` are writable and ours until
+            // completion (constructor contract); the staging vector is separate memory.
+            unsafe { s.layout.unpack(s.base, s.count, 0, &staged[..n]) };
         }
-        let Some(staged) = self.staging.as_ref() else { return };
-        let n = received.min(staged.len());
-        // SAFETY: the user's `count` elements at `base` are writable and ours until completion
-        // (constructor contract); the staging vector is separate memory.
-        unsafe { self.layout.unpack(self.base, self.count, 0, &staged[..n]) };
     }
 
     /// The received bytes of an engine-owned buffer.
     pub fn into_owned(self) -> Vec<u8> {
-        self.staging.unwrap_or_default()
+        match self.dest {
+            Dest::Owned(v) => v,
+            _ => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::consts::MPI_DOUBLE;
+    use crate::datatype::{self, vector};
+
+    /// A committed vector of `n` blocks of 64 doubles, `stride` doubles apart.
+    fn vec_layout(n: i64, stride: i64) -> (i32, Layout) {
+        let t = vector(n, 64, stride, MPI_DOUBLE, false).unwrap();
+        datatype::commit(t).unwrap();
+        (t, datatype::layout(t).unwrap())
+    }
+
+    #[test]
+    fn plans_are_reused_only_for_the_same_key() {
+        let (t, l) = vec_layout(8, 96);
+        let mut cache = PlanCache::default();
+        let base = 0x10000 as *const u8;
+        let first = cache.plan(&l, base, 1, l.size).unwrap();
+        assert_eq!(first.len(), 8);
+        assert_eq!(first[1], (0x10000 + 96 * 8, 512));
+        assert_eq!(cache.plan(&l, base, 1, l.size).unwrap(), first);
+        assert_eq!(cache.hits(), 1);
+        // Another count, length or address is another plan.
+        // (the first element's last block touches the second's first: merged)
+        assert_eq!(cache.plan(&l, base, 2, 2 * l.size).unwrap().len(), 15);
+        assert_eq!(cache.plan(&l, base, 2, l.size).unwrap().len(), 8);
+        assert_eq!(cache.plan(&l, base.wrapping_add(8), 1, l.size).unwrap()[0].0, 0x10008);
+        assert_eq!(cache.hits(), 1);
+        // A freed type's successor never takes its plans, even at the same handle.
+        datatype::free(t).unwrap();
+        let (t2, l2) = vec_layout(8, 128);
+        assert!(!l2.same_as(&l));
+        assert_eq!(cache.plan(&l2, base, 1, l2.size).unwrap()[1], (0x10000 + 128 * 8, 512));
+        // More keys than the capacity: still right, the oldest go.
+        for i in 0..2 * PlanCache::CAPACITY {
+            let b = base.wrapping_add(i * 8);
+            assert_eq!(cache.plan(&l2, b, 1, l2.size).unwrap()[0], (0x10000 + i * 8, 512));
+        }
+        assert!(cache.entries.len() <= PlanCache::CAPACITY);
+        datatype::free(t2).unwrap();
+    }
+
+    #[test]
+    fn sparse_layouts_are_remembered_as_not_worth_a_list() {
+        let t = vector(1000, 1, 2, MPI_DOUBLE, false).unwrap();
+        datatype::commit(t).unwrap();
+        let l = datatype::layout(t).unwrap();
+        let mut cache = PlanCache::default();
+        assert!(cache.plan(&l, 0x1000 as *const u8, 1, l.size).is_none());
+        assert!(cache.plan(&l, 0x1000 as *const u8, 1, l.size).is_none());
+        assert_eq!(cache.hits(), 1);
+        datatype::free(t).unwrap();
     }
 }

@@ -11,7 +11,7 @@ use crate::abi::consts::*;
 use crate::config;
 use crate::transport::shm::{self, Packet, Segment};
 use buffers::{RecvBuf, SendBuf};
-use request::{Op, Request, SendMode, Slab, Status};
+use request::{COMPLETED_SEND, Op, Request, SendMode, Slab, Status};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -103,7 +103,10 @@ pub struct Engine {
     /// Peer pid for single-copy reads, when the kernel allowed the probe read.
     cma_pid: Vec<Option<u32>>,
     pub reqs: Slab,
-    posted: VecDeque<u32>,
+    /// Block lists of recent non-contiguous buffers (single-copy transfers).
+    pub plans: buffers::PlanCache,
+    /// Posted receives in order, with their envelopes (matching reads no request).
+    posted: VecDeque<(Envelope, u32)>,
     /// Buffers for eager payloads that arrive before their receive, reused so the unexpected
     /// path does not allocate in steady state.
     payload_pool: Vec<Vec<u8>>,
@@ -137,6 +140,7 @@ impl Engine {
             eager_limit,
             cma_pid: vec![None; nranks],
             reqs: Slab::default(),
+            plans: buffers::PlanCache::default(),
             posted: VecDeque::new(),
             payload_pool: Vec::new(),
             unexpected: VecDeque::new(),
@@ -189,6 +193,12 @@ impl Engine {
     /// Starts a send of `buf` to world rank `dst`; returns the request id. Sends that fit a
     /// slot and find it free complete at once.
     pub fn isend(&mut self, dst: usize, env: Envelope, buf: SendBuf, mode: SendMode, comm: i32) -> u32 {
+        if matches!(mode, SendMode::Standard | SendMode::Ready)
+            && buf.is_contiguous()
+            && self.try_send_eager_now(dst, env, buf.bytes())
+        {
+            return COMPLETED_SEND;
+        }
         let req = self.reqs.insert(Request::started(Op::Send { dst, env, buf, mode, bsend_bytes: 0 }, comm));
         self.start_send(req);
         req
@@ -196,6 +206,7 @@ impl Engine {
 
     /// Blocking standard send fast path: when `bytes` fit a slot, nothing is queued before
     /// them and the slot is free, writes them now, with no request. Returns whether it did.
+    #[inline]
     pub fn try_send_eager_now(&mut self, dst: usize, env: Envelope, bytes: &[u8]) -> bool {
         if dst == self.me || bytes.len() > self.eager_limit || !self.outq[dst].is_empty() {
             return false;
@@ -207,6 +218,31 @@ impl Engine {
         seg.send_eager(dst, env.ctx, env.src, env.tag, bytes);
         seg.notify(dst);
         true
+    }
+
+    /// Blocking receive fast path: takes an eager message for `env` (a specific source, world
+    /// rank `from`) straight from the head of `from`'s ring into `dst`, when nothing may come
+    /// before it (no posted receive, no queued message `env` accepts) and it fits. Returns the
+    /// status if it did; the caller otherwise posts a receive as usual.
+    pub fn try_recv_eager_now(&mut self, from: usize, env: Envelope, dst: &mut [u8]) -> Option<Status> {
+        if from == self.me || !self.posted.is_empty() {
+            return None;
+        }
+        if !self.unexpected.is_empty() && self.has_unexpected_for(&env) {
+            return None;
+        }
+        let seg = self.shm.as_mut()?;
+        let inc = seg.peek(from)?;
+        let pk = inc.packet;
+        let msg = Envelope { ctx: pk.context, src: pk.src, tag: pk.tag };
+        if pk.kind != kind::EAGER || inc.payload.len() > dst.len() || !env.accepts(&msg) {
+            return None;
+        }
+        let n = inc.payload.len();
+        shm::copy_small(&mut dst[..n], inc.payload);
+        seg.release(from);
+        seg.notify(from);
+        Some(Status { source: msg.src, tag: msg.tag, bytes: n, cancelled: false, error: MPI_SUCCESS })
     }
 
     /// (Re)starts the send held by request `req`.
@@ -263,7 +299,7 @@ impl Engine {
             let msg = self.unexpected.remove(pos).unwrap();
             self.deliver(req, msg);
         } else {
-            self.posted.push_back(req);
+            self.posted.push_back((env, req));
         }
     }
 
@@ -299,7 +335,7 @@ impl Engine {
 
     /// Cancels a receive that is still posted; returns whether it was cancelled.
     pub fn cancel_recv(&mut self, req: u32) -> bool {
-        let Some(pos) = self.posted.iter().position(|&r| r == req) else { return false };
+        let Some(pos) = self.posted.iter().position(|&(_, r)| r == req) else { return false };
         self.posted.remove(pos);
         let r = self.reqs.get_mut(req).unwrap();
         r.status.cancelled = true;
@@ -346,7 +382,7 @@ impl Engine {
                 if let Some(pid) = self.cma_pid[msg.from] {
                     let remote = if blocks.is_empty() { vec![(addr, n as u64)] } else { blocks };
                     let ok = match &mut self.reqs.get_mut(req).unwrap().op {
-                        Op::Recv { buf, .. } => match buf.block_list(n) {
+                        Op::Recv { buf, .. } => match buf.block_list(n, &mut self.plans) {
                             // Receive-scatter straight into the user's blocks.
                             // SAFETY: the blocks lie in the receive buffer, which the MPI rules
                             // reserve for this receive until it completes.
@@ -400,11 +436,19 @@ impl Engine {
     /// Completes receive `req` with an eager payload (from a ring slot or the unexpected
     /// queue) and acknowledges a synchronous send.
     fn complete_eager(&mut self, req: u32, env: Envelope, data: &[u8], ack: Option<u32>, from: usize) {
-        let n = self.set_matched_status(req, env, data.len());
-        if let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op {
-            shm::copy_small(buf.slice_mut(0, n), &data[..n]);
+        // One look-up for status, copy and completion (this runs once per small message).
+        let r = self.reqs.get_mut(req).expect("completion of an unknown receive request");
+        let Op::Recv { buf, .. } = &mut r.op else { unreachable!("a match for a request that is not a receive") };
+        let cap = buf.capacity();
+        let n = data.len().min(cap);
+        shm::copy_small(buf.slice_mut(0, n), &data[..n]);
+        buf.finish(n);
+        let error = if data.len() > cap { MPI_ERR_TRUNCATE } else { MPI_SUCCESS };
+        r.status = Status { source: env.src, tag: env.tag, bytes: n, cancelled: false, error };
+        r.complete = true;
+        if r.freed {
+            self.reqs.discard(req);
         }
-        self.complete_recv(req, n);
         if let Some(sreq) = ack {
             self.control(from, Out::Ack { sreq });
         }
@@ -471,8 +515,8 @@ impl Engine {
                     let Op::Send { env, buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
                     // Send-gather: a dense non-contiguous send offers its blocks (they must fit
                     // the slot); otherwise it offers packed bytes.
-                    let blocks =
-                        buf.block_list(seg.geometry().payload_capacity() / RTS_BLOCK_BYTES).unwrap_or_default();
+                    let plan = buf.block_list(seg.geometry().payload_capacity() / RTS_BLOCK_BYTES, &mut self.plans);
+                    let blocks: &[(usize, usize)] = plan.as_deref().unwrap_or(&[]);
                     if blocks.is_empty() {
                         buf.ensure_packed();
                     }
@@ -539,13 +583,16 @@ impl Engine {
     }
 
     /// Removes and returns the first posted receive that takes a message with `env`.
+    #[inline]
     fn take_posted(&mut self, env: &Envelope) -> Option<u32> {
-        let reqs = &self.reqs;
-        let pos = self.posted.iter().position(|&r| match &reqs.get(r).unwrap().op {
-            Op::Recv { env: want, .. } => want.accepts(env),
-            _ => false,
-        })?;
-        self.posted.remove(pos)
+        // Messages mostly arrive in the order their receives were posted: try the first one.
+        let (first, req) = *self.posted.front()?;
+        if first.accepts(env) {
+            self.posted.pop_front();
+            return Some(req);
+        }
+        let pos = self.posted.iter().position(|(want, _)| want.accepts(env))?;
+        self.posted.remove(pos).map(|(_, r)| r)
     }
 
     /// Handles the packet in the next slot from `src`; the slot is released by the caller.

@@ -99,6 +99,7 @@ pub struct Request {
 
 impl Request {
     /// A started operation (nonblocking and not persistent).
+    #[inline]
     pub fn started(op: Op, comm: i32) -> Request {
         Request { op, complete: false, status: Status::default(), comm, persistent: None, freed: false, active: true }
     }
@@ -121,14 +122,27 @@ impl Status {
     }
 }
 
-/// Slab of requests. Ids are reused after `free`.
-#[derive(Default)]
+/// The id of the one request shared by every send that completed as it started (an eager
+/// message written straight into the peer's ring): such a send has no state left, so it needs
+/// no slot of its own. It is complete, never removed, and may be waited on, tested or freed
+/// any number of times (MPICH's lightweight requests do the same).
+pub const COMPLETED_SEND: u32 = 0;
+
+/// Slab of requests. Ids are reused after `free`; id `COMPLETED_SEND` is reserved.
 pub struct Slab {
     slots: Vec<Option<Request>>,
     free: Vec<u32>,
 }
 
+impl Default for Slab {
+    fn default() -> Slab {
+        let done = Request::completed(Status::default(), MPI_COMM_NULL);
+        Slab { slots: vec![Some(done)], free: Vec::new() }
+    }
+}
+
 impl Slab {
+    #[inline]
     pub fn insert(&mut self, r: Request) -> u32 {
         if let Some(id) = self.free.pop() {
             self.slots[id as usize] = Some(r);
@@ -139,15 +153,22 @@ impl Slab {
         }
     }
 
+    #[inline]
     pub fn get(&self, id: u32) -> Option<&Request> {
         self.slots.get(id as usize)?.as_ref()
     }
 
+    #[inline]
     pub fn get_mut(&mut self, id: u32) -> Option<&mut Request> {
         self.slots.get_mut(id as usize)?.as_mut()
     }
 
+    /// Takes request `id` out; None when there is none (and for the shared `COMPLETED_SEND`,
+    /// which stays).
     pub fn remove(&mut self, id: u32) -> Option<Request> {
+        if id == COMPLETED_SEND {
+            return None;
+        }
         let r = self.slots.get_mut(id as usize)?.take();
         if r.is_some() {
             self.free.push(id);
@@ -156,8 +177,10 @@ impl Slab {
     }
 
     /// Drops request `id` in place (no move out of the slab, unlike `remove`).
+    #[inline]
     pub fn discard(&mut self, id: u32) {
-        if let Some(slot) = self.slots.get_mut(id as usize)
+        if id != COMPLETED_SEND
+            && let Some(slot) = self.slots.get_mut(id as usize)
             && slot.is_some()
         {
             *slot = None;
@@ -165,8 +188,9 @@ impl Slab {
         }
     }
 
+    /// Requests in use (the shared `COMPLETED_SEND` not counted).
     pub fn live(&self) -> usize {
-        self.slots.len() - self.free.len()
+        self.slots.len() - self.free.len() - 1
     }
 }
 
@@ -188,5 +212,16 @@ mod tests {
         assert!(s.remove(a).is_none());
         assert_eq!(s.insert(dummy()), a);
         assert_eq!(s.live(), 2);
+    }
+
+    #[test]
+    fn the_shared_completed_send_stays() {
+        let mut s = Slab::default();
+        assert_eq!(s.live(), 0);
+        assert!(s.get(COMPLETED_SEND).is_some_and(|r| r.complete));
+        assert!(s.remove(COMPLETED_SEND).is_none());
+        s.discard(COMPLETED_SEND);
+        assert!(s.get(COMPLETED_SEND).is_some());
+        assert_ne!(s.insert(dummy()), COMPLETED_SEND);
     }
 }

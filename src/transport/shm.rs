@@ -134,14 +134,22 @@ pub struct Segment {
     map: memmap2::MmapRaw,
     geo: Geometry,
     me: usize,
-    /// Next slot this rank fills in its ring to each peer.
-    send_next: Vec<usize>,
-    /// Next slot this rank reads in the ring from each peer.
-    recv_next: Vec<usize>,
+    /// This rank's ring to each peer, at the next slot it fills.
+    send_rings: Vec<Cursor>,
+    /// The ring from each peer, at the next slot this rank reads.
+    recv_rings: Vec<Cursor>,
     /// Every rank registered for membarrier: notifiers need no fence (see `notify`).
     light_fences: bool,
     /// This rank registered, so its sleeps issue the heavy barrier.
     registered: bool,
+}
+
+/// A position in one ring: its first slot's address and the index of the current slot, so
+/// finding a slot is one multiply-add (the ring's offset in the segment is computed once).
+#[derive(Clone, Copy)]
+struct Cursor {
+    base: *mut u8,
+    next: usize,
 }
 
 // SAFETY: the segment is only touched through atomics (flags, doorbells) and through slot
@@ -197,12 +205,17 @@ impl Segment {
         // sleep often, and each sleep would then cost a membarrier (IPIs, VM exits in a VM).
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let registered = geo.nranks <= cores && membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED);
+        let ring = |src: usize, dst: usize| Cursor {
+            // SAFETY: the ring of (src, dst) lies inside the mapping (total_bytes covers all).
+            base: unsafe { map.as_mut_ptr().add(geo.rings_offset() + (src * geo.nranks + dst) * geo.ring_bytes()) },
+            next: 0,
+        };
         let seg = Segment {
+            send_rings: (0..geo.nranks).map(|dst| ring(me, dst)).collect(),
+            recv_rings: (0..geo.nranks).map(|src| ring(src, me)).collect(),
             map,
             geo,
             me,
-            send_next: vec![0; geo.nranks],
-            recv_next: vec![0; geo.nranks],
             light_fences: false,
             registered,
         };
@@ -253,6 +266,7 @@ impl Segment {
         unsafe { &*(self.map.as_ptr() as *const SegHeader) }
     }
 
+    #[inline]
     fn info(&self, rank: usize) -> &RankInfo {
         assert!(rank < self.geo.nranks);
         // SAFETY: rank < nranks, so the record lies inside the rank-info area; it is only
@@ -266,12 +280,20 @@ impl Segment {
         (i.pid.load(Ordering::Relaxed), i.probe_addr.load(Ordering::Acquire))
     }
 
-    fn slot_ptr(&self, src: usize, dst: usize, idx: usize) -> *mut u8 {
-        let g = &self.geo;
-        assert!(src < g.nranks && dst < g.nranks && idx < g.nslots);
-        let off = g.rings_offset() + (src * g.nranks + dst) * g.ring_bytes() + idx * g.slot_size;
-        // SAFETY: the offset is inside the mapping (checked indices, total_bytes covers it).
-        unsafe { self.map.as_mut_ptr().add(off) }
+    /// The current slot of ring cursor `c`.
+    #[inline]
+    fn slot_at(&self, c: Cursor) -> *mut u8 {
+        debug_assert!(c.next < self.geo.nslots);
+        // SAFETY: `next` < nslots (it wraps in `advance`), so the slot lies inside the ring,
+        // which lies inside the mapping.
+        unsafe { c.base.add(c.next * self.geo.slot_size) }
+    }
+
+    /// Moves a ring cursor to the next slot.
+    #[inline]
+    fn advance(c: &mut Cursor, nslots: usize) {
+        let next = c.next + 1;
+        c.next = if next == nslots { 0 } else { next };
     }
 
     fn slot_header(&self, p: *mut u8) -> &SlotHeader {
@@ -280,8 +302,9 @@ impl Segment {
     }
 
     /// Whether the next slot towards `dst` is free (the receiver gave the credit back).
+    #[inline]
     pub fn can_send(&self, dst: usize) -> bool {
-        let p = self.slot_ptr(self.me, dst, self.send_next[dst]);
+        let p = self.slot_at(self.send_rings[dst]);
         self.slot_header(p).full.load(Ordering::Acquire) == 0
     }
 
@@ -290,8 +313,7 @@ impl Segment {
     /// The caller checked `can_send(dst)`, and calls `notify(dst)` after its last send of a
     /// batch (the peer may sleep on its doorbell).
     pub fn send(&mut self, dst: usize, packet: &Packet, fill: impl FnOnce(&mut [u8])) {
-        let idx = self.send_next[dst];
-        let p = self.slot_ptr(self.me, dst, idx);
+        let p = self.slot_at(self.send_rings[dst]);
         debug_assert_eq!(self.slot_header(p).full.load(Ordering::Relaxed), 0);
         let cap = self.geo.payload_capacity();
         // SAFETY: the slot is empty, so the receiver does not touch it until we set the flag;
@@ -301,24 +323,19 @@ impl Segment {
             fill(std::slice::from_raw_parts_mut(p.add(SLOT_HEADER), cap));
         }
         self.slot_header(p).full.store(FLAG_FULL, Ordering::Release);
-        self.advance_send(dst, idx);
-    }
-
-    fn advance_send(&mut self, dst: usize, idx: usize) {
-        let next = idx + 1;
-        self.send_next[dst] = if next == self.geo.nslots { 0 } else { next };
+        Self::advance(&mut self.send_rings[dst], self.geo.nslots);
     }
 
     /// Sends an eager message with the compact header: context, source, tag and `bytes`
     /// (at most `payload_capacity`). Same contract as `send`.
+    #[inline]
     pub fn send_eager(&mut self, dst: usize, context: u32, src: i32, tag: i32, bytes: &[u8]) {
         debug_assert!(bytes.len() <= self.geo.payload_capacity());
         if bytes.len() > COMPACT_MAX_LEN {
             let pk = Packet { kind: EAGER_KIND, context, src, tag, len: bytes.len() as u64, ..Default::default() };
             return self.send(dst, &pk, |slot| slot[..bytes.len()].copy_from_slice(bytes));
         }
-        let idx = self.send_next[dst];
-        let p = self.slot_ptr(self.me, dst, idx);
+        let p = self.slot_at(self.send_rings[dst]);
         let h = p as *mut CompactHeader;
         // SAFETY: the slot is empty (caller checked `can_send`), so the receiver does not read
         // it until the flag below is set; header and payload (at most payload_capacity <
@@ -332,14 +349,20 @@ impl Segment {
         let flag = FLAG_FULL | FLAG_COMPACT | ((bytes.len() as u32) << COMPACT_LEN_SHIFT);
         // SAFETY: as above; the flag word is only accessed atomically.
         unsafe { (*h).flag.store(flag, Ordering::Release) };
-        self.advance_send(dst, idx);
+        Self::advance(&mut self.send_rings[dst], self.geo.nslots);
     }
+
     /// The next full slot from `src`, if any.
+    #[inline]
     pub fn peek(&self, src: usize) -> Option<Incoming<'_>> {
-        let p = self.slot_ptr(src, self.me, self.recv_next[src]);
+        let p = self.slot_at(self.recv_rings[src]);
         let h = self.slot_header(p);
         let flag = h.full.load(Ordering::Acquire);
         if flag == 0 {
+            // A message of 49-112 bytes spans the flag's line and the next one. Asking for the
+            // next line while polling the flag lets the two transfers overlap when the sender
+            // fills the slot, instead of a second one starting only after the flag is seen.
+            prefetch(p.wrapping_add(CACHE_LINE));
             return None;
         }
         if flag & FLAG_COMPACT != 0 {
@@ -371,12 +394,11 @@ impl Segment {
     /// Gives the slot read by `peek(src)` back to the sender (the credit). The sender may be
     /// asleep waiting for credits: the caller calls `notify(src)` after its last release of a
     /// batch.
+    #[inline]
     pub fn release(&mut self, src: usize) {
-        let idx = self.recv_next[src];
-        let p = self.slot_ptr(src, self.me, idx);
+        let p = self.slot_at(self.recv_rings[src]);
         self.slot_header(p).full.store(0, Ordering::Release);
-        let next = idx + 1;
-        self.recv_next[src] = if next == self.geo.nslots { 0 } else { next };
+        Self::advance(&mut self.recv_rings[src], self.geo.nslots);
     }
 
     /// Wakes `rank` if it sleeps, after a batch of sends to it or releases of its slots. Pairs
@@ -390,6 +412,7 @@ impl Segment {
     /// sleeper sees it, or our load of `sleeping` follows it and sees 1 (the asymmetric
     /// fence of liburcu and folly). Sleeping is rare; sending is not. Otherwise a SeqCst fence,
     /// once per batch, not per message.
+    #[inline]
     pub fn notify(&self, rank: usize) {
         if self.light_fences {
             std::sync::atomic::compiler_fence(Ordering::SeqCst);
@@ -424,6 +447,18 @@ impl Segment {
     pub fn any_incoming(&self) -> bool {
         (0..self.geo.nranks).any(|src| src != self.me && self.peek(src).is_some())
     }
+}
+
+/// Hints the CPU to bring the cache line at `p` close (no effect on the program's semantics).
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults and has no architectural effect, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// Copies `src` to `dst` (`src.len()` bytes). Payloads up to 64 bytes move with at most two
