@@ -14,6 +14,8 @@ pub const CMA: &str = "OXMPI_CMA";
 pub const SPIN_US: &str = "OXMPI_SPIN_US";
 pub const YIELD_US: &str = "OXMPI_YIELD_US";
 pub const MEMBARRIER: &str = "OXMPI_MEMBARRIER";
+pub const COLL_SHM: &str = "OXMPI_COLL_SHM";
+pub const FAKE_NODES: &str = "OXMPI_FAKE_NODES";
 
 pub const TUNABLES: &[Tunable] = &[
     Tunable { name: LOG, default: "warn", what: "log filter (env_logger syntax), e.g. debug" },
@@ -46,6 +48,17 @@ pub const TUNABLES: &[Tunable] = &[
         name: MEMBARRIER,
         default: "1",
         what: "0: senders fence before every doorbell check instead of sleepers calling membarrier(2) (always so when ranks outnumber cores)",
+    },
+    Tunable {
+        name: COLL_SHM,
+        default: "1",
+        what: "0: barrier, bcast, reduce and allreduce use point-to-point algorithms only (no shared-memory, node-aware path)",
+    },
+    Tunable {
+        name: FAKE_NODES,
+        default: "unset",
+        what: "k or k:cyclic: simulate k nodes on this machine (blocks of consecutive world ranks, or rank w on node w % k); \
+               MPI_COMM_TYPE_SHARED and the node-aware collectives follow them",
     },
 ];
 

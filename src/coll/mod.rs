@@ -23,9 +23,11 @@ use crate::p2p::buffers::{RecvBuf, SendBuf};
 use crate::p2p::request::{Op, SendMode};
 use crate::p2p::{Engine, Envelope};
 
+pub mod hier;
 pub mod inter;
 pub mod neighbor;
 pub mod sched;
+pub mod shm;
 
 /// Internal tags (on the collective context): one range per collective kind; the low bits
 /// name the phase of composite algorithms. Tag 1 is the context-id agreement's.
@@ -64,6 +66,8 @@ pub struct Group<'a> {
     remote: Option<&'a [usize]>,
     /// The communicator's collective sequence (numbers nonblocking collectives' tags).
     seq: &'a std::cell::Cell<u32>,
+    /// The communicator's node-aware collective state (coll::hier).
+    shm: &'a hier::CommShm,
 }
 
 impl<'a> Group<'a> {
@@ -75,6 +79,7 @@ impl<'a> Group<'a> {
             members: &comm.members,
             remote: comm.remote.as_deref(),
             seq: &comm.coll_seq,
+            shm: &comm.coll_shm,
         }
     }
 
@@ -210,6 +215,9 @@ impl Out<'_> {
 
 /// MPI_Barrier: dissemination, ceil(log2 n) rounds of one empty message each way.
 pub fn barrier(g: &mut Group) -> MpiResult<()> {
+    if let Some(r) = hier::barrier(g) {
+        return r;
+    }
     let (n, r) = (g.size(), g.rank());
     let mut dist = 1;
     while dist < n {
@@ -243,6 +251,9 @@ fn bcast_packed(g: &mut Group, data: &mut Vec<u8>, len: usize, root: usize, tag:
 
 /// MPI_Bcast on `buf` (one block).
 pub fn bcast(g: &mut Group, buf: &mut Out, root: usize) -> MpiResult<()> {
+    if let Some(r) = hier::bcast(g, buf, root) {
+        return r;
+    }
     let len = buf.blocks[0].bytes();
     // Count 0 (the same on every rank): nothing to move.
     if g.size() == 1 || len == 0 {
@@ -305,7 +316,10 @@ fn reduce_packed(
 }
 
 /// MPI_Reduce. `send` is None for MPI_IN_PLACE at the root; `recv` matters at the root only.
-pub fn reduce(g: &mut Group, send: Option<In>, recv: Option<Out>, red: &Reduction, root: usize) -> MpiResult<()> {
+pub fn reduce(g: &mut Group, send: Option<In>, mut recv: Option<Out>, red: &Reduction, root: usize) -> MpiResult<()> {
+    if let Some(r) = hier::reduce(g, &send, &mut recv, red, root) {
+        return r;
+    }
     let mine = match (&send, &recv) {
         (Some(s), _) => s.pack(0),
         (None, Some(o)) => o.pack(0),
@@ -375,6 +389,9 @@ fn allreduce_packed(g: &mut Group, mut acc: Vec<u8>, red: &Reduction, tag: i32) 
 
 /// MPI_Allreduce. `send` is None for MPI_IN_PLACE (the input is in `recv`).
 pub fn allreduce(g: &mut Group, send: Option<In>, mut recv: Out, red: &Reduction) -> MpiResult<()> {
+    if let Some(r) = hier::allreduce(g, &send, &mut recv, red) {
+        return r;
+    }
     let mine = match &send {
         Some(s) => s.pack(0),
         None => recv.pack(0),
