@@ -336,6 +336,39 @@ static void test_interleaved(void)
     }
 }
 
+/* MPI_COMM_TYPE_SHARED follows the simulated nodes of OXMPI_FAKE_NODES (k or k:cyclic). */
+static void test_split_type(void)
+{
+    int rank, size, nsize, nrank, k = 1, cyclic = 0, w, want = 0, sum = 0;
+    const char *fake = getenv("OXMPI_FAKE_NODES");
+    MPI_Comm node;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (MT_OXMPI && fake) {
+        k = atoi(fake);
+        cyclic = strstr(fake, "cyclic") != NULL;
+    }
+    if (k > size)
+        k = size;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &nsize);
+    MPI_Comm_rank(node, &nrank);
+    for (w = 0; w < size; w++) {
+        int same = cyclic ? w % k == rank % k : w * k / size == rank * k / size;
+        if (same) {
+            want++;
+            sum += w;
+        }
+    }
+    if (!MT_OXMPI || !fake) /* one node: everyone */
+        want = size, sum = size * (size - 1) / 2;
+    CHECK(nsize == want, "MPI_COMM_TYPE_SHARED gave %d ranks, want %d (OXMPI_FAKE_NODES=%s)", nsize, want,
+          fake ? fake : "unset");
+    MPI_Allreduce(&rank, &w, 1, MPI_INT, MPI_SUM, node);
+    CHECK(w == sum, "allreduce over the node: %d, want %d", w, sum);
+    MPI_Comm_free(&node);
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv);
@@ -347,5 +380,6 @@ int main(int argc, char **argv)
     test_strided(MPI_COMM_WORLD);
     test_interleaved();
     test_comm_churn(100);
+    test_split_type();
     return mt_finalize();
 }

@@ -267,19 +267,21 @@ macro_rules! hier_or_none {
     };
 }
 
-/// Whether `red` over a vector may take this path on `h`.
-fn reduction_fits(h: &Hier, red: &Reduction) -> bool {
+/// Whether `red` over `len` bytes may take this path on `h`. User functions see the vector
+/// whole: programs may treat several elements as one (MPICH's tests do), so it must fit one
+/// slot.
+fn reduction_fits(h: &Hier, red: &Reduction, len: usize) -> bool {
     let esize = red.elem_size();
-    esize > 0 && esize <= SLOT_CAP && (red.is_commutative() || h.contiguous)
+    esize > 0 && esize <= SLOT_CAP && (red.is_commutative() || h.contiguous) && (red.is_builtin() || len <= SLOT_CAP)
 }
 
 /// MPI_Barrier: the node's ranks gather at its first rank, the first ranks run a
 /// point-to-point barrier, and each releases its node.
 pub fn barrier(g: &mut Group) -> Option<MpiResult<()>> {
     let mut h = hier_or_none!(g);
-    let leaders: Vec<usize> = h.leaders(None).iter().map(|&r| g.members[r]).collect();
     let ctx = h.leader_ctx(g.ctx, None)?;
     let (my_node, many) = (h.my_node, h.nodes.len() > 1);
+    let leaders: Vec<usize> = if many { h.leaders(None).iter().map(|&r| g.members[r]).collect() } else { Vec::new() };
     let between = |e: &mut Engine| if many { as_leader(e, ctx, &leaders, my_node, super::barrier) } else { Ok(()) };
     Some(match &mut h.area {
         Some(a) => a.barrier(g.engine, between),
@@ -294,6 +296,11 @@ pub fn bcast(g: &mut Group, buf: &mut Out, root: usize) -> Option<MpiResult<()>>
         return None;
     }
     let mut h = hier_or_none!(g);
+    if h.nodes.len() == 1 {
+        // One node: its local numbers are the ranks.
+        let (area, e) = (h.area.as_mut().expect("one node of several ranks has an area"), &mut *g.engine);
+        return Some(Ok(with_packed_out(buf, g.rank == root, |data| area.bcast(e, data, root))));
+    }
     let leaders = h.leaders(Some(root));
     let local_leader = leaders[h.my_node];
     let local_root = h.local_index(local_leader);
@@ -335,7 +342,7 @@ pub fn reduce(
         return None;
     }
     let mut h = hier_or_none!(g);
-    if !reduction_fits(&h, red) {
+    if !reduction_fits(&h, red, input.len()) {
         return None;
     }
     let leaders = h.leaders(Some(root));
@@ -384,7 +391,7 @@ pub fn allreduce(g: &mut Group, send: &Option<In>, recv: &mut Out, red: &Reducti
         return None;
     }
     let mut h = hier_or_none!(g);
-    if !reduction_fits(&h, red) {
+    if !reduction_fits(&h, red, input.len()) {
         return None;
     }
     let ctx = h.leader_ctx(g.ctx, None)?;
@@ -419,11 +426,22 @@ pub fn allreduce(g: &mut Group, send: &Option<In>, recv: &mut Out, red: &Reducti
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
-    fn fake_node_layouts() {
-        let block = |k: usize, size: usize| (0..size).map(|w| w * k / size).collect::<Vec<_>>();
-        assert_eq!(block(2, 4), vec![0, 0, 1, 1]);
-        assert_eq!(block(3, 8), vec![0, 0, 0, 1, 1, 1, 2, 2]);
-        assert_eq!(block(3, 2), vec![0, 1]);
+    fn leader_sets_get_distinct_contexts() {
+        // Nodes {0, 2, 4} and {1, 3}: ranks dealt round robin.
+        let h = Hier { nodes: vec![vec![0, 2, 4], vec![1, 3]], my_node: 0, contiguous: false, area: None };
+        assert_eq!(h.leaders(None), vec![0, 1]);
+        assert_eq!(h.leaders(Some(3)), vec![0, 3]);
+        assert_eq!(h.leaders(Some(4)), vec![4, 1]);
+        let ctx = 17;
+        let firsts = h.leader_ctx(ctx, None).unwrap();
+        // A root that leads its node anyway uses the set of first ranks.
+        assert_eq!(h.leader_ctx(ctx, Some(1)), Some(firsts));
+        let others: Vec<u32> = [2, 3, 4].iter().map(|&r| h.leader_ctx(ctx, Some(r)).unwrap()).collect();
+        assert!(others.iter().all(|&c| c != firsts && c & LEADER_CTX != 0 && c & 0x1fff == ctx));
+        assert!(others[0] != others[1] && others[1] != others[2] && others[0] != others[2]);
+        assert_eq!(h.leader_ctx(ctx, Some(MAX_LEADER_SET)), None);
     }
 }

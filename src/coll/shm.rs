@@ -332,7 +332,8 @@ impl Area {
             self.publish(e, s, b, mine);
             self.notify_others(e);
             self.wait_all_flags(e, b, s);
-            if len <= ALLREDUCE_FLAT_MAX {
+            // User functions get whole vectors (see coll::hier).
+            if len <= ALLREDUCE_FLAT_MAX || !red.is_builtin() {
                 out.copy_from_slice(self.data(self.n - 1, b, len));
                 for j in (0..self.n - 1).rev() {
                     red.apply(self.data(j, b, len), out);
