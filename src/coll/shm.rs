@@ -222,6 +222,8 @@ impl Area {
         let all_done = |a: &Area| (0..a.n).all(|j| j == a.me || a.done(j).load(Ordering::Acquire) >= p);
         if !all_done(self) {
             self.done_waiters().fetch_add(1, Ordering::SeqCst);
+            // The other half of the pairing in `finish` (store `done`, fence, load waiters).
+            fence(Ordering::SeqCst);
             wait(e, || all_done(self));
             self.done_waiters().fetch_sub(1, Ordering::SeqCst);
         }
