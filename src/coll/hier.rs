@@ -345,22 +345,22 @@ pub fn reduce(
     if !reduction_fits(&h, red, input.len()) {
         return None;
     }
+    let me = g.rank;
+    if h.nodes.len() == 1 {
+        // One node: its local numbers are the ranks.
+        let (area, e) = (h.area.as_mut().expect("one node of several ranks has an area"), &mut *g.engine);
+        match recv.as_mut().filter(|_| me == root) {
+            Some(out) => with_packed_out(out, false, |o| area.reduce(e, &input, Some(o), red, root)),
+            None => area.reduce(e, &input, None, red, root),
+        }
+        return Some(Ok(()));
+    }
     let leaders = h.leaders(Some(root));
     let local_leader = leaders[h.my_node];
     let local_root = h.local_index(local_leader);
     let ctx = h.leader_ctx(g.ctx, Some(root))?;
-    let (my_node, many, me) = (h.my_node, h.nodes.len() > 1, g.rank);
+    let my_node = h.my_node;
     let e = &mut *g.engine;
-    if !many {
-        let area = h.area.as_mut().expect("one node of several ranks has an area");
-        if me != root {
-            area.reduce(e, &input, None, red, local_root);
-            return Some(Ok(()));
-        }
-        let out = recv.as_mut().expect("the root has a receive buffer");
-        with_packed_out(out, false, |o| area.reduce(e, &input, Some(o), red, local_root));
-        return Some(Ok(()));
-    }
     let mut partial = if me == local_leader { vec![0u8; input.len()] } else { Vec::new() };
     match &mut h.area {
         Some(a) => a.reduce(e, &input, (me == local_leader).then_some(&mut partial[..]), red, local_root),

@@ -191,8 +191,8 @@ impl Area {
     }
 
     fn notify_others(&self, e: &Engine) {
-        for i in (0..self.n).filter(|&i| i != self.me) {
-            self.notify(e, i);
+        if let Some(seg) = e.segment() {
+            seg.notify_many((0..self.n).filter(|&i| i != self.me).map(|i| self.worlds[i]));
         }
     }
 
