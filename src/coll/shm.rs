@@ -28,8 +28,10 @@ use std::fs::OpenOptions;
 use std::sync::atomic::{AtomicU64, Ordering, fence};
 
 const LINE: usize = 64;
-/// Slots per rank: pieces of consecutive steps in flight.
-pub const BUFS: usize = 4;
+/// Slots per rank: steps a rank may run ahead of the slowest reader of its data (a
+/// broadcast root, reduce contributors), and pieces of a large payload in flight. Small
+/// payloads touch one page per slot, so this many pages per rank and communicator.
+pub const BUFS: usize = 8;
 /// Bytes of one slot, header included.
 const SLOT_STRIDE: usize = 32 * 1024;
 /// Flag, second flag.
