@@ -129,7 +129,7 @@ impl Hier {
             _ => 0,
         };
         (set <= MAX_LEADER_SET && ctx < 1 << LEADER_SET_SHIFT)
-            .then(|| LEADER_CTX | (set as u32) << LEADER_SET_SHIFT | ctx)
+            .then_some(LEADER_CTX | (set as u32) << LEADER_SET_SHIFT | ctx)
     }
 
     fn local_index(&self, rank: usize) -> usize {
@@ -299,7 +299,8 @@ pub fn bcast(g: &mut Group, buf: &mut Out, root: usize) -> Option<MpiResult<()>>
     if h.nodes.len() == 1 {
         // One node: its local numbers are the ranks.
         let (area, e) = (h.area.as_mut().expect("one node of several ranks has an area"), &mut *g.engine);
-        return Some(Ok(with_packed_out(buf, g.rank == root, |data| area.bcast(e, data, root))));
+        with_packed_out(buf, g.rank == root, |data| area.bcast(e, data, root));
+        return Some(Ok(()));
     }
     let leaders = h.leaders(Some(root));
     let local_leader = leaders[h.my_node];

@@ -118,7 +118,7 @@ impl Area {
     }
 
     fn word(&self, off: usize) -> &AtomicU64 {
-        debug_assert!(off % 8 == 0 && off + 8 <= area_bytes(self.n));
+        debug_assert!(off.is_multiple_of(8) && off + 8 <= area_bytes(self.n));
         // SAFETY: the offset is inside the mapping and 8-aligned (page-aligned base); these
         // words are only accessed atomically.
         unsafe { &*(self.map.as_ptr().add(off) as *const AtomicU64) }
