@@ -34,6 +34,8 @@ pub const REDUCE_SCATTER_LONG: &str = "OXMPI_REDUCE_SCATTER_LONG";
 pub const SPARSE: &str = "OXMPI_SPARSE";
 pub const SPARSE_MIN: &str = "OXMPI_SPARSE_MIN";
 pub const SPARSE_RATIO: &str = "OXMPI_SPARSE_RATIO";
+pub const COLL_SHM: &str = "OXMPI_COLL_SHM";
+pub const FAKE_NODES: &str = "OXMPI_FAKE_NODES";
 
 pub const TUNABLES: &[Tunable] = &[
     Tunable { name: LOG, default: "warn", what: "log filter (env_logger syntax), e.g. debug" },
@@ -148,6 +150,17 @@ pub const TUNABLES: &[Tunable] = &[
         name: SPARSE_RATIO,
         default: "50",
         what: "sparse encoding is used while it takes at most this percentage of the dense bytes",
+    },
+    Tunable {
+        name: COLL_SHM,
+        default: "1",
+        what: "0: barrier, bcast, reduce and allreduce use point-to-point algorithms only (no shared-memory, node-aware path)",
+    },
+    Tunable {
+        name: FAKE_NODES,
+        default: "unset",
+        what: "k or k:cyclic: simulate k nodes on this machine (blocks of consecutive world ranks, or rank w on node w % k); \
+               MPI_COMM_TYPE_SHARED and the node-aware collectives follow them",
     },
 ];
 

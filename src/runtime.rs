@@ -180,6 +180,7 @@ fn attach_node_segment(pmi: &mut Pmi) -> MpiResult<Segment> {
         );
     }
     let geo = Geometry::for_ranks(size);
+    crate::coll::hier::set_job_prefix(crate::pmi::shm_prefix(pmi.kvsname()));
     let path = format!("/dev/shm/{}p2p", crate::pmi::shm_prefix(pmi.kvsname()));
     if rank == 0 {
         Segment::create(&path, geo)?;

@@ -28,13 +28,15 @@ use crate::p2p::request::{Op, SendMode};
 use crate::p2p::{Engine, Envelope};
 
 mod allreduce;
+pub mod hier;
 pub mod inter;
 pub mod neighbor;
 pub mod sched;
+pub mod shm;
 pub mod sparse;
 pub mod tune;
 
-use sparse::Vecs;
+use sparse::{Acc, Vecs};
 
 /// Internal tags (on the collective context): one range per collective kind; the low bits
 /// name the phase of composite algorithms. Tag 1 is the context-id agreement's.
@@ -69,6 +71,8 @@ pub struct Group<'a> {
     remote: Option<&'a [usize]>,
     /// The communicator's collective sequence (numbers nonblocking collectives' tags).
     seq: &'a std::cell::Cell<u32>,
+    /// The communicator's node-aware collective state (coll::hier).
+    shm: &'a hier::CommShm,
 }
 
 impl<'a> Group<'a> {
@@ -80,6 +84,7 @@ impl<'a> Group<'a> {
             members: &comm.members,
             remote: comm.remote.as_deref(),
             seq: &comm.coll_seq,
+            shm: &comm.coll_shm,
         }
     }
 
@@ -215,6 +220,9 @@ impl Out<'_> {
 
 /// MPI_Barrier: dissemination, ceil(log2 n) rounds of one empty message each way.
 pub fn barrier(g: &mut Group) -> MpiResult<()> {
+    if let Some(r) = hier::barrier(g) {
+        return r;
+    }
     let (n, r) = (g.size(), g.rank());
     let mut dist = 1;
     while dist < n {
@@ -248,6 +256,9 @@ fn bcast_packed(g: &mut Group, data: &mut Vec<u8>, len: usize, root: usize, tag:
 
 /// MPI_Bcast on `buf` (one block).
 pub fn bcast(g: &mut Group, buf: &mut Out, root: usize) -> MpiResult<()> {
+    if let Some(r) = hier::bcast(g, buf, root) {
+        return r;
+    }
     let len = buf.blocks[0].bytes();
     // Count 0 (the same on every rank): nothing to move.
     if g.size() == 1 || len == 0 {
@@ -320,7 +331,10 @@ fn bcast_scatter_allgather(g: &mut Group, data: &mut Vec<u8>, len: usize, root: 
 // ----- reductions -----
 
 /// MPI_Reduce. `send` is None for MPI_IN_PLACE at the root; `recv` matters at the root only.
-pub fn reduce(g: &mut Group, send: Option<In>, recv: Option<Out>, red: &Reduction, root: usize) -> MpiResult<()> {
+pub fn reduce(g: &mut Group, send: Option<In>, mut recv: Option<Out>, red: &Reduction, root: usize) -> MpiResult<()> {
+    if let Some(r) = hier::reduce(g, &send, &mut recv, red, root) {
+        return r;
+    }
     let block = match (&send, &recv) {
         (Some(s), _) => s.blocks[0].clone(),
         (None, Some(o)) => o.blocks[0].clone(),
@@ -343,6 +357,9 @@ pub fn reduce(g: &mut Group, send: Option<In>, recv: Option<Out>, red: &Reductio
 
 /// MPI_Allreduce. `send` is None for MPI_IN_PLACE (the input is in `recv`).
 pub fn allreduce(g: &mut Group, send: Option<In>, mut recv: Out, red: &Reduction) -> MpiResult<()> {
+    if let Some(r) = hier::allreduce(g, &send, &mut recv, red) {
+        return r;
+    }
     let block = recv.blocks[0].clone();
     if block.bytes() == 0 {
         return Ok(());
@@ -356,6 +373,20 @@ pub fn allreduce(g: &mut Group, send: Option<In>, mut recv: Out, red: &Reduction
     let result = allreduce::allreduce(g, mine, &v, alg, tag::ALLREDUCE)?;
     v.write(result, &mut recv);
     Ok(())
+}
+
+/// Reduce of packed vectors among the members of `g` (the node leaders' step of coll::hier).
+fn reduce_packed(g: &mut Group, mine: Vec<u8>, red: &Reduction, root: usize, tag: i32) -> MpiResult<Option<Vec<u8>>> {
+    let v = Vecs::new(red, mine.len() / red.elem_size().max(1), g.size());
+    Ok(allreduce::reduce(g, Acc::Dense(mine), &v, root, tag)?.map(|r| v.to_dense(&r)))
+}
+
+/// Allreduce of packed vectors among the members of `g` (the node leaders' step of coll::hier).
+fn allreduce_packed(g: &mut Group, mine: Vec<u8>, red: &Reduction, tag: i32) -> MpiResult<Vec<u8>> {
+    let count = mine.len() / red.elem_size().max(1);
+    let v = Vecs::new(red, count, g.size());
+    let alg = tune::get().allreduce(mine.len(), count, g.size(), red.is_commutative());
+    Ok(v.to_dense(&allreduce::allreduce(g, Acc::Dense(mine), &v, alg, tag)?))
 }
 
 /// MPI_Reduce_scatter / MPI_Reduce_scatter_block: `counts[i]` elements go to member i;

@@ -69,6 +69,8 @@ pub struct Comm {
     /// Point-to-point `dest`/`source` name remote ranks; the envelope's `src` is the sender's
     /// rank in its own (local) group.
     pub remote: Option<Vec<usize>>,
+    /// Node-aware collective state: node structure and shared-memory area (coll::hier).
+    pub coll_shm: crate::coll::hier::CommShm,
 }
 
 impl Comm {
@@ -84,6 +86,7 @@ impl Comm {
             coll_seq: Default::default(),
             topo: None,
             remote: None,
+            coll_shm: Default::default(),
         }
     }
 
@@ -438,6 +441,8 @@ impl Comms {
             let ids = pmi
                 .node_ids()
                 .map_err(|e| crate::error::MpiError::new(MPI_ERR_OTHER, format!("process mapping: {e}")))?;
+            // Simulated nodes (OXMPI_FAKE_NODES) split the job's one node.
+            let ids = crate::coll::hier::fake_node_ids(ids.len()).unwrap_or(ids);
             self.node_ids = Some(ids);
         }
         Ok(self.node_ids.as_deref().unwrap())

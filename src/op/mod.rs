@@ -194,6 +194,12 @@ impl Reduction {
         self.datatype
     }
 
+    /// Whether a predefined operation (element by element, so a vector may be split
+    /// anywhere between elements; user functions may assume more).
+    pub fn is_builtin(&self) -> bool {
+        self.kernel.is_some()
+    }
+
     /// Bytes of one packed element.
     pub fn elem_size(&self) -> usize {
         self.layout.size

@@ -184,6 +184,11 @@ impl Engine {
         self.cma_pid.iter().filter(|p| p.is_some()).count()
     }
 
+    /// The node's shared segment (doorbells of shared-memory collectives); None alone.
+    pub fn segment(&self) -> Option<&Segment> {
+        self.shm.as_ref()
+    }
+
     pub fn eager_limit(&self) -> usize {
         self.eager_limit
     }
@@ -823,7 +828,10 @@ impl Engine {
             } else if let Some(seg) = &self.shm {
                 let blocked_out =
                     self.pending_peers > 0 && (0..self.nranks).any(|d| !self.outq[d].is_empty() && seg.can_send(d));
-                seg.sleep(50, || !blocked_out && !seg.any_incoming());
+                // `done` again after announcing the sleep: peers that set what it waits for in
+                // shared memory (collective flags) ring the doorbell afterwards.
+                let me: &Engine = self;
+                seg.sleep(50, || !blocked_out && !seg.any_incoming() && !done(me));
             } else {
                 // Alone: nothing can arrive; a wait here waits for nothing (a user error),
                 // so sleep instead of spinning.

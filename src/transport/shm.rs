@@ -426,6 +426,22 @@ impl Segment {
         }
     }
 
+    /// `notify` for several ranks with one barrier (a flag that several ranks wait for).
+    pub fn notify_many(&self, ranks: impl Iterator<Item = usize>) {
+        if self.light_fences {
+            std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        } else {
+            fence(Ordering::SeqCst);
+        }
+        for rank in ranks {
+            let info = self.info(rank);
+            if info.sleeping.load(Ordering::Relaxed) != 0 {
+                info.doorbell.fetch_add(1, Ordering::SeqCst);
+                futex_wake(&info.doorbell);
+            }
+        }
+    }
+
     /// Sleeps until a peer rings this rank's doorbell, or `timeout_ms` passes. `idle` is
     /// called after announcing the sleep; the rank sleeps only if it returns true (nothing
     /// arrived in the meantime).

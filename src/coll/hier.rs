@@ -1,0 +1,448 @@
+//! Node-aware (two-level) blocking collectives: barrier, broadcast, reduce and allreduce on
+//! intracommunicators run through shared memory among the ranks of each node (`coll::shm`)
+//! and point to point among one leader per node only; on one node, shared memory alone.
+//!
+//! Nodes are the process manager's, or simulated with `OXMPI_FAKE_NODES` (so the
+//! composition is tested on one machine). A communicator's node structure and its area are
+//! set up at its first collective here and kept with the communicator (freed with it);
+//! `OXMPI_COLL_SHM=0` turns the whole path off (point-to-point algorithms only).
+//!
+//! Every decision to take this path depends only on what is the same on every rank (the
+//! communicator, the operation, packed lengths), never on datatype layouts, so all ranks
+//! take the same path. Non-commutative operations keep rank order when every node's ranks
+//! are consecutive in the communicator (each node reduces its block in order, then the
+//! leaders in node order); otherwise they use the point-to-point algorithms.
+
+use super::shm::{Area, SLOT_CAP};
+use super::{Block, Group, In, Out, allreduce_packed, bcast_packed, pack_block, reduce_packed, tag};
+use crate::config;
+use crate::error::{MpiError, MpiResult};
+use crate::op::Reduction;
+use crate::p2p::Engine;
+use std::borrow::Cow;
+use std::cell::{Cell, RefCell, RefMut};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Tag of the area handshake on the communicator's internal context.
+const TAG_SETUP: i32 = 12;
+/// Context of the traffic among node leaders: the communicator's internal context with this
+/// bit set (context ids stay below 2^13), so it never meets the communicator's own
+/// collective traffic, where the same ranks have other numbers. Bits 13.. name the set of
+/// leaders (0: every node's first rank; r + 1: the same but root r for its node), so the
+/// sender behind a leader number is the same for every message on one context, and
+/// consecutive collectives with different leaders cannot take each other's messages.
+const LEADER_CTX: u32 = 0x4000_0000;
+const LEADER_SET_SHIFT: u32 = 13;
+/// Roots above this lead their node through the point-to-point path instead.
+const MAX_LEADER_SET: usize = (1 << (30 - LEADER_SET_SHIFT)) - 1;
+
+/// `/dev/shm/<prefix>...` names the job's files (see `pmi::shm_prefix`), set at start-up.
+static JOB_PREFIX: OnceLock<String> = OnceLock::new();
+/// Areas created by this process, to name them apart.
+static AREAS_CREATED: AtomicU64 = AtomicU64::new(0);
+
+/// Records the job's shared-memory file prefix (runtime start-up).
+pub fn set_job_prefix(prefix: String) {
+    let _ = JOB_PREFIX.set(prefix);
+}
+
+/// Whether node-aware collectives are on (`OXMPI_COLL_SHM`, default 1).
+pub fn enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var(config::COLL_SHM).map_or(true, |v| v.trim() != "0"))
+}
+
+/// Simulated nodes from `OXMPI_FAKE_NODES=k` (k blocks of consecutive world ranks) or
+/// `k:cyclic` (world rank w on node w % k): the node of every world rank of a job of `size`.
+pub fn fake_node_ids(size: usize) -> Option<Vec<usize>> {
+    static SPEC: OnceLock<Option<(usize, bool)>> = OnceLock::new();
+    let spec = *SPEC.get_or_init(|| {
+        let v = std::env::var(config::FAKE_NODES).ok()?;
+        let (k, kind) = v.trim().split_once(':').unwrap_or((v.trim(), "block"));
+        match (k.parse::<usize>(), kind) {
+            (Ok(k), "block" | "cyclic") if k > 0 => Some((k, kind == "cyclic")),
+            _ => {
+                log::warn!(
+                    "ignoring {}={v}: expected a node count, optionally with :block or :cyclic",
+                    config::FAKE_NODES
+                );
+                None
+            }
+        }
+    });
+    let (k, cyclic) = spec?;
+    let k = k.min(size.max(1));
+    Some((0..size).map(|w| if cyclic { w % k } else { w * k / size }).collect())
+}
+
+/// The node of every world rank: simulated ones, else one node (the only transport today).
+fn node_ids(size: usize) -> Vec<usize> {
+    fake_node_ids(size).unwrap_or_else(|| vec![0; size])
+}
+
+/// A communicator's node-aware state, decided at its first collective here.
+#[derive(Default)]
+pub struct CommShm(RefCell<State>);
+
+#[derive(Default)]
+enum State {
+    #[default]
+    Unknown,
+    Off,
+    On(Box<Hier>),
+}
+
+impl CommShm {
+    /// A state that never takes the node-aware path (the leaders' own group).
+    fn off() -> CommShm {
+        CommShm(RefCell::new(State::Off))
+    }
+}
+
+struct Hier {
+    /// Ranks of the communicator by node, nodes ordered by their lowest rank, ranks ascending.
+    nodes: Vec<Vec<usize>>,
+    my_node: usize,
+    /// Every node's ranks are consecutive (rank order = node order, then local order).
+    contiguous: bool,
+    /// The area shared with the other ranks of this node (None when alone on it).
+    area: Option<Area>,
+}
+
+impl Hier {
+    fn local(&self) -> &[usize] {
+        &self.nodes[self.my_node]
+    }
+
+    /// The leader of each node for a collective rooted at `root` (the root leads its node).
+    fn leaders(&self, root: Option<usize>) -> Vec<usize> {
+        self.nodes.iter().map(|v| root.filter(|r| v.contains(r)).unwrap_or(v[0])).collect()
+    }
+
+    /// The context of the leaders' traffic of a collective rooted at `root` on the
+    /// communicator with internal context `ctx` (see LEADER_CTX); None when the root's
+    /// number does not fit.
+    fn leader_ctx(&self, ctx: u32, root: Option<usize>) -> Option<u32> {
+        let set = match root {
+            Some(r) if !self.nodes.iter().any(|v| v[0] == r) => r + 1,
+            _ => 0,
+        };
+        (set <= MAX_LEADER_SET && ctx < 1 << LEADER_SET_SHIFT)
+            .then_some(LEADER_CTX | (set as u32) << LEADER_SET_SHIFT | ctx)
+    }
+
+    fn local_index(&self, rank: usize) -> usize {
+        self.local().iter().position(|&r| r == rank).expect("rank on this node")
+    }
+}
+
+/// This rank's node-aware state, set up on first use; None where the path does not apply.
+fn prepare<'s>(g: &mut Group<'s>) -> MpiResult<Option<RefMut<'s, Hier>>> {
+    if !enabled() || g.is_inter() || g.size() < 2 {
+        return Ok(None);
+    }
+    let cell: &'s CommShm = g.shm;
+    let mut st = cell.0.borrow_mut();
+    if let State::Unknown = *st {
+        *st = State::Off;
+        if let Some(h) = build(g)? {
+            *st = State::On(Box::new(h));
+        }
+    }
+    Ok(RefMut::filter_map(st, |s| match s {
+        State::On(h) => Some(&mut **h),
+        _ => None,
+    })
+    .ok())
+}
+
+/// The node structure of the communicator and, with company on this node, its area.
+fn build(g: &mut Group) -> MpiResult<Option<Hier>> {
+    let ids = node_ids(g.engine.nranks);
+    let mut nodes: Vec<Vec<usize>> = Vec::new();
+    let mut node_of_id: Vec<(usize, usize)> = Vec::new();
+    for (r, &w) in g.members.iter().enumerate() {
+        let id = ids[w];
+        match node_of_id.iter().find(|&&(i, _)| i == id) {
+            Some(&(_, k)) => nodes[k].push(r),
+            None => {
+                node_of_id.push((id, nodes.len()));
+                nodes.push(vec![r]);
+            }
+        }
+    }
+    if nodes.len() == g.size() {
+        // No two ranks share a node: nothing to gain.
+        return Ok(None);
+    }
+    let my_node = nodes.iter().position(|v| v.contains(&g.rank)).expect("this rank is a member");
+    let contiguous = nodes.iter().all(|v| v[v.len() - 1] - v[0] + 1 == v.len());
+    let area = if nodes[my_node].len() > 1 { Some(setup_area(g, &nodes[my_node])?) } else { None };
+    Ok(Some(Hier { nodes, my_node, contiguous, area }))
+}
+
+/// Creates (the node's lowest rank) or opens the area of this node's ranks `local`: the
+/// creator sends the others its name, and unlinks the file once all have mapped it, so no
+/// file outlives the communicator (mpiexec removes the job's files should it die first).
+fn setup_area(g: &mut Group, local: &[usize]) -> MpiResult<Area> {
+    let worlds: Vec<usize> = local.iter().map(|&r| g.members[r]).collect();
+    let me = local.iter().position(|&r| r == g.rank).expect("this rank is on its node");
+    let prefix = JOB_PREFIX.get().map_or("oxmpi-single-", String::as_str);
+    let (ctx, first) = (g.ctx, worlds[0]);
+    let name = move |id: u64| format!("/dev/shm/{prefix}coll{ctx}-{first}-{id}");
+    const FAILED: u64 = u64::MAX;
+    if me == 0 {
+        let id = AREAS_CREATED.fetch_add(1, Ordering::Relaxed);
+        let path = name(id);
+        let created = Area::create(&path, worlds.clone());
+        let sent = if created.is_ok() { id } else { FAILED };
+        for &r in &local[1..] {
+            g.send(r, TAG_SETUP, sent.to_le_bytes().to_vec());
+        }
+        let area = created?;
+        g.engine.wait_until(|_| area.all_attached());
+        let _ = std::fs::remove_file(&path);
+        log::debug!("collective area {path} for {} ranks on this node", local.len());
+        Ok(area)
+    } else {
+        let got = g.recv(local[0], TAG_SETUP, 8)?;
+        let id = u64::from_le_bytes(got.try_into().unwrap_or([0xff; 8]));
+        if id == FAILED {
+            return Err(MpiError::new(
+                crate::abi::consts::MPI_ERR_OTHER,
+                "shared-memory collectives: the node's first rank could not create the communicator's area",
+            ));
+        }
+        let area = Area::open(&name(id), worlds, me)?;
+        area.announce_attached(g.engine);
+        Ok(area)
+    }
+}
+
+/// Runs `f` as a member of the leaders' group `leaders` (world ranks), as number `idx`, on
+/// context `ctx` (from `leader_ctx`).
+fn as_leader<R>(
+    e: &mut Engine,
+    ctx: u32,
+    leaders: &[usize],
+    idx: usize,
+    f: impl FnOnce(&mut Group) -> MpiResult<R>,
+) -> MpiResult<R> {
+    let (seq, off) = (Cell::new(0), CommShm::off());
+    let mut lg = Group { engine: e, ctx, rank: idx, members: leaders, remote: None, seq: &seq, shm: &off };
+    f(&mut lg)
+}
+
+/// The packed bytes of block 0 of `mem`, borrowed when the layout is contiguous.
+fn packed_in<'m>(mem: &'m [u8], b: &Block) -> Cow<'m, [u8]> {
+    if b.layout.is_contiguous() {
+        Cow::Borrowed(&mem[b.offset..b.offset + b.bytes()])
+    } else {
+        Cow::Owned(pack_block(mem, b))
+    }
+}
+
+/// Runs `f` on the packed bytes of block 0 of `out`: the user's memory itself when the
+/// layout is contiguous, else a packed copy (of the current contents when `load`) written
+/// back afterwards.
+fn with_packed_out<R>(out: &mut Out, load: bool, f: impl FnOnce(&mut [u8]) -> R) -> R {
+    let b = out.blocks[0].clone();
+    if b.layout.is_contiguous() {
+        return f(&mut out.mem[b.offset..b.offset + b.bytes()]);
+    }
+    let mut v = if load { out.pack(0) } else { vec![0; b.bytes()] };
+    let r = f(&mut v);
+    out.put(0, &v);
+    r
+}
+
+macro_rules! hier_or_none {
+    ($g:expr) => {
+        match prepare($g) {
+            Ok(Some(h)) => h,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(e)),
+        }
+    };
+}
+
+/// Whether `red` over `len` bytes may take this path on `h`. User functions see the vector
+/// whole: programs may treat several elements as one (MPICH's tests do), so it must fit one
+/// slot.
+fn reduction_fits(h: &Hier, red: &Reduction, len: usize) -> bool {
+    let esize = red.elem_size();
+    esize > 0 && esize <= SLOT_CAP && (red.is_commutative() || h.contiguous) && (red.is_builtin() || len <= SLOT_CAP)
+}
+
+/// MPI_Barrier: the node's ranks gather at its first rank, the first ranks run a
+/// point-to-point barrier, and each releases its node.
+pub fn barrier(g: &mut Group) -> Option<MpiResult<()>> {
+    let mut h = hier_or_none!(g);
+    let ctx = h.leader_ctx(g.ctx, None)?;
+    let (my_node, many) = (h.my_node, h.nodes.len() > 1);
+    let leaders: Vec<usize> = if many { h.leaders(None).iter().map(|&r| g.members[r]).collect() } else { Vec::new() };
+    let between = |e: &mut Engine| if many { as_leader(e, ctx, &leaders, my_node, super::barrier) } else { Ok(()) };
+    Some(match &mut h.area {
+        Some(a) => a.barrier(g.engine, between),
+        None => between(g.engine),
+    })
+}
+
+/// MPI_Bcast: among the node leaders (the root leads its node), then within each node.
+pub fn bcast(g: &mut Group, buf: &mut Out, root: usize) -> Option<MpiResult<()>> {
+    let len = buf.blocks[0].bytes();
+    if len == 0 {
+        return None;
+    }
+    let mut h = hier_or_none!(g);
+    if h.nodes.len() == 1 {
+        // One node: its local numbers are the ranks.
+        let (area, e) = (h.area.as_mut().expect("one node of several ranks has an area"), &mut *g.engine);
+        with_packed_out(buf, g.rank == root, |data| area.bcast(e, data, root));
+        return Some(Ok(()));
+    }
+    let leaders = h.leaders(Some(root));
+    let local_leader = leaders[h.my_node];
+    let local_root = h.local_index(local_leader);
+    let leader_worlds: Vec<usize> = leaders.iter().map(|&r| g.members[r]).collect();
+    let root_node = h.nodes.iter().position(|v| v.contains(&root)).expect("root is a member");
+    let ctx = h.leader_ctx(g.ctx, Some(root))?;
+    let (my_node, many, me) = (h.my_node, h.nodes.len() > 1, g.rank);
+    let e = &mut *g.engine;
+    Some(with_packed_out(buf, me == root, |data| {
+        if many && me == local_leader {
+            let mut v = if me == root { data.to_vec() } else { Vec::new() };
+            as_leader(e, ctx, &leader_worlds, my_node, |lg| bcast_packed(lg, &mut v, len, root_node, tag::BCAST))?;
+            if me != root {
+                data.copy_from_slice(&v);
+            }
+        }
+        if let Some(a) = &mut h.area {
+            a.bcast(e, data, local_root);
+        }
+        Ok(())
+    }))
+}
+
+/// MPI_Reduce: within each node to its leader (the root leads its node), then among the
+/// leaders to the root.
+pub fn reduce(
+    g: &mut Group,
+    send: &Option<In>,
+    recv: &mut Option<Out>,
+    red: &Reduction,
+    root: usize,
+) -> Option<MpiResult<()>> {
+    let input = match (send, recv.as_ref()) {
+        (Some(s), _) => packed_in(&s.mem, &s.blocks[0]),
+        (None, Some(o)) => Cow::Owned(o.pack(0)),
+        (None, None) => return None,
+    };
+    if input.is_empty() {
+        return None;
+    }
+    let mut h = hier_or_none!(g);
+    if !reduction_fits(&h, red, input.len()) {
+        return None;
+    }
+    let me = g.rank;
+    if h.nodes.len() == 1 {
+        // One node: its local numbers are the ranks.
+        let (area, e) = (h.area.as_mut().expect("one node of several ranks has an area"), &mut *g.engine);
+        match recv.as_mut().filter(|_| me == root) {
+            Some(out) => with_packed_out(out, false, |o| area.reduce(e, &input, Some(o), red, root)),
+            None => area.reduce(e, &input, None, red, root),
+        }
+        return Some(Ok(()));
+    }
+    let leaders = h.leaders(Some(root));
+    let local_leader = leaders[h.my_node];
+    let local_root = h.local_index(local_leader);
+    let ctx = h.leader_ctx(g.ctx, Some(root))?;
+    let my_node = h.my_node;
+    let e = &mut *g.engine;
+    let mut partial = if me == local_leader { vec![0u8; input.len()] } else { Vec::new() };
+    match &mut h.area {
+        Some(a) => a.reduce(e, &input, (me == local_leader).then_some(&mut partial[..]), red, local_root),
+        None => partial.copy_from_slice(&input),
+    }
+    if me != local_leader {
+        return Some(Ok(()));
+    }
+    let leader_worlds: Vec<usize> = leaders.iter().map(|&r| g.members[r]).collect();
+    let root_node = h.nodes.iter().position(|v| v.contains(&root)).expect("root is a member");
+    let result =
+        as_leader(e, ctx, &leader_worlds, my_node, |lg| reduce_packed(lg, partial, red, root_node, tag::REDUCE));
+    Some(result.map(|r| {
+        if let Some(r) = r {
+            recv.as_mut().expect("the root has a receive buffer").put(0, &r);
+        }
+    }))
+}
+
+/// MPI_Allreduce: on one node through shared memory alone; across nodes, reduce within
+/// each node to its first rank, allreduce among those, broadcast within each node.
+pub fn allreduce(g: &mut Group, send: &Option<In>, recv: &mut Out, red: &Reduction) -> Option<MpiResult<()>> {
+    let input = match send {
+        Some(s) => packed_in(&s.mem, &s.blocks[0]),
+        None => Cow::Owned(recv.pack(0)),
+    };
+    if input.is_empty() {
+        return None;
+    }
+    let mut h = hier_or_none!(g);
+    if !reduction_fits(&h, red, input.len()) {
+        return None;
+    }
+    let ctx = h.leader_ctx(g.ctx, None)?;
+    let (my_node, many, me) = (h.my_node, h.nodes.len() > 1, g.rank);
+    let e = &mut *g.engine;
+    if !many {
+        let area = h.area.as_mut().expect("one node of several ranks has an area");
+        with_packed_out(recv, false, |o| area.allreduce(e, &input, o, red));
+        return Some(Ok(()));
+    }
+    let leaders = h.leaders(None);
+    let is_leader = me == leaders[my_node];
+    let mut partial = if is_leader { vec![0u8; input.len()] } else { Vec::new() };
+    match &mut h.area {
+        Some(a) => a.reduce(e, &input, is_leader.then_some(&mut partial[..]), red, 0),
+        None => partial.copy_from_slice(&input),
+    }
+    drop(input);
+    let leader_worlds: Vec<usize> = leaders.iter().map(|&r| g.members[r]).collect();
+    Some(with_packed_out(recv, false, |o| {
+        if is_leader {
+            let all =
+                as_leader(e, ctx, &leader_worlds, my_node, |lg| allreduce_packed(lg, partial, red, tag::ALLREDUCE))?;
+            o.copy_from_slice(&all);
+        }
+        if let Some(a) = &mut h.area {
+            a.bcast(e, o, 0);
+        }
+        Ok(())
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leader_sets_get_distinct_contexts() {
+        // Nodes {0, 2, 4} and {1, 3}: ranks dealt round robin.
+        let h = Hier { nodes: vec![vec![0, 2, 4], vec![1, 3]], my_node: 0, contiguous: false, area: None };
+        assert_eq!(h.leaders(None), vec![0, 1]);
+        assert_eq!(h.leaders(Some(3)), vec![0, 3]);
+        assert_eq!(h.leaders(Some(4)), vec![4, 1]);
+        let ctx = 17;
+        let firsts = h.leader_ctx(ctx, None).unwrap();
+        // A root that leads its node anyway uses the set of first ranks.
+        assert_eq!(h.leader_ctx(ctx, Some(1)), Some(firsts));
+        let others: Vec<u32> = [2, 3, 4].iter().map(|&r| h.leader_ctx(ctx, Some(r)).unwrap()).collect();
+        assert!(others.iter().all(|&c| c != firsts && c & LEADER_CTX != 0 && c & 0x1fff == ctx));
+        assert!(others[0] != others[1] && others[1] != others[2] && others[0] != others[2]);
+        assert_eq!(h.leader_ctx(ctx, Some(MAX_LEADER_SET)), None);
+    }
+}
