@@ -11,6 +11,7 @@ use super::ctypes::{
 };
 use super::types::*;
 use crate::attr;
+use crate::comm::construct;
 use crate::error::{MpiResult, err};
 use crate::runtime;
 use std::ffi::{CStr, c_char, c_int, c_void};
@@ -77,7 +78,7 @@ fn copy_attributes(parent: MPI_Comm, child: MPI_Comm) -> MpiResult {
 
 /// MPI_Comm_dup's work: a new context, the error handler, hints and copied attributes.
 fn duplicate(comm: MPI_Comm) -> MpiResult<MPI_Comm> {
-    let h = runtime::with(|rt| rt.comms.dup(&mut rt.engine, comm))?;
+    let h = construct(|rt| rt.comms.dup(&mut rt.engine, comm))?.expect("a duplicate exists on every member");
     crate::errhandler::on_comm_dup(comm, h);
     copy_attributes(comm, h)?;
     Ok(h)
@@ -207,7 +208,7 @@ pub unsafe fn MPI_Comm_split(comm: MPI_Comm, color: c_int, key: c_int, newcomm: 
         return err(MPI_ERR_ARG, format!("invalid color argument (color={color}, must be >= 0 or MPI_UNDEFINED)"));
     }
     non_null(newcomm, "newcomm")?;
-    let made = runtime::with(|rt| rt.comms.split(&mut rt.engine, comm, color, key))?;
+    let made = construct(|rt| rt.comms.split(&mut rt.engine, comm, color, key))?;
     // SAFETY: checked non-null.
     unsafe { store_new(comm, made, newcomm) }
 }
@@ -240,7 +241,7 @@ pub unsafe fn MPI_Comm_split_type(
         return err(MPI_ERR_ARG, format!("invalid split_type argument ({split_type})"));
     }
     non_null(newcomm, "newcomm")?;
-    let made = runtime::with(|rt| {
+    let made = construct(|rt| {
         let c = rt.comms.get(comm)?;
         let members = c.members.clone();
         let me = c.members[c.rank];
@@ -280,7 +281,7 @@ pub unsafe fn MPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newcomm: *mut MP
     runtime::with(|rt| rt.comms.get(comm).map(|_| ()))?;
     let g = crate::group::get(group)?;
     non_null(newcomm, "newcomm")?;
-    let made = runtime::with(|rt| rt.comms.create(&mut rt.engine, comm, &g.members))?;
+    let made = construct(|rt| rt.comms.create(&mut rt.engine, comm, &g.members))?;
     // SAFETY: checked non-null.
     unsafe { store_new(comm, made, newcomm) }
 }
@@ -292,7 +293,7 @@ pub unsafe fn MPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int
         return err(MPI_ERR_TAG, format!("invalid tag argument (tag={tag})"));
     }
     non_null(newcomm, "newcomm")?;
-    let made = runtime::with(|rt| rt.comms.create_group(&mut rt.engine, comm, &g.members, tag))?;
+    let made = construct(|rt| rt.comms.create_group(comm, &g.members, tag))?;
     // SAFETY: checked non-null.
     unsafe { store_new(comm, made, newcomm) }
 }

@@ -209,6 +209,11 @@ impl Agreement {
         e.irecv(Envelope { ctx, src, tag }, RecvBuf::owned(bytes), MPI_COMM_NULL)
     }
 
+    /// `advance`, with every participant's record once over (see `run_with_records`).
+    pub fn advance_with_records(&mut self, e: &mut Engine) -> MpiResult<Option<(Agreed, Vec<u8>)>> {
+        Ok(self.advance(e)?.map(|done| (done, std::mem::take(&mut self.records))))
+    }
+
     /// Runs what can run now; the outcome once the agreement is over.
     pub fn advance(&mut self, e: &mut Engine) -> MpiResult<Option<Agreed>> {
         self.step(e).inspect_err(|_| self.pool.borrow_mut().finish(self.key))
@@ -329,7 +334,7 @@ impl Agreement {
     }
 
     /// The receives the current step waits for.
-    fn waiting_on(&self) -> &[u32] {
+    pub fn waiting_on(&self) -> &[u32] {
         match &self.state {
             State::Gather { reqs, .. } => reqs,
             State::Swap { req, .. } | State::Reply { req } => std::slice::from_ref(req),
@@ -346,8 +351,8 @@ impl Agreement {
     /// attempt), in the order of the participants.
     pub fn run_with_records(mut self, e: &mut Engine) -> MpiResult<(Agreed, Vec<u8>)> {
         loop {
-            if let Some(done) = self.advance(e)? {
-                return Ok((done, std::mem::take(&mut self.records)));
+            if let Some(done) = self.advance_with_records(e)? {
+                return Ok(done);
             }
             // Progress at least once: an attempt that failed at once (alone, say) must let
             // the agreements holding the mask move on.
