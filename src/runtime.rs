@@ -75,6 +75,10 @@ static MULTIPLE: AtomicBool = AtomicBool::new(false);
 /// several threads at once at MULTIPLE).
 static LIFECYCLE: Mutex<()> = Mutex::new(());
 
+/// Threads of this process asleep on its doorbell outside the lock (MULTIPLE only): the
+/// thread leaving `with` rings it for them, since it may have completed what they wait for.
+static SLEEPERS: AtomicUsize = AtomicUsize::new(0);
+
 thread_local! {
     /// This thread is inside `with` (MULTIPLE only).
     static IN_LIBRARY: Cell<bool> = const { Cell::new(false) };
@@ -106,7 +110,7 @@ pub fn with<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
     let _release = Release;
     // SAFETY: see `Global`: one thread at a time, no re-entry (checked above), and the
     // reference does not outlive this call.
-    run_on_state(unsafe { &mut *GLOBAL.state.get() }, f)
+    run_on_state(unsafe { &mut *GLOBAL.state.get() }, false, f)
 }
 
 /// `with` at MPI_THREAD_MULTIPLE: the same under the lock.
@@ -126,7 +130,7 @@ fn with_locked<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> 
     let _release = Release;
     // SAFETY: `lock` is held, so no other thread is inside `with`; this thread is not
     // either (checked); the reference does not outlive this call.
-    run_on_state(unsafe { &mut *GLOBAL.state.get() }, f)
+    run_on_state(unsafe { &mut *GLOBAL.state.get() }, true, f)
 }
 
 /// The library lock (a panic inside the library does not make the state unusable: it
@@ -135,13 +139,22 @@ fn lock() -> MutexGuard<'static, ()> {
     GLOBAL.lock.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn run_on_state<R>(state: &mut Option<Runtime>, f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
+/// Runs `f` on the runtime in `state`; with `wake`, rings for this process's sleeping
+/// threads afterwards (MULTIPLE, see `SLEEPERS`).
+fn run_on_state<R>(
+    state: &mut Option<Runtime>,
+    wake: bool,
+    f: impl FnOnce(&mut Runtime) -> MpiResult<R>,
+) -> MpiResult<R> {
     match state.as_mut() {
         Some(rt) => {
             let out = f(rt);
             // Communicators of MPI_Comm_idup whose request completed in this call become
             // usable before the program sees the completion.
             rt.comms.settle();
+            if wake && SLEEPERS.load(Ordering::Relaxed) > 0 {
+                rt.engine.wake_own_sleepers();
+            }
             out
         }
         None if TORN_DOWN.load(Ordering::Relaxed) => err(MPI_ERR_OTHER, "MPI has already been finalized"),
@@ -180,6 +193,7 @@ pub fn blocking<W, R>(
     let mut start = Some(start);
     let mut parked: Option<W> = None;
     let mut backoff = Backoff::default();
+    let mut ticket = None;
     loop {
         let out = with(|rt| {
             let mut w = match parked.take() {
@@ -192,6 +206,12 @@ pub fn blocking<W, R>(
                 }
                 if !done(&rt.engine, &w) {
                     parked = Some(w);
+                    if backoff.sleepy() {
+                        ticket = rt.engine.announce_sleep();
+                        if ticket.is_some() {
+                            SLEEPERS.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
                     return Ok(None);
                 }
             }
@@ -204,35 +224,51 @@ pub fn blocking<W, R>(
         if let Some(r) = out {
             return Ok(r);
         }
-        backoff.snooze();
+        match ticket.take() {
+            Some(t) => {
+                // SAFETY: the segment stays mapped until the runtime is torn down, which
+                // MPI_Finalize does only once no thread is in an MPI call. The timeout only
+                // bounds a missed ring.
+                unsafe { t.sleep(20) };
+                SLEEPERS.fetch_sub(1, Ordering::Relaxed);
+            }
+            None => backoff.snooze(),
+        }
     }
 }
 
 /// How a thread waiting at MPI_THREAD_MULTIPLE spends the time between polls, with the lock
-/// released: a few spins, then yields, then sleeps that grow to a millisecond (threads of
-/// several ranks share few cores; a sleeper leaves them to the thread that can progress).
+/// released: a few spins, then yields, then sleeps on the doorbell (announced under the
+/// lock, see `Engine::announce_sleep`), which peers ring when they send to this rank and
+/// this rank's threads when they leave the library; without one (a job of one), short sleeps.
 #[derive(Default)]
 struct Backoff {
     idle_polls: u32,
 }
+
+const BACKOFF_SPINS: u32 = 4;
+const BACKOFF_YIELDS: u32 = 32;
 
 impl Backoff {
     fn reset(&mut self) {
         self.idle_polls = 0;
     }
 
+    /// Whether the next pause should be a sleep.
+    fn sleepy(&self) -> bool {
+        self.idle_polls >= BACKOFF_SPINS + BACKOFF_YIELDS
+    }
+
     fn snooze(&mut self) {
-        const SPINS: u32 = 4;
-        const YIELDS: u32 = 64;
         self.idle_polls = self.idle_polls.saturating_add(1);
-        if self.idle_polls <= SPINS {
+        if self.idle_polls <= BACKOFF_SPINS {
             for _ in 0..64 {
                 std::hint::spin_loop();
             }
-        } else if self.idle_polls <= SPINS + YIELDS {
+        } else if self.idle_polls <= BACKOFF_SPINS + BACKOFF_YIELDS {
             std::thread::yield_now();
         } else {
-            let exp = (self.idle_polls - SPINS - YIELDS).min(7);
+            let exp = (self.idle_polls - BACKOFF_SPINS - BACKOFF_YIELDS).min(4);
             std::thread::sleep(std::time::Duration::from_micros(8 << exp));
         }
     }
