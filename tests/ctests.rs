@@ -151,6 +151,7 @@ ctests! {
     attr_type => "attr_type.c",
     attr_win => "attr_win.c",
     comm_idup => "comm_idup.c",
+    comm_idup_overlap => "comm_idup_overlap.c",
     comm_inter_split => "comm_inter_split.c",
 }
 
