@@ -367,7 +367,9 @@ fn bring_up(required: c_int) -> MpiResult<c_int> {
     });
     if let Some(level) = up {
         enable_level(level);
-        return Ok(provided);
+        // The level in force, which is at least the one asked for (as MPICH reports it: a
+        // session started without a level inside an MPI_THREAD_MULTIPLE program has it).
+        return Ok(level);
     }
     if TORN_DOWN.load(Ordering::Relaxed) {
         return err(MPI_ERR_OTHER, "MPI cannot be initialized again after its last user finalized it");
