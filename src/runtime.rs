@@ -18,9 +18,9 @@
 //! checks `done`, and releases it before backing off. Blocking collectives and communicator
 //! constructors run as their nonblocking forms (a schedule, an agreement) polled the same
 //! way, so threads running collectives on different communicators in different orders do
-//! not deadlock. What still runs its whole wait under the lock at MULTIPLE: the
-//! intercommunicator constructors, graph/topology constructors and MPI_Finalize (see
-//! `Engine::wait_until`'s callers); user callbacks run from inside `with` (reduction
+//! not deadlock. What still runs its whole wait under the lock at MULTIPLE:
+//! MPI_Intercomm_create, split and create over intercommunicators, the topology constructors
+//! and MPI_Finalize (see `Engine::wait_until`'s callers); user callbacks run from inside `with` (reduction
 //! operators, generalized-request query/free/cancel) must not call MPI, as before.
 //!
 //! `Runtime` holds `Rc`s and `RefCell`s (the context pool, a communicator's sequence

@@ -406,17 +406,13 @@ pub unsafe fn MPI_Intercomm_create_from_groups(
     let hints = comm_hints(info)?;
     let eh = check_new_errhandler(errhandler)?;
     non_null(newintercomm, "newintercomm")?;
-    let h = runtime::with(|rt| {
-        let h = rt.comms.intercomm_create_from_groups(
-            &mut rt.engine,
-            &local.members,
-            local_leader,
-            &remote.members,
-            remote_leader,
-            &tag,
-        )?;
+    let h = construct(|rt| {
+        rt.comms.intercomm_create_from_groups(&local.members, local_leader, &remote.members, remote_leader, &tag)
+    })?
+    .expect("the caller is a member of local_group");
+    runtime::with(|rt| {
         rt.comms.get_mut(h)?.hints = hints;
-        Ok(h)
+        Ok(())
     })?;
     if let Some(eh) = eh {
         crate::errhandler::set_comm_errhandler(h, eh);
@@ -429,9 +425,9 @@ pub unsafe fn MPI_Intercomm_create_from_groups(
 pub unsafe fn MPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm: *mut MPI_Comm) -> MpiResult {
     runtime::with(|rt| rt.comms.get(intercomm).map(|_| ()))?;
     non_null(newintracomm, "newintracomm")?;
-    let h = runtime::with(|rt| rt.comms.intercomm_merge(&mut rt.engine, intercomm, high != 0))?;
+    let made = construct(|rt| rt.comms.intercomm_merge(&mut rt.engine, intercomm, high != 0))?;
     // SAFETY: checked non-null.
-    unsafe { store_new(intercomm, Some(h), newintracomm) }
+    unsafe { store_new(intercomm, made, newintracomm) }
 }
 
 pub unsafe fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> MpiResult {

@@ -176,13 +176,12 @@ impl Comms {
     /// told apart from other creations by `stringtag`.
     pub fn intercomm_create_from_groups(
         &mut self,
-        engine: &mut Engine,
         local_group: &[usize],
         local_leader: usize,
         remote_group: &[usize],
         remote_leader: usize,
         stringtag: &str,
-    ) -> MpiResult<MPI_Comm> {
+    ) -> MpiResult<Construction> {
         let me = crate::runtime::world_rank().map_or(0, |r| r as usize);
         let Some(rank) = local_group.iter().position(|&w| w == me) else {
             return err(MPI_ERR_GROUP, "the calling process is not a member of local_group");
@@ -204,34 +203,39 @@ impl Comms {
             extra: 0,
         });
         let key = (GROUP_CTX, lw.min(rw) as u64, (3 << 40) | tag as u64);
-        let (pair, _) = Agreement::new(self.pool.clone(), GROUP_CTX, tag, parts, me, leader_swap, key).run(engine)?;
-        let mut comm = Comm::new((pair * 2) as u32, rank, local_group.to_vec());
-        comm.remote = Some(remote_group.to_vec());
-        Ok(self.install(comm))
+        let agreement = Agreement::new(self.pool.clone(), GROUP_CTX, tag, parts, me, leader_swap, key);
+        let (local_group, remote_group) = (local_group.to_vec(), remote_group.to_vec());
+        Construction::agreeing(agreement, move |comms, (pair, _), _| {
+            let mut comm = Comm::new((pair * 2) as u32, rank, local_group);
+            comm.remote = Some(remote_group);
+            Ok(Some(comms.install(comm)))
+        })
     }
 
     /// MPI_Intercomm_merge: the group that passed `high` false comes first; when both pass
     /// the same, the group whose leader has the lower world rank.
-    pub fn intercomm_merge(&mut self, engine: &mut Engine, inter: MPI_Comm, high: bool) -> MpiResult<MPI_Comm> {
+    pub fn intercomm_merge(&mut self, engine: &mut Engine, inter: MPI_Comm, high: bool) -> MpiResult<Construction> {
         let c = self.get(inter)?;
         if !c.is_inter() {
             return err(MPI_ERR_COMM, format!("communicator 0x{:08x} is not an intercommunicator", inter as u32));
         }
-        let (pair, remote_high) = self.agreement_over(engine, c, high as u64).run(engine)?;
-        let c = self.get(inter)?;
-        let remote = c.remote.clone().unwrap();
-        let local_first = if high != (remote_high != 0) { !high } else { c.members[0] < remote[0] };
-        let mut members = Vec::with_capacity(c.members.len() + remote.len());
-        let rank = if local_first {
-            members.extend(&c.members);
-            members.extend(&remote);
-            c.rank
-        } else {
-            members.extend(&remote);
-            members.extend(&c.members);
-            remote.len() + c.rank
-        };
-        Ok(self.install_new(pair, rank, members))
+        let agreement = self.agreement_over(engine, c, high as u64);
+        Construction::agreeing(agreement, move |comms, (pair, remote_high), _| {
+            let c = comms.get(inter)?;
+            let remote = c.remote.clone().unwrap();
+            let local_first = if high != (remote_high != 0) { !high } else { c.members[0] < remote[0] };
+            let mut members = Vec::with_capacity(c.members.len() + remote.len());
+            let rank = if local_first {
+                members.extend(&c.members);
+                members.extend(&remote);
+                c.rank
+            } else {
+                members.extend(&remote);
+                members.extend(&c.members);
+                remote.len() + c.rank
+            };
+            Ok(Some(comms.install_new(pair, rank, members)))
+        })
     }
 
     /// MPI_Comm_split over an intercommunicator: the (color, key) of every member of both

@@ -219,9 +219,9 @@ impl Construction {
 
     /// Advances the agreement; the new communicator once over.
     fn poll(&mut self, comms: &mut Comms, engine: &mut Engine) -> MpiResult<Option<Option<MPI_Comm>>> {
-        let Construction::Agreeing(agreement, _) = self else {
-            let Construction::Done(made) = *self else { unreachable!() };
-            return Ok(Some(made));
+        let agreement = match self {
+            Construction::Done(made) => return Ok(Some(*made)),
+            Construction::Agreeing(agreement, _) => agreement,
         };
         let Some((agreed, records)) = agreement.advance_with_records(engine)? else {
             // As in `Agreement::run_with_records`: progress at least once per attempt.

@@ -755,8 +755,9 @@ impl Engine {
     ///
     /// The caller is inside `runtime::with` for the whole wait. Blocking MPI calls wait
     /// through `runtime::blocking` instead, which comes here only below
-    /// MPI_THREAD_MULTIPLE; the few direct callers (intercommunicator and graph topology
-    /// constructors, finalize) keep the library to themselves while they wait, at every level.
+    /// MPI_THREAD_MULTIPLE; the few direct callers (MPI_Intercomm_create, split and create
+    /// over intercommunicators, topology constructors, finalize) keep the library to
+    /// themselves while they wait, at every level.
     pub fn wait_until(&mut self, mut done: impl FnMut(&Engine) -> bool) {
         let mut idle_since: Option<Instant> = None;
         let mut polls = 0u32;
