@@ -747,8 +747,8 @@ pub unsafe fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> Mp
 /// MPI_Wait on a request the library made for the caller (a blocking collective run as its
 /// schedule at MPI_THREAD_MULTIPLE); reports the status's error.
 pub(crate) fn wait_request(mut request: MPI_Request) -> MpiResult {
-    // SAFETY: a local request variable; status 1 is MPI_STATUS_IGNORE.
-    unsafe { MPI_Wait(&mut request, 1 as *mut MPI_Status) }
+    // SAFETY: a local request variable; a null status is ignored like MPI_STATUS_IGNORE.
+    unsafe { MPI_Wait(&mut request, std::ptr::null_mut()) }
 }
 
 pub unsafe fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> MpiResult {
