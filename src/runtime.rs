@@ -19,9 +19,10 @@
 //! constructors run as their nonblocking forms (a schedule, an agreement) polled the same
 //! way, so threads running collectives on different communicators in different orders do
 //! not deadlock. What still runs its whole wait under the lock at MULTIPLE:
-//! MPI_Intercomm_create, split and create over intercommunicators, the topology constructors
-//! and MPI_Finalize (see `Engine::wait_until`'s callers); user callbacks run from inside `with` (reduction
-//! operators, generalized-request query/free/cancel) must not call MPI, as before.
+//! MPI_Intercomm_create, split and create over intercommunicators, the topology
+//! constructors and MPI_Finalize (see `Engine::wait_until`'s callers). User callbacks run
+//! from inside `with` (reduction operators, generalized-request query/free/cancel) must not
+//! call MPI, as before; attribute copy/delete callbacks and error handlers run outside it.
 //!
 //! `Runtime` holds `Rc`s and `RefCell`s (the context pool, a communicator's sequence
 //! counters): they are only touched by the thread inside `with`, and values holding such
@@ -133,8 +134,8 @@ fn with_locked<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> 
     run_on_state(unsafe { &mut *GLOBAL.state.get() }, true, f)
 }
 
-/// The library lock (a panic inside the library does not make the state unusable: it
-/// unwinds out through the C boundary as an error, leaving the state consistent).
+/// The library lock. A panic inside the library (reported as an error at the C boundary)
+/// poisons it; later calls go on, as below MULTIPLE, where nothing records the panic.
 fn lock() -> MutexGuard<'static, ()> {
     GLOBAL.lock.lock().unwrap_or_else(|p| p.into_inner())
 }
