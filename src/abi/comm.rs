@@ -353,11 +353,9 @@ pub unsafe fn MPI_Intercomm_create(
         return err(MPI_ERR_TAG, format!("invalid tag argument (tag={tag})"));
     }
     non_null(newintercomm, "newintercomm")?;
-    let h = runtime::with(|rt| {
-        rt.comms.intercomm_create(&mut rt.engine, local_comm, local_leader, peer_comm, remote_leader, tag)
-    })?;
+    let made = construct(|rt| rt.comms.intercomm_create(local_comm, local_leader, peer_comm, remote_leader, tag))?;
     // SAFETY: checked non-null.
-    unsafe { store_new(local_comm, Some(h), newintercomm) }
+    unsafe { store_new(local_comm, made, newintercomm) }
 }
 
 /// Reads the string tag of the group-based constructors.

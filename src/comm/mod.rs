@@ -181,6 +181,9 @@ fn by_world(members: &[usize]) -> Vec<(i32, usize)> {
 /// participant's record.
 type Finish = Box<dyn FnOnce(&mut Comms, agree::Agreed, Vec<u8>) -> MpiResult<Option<MPI_Comm>>>;
 
+/// What follows a leader exchange: the construction's next step, given the exchange's outcome.
+type AfterExchange = Box<dyn FnOnce(&mut Comms, &mut Engine, Vec<u8>) -> MpiResult<Construction>>;
+
 /// A blocking communicator constructor, started: done already, or waiting for its context-id
 /// agreement. Below MPI_THREAD_MULTIPLE `run` drives the agreement to its end at once; at
 /// MULTIPLE `construct` polls it with the library released between polls, so threads
@@ -188,6 +191,8 @@ type Finish = Box<dyn FnOnce(&mut Comms, agree::Agreed, Vec<u8>) -> MpiResult<Op
 pub enum Construction {
     Done(Option<MPI_Comm>),
     Agreeing(Agreement, Finish),
+    /// MPI_Intercomm_create's exchange of the groups, before its agreement.
+    Exchanging(inter::GroupSwap, AfterExchange),
 }
 
 impl Construction {
@@ -206,6 +211,13 @@ impl Construction {
                 let (agreed, records) = agreement.run_with_records(engine)?;
                 finish(comms, agreed, records)
             }
+            Construction::Exchanging(mut exchange, then) => loop {
+                if let Some(out) = exchange.advance(engine) {
+                    return then(comms, engine, out)?.run(comms, engine);
+                }
+                let req = exchange.waiting_on();
+                engine.wait_until(|e| req.is_none_or(|r| e.is_complete(r)));
+            },
         }
     }
 
@@ -213,6 +225,7 @@ impl Construction {
     fn ready(&self, e: &Engine) -> bool {
         match self {
             Construction::Agreeing(agreement, _) => agreement.waiting_on().iter().all(|&r| e.is_complete(r)),
+            Construction::Exchanging(exchange, _) => exchange.waiting_on().is_none_or(|r| e.is_complete(r)),
             Construction::Done(_) => true,
         }
     }
@@ -222,6 +235,15 @@ impl Construction {
         let agreement = match self {
             Construction::Done(made) => return Ok(Some(*made)),
             Construction::Agreeing(agreement, _) => agreement,
+            Construction::Exchanging(exchange, _) => {
+                if let Some(out) = exchange.advance(engine) {
+                    let Construction::Exchanging(_, then) = std::mem::replace(self, Construction::Done(None)) else {
+                        unreachable!()
+                    };
+                    *self = then(comms, engine, out)?;
+                }
+                return Ok(None);
+            }
         };
         let Some((agreed, records)) = agreement.advance_with_records(engine)? else {
             // As in `Agreement::run_with_records`: progress at least once per attempt.
