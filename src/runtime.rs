@@ -19,8 +19,7 @@
 //! constructors run as their nonblocking forms (a schedule, an agreement) polled the same
 //! way, so threads running collectives on different communicators in different orders do
 //! not deadlock. What still runs its whole wait under the lock at MULTIPLE:
-//! MPI_Intercomm_create, split and create over intercommunicators, the topology
-//! constructors and MPI_Finalize (see `Engine::wait_until`'s callers). User callbacks run
+//! split and create over intercommunicators, the topology constructors and MPI_Finalize (see `Engine::wait_until`'s callers). User callbacks run
 //! from inside `with` (reduction operators, generalized-request query/free/cancel) must not
 //! call MPI, as before; attribute copy/delete callbacks and error handlers run outside it.
 //!

@@ -755,8 +755,8 @@ impl Engine {
     ///
     /// The caller is inside `runtime::with` for the whole wait. Blocking MPI calls wait
     /// through `runtime::blocking` instead, which comes here only below
-    /// MPI_THREAD_MULTIPLE; the few direct callers (MPI_Intercomm_create, split and create
-    /// over intercommunicators, topology constructors, finalize) keep the library to
+    /// MPI_THREAD_MULTIPLE; the few direct callers (split and create over
+    /// intercommunicators, topology constructors, finalize) keep the library to
     /// themselves while they wait, at every level.
     pub fn wait_until(&mut self, mut done: impl FnMut(&Engine) -> bool) {
         let mut idle_since: Option<Instant> = None;
