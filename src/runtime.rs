@@ -18,10 +18,11 @@
 //! checks `done`, and releases it before backing off. Blocking collectives and communicator
 //! constructors run as their nonblocking forms (a schedule, an agreement) polled the same
 //! way, so threads running collectives on different communicators in different orders do
-//! not deadlock. What still runs its whole wait under the lock at MULTIPLE:
-//! split and create over intercommunicators, the topology constructors and MPI_Finalize (see `Engine::wait_until`'s callers). User callbacks run
-//! from inside `with` (reduction operators, generalized-request query/free/cancel) must not
-//! call MPI, as before; attribute copy/delete callbacks and error handlers run outside it.
+//! not deadlock. What still runs its whole wait under the lock at MULTIPLE: split and
+//! create over intercommunicators, the topology constructors and MPI_Finalize (see
+//! `Engine::wait_until`'s callers). User callbacks run from inside `with` (reduction
+//! operators, generalized-request query/free/cancel) must not call MPI, as before;
+//! attribute copy/delete callbacks and error handlers run outside it.
 //!
 //! `Runtime` holds `Rc`s and `RefCell`s (the context pool, a communicator's sequence
 //! counters): they are only touched by the thread inside `with`, and values holding such
