@@ -710,7 +710,7 @@ printf '%-10s %6d %6d %6d %6d %6d %6d %6d %6d %7d\n' TOTAL $((TOT_P+TOT_F)) "$TO
     for d in "${DIRLIST[@]}"; do
         f=$RESULTS/${d//\//_}.junit.xml; [ -f "$f" ] || continue
         grep -q '<testsuite ' "$f" || continue
-        sed -e '/^<testsuites>/d' -e '/^<\/testsuites>/d' -e "s/name=\"summary_junit_xml\"/name=\"$d\"/" "$f"
+        sed -e '/^<testsuites>/d' -e '/^<\/testsuites>/d' -e "s#name=\"summary_junit_xml\"#name=\"$d\"#" "$f"
     done
     echo '</testsuites>'
 } > "$JUNITFILE"

@@ -1,8 +1,33 @@
 //! Process-wide MPI state: initialisation and finalisation, the world, and job abort.
 //!
-//! All state lives in one `Runtime` reached through `with`. MPI calls into the library are
-//! serialized (the thread levels offered are at most MPI_THREAD_SERIALIZED), which is the
-//! invariant that makes the unsynchronised cell below sound; `with` also refuses re-entry.
+//! All state lives in one `Runtime` reached through `with`, which gives one thread at a time
+//! `&mut Runtime` for the length of a closure. How that exclusion is ensured is chosen when
+//! the runtime comes up (or a session asks for more), never per call:
+//!
+//! - Below MPI_THREAD_MULTIPLE the program serializes its MPI calls (MPI's rule for SINGLE,
+//!   FUNNELED and SERIALIZED), so `with` takes no lock: a flag only catches re-entry (an MPI
+//!   call from inside the library, e.g. from a user callback run under `with`).
+//! - At MPI_THREAD_MULTIPLE `with` takes a mutex (uncontended: one atomic swap each way), and
+//!   a per-thread flag catches re-entry, which would otherwise self-deadlock. Once on, the
+//!   lock stays on for the life of the process (threads may be inside the library).
+//!
+//! Blocking calls must not hold the lock while they wait, or a thread waiting for a message
+//! would stop the thread that sends what the peer waits for. So they are written as
+//! `blocking(start, done, finish)`: below MULTIPLE that is one `with` around the engine's wait
+//! loop, exactly the former code path; at MULTIPLE each poll takes the lock, drives progress,
+//! checks `done`, and releases it before backing off. Blocking collectives and communicator
+//! constructors run as their nonblocking forms (a schedule, an agreement) polled the same
+//! way, so threads running collectives on different communicators in different orders do
+//! not deadlock. What still runs its whole wait under the lock at MULTIPLE: split and
+//! create over intercommunicators, the topology constructors and MPI_Finalize (see
+//! `Engine::wait_until`'s callers). User callbacks run from inside `with` (reduction
+//! operators, generalized-request query/free/cancel) must not call MPI, as before;
+//! attribute copy/delete callbacks and error handlers run outside it.
+//!
+//! `Runtime` holds `Rc`s and `RefCell`s (the context pool, a communicator's sequence
+//! counters): they are only touched by the thread inside `with`, and values holding such
+//! `Rc`s that live across polls (an agreement in flight) are moved between `with` calls but
+//! only used and dropped inside them.
 //!
 //! The runtime (process manager connection, transports, engine) has several users: the world
 //! model (MPI_Init .. MPI_Finalize) and every MPI-4 session (MPI_Session_init ..
@@ -16,10 +41,10 @@ use crate::error::{MpiError, MpiResult, err};
 use crate::p2p::Engine;
 use crate::pmi::Pmi;
 use crate::transport::shm::{self, Geometry, Segment};
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::ffi::c_int;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::thread::ThreadId;
 
 pub struct Runtime {
@@ -32,14 +57,33 @@ pub struct Runtime {
 
 struct Global {
     state: UnsafeCell<Option<Runtime>>,
+    /// Below MULTIPLE: a thread is inside `with`.
     busy: AtomicBool,
+    /// At MULTIPLE: held by the thread inside `with`.
+    lock: Mutex<()>,
 }
 
-// SAFETY: MPI calls are serialized by the caller (thread level <= SERIALIZED), so at most one
-// thread is inside `with` at a time; `busy` catches re-entry from the same thread.
+// SAFETY: at most one thread is inside `with` at a time: below MPI_THREAD_MULTIPLE because
+// the program serializes its MPI calls (MPI's rule at those levels), at MULTIPLE because
+// `with` holds `lock`. `busy` / `IN_LIBRARY` catch re-entry from the same thread.
 unsafe impl Sync for Global {}
 
-static GLOBAL: Global = Global { state: UnsafeCell::new(None), busy: AtomicBool::new(false) };
+static GLOBAL: Global = Global { state: UnsafeCell::new(None), busy: AtomicBool::new(false), lock: Mutex::new(()) };
+/// The runtime provides MPI_THREAD_MULTIPLE: `with` locks (set before any concurrent use,
+/// never cleared).
+static MULTIPLE: AtomicBool = AtomicBool::new(false);
+/// Serializes bringing the runtime up and tearing it down (sessions may start and end on
+/// several threads at once at MULTIPLE).
+static LIFECYCLE: Mutex<()> = Mutex::new(());
+
+/// Threads of this process asleep on its doorbell outside the lock (MULTIPLE only): the
+/// thread leaving `with` rings it for them, since it may have completed what they wait for.
+static SLEEPERS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// This thread is inside `with` (MULTIPLE only).
+    static IN_LIBRARY: Cell<bool> = const { Cell::new(false) };
+}
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
 static FINALIZED: AtomicBool = AtomicBool::new(false);
 /// Sessions initialised and not finalised yet.
@@ -51,6 +95,9 @@ static LOGGER: OnceLock<()> = OnceLock::new();
 
 /// Runs `f` on the initialised runtime; MPI_ERR_OTHER before MPI_Init or after MPI_Finalize.
 pub fn with<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
+    if MULTIPLE.load(Ordering::Relaxed) {
+        return with_locked(f);
+    }
     if GLOBAL.busy.load(Ordering::Relaxed) {
         panic!("oxmpi entered recursively (an MPI call from inside the library)");
     }
@@ -64,17 +111,167 @@ pub fn with<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
     let _release = Release;
     // SAFETY: see `Global`: one thread at a time, no re-entry (checked above), and the
     // reference does not outlive this call.
-    let state = unsafe { &mut *GLOBAL.state.get() };
+    run_on_state(unsafe { &mut *GLOBAL.state.get() }, false, f)
+}
+
+/// `with` at MPI_THREAD_MULTIPLE: the same under the lock.
+#[inline(never)]
+fn with_locked<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
+    if IN_LIBRARY.get() {
+        panic!("oxmpi entered recursively (an MPI call from inside the library)");
+    }
+    let _guard = lock();
+    IN_LIBRARY.set(true);
+    struct Release;
+    impl Drop for Release {
+        fn drop(&mut self) {
+            IN_LIBRARY.set(false);
+        }
+    }
+    let _release = Release;
+    // SAFETY: `lock` is held, so no other thread is inside `with`; this thread is not
+    // either (checked); the reference does not outlive this call.
+    run_on_state(unsafe { &mut *GLOBAL.state.get() }, true, f)
+}
+
+/// The library lock. A panic inside the library (reported as an error at the C boundary)
+/// poisons it; later calls go on, as below MULTIPLE, where nothing records the panic.
+fn lock() -> MutexGuard<'static, ()> {
+    GLOBAL.lock.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs `f` on the runtime in `state`; with `wake`, rings for this process's sleeping
+/// threads afterwards (MULTIPLE, see `SLEEPERS`).
+fn run_on_state<R>(
+    state: &mut Option<Runtime>,
+    wake: bool,
+    f: impl FnOnce(&mut Runtime) -> MpiResult<R>,
+) -> MpiResult<R> {
     match state.as_mut() {
         Some(rt) => {
             let out = f(rt);
             // Communicators of MPI_Comm_idup whose request completed in this call become
             // usable before the program sees the completion.
             rt.comms.settle();
+            if wake && SLEEPERS.load(Ordering::Relaxed) > 0 {
+                rt.engine.wake_own_sleepers();
+            }
             out
         }
         None if TORN_DOWN.load(Ordering::Relaxed) => err(MPI_ERR_OTHER, "MPI has already been finalized"),
         None => err(MPI_ERR_OTHER, "MPI has not been initialized (call MPI_Init first)"),
+    }
+}
+
+/// Whether the runtime provides MPI_THREAD_MULTIPLE (`with` locks, waits release the lock).
+pub fn multiple() -> bool {
+    MULTIPLE.load(Ordering::Relaxed)
+}
+
+/// A blocking call: `start` begins it, then it waits until `done` holds, then `finish` gives
+/// the result, or `None` to wait again (a probed message another thread took meanwhile).
+///
+/// Below MPI_THREAD_MULTIPLE this is one `with` around `Engine::wait_until`. At MULTIPLE
+/// every poll takes the lock, drives progress, checks `done` and calls `finish`, and the
+/// thread backs off with the lock released, so other threads' calls go through meanwhile.
+/// The state `W` lives across polls but is only used (and dropped) under the lock.
+pub fn blocking<W, R>(
+    start: impl FnOnce(&mut Runtime) -> MpiResult<W>,
+    mut done: impl FnMut(&Engine, &W) -> bool,
+    mut finish: impl FnMut(&mut Runtime, &mut W) -> MpiResult<Option<R>>,
+) -> MpiResult<R> {
+    if !multiple() {
+        return with(|rt| {
+            let mut w = start(rt)?;
+            loop {
+                rt.engine.wait_until(|e| done(e, &w));
+                if let Some(r) = finish(rt, &mut w)? {
+                    return Ok(r);
+                }
+            }
+        });
+    }
+    let mut start = Some(start);
+    let mut parked: Option<W> = None;
+    let mut backoff = Backoff::default();
+    let mut ticket = None;
+    loop {
+        let out = with(|rt| {
+            let mut w = match parked.take() {
+                Some(w) => w,
+                None => (start.take().expect("started once"))(rt)?,
+            };
+            if !done(&rt.engine, &w) {
+                if rt.engine.progress() {
+                    backoff.reset();
+                }
+                if !done(&rt.engine, &w) {
+                    parked = Some(w);
+                    if backoff.sleepy() {
+                        ticket = rt.engine.announce_sleep();
+                        if ticket.is_some() {
+                            SLEEPERS.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    return Ok(None);
+                }
+            }
+            let r = finish(rt, &mut w)?;
+            if r.is_none() {
+                parked = Some(w);
+            }
+            Ok(r)
+        })?;
+        if let Some(r) = out {
+            return Ok(r);
+        }
+        match ticket.take() {
+            Some(t) => {
+                // SAFETY: the segment stays mapped until the runtime is torn down, which
+                // MPI_Finalize does only once no thread is in an MPI call. The timeout only
+                // bounds a missed ring.
+                unsafe { t.sleep(20) };
+                SLEEPERS.fetch_sub(1, Ordering::Relaxed);
+            }
+            None => backoff.snooze(),
+        }
+    }
+}
+
+/// How a thread waiting at MPI_THREAD_MULTIPLE spends the time between polls, with the lock
+/// released: a few spins, then yields, then sleeps on the doorbell (announced under the
+/// lock, see `Engine::announce_sleep`), which peers ring when they send to this rank and
+/// this rank's threads when they leave the library; without one (a job of one), short sleeps.
+#[derive(Default)]
+struct Backoff {
+    idle_polls: u32,
+}
+
+const BACKOFF_SPINS: u32 = 4;
+const BACKOFF_YIELDS: u32 = 32;
+
+impl Backoff {
+    fn reset(&mut self) {
+        self.idle_polls = 0;
+    }
+
+    /// Whether the next pause should be a sleep.
+    fn sleepy(&self) -> bool {
+        self.idle_polls >= BACKOFF_SPINS + BACKOFF_YIELDS
+    }
+
+    fn snooze(&mut self) {
+        self.idle_polls = self.idle_polls.saturating_add(1);
+        if self.idle_polls <= BACKOFF_SPINS {
+            for _ in 0..64 {
+                std::hint::spin_loop();
+            }
+        } else if self.idle_polls <= BACKOFF_SPINS + BACKOFF_YIELDS {
+            std::thread::yield_now();
+        } else {
+            let exp = (self.idle_polls - BACKOFF_SPINS - BACKOFF_YIELDS).min(4);
+            std::thread::sleep(std::time::Duration::from_micros(8 << exp));
+        }
     }
 }
 
@@ -111,6 +308,7 @@ fn pmi_error(what: &str, e: std::io::Error) -> MpiError {
 /// MPI_Init / MPI_Init_thread: starts the world model (and the runtime unless a session
 /// already did).
 pub fn init(required: c_int) -> MpiResult<c_int> {
+    let _lifecycle = lifecycle();
     if initialized() {
         return err(MPI_ERR_OTHER, "MPI is already initialized");
     }
@@ -125,24 +323,54 @@ pub fn init(required: c_int) -> MpiResult<c_int> {
 /// MPI_Session_init's share: one more session keeps the runtime up (brought up here if it is
 /// the first user). Returns the thread level provided.
 pub fn session_init(required: c_int) -> MpiResult<c_int> {
+    let _lifecycle = lifecycle();
     let provided = bring_up(required)?;
     SESSIONS.fetch_add(1, Ordering::Relaxed);
     Ok(provided)
 }
 
-/// The thread level provided for `required`: at most MPI_THREAD_SERIALIZED.
+/// The thread level provided for `required`: the level asked for (every level is offered).
 fn provided_level(required: c_int) -> c_int {
-    required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_SERIALIZED)
+    required.clamp(MPI_THREAD_SINGLE, MPI_THREAD_MULTIPLE)
+}
+
+/// Turns the lock on when `level` is MULTIPLE. Called with no thread inside `with` (the
+/// runtime is not up yet, or the program is still serialized at its former level).
+fn enable_level(level: c_int) {
+    if level == MPI_THREAD_MULTIPLE {
+        MULTIPLE.store(true, Ordering::SeqCst);
+    }
+}
+
+/// `f` on the state itself, outside `with` (bring-up and tear-down), under the lock at
+/// MULTIPLE; the caller holds `lifecycle()`.
+fn with_state<R>(f: impl FnOnce(&mut Option<Runtime>) -> R) -> R {
+    let _guard = multiple().then(lock);
+    // SAFETY: at MULTIPLE the lock is held; below it the program is serialized and no
+    // `with` is running on this thread (bring-up and tear-down are not called from one).
+    f(unsafe { &mut *GLOBAL.state.get() })
+}
+
+/// Held while users come and go (bring-up, tear-down, the user counts).
+fn lifecycle() -> MutexGuard<'static, ()> {
+    LIFECYCLE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Brings the runtime up if no user has yet: connects to the process manager and builds the
 /// transports. Returns the thread level provided to this caller.
 fn bring_up(required: c_int) -> MpiResult<c_int> {
     let provided = provided_level(required);
-    // SAFETY: callers are serialized (see `Global`) and no `with` is running here.
-    if let Some(rt) = unsafe { (*GLOBAL.state.get()).as_mut() } {
-        rt.thread_level = rt.thread_level.max(provided);
-        return Ok(provided);
+    let up = with_state(|state| {
+        state.as_mut().map(|rt| {
+            rt.thread_level = rt.thread_level.max(provided);
+            rt.thread_level
+        })
+    });
+    if let Some(level) = up {
+        enable_level(level);
+        // The level in force, which is at least the one asked for (as MPICH reports it: a
+        // session started without a level inside an MPI_THREAD_MULTIPLE program has it).
+        return Ok(level);
     }
     if TORN_DOWN.load(Ordering::Relaxed) {
         return err(MPI_ERR_OTHER, "MPI cannot be initialized again after its last user finalized it");
@@ -161,9 +389,8 @@ fn bring_up(required: c_int) -> MpiResult<c_int> {
         thread_level: provided,
         main_thread: std::thread::current().id(),
     };
-    // SAFETY: not initialised yet, so no other reference to the state exists; callers are
-    // serialized (see `Global`).
-    unsafe { *GLOBAL.state.get() = Some(rt) };
+    enable_level(provided);
+    with_state(|state| *state = Some(rt));
     WORLD_RANK.store(rank as i32, Ordering::Relaxed);
     Ok(provided)
 }
@@ -199,6 +426,7 @@ fn attach_node_segment(pmi: &mut Pmi) -> MpiResult<Segment> {
 /// MPI_Finalize: ends the world model; the runtime goes too unless a session still uses it.
 pub fn finalize() -> MpiResult<()> {
     with(|_| Ok(()))?;
+    let _lifecycle = lifecycle();
     if finalized() {
         return err(MPI_ERR_OTHER, "MPI has already been finalized");
     }
@@ -215,6 +443,7 @@ pub fn finalize() -> MpiResult<()> {
 /// MPI_Session_finalize's share: one session fewer; the last user tears the runtime down.
 pub fn session_finalize() -> MpiResult<()> {
     with(|_| Ok(()))?;
+    let _lifecycle = lifecycle();
     let left = SESSIONS.fetch_sub(1, Ordering::Relaxed) - 1;
     let world_active = initialized() && !finalized();
     if left == 0 && !world_active {
@@ -230,8 +459,7 @@ fn tear_down() -> MpiResult<()> {
         rt.pmi.fence().map_err(|e| pmi_error("fence", e))?;
         rt.pmi.finalize().map_err(|e| pmi_error("finalize", e))
     })?;
-    // SAFETY: `with` returned, so no reference into the state is live; callers are serialized.
-    unsafe { *GLOBAL.state.get() = None };
+    with_state(|state| *state = None);
     TORN_DOWN.store(true, Ordering::Relaxed);
     Ok(())
 }
@@ -242,7 +470,17 @@ pub fn abort_job(code: c_int, msg: &str) -> ! {
     // what it printed before the error is not lost.
     // SAFETY: fflush(NULL) flushes every open output stream; no pointers of ours involved.
     unsafe { libc::fflush(std::ptr::null_mut()) };
-    if !GLOBAL.busy.load(Ordering::Relaxed) {
+    if multiple() {
+        // Another thread may hold the lock for good (or this one, from a callback): then
+        // exit without telling the process manager, which notices the exit anyway.
+        if !IN_LIBRARY.get()
+            && let Ok(_guard) = GLOBAL.lock.try_lock()
+            // SAFETY: the lock is held and this thread is not inside `with`.
+            && let Some(rt) = unsafe { (*GLOBAL.state.get()).as_mut() }
+        {
+            rt.pmi.abort(code, msg);
+        }
+    } else if !GLOBAL.busy.load(Ordering::Relaxed) {
         // SAFETY: not inside `with` (checked), and callers are serialized.
         if let Some(rt) = unsafe { (*GLOBAL.state.get()).as_mut() } {
             rt.pmi.abort(code, msg);

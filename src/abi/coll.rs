@@ -298,23 +298,38 @@ pub(super) fn schedule(
 /// Handle prefix of requests (as in abi::p2p).
 const DIRECT_REQUEST: u32 = 0xac00_0000;
 
-/// Runs `f` on the group of `comm`, which must be an intracommunicator.
-fn with_group(comm: MPI_Comm, f: impl FnOnce(&mut Group) -> MpiResult) -> MpiResult {
-    with_any_group(comm, |g| {
+/// Runs collective `f` in `mode` on the group of `comm`, which must be an intracommunicator.
+fn with_group(comm: MPI_Comm, mode: Mode, f: impl FnOnce(&mut Group, Mode) -> MpiResult) -> MpiResult {
+    with_any_group(comm, mode, |g, mode| {
         if g.is_inter() {
             return err(MPI_ERR_COMM, "this collective is not defined on intercommunicators");
         }
-        f(g)
+        f(g, mode)
     })
 }
 
-/// Runs `f` on the group of `comm`, an intra- or an intercommunicator.
-fn with_any_group(comm: MPI_Comm, f: impl FnOnce(&mut Group) -> MpiResult) -> MpiResult {
-    runtime::with(|rt| {
-        let c = rt.comms.get(comm)?;
-        let mut g = Group::new(&mut rt.engine, c);
-        f(&mut g)
+/// Runs collective `f` in `mode` on the group of `comm`, an intra- or an intercommunicator.
+fn with_any_group(comm: MPI_Comm, mode: Mode, f: impl FnOnce(&mut Group, Mode) -> MpiResult) -> MpiResult {
+    in_mode(mode, |mode| {
+        runtime::with(|rt| {
+            let c = rt.comms.get(comm)?;
+            let mut g = Group::new(&mut rt.engine, c);
+            f(&mut g, mode)
+        })
     })
+}
+
+/// Runs a collective in `mode`. At MPI_THREAD_MULTIPLE a blocking one runs as its
+/// nonblocking schedule plus a wait that lets other threads into the library between polls:
+/// holding the library for a whole collective deadlocks ranks whose threads run collectives
+/// on different communicators in different orders. Below MULTIPLE, `run(Mode::Blocking)`.
+pub(super) fn in_mode(mode: Mode, run: impl FnOnce(Mode) -> MpiResult) -> MpiResult {
+    if !matches!(mode, Mode::Blocking) || !runtime::multiple() {
+        return run(mode);
+    }
+    let mut request = MPI_REQUEST_NULL;
+    run(Mode::Start(&mut request))?;
+    super::p2p::wait_request(request)
 }
 
 // ----- barrier, broadcast -----
@@ -322,7 +337,7 @@ fn with_any_group(comm: MPI_Comm, f: impl FnOnce(&mut Group) -> MpiResult) -> Mp
 /// # Safety
 /// The request pointer of `mode` is NULL or writable (as for every collective below).
 pub unsafe fn MPI_Barrier(comm: MPI_Comm, mode: Mode) -> MpiResult {
-    with_any_group(comm, |g| match mode {
+    with_any_group(comm, mode, |g, mode| match mode {
         _ if g.is_inter() => schedule(g, comm, mode, None, None, inter::barrier),
         Mode::Blocking => coll::barrier(g),
         _ => schedule(g, comm, mode, None, None, sched::barrier),
@@ -339,7 +354,7 @@ pub unsafe fn MPI_Bcast_c(
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
-    with_any_group(comm, |g| {
+    with_any_group(comm, mode, |g, mode| {
         let count = check_count(count, "count")?;
         let layout = datatype::layout(datatype)?;
         let root = check_root(g, root)?;
@@ -381,7 +396,7 @@ pub unsafe fn MPI_Reduce_c(
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
-    with_any_group(comm, |g| {
+    with_any_group(comm, mode, |g, mode| {
         let count = check_count(count, "count")?;
         let layout = datatype::layout(datatype)?;
         let root = check_root(g, root)?;
@@ -471,7 +486,7 @@ unsafe fn all_reduce_like(
         AllReduceLike::Scan => (|g, s, r, red| coll::scan(g, s, r, red, false), |s, m| sched::scan(s, m, false), None),
         AllReduceLike::Exscan => (|g, s, r, red| coll::scan(g, s, r, red, true), |s, m| sched::scan(s, m, true), None),
     };
-    let body = |g: &mut Group| {
+    let body = |g: &mut Group, mode: Mode| {
         let count = check_count(count, "count")?;
         let layout = datatype::layout(datatype)?;
         let red = reduction(op, datatype)?;
@@ -506,7 +521,7 @@ unsafe fn all_reduce_like(
             nb(s, mine)
         })
     };
-    if nb_inter.is_some() { with_any_group(comm, body) } else { with_group(comm, body) }
+    if nb_inter.is_some() { with_any_group(comm, mode, body) } else { with_group(comm, mode, body) }
 }
 
 pub unsafe fn MPI_Allreduce_c(
@@ -589,7 +604,7 @@ unsafe fn reduce_scatter(
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
-    with_any_group(comm, |g| {
+    with_any_group(comm, mode, |g, mode| {
         // On an intercommunicator the counts are this group's; the input is the same length
         // in both groups (MPI-4.1 §6.10).
         let (n, r) = (g.size(), g.rank());
@@ -700,7 +715,7 @@ unsafe fn gather(
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
-    with_any_group(comm, |g| {
+    with_any_group(comm, mode, |g, mode| {
         let root = check_root(g, root)?;
         let is_root = root.is_root(g.rank());
         if root.takes_part() {
@@ -805,7 +820,7 @@ unsafe fn scatter(
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
-    with_any_group(comm, |g| {
+    with_any_group(comm, mode, |g, mode| {
         let root = check_root(g, root)?;
         let is_root = root.is_root(g.rank());
         if root.takes_part() {
@@ -912,7 +927,7 @@ unsafe fn allgather(
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
-    with_any_group(comm, |g| {
+    with_any_group(comm, mode, |g, mode| {
         check_not_in_place_inter(g, sendbuf, "sendbuf")?;
         let in_place = is_in_place(sendbuf);
         let send = if in_place {
@@ -1051,7 +1066,7 @@ unsafe fn alltoall(
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
-    with_any_group(comm, |g| {
+    with_any_group(comm, mode, |g, mode| {
         let n = g.peer_count();
         check_not_in_place_inter(g, sendbuf, "sendbuf")?;
         let in_place = is_in_place(sendbuf);

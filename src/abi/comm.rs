@@ -11,6 +11,7 @@ use super::ctypes::{
 };
 use super::types::*;
 use crate::attr::{self, AttrType, AttrValue};
+use crate::comm::construct;
 use crate::error::{MpiResult, err};
 use crate::runtime;
 use std::ffi::{CStr, c_char, c_int, c_void};
@@ -77,7 +78,7 @@ fn copy_attributes(parent: MPI_Comm, child: MPI_Comm) -> MpiResult {
 
 /// MPI_Comm_dup's work: a new context, the error handler, hints and copied attributes.
 fn duplicate(comm: MPI_Comm) -> MpiResult<MPI_Comm> {
-    let h = runtime::with(|rt| rt.comms.dup(&mut rt.engine, comm))?;
+    let h = construct(|rt| rt.comms.dup(&mut rt.engine, comm))?.expect("a duplicate exists on every member");
     crate::errhandler::on_comm_dup(comm, h);
     copy_attributes(comm, h)?;
     Ok(h)
@@ -207,7 +208,7 @@ pub unsafe fn MPI_Comm_split(comm: MPI_Comm, color: c_int, key: c_int, newcomm: 
         return err(MPI_ERR_ARG, format!("invalid color argument (color={color}, must be >= 0 or MPI_UNDEFINED)"));
     }
     non_null(newcomm, "newcomm")?;
-    let made = runtime::with(|rt| rt.comms.split(&mut rt.engine, comm, color, key))?;
+    let made = construct(|rt| rt.comms.split(&mut rt.engine, comm, color, key))?;
     // SAFETY: checked non-null.
     unsafe { store_new(comm, made, newcomm) }
 }
@@ -240,7 +241,7 @@ pub unsafe fn MPI_Comm_split_type(
         return err(MPI_ERR_ARG, format!("invalid split_type argument ({split_type})"));
     }
     non_null(newcomm, "newcomm")?;
-    let made = runtime::with(|rt| {
+    let made = construct(|rt| {
         let c = rt.comms.get(comm)?;
         let members = c.members.clone();
         let me = c.members[c.rank];
@@ -280,7 +281,7 @@ pub unsafe fn MPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newcomm: *mut MP
     runtime::with(|rt| rt.comms.get(comm).map(|_| ()))?;
     let g = crate::group::get(group)?;
     non_null(newcomm, "newcomm")?;
-    let made = runtime::with(|rt| rt.comms.create(&mut rt.engine, comm, &g.members))?;
+    let made = construct(|rt| rt.comms.create(&mut rt.engine, comm, &g.members))?;
     // SAFETY: checked non-null.
     unsafe { store_new(comm, made, newcomm) }
 }
@@ -292,7 +293,7 @@ pub unsafe fn MPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int
         return err(MPI_ERR_TAG, format!("invalid tag argument (tag={tag})"));
     }
     non_null(newcomm, "newcomm")?;
-    let made = runtime::with(|rt| rt.comms.create_group(&mut rt.engine, comm, &g.members, tag))?;
+    let made = construct(|rt| rt.comms.create_group(comm, &g.members, tag))?;
     // SAFETY: checked non-null.
     unsafe { store_new(comm, made, newcomm) }
 }
@@ -352,11 +353,9 @@ pub unsafe fn MPI_Intercomm_create(
         return err(MPI_ERR_TAG, format!("invalid tag argument (tag={tag})"));
     }
     non_null(newintercomm, "newintercomm")?;
-    let h = runtime::with(|rt| {
-        rt.comms.intercomm_create(&mut rt.engine, local_comm, local_leader, peer_comm, remote_leader, tag)
-    })?;
+    let made = construct(|rt| rt.comms.intercomm_create(local_comm, local_leader, peer_comm, remote_leader, tag))?;
     // SAFETY: checked non-null.
-    unsafe { store_new(local_comm, Some(h), newintercomm) }
+    unsafe { store_new(local_comm, made, newintercomm) }
 }
 
 /// Reads the string tag of the group-based constructors.
@@ -405,17 +404,13 @@ pub unsafe fn MPI_Intercomm_create_from_groups(
     let hints = comm_hints(info)?;
     let eh = check_new_errhandler(errhandler)?;
     non_null(newintercomm, "newintercomm")?;
-    let h = runtime::with(|rt| {
-        let h = rt.comms.intercomm_create_from_groups(
-            &mut rt.engine,
-            &local.members,
-            local_leader,
-            &remote.members,
-            remote_leader,
-            &tag,
-        )?;
+    let h = construct(|rt| {
+        rt.comms.intercomm_create_from_groups(&local.members, local_leader, &remote.members, remote_leader, &tag)
+    })?
+    .expect("the caller is a member of local_group");
+    runtime::with(|rt| {
         rt.comms.get_mut(h)?.hints = hints;
-        Ok(h)
+        Ok(())
     })?;
     if let Some(eh) = eh {
         crate::errhandler::set_comm_errhandler(h, eh);
@@ -428,9 +423,9 @@ pub unsafe fn MPI_Intercomm_create_from_groups(
 pub unsafe fn MPI_Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm: *mut MPI_Comm) -> MpiResult {
     runtime::with(|rt| rt.comms.get(intercomm).map(|_| ()))?;
     non_null(newintracomm, "newintracomm")?;
-    let h = runtime::with(|rt| rt.comms.intercomm_merge(&mut rt.engine, intercomm, high != 0))?;
+    let made = construct(|rt| rt.comms.intercomm_merge(&mut rt.engine, intercomm, high != 0))?;
     // SAFETY: checked non-null.
-    unsafe { store_new(intercomm, Some(h), newintracomm) }
+    unsafe { store_new(intercomm, made, newintracomm) }
 }
 
 pub unsafe fn MPI_Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> MpiResult {

@@ -73,43 +73,45 @@ unsafe fn neighbor_coll(
     comm: MPI_Comm,
     mode: Mode,
 ) -> MpiResult {
-    runtime::with(|rt| {
-        let c = rt.comms.get(comm)?;
-        match sends {
-            Sends::Same(count, dt) => check_uniform(Spread::Uniform(count), Types::One(dt), "sendcount")?,
-            Sends::Each(spread, types) => check_uniform(spread, types, "sendcount")?,
-        }
-        check_uniform(recv, recvtypes, "recvcount")?;
-        let nb = Neighbors::of(c)?;
-        check_not_in_place(sendbuf, "sendbuf")?;
-        check_not_in_place(recvbuf, "recvbuf")?;
-        let send_blocks = match sends {
-            Sends::Same(count, dt) => {
-                // SAFETY: a uniform spread reads no array.
-                let one = unsafe { alltoall_blocks(Spread::Uniform(count), Types::One(dt), 1, "sendcount")? };
-                vec![one[0].clone(); nb.outdegree()]
+    super::coll::in_mode(mode, |mode| {
+        runtime::with(|rt| {
+            let c = rt.comms.get(comm)?;
+            match sends {
+                Sends::Same(count, dt) => check_uniform(Spread::Uniform(count), Types::One(dt), "sendcount")?,
+                Sends::Each(spread, types) => check_uniform(spread, types, "sendcount")?,
             }
-            // SAFETY: the caller's arrays of outdegree elements.
-            Sends::Each(spread, types) => unsafe { blocks(spread, types, nb.outdegree(), "sendcounts")? },
-        };
-        // SAFETY: the caller's arrays of indegree elements.
-        let recv_blocks = unsafe { blocks(recv, recvtypes, nb.indegree(), "recvcounts")? };
-        let (send, recv) = (Region::new(sendbuf, &send_blocks), Region::new(recvbuf, &recv_blocks));
-        send.check_not_null("sendbuf")?;
-        recv.check_not_null("recvbuf")?;
-        let (send, recv) = (Some(send), Some(recv));
-        let mut g = Group::new(&mut rt.engine, c);
-        if let Mode::Blocking = mode {
-            // SAFETY: the caller's buffers, valid for this call.
-            let (send, recv) = unsafe { borrow_pair(send, recv) };
-            return neighbor::exchange(&mut g, &nb, send.expect("send buffer"), recv.expect("receive buffer"));
-        }
-        // SAFETY: the caller's buffers, valid while the operation (or persistent request) lasts.
-        let (send, recv) = unsafe { keep_pair(send, recv) };
-        let send = send.expect("send buffer");
-        schedule(&mut g, comm, mode, None, recv, move |s| {
-            let outgoing = (0..send.blocks.len()).map(|i| send.pack(i)).collect();
-            neighbor::schedule(s, &nb, outgoing)
+            check_uniform(recv, recvtypes, "recvcount")?;
+            let nb = Neighbors::of(c)?;
+            check_not_in_place(sendbuf, "sendbuf")?;
+            check_not_in_place(recvbuf, "recvbuf")?;
+            let send_blocks = match sends {
+                Sends::Same(count, dt) => {
+                    // SAFETY: a uniform spread reads no array.
+                    let one = unsafe { alltoall_blocks(Spread::Uniform(count), Types::One(dt), 1, "sendcount")? };
+                    vec![one[0].clone(); nb.outdegree()]
+                }
+                // SAFETY: the caller's arrays of outdegree elements.
+                Sends::Each(spread, types) => unsafe { blocks(spread, types, nb.outdegree(), "sendcounts")? },
+            };
+            // SAFETY: the caller's arrays of indegree elements.
+            let recv_blocks = unsafe { blocks(recv, recvtypes, nb.indegree(), "recvcounts")? };
+            let (send, recv) = (Region::new(sendbuf, &send_blocks), Region::new(recvbuf, &recv_blocks));
+            send.check_not_null("sendbuf")?;
+            recv.check_not_null("recvbuf")?;
+            let (send, recv) = (Some(send), Some(recv));
+            let mut g = Group::new(&mut rt.engine, c);
+            if let Mode::Blocking = mode {
+                // SAFETY: the caller's buffers, valid for this call.
+                let (send, recv) = unsafe { borrow_pair(send, recv) };
+                return neighbor::exchange(&mut g, &nb, send.expect("send buffer"), recv.expect("receive buffer"));
+            }
+            // SAFETY: the caller's buffers, valid while the operation (or persistent request) lasts.
+            let (send, recv) = unsafe { keep_pair(send, recv) };
+            let send = send.expect("send buffer");
+            schedule(&mut g, comm, mode, None, recv, move |s| {
+                let outgoing = (0..send.blocks.len()).map(|i| send.pack(i)).collect();
+                neighbor::schedule(s, &nb, outgoing)
+            })
         })
     })
 }

@@ -302,10 +302,37 @@ unsafe fn start_recv(
     Ok(rt.engine.irecv(env, rbuf, comm))
 }
 
-/// Waits for request `id`, collects it, and reports its status.
-fn wait_id(rt: &mut Runtime, id: u32) -> Status {
-    rt.engine.wait_until(|e| e.is_done(id));
-    rt.engine.collect(id)
+/// A blocking call: `start` (under the library) begins a request, or finishes at once
+/// (`None`: its status is the default); then waits for the request and collects it. At
+/// MPI_THREAD_MULTIPLE the wait lets other threads into the library (`runtime::blocking`).
+/// What a blocking call's first step did: finished at once (its status), or started request `id`.
+enum Started {
+    Done(Status),
+    Pending(u32),
+}
+
+fn start_and_wait(start: impl FnOnce(&mut Runtime) -> MpiResult<Started>) -> MpiResult<Status> {
+    runtime::blocking(
+        start,
+        |e, w| match w {
+            Started::Done(_) => true,
+            Started::Pending(id) => e.is_done(*id),
+        },
+        |rt, w| {
+            Ok(Some(match w {
+                Started::Done(s) => *s,
+                Started::Pending(id) => rt.engine.collect(*id),
+            }))
+        },
+    )
+}
+
+/// `start_and_wait` for a call that reports the status: writes it and returns its error.
+fn start_and_report(start: impl FnOnce(&mut Runtime) -> MpiResult<u32>, status: *mut MPI_Status) -> MpiResult {
+    let s = start_and_wait(|rt| start(rt).map(Started::Pending))?;
+    // SAFETY: status is MPI_STATUS_IGNORE or the caller's status.
+    unsafe { write_status(status, &s, false) };
+    status_result(&s)
 }
 
 fn status_result(s: &Status) -> MpiResult {
@@ -330,16 +357,13 @@ unsafe fn blocking_send(
     comm: MPI_Comm,
     mode: SendMode,
 ) -> MpiResult {
-    runtime::with(|rt| {
+    start_and_wait(|rt| {
         // SAFETY: the buffer is valid for the duration of the blocking call; start_send
         // writes an eager message at once when it can (then the request is COMPLETED_SEND).
         let id = unsafe { start_send(rt, buf, count, datatype, dest, tag, comm, mode)? };
-        if id == COMPLETED_SEND {
-            return Ok(());
-        }
-        wait_id(rt, id);
-        Ok(())
+        Ok(if id == COMPLETED_SEND { Started::Done(Status::default()) } else { Started::Pending(id) })
     })
+    .map(|_| ())
 }
 
 /// The send family: MPI_Send, MPI_Bsend, MPI_Ssend and MPI_Rsend, each blocking, nonblocking
@@ -376,25 +400,22 @@ unsafe fn blocking_recv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> MpiResult {
-    runtime::with(|rt| {
+    let s = start_and_wait(|rt| {
         // A message already at the head of its sender's ring needs no request.
         let fast = direct_args(rt, buf, count, datatype, source, tag, comm, true).and_then(|d| {
             // SAFETY: the caller's buffer holds `bytes` writable bytes during the call.
             let dst = unsafe { raw_bytes_mut(buf, d.bytes) };
             rt.engine.try_recv_eager_now(d.world, d.env, dst)
         });
-        let s = match fast {
-            Some(s) => s,
-            None => {
-                // SAFETY: the buffer is valid for the duration of the blocking call.
-                let id = unsafe { start_recv(rt, buf, count, datatype, source, tag, comm)? };
-                wait_id(rt, id)
-            }
-        };
-        // SAFETY: status is MPI_STATUS_IGNORE or the caller's status.
-        unsafe { write_status(status, &s, false) };
-        status_result(&s)
-    })
+        Ok(match fast {
+            Some(s) => Started::Done(s),
+            // SAFETY: the buffer is valid for the duration of the blocking call.
+            None => Started::Pending(unsafe { start_recv(rt, buf, count, datatype, source, tag, comm)? }),
+        })
+    })?;
+    // SAFETY: status is MPI_STATUS_IGNORE or the caller's status.
+    unsafe { write_status(status, &s, false) };
+    status_result(&s)
 }
 
 pub unsafe fn MPI_Recv_c(
@@ -695,20 +716,31 @@ pub unsafe fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> Mp
     if request.is_null() {
         return err(MPI_ERR_ARG, "invalid request pointer (NULL)");
     }
-    runtime::with(|rt| {
+    let s = runtime::blocking(
         // SAFETY: checked non-null.
-        let handle = unsafe { &mut *request };
-        let s = if *handle == MPI_REQUEST_NULL {
-            Status::empty()
-        } else {
-            let id = request_id(&rt.engine, *handle)?;
-            rt.engine.wait_until(|e| e.is_done(id));
-            collect_into(&mut rt.engine, id, handle)
-        };
-        // SAFETY: status is MPI_STATUS_IGNORE or the caller's status.
-        unsafe { write_status(status, &s, false) };
-        status_result(&s)
-    })
+        |rt| match unsafe { *request } {
+            MPI_REQUEST_NULL => Ok(None),
+            h => request_id(&rt.engine, h).map(Some),
+        },
+        |e, id| id.is_none_or(|id| e.is_done(id)),
+        |rt, id| {
+            Ok(Some(match *id {
+                None => Status::empty(),
+                // SAFETY: checked non-null.
+                Some(id) => collect_into(&mut rt.engine, id, unsafe { &mut *request }),
+            }))
+        },
+    )?;
+    // SAFETY: status is MPI_STATUS_IGNORE or the caller's status.
+    unsafe { write_status(status, &s, false) };
+    status_result(&s)
+}
+
+/// MPI_Wait on a request the library made for the caller (a blocking collective run as its
+/// schedule at MPI_THREAD_MULTIPLE); reports the status's error.
+pub(crate) fn wait_request(mut request: MPI_Request) -> MpiResult {
+    // SAFETY: a local request variable; a null status is ignored like MPI_STATUS_IGNORE.
+    unsafe { MPI_Wait(&mut request, std::ptr::null_mut()) }
 }
 
 pub unsafe fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> MpiResult {
@@ -756,9 +788,27 @@ pub unsafe fn MPI_Waitall(
 ) -> MpiResult {
     let n = check_count(count as i64)?;
     let hs = unsafe { request_array(array_of_requests, n)? };
-    runtime::with(|rt| {
-        let ids = decode_all(&rt.engine, hs)?;
-        rt.engine.wait_until(|e| ids.iter().flatten().all(|&id| e.is_done(id)));
+    let hs_ptr = hs.as_mut_ptr();
+    runtime::blocking(
+        // SAFETY (both): the caller's array of n requests (`hs`, not used otherwise meanwhile).
+        |rt| decode_all(&rt.engine, unsafe { std::slice::from_raw_parts(hs_ptr, n) }),
+        |e, ids| ids.iter().flatten().all(|&id| e.is_done(id)),
+        |rt, ids| {
+            let hs = unsafe { std::slice::from_raw_parts_mut(hs_ptr, n) };
+            waitall_finish(rt, ids, hs, array_of_statuses, n).map(Some)
+        },
+    )
+}
+
+/// MPI_Waitall once every request is done: collects them and writes the statuses.
+fn waitall_finish(
+    rt: &mut Runtime,
+    ids: &[Option<u32>],
+    hs: &mut [MPI_Request],
+    array_of_statuses: *mut MPI_Status,
+    n: usize,
+) -> MpiResult {
+    {
         // Errors are rare: only they allocate.
         let mut errors: Vec<(usize, c_int)> = Vec::new();
         for (i, id) in ids.iter().enumerate() {
@@ -778,7 +828,7 @@ pub unsafe fn MPI_Waitall(
         // SAFETY: statuses is IGNORE or an array of n.
         unsafe { set_status_errors(array_of_statuses, n, &errors) };
         err(MPI_ERR_IN_STATUS, "one or more requests failed (see the statuses)")
-    })
+    }
 }
 
 pub unsafe fn MPI_Testall(
@@ -829,14 +879,40 @@ unsafe fn any_of(
     if index.is_null() {
         return err(MPI_ERR_ARG, "invalid index pointer (NULL)");
     }
-    let hs = unsafe { request_array(array_of_requests, n)? };
-    runtime::with(|rt| {
-        let ids = decode_all(&rt.engine, hs)?;
-        let active: Vec<(usize, u32)> = ids
-            .iter()
-            .enumerate()
-            .filter_map(|(i, id)| id.filter(|&id| is_active(&rt.engine, id)).map(|id| (i, id)))
-            .collect();
+    let hs = unsafe { request_array(array_of_requests, n)? }.as_mut_ptr();
+    runtime::blocking(
+        |rt| active_requests(rt, hs, n),
+        |e, active| !block || active.is_empty() || active.iter().any(|(_, id)| e.is_complete(*id)),
+        // SAFETY: the caller's array of n requests, only used here meanwhile.
+        |rt, active| {
+            any_of_finish(rt, active, unsafe { std::slice::from_raw_parts_mut(hs, n) }, index, flag, status, block)
+                .map(Some)
+        },
+    )
+}
+
+/// The active requests of the caller's array of `n` handles at `hs`, with their indices.
+fn active_requests(rt: &mut Runtime, hs: *mut MPI_Request, n: usize) -> MpiResult<Vec<(usize, u32)>> {
+    // SAFETY: the caller's array of n requests (checked by `request_array`).
+    let ids = decode_all(&rt.engine, unsafe { std::slice::from_raw_parts(hs, n) })?;
+    Ok(ids
+        .iter()
+        .enumerate()
+        .filter_map(|(i, id)| id.filter(|&id| is_active(&rt.engine, id)).map(|id| (i, id)))
+        .collect())
+}
+
+/// Waitany/Testany once a request completed (or none is active, or not blocking).
+fn any_of_finish(
+    rt: &mut Runtime,
+    active: &[(usize, u32)],
+    hs: &mut [MPI_Request],
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+    block: bool,
+) -> MpiResult {
+    {
         let pick = |e: &Engine| active.iter().find(|(_, id)| e.is_complete(*id)).copied();
         if active.is_empty() {
             // SAFETY: index/flag/status pointers come from the caller per MPI.
@@ -849,9 +925,7 @@ unsafe fn any_of(
             }
             return Ok(());
         }
-        if block {
-            rt.engine.wait_until(|e| pick(e).is_some());
-        } else {
+        if !block {
             rt.engine.progress();
         }
         match pick(&rt.engine) {
@@ -876,7 +950,7 @@ unsafe fn any_of(
                 Ok(())
             }
         }
-    })
+    }
 }
 
 pub unsafe fn MPI_Waitany(
@@ -914,25 +988,38 @@ unsafe fn some_of(
     if outcount.is_null() || (n > 0 && array_of_indices.is_null()) {
         return err(MPI_ERR_ARG, "invalid outcount or indices pointer (NULL)");
     }
-    let hs = unsafe { request_array(array_of_requests, n)? };
-    runtime::with(|rt| {
-        let ids = decode_all(&rt.engine, hs)?;
-        let active: Vec<(usize, u32)> = ids
-            .iter()
-            .enumerate()
-            .filter_map(|(i, id)| id.filter(|&id| is_active(&rt.engine, id)).map(|id| (i, id)))
-            .collect();
+    let hs = unsafe { request_array(array_of_requests, n)? }.as_mut_ptr();
+    runtime::blocking(
+        |rt| active_requests(rt, hs, n),
+        |e, active| !block || active.is_empty() || active.iter().any(|(_, id)| e.is_complete(*id)),
+        |rt, active| {
+            // SAFETY: the caller's array of n requests, only used here meanwhile.
+            let hs = unsafe { std::slice::from_raw_parts_mut(hs, n) };
+            some_of_finish(rt, active, hs, outcount, array_of_indices, array_of_statuses, block).map(Some)
+        },
+    )
+}
+
+/// Waitsome/Testsome once a request completed (or none is active, or not blocking).
+fn some_of_finish(
+    rt: &mut Runtime,
+    active: &[(usize, u32)],
+    hs: &mut [MPI_Request],
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut MPI_Status,
+    block: bool,
+) -> MpiResult {
+    {
         if active.is_empty() {
             // SAFETY: checked non-null.
             unsafe { *outcount = MPI_UNDEFINED };
             return Ok(());
         }
-        if block {
-            rt.engine.wait_until(|e| active.iter().any(|(_, id)| e.is_complete(*id)));
-        } else {
+        if !block {
             rt.engine.progress();
         }
-        let done: Vec<(usize, u32)> = active.into_iter().filter(|(_, id)| rt.engine.is_complete(*id)).collect();
+        let done: Vec<(usize, u32)> = active.iter().copied().filter(|(_, id)| rt.engine.is_complete(*id)).collect();
         let mut any_error = false;
         let statuses: Vec<(usize, Status)> = done
             .iter()
@@ -951,7 +1038,7 @@ unsafe fn some_of(
             }
         }
         if any_error { err(MPI_ERR_IN_STATUS, "one or more requests failed (see the statuses)") } else { Ok(()) }
-    })
+    }
 }
 
 pub unsafe fn MPI_Waitsome(
@@ -1108,14 +1195,6 @@ unsafe fn start_sendrecv_replace(
     Ok(rt.engine.pair(r, s, comm))
 }
 
-/// Runs a blocking call as its nonblocking start plus a wait, reporting the status.
-fn wait_started(rt: &mut Runtime, id: u32, status: *mut MPI_Status) -> MpiResult {
-    let s = wait_id(rt, id);
-    // SAFETY: status is MPI_STATUS_IGNORE or the caller's.
-    unsafe { write_status(status, &s, false) };
-    status_result(&s)
-}
-
 /// Stores a started request's handle for the caller.
 fn return_request(id: u32, request: *mut MPI_Request) -> MpiResult {
     if request.is_null() {
@@ -1140,15 +1219,15 @@ pub unsafe fn MPI_Sendrecv_c(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> MpiResult {
-    runtime::with(|rt| {
+    start_and_report(
         // SAFETY: both buffers are valid for the duration of the blocking call.
-        let id = unsafe {
+        |rt| unsafe {
             start_sendrecv(
                 rt, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm,
-            )?
-        };
-        wait_started(rt, id, status)
-    })
+            )
+        },
+        status,
+    )
 }
 
 pub unsafe fn MPI_Sendrecv_replace_c(
@@ -1162,11 +1241,11 @@ pub unsafe fn MPI_Sendrecv_replace_c(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> MpiResult {
-    runtime::with(|rt| {
+    start_and_report(
         // SAFETY: the buffer is valid for the duration of the blocking call.
-        let id = unsafe { start_sendrecv_replace(rt, buf, count, datatype, dest, sendtag, source, recvtag, comm)? };
-        wait_started(rt, id, status)
-    })
+        |rt| unsafe { start_sendrecv_replace(rt, buf, count, datatype, dest, sendtag, source, recvtag, comm) },
+        status,
+    )
 }
 
 // ----- probe and matched probe -----
@@ -1199,19 +1278,21 @@ pub unsafe fn MPI_Iprobe(
 }
 
 pub unsafe fn MPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> MpiResult {
-    runtime::with(|rt| {
-        let (peer, env, _, _) = recv_args(rt, 0, MPI_BYTE, source, tag, comm)?;
-        let s = match peer {
-            Peer::Null => Status::proc_null(),
-            _ => {
-                rt.engine.wait_until(|e| e.has_unexpected_for(&env));
-                rt.engine.iprobe(env).expect("a queued message vanished")
-            }
-        };
-        // SAFETY: status per MPI.
-        unsafe { write_status(status, &s, false) };
-        Ok(())
-    })
+    let s = runtime::blocking(
+        |rt| probe_args(rt, source, tag, comm),
+        |e, env| env.is_none_or(|env| e.has_unexpected_for(&env)),
+        // Another thread may have received the message meanwhile: then wait again.
+        |rt, env| Ok(env.map_or(Some(Status::proc_null()), |env| rt.engine.iprobe(env))),
+    )?;
+    // SAFETY: status per MPI.
+    unsafe { write_status(status, &s, false) };
+    Ok(())
+}
+
+/// The envelope a probe looks for; `None` for MPI_PROC_NULL.
+fn probe_args(rt: &mut Runtime, source: c_int, tag: c_int, comm: MPI_Comm) -> MpiResult<Option<Envelope>> {
+    let (peer, env, _, _) = recv_args(rt, 0, MPI_BYTE, source, tag, comm)?;
+    Ok((!matches!(peer, Peer::Null)).then_some(env))
 }
 
 /// Turns a message taken by mprobe into a message handle (a request holding it).
@@ -1237,23 +1318,24 @@ unsafe fn mprobe(
     if message.is_null() {
         return err(MPI_ERR_ARG, "invalid message pointer (NULL)");
     }
-    runtime::with(|rt| {
-        let (peer, env, _, _) = recv_args(rt, 0, MPI_BYTE, source, tag, comm)?;
-        let (h, s) = match peer {
-            Peer::Null => (Some(MPI_MESSAGE_NO_PROC), Status::proc_null()),
-            _ => {
-                if block {
-                    rt.engine.wait_until(|e| e.has_unexpected_for(&env));
+    let (h, s) = runtime::blocking(
+        |rt| probe_args(rt, source, tag, comm),
+        |e, env| !block || env.is_none_or(|env| e.has_unexpected_for(&env)),
+        // The message is taken under the lock, so exactly one thread gets it; when another
+        // thread took it meanwhile, a blocking mprobe waits again.
+        |rt, env| {
+            let Some(env) = *env else { return Ok(Some((Some(MPI_MESSAGE_NO_PROC), Status::proc_null()))) };
+            Ok(match rt.engine.improbe(env) {
+                Some(m) => {
+                    let s = probe_status(&m);
+                    Some((Some(message_handle(rt, m, comm)), s))
                 }
-                match rt.engine.improbe(env) {
-                    Some(m) => {
-                        let s = probe_status(&m);
-                        (Some(message_handle(rt, m, comm)), s)
-                    }
-                    None => (None, Status::default()),
-                }
-            }
-        };
+                None if block => None,
+                None => Some((None, Status::default())),
+            })
+        },
+    )?;
+    {
         // SAFETY: pointers checked or per MPI.
         unsafe {
             if !flag.is_null() {
@@ -1265,7 +1347,7 @@ unsafe fn mprobe(
             }
         }
         Ok(())
-    })
+    }
 }
 
 pub unsafe fn MPI_Mprobe(
@@ -1334,14 +1416,11 @@ unsafe fn mrecv(
     if message.is_null() {
         return err(MPI_ERR_ARG, "invalid message pointer (NULL)");
     }
-    runtime::with(|rt| {
+    start_and_report(
         // SAFETY: message checked non-null; the buffer is valid during the blocking call.
-        let id = unsafe { start_mrecv(rt, buf, count, datatype, &mut *message)? };
-        let s = wait_id(rt, id);
-        // SAFETY: status per MPI.
-        unsafe { write_status(status, &s, false) };
-        status_result(&s)
-    })
+        |rt| unsafe { start_mrecv(rt, buf, count, datatype, &mut *message) },
+        status,
+    )
 }
 
 pub unsafe fn MPI_Mrecv_c(
@@ -1523,14 +1602,17 @@ unsafe fn buffer_detach(buffer_addr: *mut c_void) -> MpiResult<usize> {
     if buffer_addr.is_null() {
         return err(MPI_ERR_ARG, "invalid buffer address pointer (NULL)");
     }
-    runtime::with(|rt| {
-        rt.engine.wait_until(|e| e.bsend_used == 0);
-        let (addr, size) = BSEND_BUFFER.lock().unwrap().take().unwrap_or((0, 0));
-        rt.engine.bsend_capacity = 0;
-        // SAFETY: buffer_addr points at a `void *` (MPI passes the address of the pointer).
-        unsafe { *(buffer_addr as *mut *mut c_void) = addr as *mut c_void };
-        Ok(size)
-    })
+    runtime::blocking(
+        |_| Ok(()),
+        |e, _| e.bsend_used == 0,
+        |rt, _| {
+            let (addr, size) = BSEND_BUFFER.lock().unwrap().take().unwrap_or((0, 0));
+            rt.engine.bsend_capacity = 0;
+            // SAFETY: buffer_addr points at a `void *` (MPI passes the address of the pointer).
+            unsafe { *(buffer_addr as *mut *mut c_void) = addr as *mut c_void };
+            Ok(Some(size))
+        },
+    )
 }
 
 pub unsafe fn MPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> MpiResult {

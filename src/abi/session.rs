@@ -207,10 +207,11 @@ pub unsafe fn MPI_Comm_create_from_group(
     if newcomm.is_null() {
         return err(MPI_ERR_ARG, "null pointer in argument newcomm");
     }
-    let h = runtime::with(|rt| {
-        let h = rt.comms.create_from_group(&mut rt.engine, &g.members, &tag)?;
+    let h = crate::comm::construct(|rt| rt.comms.create_from_group(&g.members, &tag))?
+        .expect("the caller is a member of the group");
+    runtime::with(|rt| {
         rt.comms.get_mut(h)?.hints = hints;
-        Ok(h)
+        Ok(())
     })?;
     if errhandler != MPI_ERRHANDLER_NULL {
         errhandler::set_comm_errhandler(h, errhandler);

@@ -5,6 +5,8 @@ use oxmpi::config::{TUNABLES, Tunable};
 
 fn main() {
     println!("oxmpi {}", env!("CARGO_PKG_VERSION"));
+    // MPI_Init_thread provides the level asked for, up to this one.
+    println!("thread support: MPI_THREAD_MULTIPLE");
     println!("tunables:");
     for Tunable { name, default, what } in TUNABLES {
         match std::env::var(name) {

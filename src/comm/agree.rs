@@ -209,6 +209,11 @@ impl Agreement {
         e.irecv(Envelope { ctx, src, tag }, RecvBuf::owned(bytes), MPI_COMM_NULL)
     }
 
+    /// `advance`, with every participant's record once over (see `run_with_records`).
+    pub fn advance_with_records(&mut self, e: &mut Engine) -> MpiResult<Option<(Agreed, Vec<u8>)>> {
+        Ok(self.advance(e)?.map(|done| (done, std::mem::take(&mut self.records))))
+    }
+
     /// Runs what can run now; the outcome once the agreement is over.
     pub fn advance(&mut self, e: &mut Engine) -> MpiResult<Option<Agreed>> {
         self.step(e).inspect_err(|_| self.pool.borrow_mut().finish(self.key))
@@ -254,11 +259,7 @@ impl Agreement {
                             let req = self.recv(e, s.ctx, s.their_src, s.tag, out.len() * 8);
                             self.state = State::Swap { req, acc };
                         }
-                        None => {
-                            if let Some(done) = self.conclude_leader(e, acc, 0)? {
-                                return Ok(Some(done));
-                            }
-                        }
+                        None => return self.conclude_leader(e, acc, 0),
                     }
                 }
                 State::Swap { req, mut acc } => {
@@ -269,9 +270,7 @@ impl Agreement {
                     let theirs = mask_from(&take_recv(e, req)?);
                     let extra = theirs[theirs.len() - 1];
                     acc.iter_mut().zip(theirs).for_each(|(a, t)| *a &= t);
-                    if let Some(done) = self.conclude_leader(e, acc, extra)? {
-                        return Ok(Some(done));
-                    }
+                    return self.conclude_leader(e, acc, extra);
                 }
                 State::Reply { req } => {
                     if !e.is_complete(req) {
@@ -283,9 +282,7 @@ impl Agreement {
                     self.records = bytes.split_off(words * 8);
                     let mut out = mask_from(&bytes);
                     let extra = out.pop().unwrap_or(0);
-                    if let Some(done) = self.conclude(out, extra)? {
-                        return Ok(Some(done));
-                    }
+                    return self.conclude(out, extra);
                 }
                 State::Done => unreachable!("an agreement advanced after its end"),
             }
@@ -303,8 +300,10 @@ impl Agreement {
         self.conclude(acc, extra)
     }
 
-    /// The end of an attempt: the agreed pair, or another attempt (state Start), or the
-    /// error of exhausted context ids.
+    /// The end of an attempt: the agreed pair, or another attempt (state Start, begun at the
+    /// next advance: the caller lets progress run first, which the agreements holding the
+    /// mask need; an agreement of one process, which waits for nothing, would otherwise
+    /// retry forever here while they never move), or the error of exhausted context ids.
     fn conclude(&mut self, acc: Vec<u64>, extra: u64) -> MpiResult<Option<Agreed>> {
         let n = acc.len() - 1;
         let mut pool = self.pool.borrow_mut();
@@ -329,7 +328,7 @@ impl Agreement {
     }
 
     /// The receives the current step waits for.
-    fn waiting_on(&self) -> &[u32] {
+    pub fn waiting_on(&self) -> &[u32] {
         match &self.state {
             State::Gather { reqs, .. } => reqs,
             State::Swap { req, .. } | State::Reply { req } => std::slice::from_ref(req),
@@ -346,8 +345,8 @@ impl Agreement {
     /// attempt), in the order of the participants.
     pub fn run_with_records(mut self, e: &mut Engine) -> MpiResult<(Agreed, Vec<u8>)> {
         loop {
-            if let Some(done) = self.advance(e)? {
-                return Ok((done, std::mem::take(&mut self.records)));
+            if let Some(done) = self.advance_with_records(e)? {
+                return Ok(done);
             }
             // Progress at least once: an attempt that failed at once (alone, say) must let
             // the agreements holding the mask move on.
@@ -373,6 +372,24 @@ fn take_recv(e: &mut Engine, req: u32) -> MpiResult<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_agreement_of_one_that_cannot_get_the_mask_returns_between_attempts() {
+        let pool = Rc::new(RefCell::new(ContextPool::new(256)));
+        // A lower agreement (an MPI_Comm_idup in flight) retrying with the whole mask.
+        let low = (0, 0, 0);
+        pool.borrow_mut().contribute(low, true);
+        pool.borrow_mut().release(low);
+        pool.borrow_mut().contribute(low, false);
+        let mut e = Engine::new(0, 1, None);
+        let mut alone = Agreement::new(pool.clone(), 2, 1, vec![(0, 0)], 0, None, (5, 0, 0));
+        for _ in 0..3 {
+            assert!(alone.advance(&mut e).unwrap().is_none(), "the mask is held by the lower agreement");
+        }
+        pool.borrow_mut().finish(low);
+        let agreed = (0..3).find_map(|_| alone.advance(&mut e).unwrap());
+        assert!(agreed.is_some(), "once the mask is free the agreement ends");
+    }
 
     #[test]
     fn contributions_never_overlap() {

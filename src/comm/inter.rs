@@ -89,6 +89,141 @@ fn around_leader(
     }
 }
 
+/// The bytes of a completed library receive (frees the request).
+fn received(engine: &mut Engine, req: u32) -> Vec<u8> {
+    match engine.reqs.remove(req) {
+        Some(crate::p2p::request::Request { op: crate::p2p::request::Op::Recv { buf, .. }, status, .. }) => {
+            let mut v = buf.into_owned();
+            v.truncate(status.bytes);
+            v
+        }
+        _ => unreachable!("a library receive vanished"),
+    }
+}
+
+/// Starts a library send that completes on its own.
+fn post_send(engine: &mut Engine, dst: usize, env: Envelope, data: Vec<u8>) {
+    let req = engine.isend(dst, env, SendBuf::owned(data), SendMode::Standard, MPI_COMM_NULL);
+    engine.free_request(req);
+}
+
+/// MPI_Intercomm_create's exchange of the groups, advanced step by step (so that at
+/// MPI_THREAD_MULTIPLE the library is released while it waits): the members report to their
+/// leader, the leaders swap their groups over the peer communicator (sizes first), and each
+/// leader sends the remote leader's world rank and the remote group to its members.
+pub struct GroupSwap {
+    ctx: u32,
+    rank: usize,
+    leader: usize,
+    members: Vec<usize>,
+    /// At the leader: the remote leader's world rank, the envelope of the swap, and the
+    /// remote leader's rank in the peer communicator.
+    link: Option<(usize, Envelope, i32)>,
+    state: SwapState,
+}
+
+enum SwapState {
+    Start,
+    Gather(Vec<u32>),
+    Header(u32),
+    Members(u32, u64),
+    Length(u32),
+    Data(u32),
+    Done,
+}
+
+impl GroupSwap {
+    /// The receive the current step waits for.
+    pub(super) fn waiting_on(&self) -> Option<u32> {
+        match &self.state {
+            SwapState::Gather(reqs) => reqs.first().copied(),
+            SwapState::Header(r) | SwapState::Members(r, _) | SwapState::Length(r) | SwapState::Data(r) => Some(*r),
+            SwapState::Start | SwapState::Done => None,
+        }
+    }
+
+    /// Runs what can run now; the outcome (remote leader's world rank, then the remote
+    /// group's, as `u64`s) once over.
+    pub(super) fn advance(&mut self, e: &mut Engine) -> Option<Vec<u8>> {
+        loop {
+            match std::mem::replace(&mut self.state, SwapState::Done) {
+                SwapState::Start if self.rank == self.leader => {
+                    let reqs = (0..self.members.len())
+                        .filter(|&r| r != self.leader)
+                        .map(|r| {
+                            let env = Envelope { ctx: self.ctx, src: r as i32, tag: TAG_INTER_GATHER };
+                            e.irecv(env, RecvBuf::owned(0), MPI_COMM_NULL)
+                        })
+                        .collect();
+                    self.state = SwapState::Gather(reqs);
+                }
+                SwapState::Start => {
+                    let env = Envelope { ctx: self.ctx, src: self.rank as i32, tag: TAG_INTER_GATHER };
+                    post_send(e, self.members[self.leader], env, Vec::new());
+                    let env = Envelope { ctx: self.ctx, src: self.leader as i32, tag: TAG_INTER_BCAST };
+                    self.state = SwapState::Length(e.irecv(env, RecvBuf::owned(8), MPI_COMM_NULL));
+                }
+                SwapState::Gather(mut reqs) => {
+                    reqs.retain(|&r| !e.is_complete(r) || e.reqs.remove(r).is_none());
+                    if !reqs.is_empty() {
+                        self.state = SwapState::Gather(reqs);
+                        return None;
+                    }
+                    let (dst, env, src) = self.link.expect("the leader has the peer link");
+                    let header = [self.members.len() as u64, self.members[self.leader] as u64];
+                    post_send(e, dst, env, u64s(&header));
+                    let r = e.irecv(Envelope { src, ..env }, RecvBuf::owned(16), MPI_COMM_NULL);
+                    self.state = SwapState::Header(r);
+                }
+                SwapState::Header(r) => {
+                    if !e.is_complete(r) {
+                        self.state = SwapState::Header(r);
+                        return None;
+                    }
+                    let header = from_u64s(&received(e, r));
+                    let (dst, env, src) = self.link.expect("the leader has the peer link");
+                    let ours: Vec<u64> = self.members.iter().map(|&w| w as u64).collect();
+                    post_send(e, dst, env, u64s(&ours));
+                    let r = e.irecv(Envelope { src, ..env }, RecvBuf::owned(header[0] as usize * 8), MPI_COMM_NULL);
+                    self.state = SwapState::Members(r, header[1]);
+                }
+                SwapState::Members(r, their_leader) => {
+                    if !e.is_complete(r) {
+                        self.state = SwapState::Members(r, their_leader);
+                        return None;
+                    }
+                    let mut out = u64s(&[their_leader]);
+                    out.extend(received(e, r));
+                    let env = Envelope { ctx: self.ctx, src: self.leader as i32, tag: TAG_INTER_BCAST };
+                    for (r, &w) in self.members.iter().enumerate().filter(|&(r, _)| r != self.leader) {
+                        let _ = r;
+                        post_send(e, w, env, (out.len() as u64).to_ne_bytes().to_vec());
+                        post_send(e, w, env, out.clone());
+                    }
+                    return Some(out);
+                }
+                SwapState::Length(r) => {
+                    if !e.is_complete(r) {
+                        self.state = SwapState::Length(r);
+                        return None;
+                    }
+                    let len = u64::from_ne_bytes(received(e, r)[..8].try_into().unwrap()) as usize;
+                    let env = Envelope { ctx: self.ctx, src: self.leader as i32, tag: TAG_INTER_BCAST };
+                    self.state = SwapState::Data(e.irecv(env, RecvBuf::owned(len), MPI_COMM_NULL));
+                }
+                SwapState::Data(r) => {
+                    if !e.is_complete(r) {
+                        self.state = SwapState::Data(r);
+                        return None;
+                    }
+                    return Some(received(e, r));
+                }
+                SwapState::Done => unreachable!("a group swap advanced after its end"),
+            }
+        }
+    }
+}
+
 /// Members (by rank of `members`) with color `color` in `table`, ordered by key then rank.
 fn with_color(table: &[(i32, i32)], members: &[usize], color: i32) -> Vec<usize> {
     let mut same: Vec<usize> = (0..table.len()).filter(|&r| table[r].0 == color).collect();
@@ -101,13 +236,12 @@ impl Comms {
     /// `remote_leader` of `peer` with `tag`).
     pub fn intercomm_create(
         &mut self,
-        engine: &mut Engine,
         local: MPI_Comm,
         local_leader: i32,
         peer: MPI_Comm,
         remote_leader: i32,
         tag: i32,
-    ) -> MpiResult<MPI_Comm> {
+    ) -> MpiResult<Construction> {
         let l = self.get(local)?;
         l.check_intra("MPI_Intercomm_create's local_comm")?;
         if local_leader < 0 || local_leader as usize >= l.size() {
@@ -135,40 +269,38 @@ impl Comms {
         } else {
             None
         };
-        // The leaders swap their groups (leader first), and tell their groups.
-        let out = around_leader(engine, ctx, rank, leader, &members, Vec::new(), |engine, _| {
-            let (dst, pctx, psrc) = peer_info.unwrap();
-            let env = Envelope { ctx: pctx, src: psrc, tag: leader_tag(tag) };
-            let mut ours = vec![members.len() as u64, members[leader] as u64];
-            ours.extend(members.iter().map(|&w| w as u64));
-            let header = from_u64s(&swap(engine, dst, env, u64s(&ours[..2]), remote_leader, 16));
-            let theirs = swap(engine, dst, env, u64s(&ours[2..]), remote_leader, header[0] as usize * 8);
-            let mut out = vec![header[1]];
-            out.extend(from_u64s(&theirs));
-            u64s(&out)
-        });
-        let out = from_u64s(&out);
-        let (remote_leader_world, remote) = (out[0] as usize, out[1..].iter().map(|&w| w as usize).collect());
-        let key = (u32::MAX, members[leader].min(remote_leader_world) as u64, tag as u64);
-        let leader_swap = peer_info.map(|(their_world, pctx, psrc)| LeaderSwap {
-            ctx: pctx,
-            tag: leader_tag(tag),
-            my_src: psrc,
-            their_src: remote_leader,
-            their_world,
-            extra: 0,
-        });
-        // The agreement's gather runs on the local communicator's internal context (a tag
-        // of its collective sequence), its leader swap on the peer communicator's.
-        let l = self.get(local)?;
-        let atag = next_coll_tag(engine, l);
-        let mut parts = by_rank(&members);
-        parts.swap(0, leader);
-        let me = parts.iter().position(|&(r, _)| r as usize == rank).unwrap();
-        let (pair, _) = Agreement::new(self.pool.clone(), ctx, atag, parts, me, leader_swap, key).run(engine)?;
-        let mut comm = Comm::new((pair * 2) as u32, rank, members);
-        comm.remote = Some(remote);
-        Ok(self.install(comm))
+        // The leaders swap their groups (leader first), and tell their groups; then the
+        // agreement on the context.
+        let link = peer_info
+            .map(|(dst, pctx, psrc)| (dst, Envelope { ctx: pctx, src: psrc, tag: leader_tag(tag) }, remote_leader));
+        let exchange = GroupSwap { ctx, rank, leader, members: members.clone(), link, state: SwapState::Start };
+        let then = move |comms: &mut Comms, engine: &mut Engine, out: Vec<u8>| {
+            let out = from_u64s(&out);
+            let (remote_leader_world, remote) = (out[0] as usize, out[1..].iter().map(|&w| w as usize).collect());
+            let key = (u32::MAX, members[leader].min(remote_leader_world) as u64, tag as u64);
+            let leader_swap = peer_info.map(|(their_world, pctx, psrc)| LeaderSwap {
+                ctx: pctx,
+                tag: leader_tag(tag),
+                my_src: psrc,
+                their_src: remote_leader,
+                their_world,
+                extra: 0,
+            });
+            // The agreement's gather runs on the local communicator's internal context (a tag
+            // of its collective sequence), its leader swap on the peer communicator's.
+            let l = comms.get(local)?;
+            let atag = next_coll_tag(engine, l);
+            let mut parts = by_rank(&members);
+            parts.swap(0, leader);
+            let me = parts.iter().position(|&(r, _)| r as usize == rank).unwrap();
+            let agreement = Agreement::new(comms.pool.clone(), ctx, atag, parts, me, leader_swap, key);
+            Construction::agreeing(agreement, move |comms, (pair, _), _| {
+                let mut comm = Comm::new((pair * 2) as u32, rank, members);
+                comm.remote = Some(remote);
+                Ok(Some(comms.install(comm)))
+            })
+        };
+        Ok(Construction::Exchanging(exchange, Box::new(then)))
     }
 
     /// MPI_Intercomm_create_from_groups: `local_group` (world ranks, this process among
@@ -176,13 +308,12 @@ impl Comms {
     /// told apart from other creations by `stringtag`.
     pub fn intercomm_create_from_groups(
         &mut self,
-        engine: &mut Engine,
         local_group: &[usize],
         local_leader: usize,
         remote_group: &[usize],
         remote_leader: usize,
         stringtag: &str,
-    ) -> MpiResult<MPI_Comm> {
+    ) -> MpiResult<Construction> {
         let me = crate::runtime::world_rank().map_or(0, |r| r as usize);
         let Some(rank) = local_group.iter().position(|&w| w == me) else {
             return err(MPI_ERR_GROUP, "the calling process is not a member of local_group");
@@ -204,34 +335,39 @@ impl Comms {
             extra: 0,
         });
         let key = (GROUP_CTX, lw.min(rw) as u64, (3 << 40) | tag as u64);
-        let (pair, _) = Agreement::new(self.pool.clone(), GROUP_CTX, tag, parts, me, leader_swap, key).run(engine)?;
-        let mut comm = Comm::new((pair * 2) as u32, rank, local_group.to_vec());
-        comm.remote = Some(remote_group.to_vec());
-        Ok(self.install(comm))
+        let agreement = Agreement::new(self.pool.clone(), GROUP_CTX, tag, parts, me, leader_swap, key);
+        let (local_group, remote_group) = (local_group.to_vec(), remote_group.to_vec());
+        Construction::agreeing(agreement, move |comms, (pair, _), _| {
+            let mut comm = Comm::new((pair * 2) as u32, rank, local_group);
+            comm.remote = Some(remote_group);
+            Ok(Some(comms.install(comm)))
+        })
     }
 
     /// MPI_Intercomm_merge: the group that passed `high` false comes first; when both pass
     /// the same, the group whose leader has the lower world rank.
-    pub fn intercomm_merge(&mut self, engine: &mut Engine, inter: MPI_Comm, high: bool) -> MpiResult<MPI_Comm> {
+    pub fn intercomm_merge(&mut self, engine: &mut Engine, inter: MPI_Comm, high: bool) -> MpiResult<Construction> {
         let c = self.get(inter)?;
         if !c.is_inter() {
             return err(MPI_ERR_COMM, format!("communicator 0x{:08x} is not an intercommunicator", inter as u32));
         }
-        let (pair, remote_high) = self.agreement_over(engine, c, high as u64).run(engine)?;
-        let c = self.get(inter)?;
-        let remote = c.remote.clone().unwrap();
-        let local_first = if high != (remote_high != 0) { !high } else { c.members[0] < remote[0] };
-        let mut members = Vec::with_capacity(c.members.len() + remote.len());
-        let rank = if local_first {
-            members.extend(&c.members);
-            members.extend(&remote);
-            c.rank
-        } else {
-            members.extend(&remote);
-            members.extend(&c.members);
-            remote.len() + c.rank
-        };
-        Ok(self.install_new(pair, rank, members))
+        let agreement = self.agreement_over(engine, c, high as u64);
+        Construction::agreeing(agreement, move |comms, (pair, remote_high), _| {
+            let c = comms.get(inter)?;
+            let remote = c.remote.clone().unwrap();
+            let local_first = if high != (remote_high != 0) { !high } else { c.members[0] < remote[0] };
+            let mut members = Vec::with_capacity(c.members.len() + remote.len());
+            let rank = if local_first {
+                members.extend(&c.members);
+                members.extend(&remote);
+                c.rank
+            } else {
+                members.extend(&remote);
+                members.extend(&c.members);
+                remote.len() + c.rank
+            };
+            Ok(Some(comms.install_new(pair, rank, members)))
+        })
     }
 
     /// MPI_Comm_split over an intercommunicator: the (color, key) of every member of both

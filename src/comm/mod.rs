@@ -180,6 +180,93 @@ fn by_world(members: &[usize]) -> Vec<(i32, usize)> {
     members.iter().map(|&w| (w as i32, w)).collect()
 }
 
+/// What finishes a construction once its agreement is over: the pair agreed on and every
+/// participant's record.
+type Finish = Box<dyn FnOnce(&mut Comms, agree::Agreed, Vec<u8>) -> MpiResult<Option<MPI_Comm>>>;
+
+/// What follows a leader exchange: the construction's next step, given the exchange's outcome.
+type AfterExchange = Box<dyn FnOnce(&mut Comms, &mut Engine, Vec<u8>) -> MpiResult<Construction>>;
+
+/// A blocking communicator constructor, started: done already, or waiting for its context-id
+/// agreement. Below MPI_THREAD_MULTIPLE `run` drives the agreement to its end at once; at
+/// MULTIPLE `construct` polls it with the library released between polls, so threads
+/// building communicators from different parents in different orders do not deadlock.
+pub enum Construction {
+    Done(Option<MPI_Comm>),
+    Agreeing(Agreement, Finish),
+    /// MPI_Intercomm_create's exchange of the groups, before its agreement.
+    Exchanging(inter::GroupSwap, AfterExchange),
+}
+
+impl Construction {
+    fn agreeing(
+        agreement: Agreement,
+        finish: impl FnOnce(&mut Comms, agree::Agreed, Vec<u8>) -> MpiResult<Option<MPI_Comm>> + 'static,
+    ) -> MpiResult<Construction> {
+        Ok(Construction::Agreeing(agreement, Box::new(finish)))
+    }
+
+    /// Runs the construction to its end, holding the library.
+    pub fn run(self, comms: &mut Comms, engine: &mut Engine) -> MpiResult<Option<MPI_Comm>> {
+        match self {
+            Construction::Done(made) => Ok(made),
+            Construction::Agreeing(agreement, finish) => {
+                let (agreed, records) = agreement.run_with_records(engine)?;
+                finish(comms, agreed, records)
+            }
+            Construction::Exchanging(mut exchange, then) => loop {
+                if let Some(out) = exchange.advance(engine) {
+                    return then(comms, engine, out)?.run(comms, engine);
+                }
+                let req = exchange.waiting_on();
+                engine.wait_until(|e| req.is_none_or(|r| e.is_complete(r)));
+            },
+        }
+    }
+
+    /// Whether a poll may get further (the agreement's receives are complete).
+    fn ready(&self, e: &Engine) -> bool {
+        match self {
+            Construction::Agreeing(agreement, _) => agreement.waiting_on().iter().all(|&r| e.is_complete(r)),
+            Construction::Exchanging(exchange, _) => exchange.waiting_on().is_none_or(|r| e.is_complete(r)),
+            Construction::Done(_) => true,
+        }
+    }
+
+    /// Advances the agreement; the new communicator once over.
+    fn poll(&mut self, comms: &mut Comms, engine: &mut Engine) -> MpiResult<Option<Option<MPI_Comm>>> {
+        let agreement = match self {
+            Construction::Done(made) => return Ok(Some(*made)),
+            Construction::Agreeing(agreement, _) => agreement,
+            Construction::Exchanging(exchange, _) => {
+                if let Some(out) = exchange.advance(engine) {
+                    let Construction::Exchanging(_, then) = std::mem::replace(self, Construction::Done(None)) else {
+                        unreachable!()
+                    };
+                    *self = then(comms, engine, out)?;
+                }
+                return Ok(None);
+            }
+        };
+        let Some((agreed, records)) = agreement.advance_with_records(engine)? else {
+            // As in `Agreement::run_with_records`: progress at least once per attempt.
+            engine.progress();
+            return Ok(None);
+        };
+        let Construction::Agreeing(_, finish) = std::mem::replace(self, Construction::Done(None)) else {
+            unreachable!()
+        };
+        finish(comms, agreed, records).map(Some)
+    }
+}
+
+/// Runs a blocking communicator constructor that `start` begins (see `Construction`).
+pub fn construct(
+    start: impl FnOnce(&mut crate::runtime::Runtime) -> MpiResult<Construction>,
+) -> MpiResult<Option<MPI_Comm>> {
+    crate::runtime::blocking(start, |e, c| c.ready(e), |rt, c| c.poll(&mut rt.comms, &mut rt.engine))
+}
+
 /// The agreement of MPI_Comm_idup, run as a request by the progress engine.
 struct IdupTask {
     agreement: Agreement,
@@ -276,11 +363,12 @@ impl Comms {
     /// MPI_Comm_dup: a communicator with the same members and a new context, agreed on by all
     /// members (collective over `parent`). Attributes are not copied here (their copy
     /// callbacks run outside the runtime); hints are.
-    pub fn dup(&mut self, engine: &mut Engine, parent: MPI_Comm) -> MpiResult<MPI_Comm> {
+    pub fn dup(&mut self, engine: &mut Engine, parent: MPI_Comm) -> MpiResult<Construction> {
         let agreement = self.agreement_over(engine, self.get(parent)?, 0);
-        let (pair, _) = agreement.run(engine)?;
-        let comm = Self::copy_of(self.get(parent)?, (pair * 2) as u32);
-        Ok(self.install(comm))
+        Construction::agreeing(agreement, move |comms, (pair, _), _| {
+            let comm = Self::copy_of(comms.get(parent)?, (pair * 2) as u32);
+            Ok(Some(comms.install(comm)))
+        })
     }
 
     /// MPI_Comm_idup: the new communicator's handle at once, and the request of the
@@ -347,26 +435,22 @@ impl Comms {
     /// communicator, ordered by `key` then by rank in `parent`; MPI_UNDEFINED gives `None`.
     /// On an intercommunicator, each color's members of both groups form an
     /// intercommunicator, or `None` when either group has none (MPI-2.2).
-    pub fn split(
-        &mut self,
-        engine: &mut Engine,
-        parent: MPI_Comm,
-        color: i32,
-        key: i32,
-    ) -> MpiResult<Option<MPI_Comm>> {
+    pub fn split(&mut self, engine: &mut Engine, parent: MPI_Comm, color: i32, key: i32) -> MpiResult<Construction> {
         let p = self.get(parent)?;
         if p.is_inter() {
-            return self.split_inter(engine, parent, color, key);
+            return self.split_inter(engine, parent, color, key).map(Construction::Done);
         }
         let (rank, members) = (p.rank, p.members.clone());
         let record = [color.to_ne_bytes(), key.to_ne_bytes()].concat();
-        let ((pair, _), records) = self.agreement_over(engine, p, 0).with_record(record).run_with_records(engine)?;
-        let table: Vec<(i32, i32)> = records.chunks_exact(8).map(color_key).collect();
-        let Some((new_members, new_rank)) = split_members(&table, &members, rank) else {
-            self.pool.borrow_mut().give_back(pair);
-            return Ok(None);
-        };
-        Ok(Some(self.install_new(pair, new_rank, new_members)))
+        let agreement = self.agreement_over(engine, p, 0).with_record(record);
+        Construction::agreeing(agreement, move |comms, (pair, _), records| {
+            let table: Vec<(i32, i32)> = records.chunks_exact(8).map(color_key).collect();
+            let Some((new_members, new_rank)) = split_members(&table, &members, rank) else {
+                comms.pool.borrow_mut().give_back(pair);
+                return Ok(None);
+            };
+            Ok(Some(comms.install_new(pair, new_rank, new_members)))
+        })
     }
 
     /// MPI_Comm_create (collective over `parent`): the members of `group` (world ranks, a
@@ -374,7 +458,7 @@ impl Comms {
     /// pass different, disjoint groups (MPI-2.2). On an intercommunicator `group` is a subset
     /// of the local group, the same on all of it, and the result an intercommunicator between
     /// the groups both sides passed (`None` when either is empty).
-    pub fn create(&mut self, engine: &mut Engine, parent: MPI_Comm, group: &[usize]) -> MpiResult<Option<MPI_Comm>> {
+    pub fn create(&mut self, engine: &mut Engine, parent: MPI_Comm, group: &[usize]) -> MpiResult<Construction> {
         let p = self.get(parent)?;
         let (rank, members) = (p.rank, p.members.clone());
         check_subset(group, &members)?;
@@ -384,46 +468,43 @@ impl Comms {
                 Some(i) => (0, i as i32),
                 None => (MPI_UNDEFINED, 0),
             };
-            return self.split_inter(engine, parent, color, key);
+            return self.split_inter(engine, parent, color, key).map(Construction::Done);
         }
-        let (pair, _) = self.agreement_over(engine, p, 0).run(engine)?;
-        let Some(new_rank) = group.iter().position(|&w| w == members[rank]) else {
-            self.pool.borrow_mut().give_back(pair);
-            return Ok(None);
-        };
-        Ok(Some(self.install_new(pair, new_rank, group.to_vec())))
+        let agreement = self.agreement_over(engine, p, 0);
+        let group = group.to_vec();
+        Construction::agreeing(agreement, move |comms, (pair, _), _| {
+            let Some(new_rank) = group.iter().position(|&w| w == members[rank]) else {
+                comms.pool.borrow_mut().give_back(pair);
+                return Ok(None);
+            };
+            Ok(Some(comms.install_new(pair, new_rank, group)))
+        })
     }
 
     /// MPI_Comm_create_group (collective over the members of `group` only, a subset of
     /// `parent`): the agreement runs among them on `parent`'s internal context, with a tag
     /// derived from `tag` so concurrent creations from different groups do not mix.
     /// A process outside `group` gets `None` without communicating.
-    pub fn create_group(
-        &mut self,
-        engine: &mut Engine,
-        parent: MPI_Comm,
-        group: &[usize],
-        tag: i32,
-    ) -> MpiResult<Option<MPI_Comm>> {
+    pub fn create_group(&mut self, parent: MPI_Comm, group: &[usize], tag: i32) -> MpiResult<Construction> {
         let p = self.get(parent)?;
         p.check_intra("MPI_Comm_create_group")?;
         let (rank, members, coll_ctx) = (p.rank, p.members.clone(), p.coll_ctx());
         check_subset(group, &members)?;
         let Some(new_rank) = group.iter().position(|&w| w == members[rank]) else {
-            return Ok(None);
+            return Ok(Construction::Done(None));
         };
         let parts: Vec<(i32, usize)> =
             group.iter().map(|&w| (members.iter().position(|&m| m == w).unwrap() as i32, w)).collect();
         let key = (coll_ctx, group[0] as u64, (1 << 40) | tag as u64);
         let agreement = Agreement::new(self.pool.clone(), coll_ctx, create_group_tag(tag), parts, new_rank, None, key);
-        let (pair, _) = agreement.run(engine)?;
-        Ok(Some(self.install_new(pair, new_rank, group.to_vec())))
+        let group = group.to_vec();
+        Construction::agreeing(agreement, move |comms, (pair, _), _| Ok(Some(comms.install_new(pair, new_rank, group))))
     }
 
     /// A communicator of the processes of `group` (world ranks; this process among them),
     /// collective over them only, told apart from other creations in flight by `stringtag`
     /// (MPI_Comm_create_from_group's building block).
-    pub fn create_from_group(&mut self, engine: &mut Engine, group: &[usize], stringtag: &str) -> MpiResult<MPI_Comm> {
+    pub fn create_from_group(&mut self, group: &[usize], stringtag: &str) -> MpiResult<Construction> {
         let me = crate::runtime::world_rank().map_or(0, |r| r as usize);
         let Some(rank) = group.iter().position(|&w| w == me) else {
             return err(MPI_ERR_GROUP, "the calling process is not a member of the group");
@@ -431,8 +512,8 @@ impl Comms {
         let tag = string_tag(stringtag);
         let key = (GROUP_CTX, group[0] as u64, (2 << 40) | tag as u64);
         let agreement = Agreement::new(self.pool.clone(), GROUP_CTX, tag, by_world(group), rank, None, key);
-        let (pair, _) = agreement.run(engine)?;
-        Ok(self.install_new(pair, rank, group.to_vec()))
+        let group = group.to_vec();
+        Construction::agreeing(agreement, move |comms, (pair, _), _| Ok(Some(comms.install_new(pair, rank, group))))
     }
 
     /// The node of every world rank (one node for now, but the mapping is asked for).

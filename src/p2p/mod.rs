@@ -804,6 +804,12 @@ impl Engine {
     }
 
     /// Drives progress until `done` holds: spins, then yields, then sleeps on the doorbell.
+    ///
+    /// The caller is inside `runtime::with` for the whole wait. Blocking MPI calls wait
+    /// through `runtime::blocking` instead, which comes here only below
+    /// MPI_THREAD_MULTIPLE; the few direct callers (split and create over
+    /// intercommunicators, topology constructors, finalize) keep the library to
+    /// themselves while they wait, at every level.
     pub fn wait_until(&mut self, mut done: impl FnMut(&Engine) -> bool) {
         let mut idle_since: Option<Instant> = None;
         let mut polls = 0u32;
@@ -837,6 +843,23 @@ impl Engine {
                 // so sleep instead of spinning.
                 std::thread::sleep(Duration::from_millis(10));
             }
+        }
+    }
+
+    /// At MPI_THREAD_MULTIPLE, for a thread about to wait outside the library lock: announces
+    /// its sleep on this rank's doorbell when nothing is there to progress (as `wait_until`
+    /// checks before sleeping). `None`: no doorbell (a job of one) or not idle.
+    pub fn announce_sleep(&self) -> Option<shm::SleepTicket> {
+        let seg = self.shm.as_ref()?;
+        let blocked_out =
+            self.pending_peers > 0 && (0..self.nranks).any(|d| !self.outq[d].is_empty() && seg.can_send(d));
+        seg.announce_sleep(|| !blocked_out && !seg.any_incoming())
+    }
+
+    /// Wakes threads of this rank sleeping on its doorbell (see `announce_sleep`).
+    pub fn wake_own_sleepers(&self) {
+        if let Some(seg) = &self.shm {
+            seg.wake_own();
         }
     }
 

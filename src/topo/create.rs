@@ -48,7 +48,7 @@ fn first_ranks(
     topo: Topology,
 ) -> MpiResult<Option<MPI_Comm>> {
     let group = comms.get(parent)?.members[..n].to_vec();
-    let made = comms.create(engine, parent, &group)?;
+    let made = comms.create(engine, parent, &group)?.run(comms, engine)?;
     if let Some(h) = made {
         comms.get_mut(h)?.topo = Some(topo);
     }
@@ -99,7 +99,7 @@ pub fn cart_sub(
     if !remain.contains(&true) && p.rank != 0 {
         color = MPI_UNDEFINED;
     }
-    let Some(h) = comms.split(engine, parent, color, key)? else { return Ok(None) };
+    let Some(h) = comms.split(engine, parent, color, key)?.run(comms, engine)? else { return Ok(None) };
     comms.get_mut(h)?.topo = Some(Topology::Cart(sub));
     Ok(Some(h))
 }
@@ -115,7 +115,7 @@ pub fn check_ranks(ranks: &[i32], size: usize, what: &str) -> MpiResult<()> {
 /// A duplicate of `parent` (collective) carrying `topo`.
 fn dup_with(comms: &mut Comms, engine: &mut Engine, parent: MPI_Comm, topo: Topology) -> MpiResult<MPI_Comm> {
     comms.get(parent)?.check_intra("MPI_Dist_graph_create")?;
-    let h = comms.dup(engine, parent)?;
+    let h = comms.dup(engine, parent)?.run(comms, engine)?.expect("a duplicate exists on every member");
     comms.get_mut(h)?.topo = Some(topo);
     Ok(h)
 }

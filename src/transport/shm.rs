@@ -446,17 +446,36 @@ impl Segment {
     /// called after announcing the sleep; the rank sleeps only if it returns true (nothing
     /// arrived in the meantime).
     pub fn sleep(&self, timeout_ms: u64, idle: impl FnOnce() -> bool) {
+        if let Some(ticket) = self.announce_sleep(idle) {
+            // SAFETY: the segment (`self`) is mapped for the whole call.
+            unsafe { ticket.sleep(timeout_ms) };
+        }
+    }
+
+    /// The first half of `sleep`: announces that a thread of this rank is going to sleep and
+    /// checks `idle` after that. The returned ticket sleeps (`SleepTicket::sleep`), possibly
+    /// on another thread's watch: at MPI_THREAD_MULTIPLE a waiting thread announces under the
+    /// library lock and sleeps after releasing it. Several threads may be announced at once
+    /// (`sleeping` counts them). `None`: do not sleep (announcement withdrawn).
+    pub fn announce_sleep(&self, idle: impl FnOnce() -> bool) -> Option<SleepTicket> {
         let info = self.info(self.me);
         let seen = info.doorbell.load(Ordering::SeqCst);
-        info.sleeping.store(1, Ordering::SeqCst);
+        info.sleeping.fetch_add(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         // The heavy side of the asymmetric fence (see `notify`); if it fails, do not sleep
         // (peers that skip their fence could not wake us reliably).
         let barrier_ok = !self.registered || membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED);
         if barrier_ok && idle() {
-            futex_wait(&info.doorbell, seen, timeout_ms);
+            return Some(SleepTicket { info, seen });
         }
-        info.sleeping.store(0, Ordering::Relaxed);
+        info.sleeping.fetch_sub(1, Ordering::Relaxed);
+        None
+    }
+
+    /// Rings this rank's own doorbell if a thread of it sleeps (at MPI_THREAD_MULTIPLE, a
+    /// thread that may have completed what a sleeping thread of the same rank waits for).
+    pub fn wake_own(&self) {
+        self.notify(self.me);
     }
 
     /// Whether any slot from any peer is full (cheap check used before sleeping).
@@ -475,6 +494,29 @@ fn prefetch(p: *const u8) {
     };
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
+}
+
+/// An announced sleep on this rank's doorbell (see `Segment::announce_sleep`).
+pub struct SleepTicket {
+    info: *const RankInfo,
+    seen: u32,
+}
+
+// SAFETY: the record is only touched through atomics.
+unsafe impl Send for SleepTicket {}
+
+impl SleepTicket {
+    /// Sleeps until the doorbell rings (or rang since the announcement) or `timeout_ms`
+    /// passes, then withdraws the announcement.
+    ///
+    /// # Safety
+    /// The segment the ticket comes from is still mapped.
+    pub unsafe fn sleep(self, timeout_ms: u64) {
+        // SAFETY: the record lies in the mapping, mapped (caller).
+        let info = unsafe { &*self.info };
+        futex_wait(&info.doorbell, self.seen, timeout_ms);
+        info.sleeping.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Copies `src` to `dst` (`src.len()` bytes). Payloads up to 64 bytes move with at most two

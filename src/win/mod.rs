@@ -236,7 +236,10 @@ pub fn create(
             return err(MPI_ERR_RMA_SHARED, "the communicator spans several nodes: its memory cannot be shared");
         }
     }
-    let own = runtime::with(|rt| rt.comms.dup(&mut rt.engine, comm))?;
+    // A window's own communicator; at MPI_THREAD_MULTIPLE the dup releases the library while it
+    // waits, like every constructor.
+    let own = crate::comm::construct(|rt| rt.comms.dup(&mut rt.engine, comm))?
+        .expect("a duplicate of an intracommunicator is never MPI_COMM_NULL");
     let made = build(own, flavor, size, disp_unit, info, members, rank);
     if made.is_err() {
         let _ = runtime::with(|rt| rt.comms.free(own));
