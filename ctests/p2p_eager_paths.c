@@ -144,13 +144,21 @@ static void wildcards(void)
     MPI_Comm comm; /* of its own: the senders go on to mt_barrier's messages meanwhile */
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     if (mt_rank != 0) {
+        /* Synchronous sends are nonblocking here: a blocking MPI_Ssend with tag t would wait
+         * for rank 0, which may be waiting for a later message of another tag (deadlock). */
+        int sync_v[K / 5][2], nsync = 0;
+        MPI_Request sync_rq[K / 5];
         for (i = 0; i < K; i++) {
             int v[2] = {i, mt_rank};
-            if (i % 5 == 0)
-                MPI_CHECK(MPI_Ssend(v, 2, MPI_INT, 0, i % 3, comm));
-            else
+            if (i % 5 == 0) {
+                sync_v[nsync][0] = i;
+                sync_v[nsync][1] = mt_rank;
+                MPI_CHECK(MPI_Issend(sync_v[nsync], 2, MPI_INT, 0, i % 3, comm, &sync_rq[nsync]));
+                nsync++;
+            } else
                 MPI_CHECK(MPI_Send(v, 2, MPI_INT, 0, i % 3, comm));
         }
+        MPI_CHECK(MPI_Waitall(nsync, sync_rq, MPI_STATUSES_IGNORE));
         MPI_Comm_free(&comm);
         return;
     }
