@@ -68,47 +68,14 @@ fn ty_of(dt: MPI_Datatype) -> Option<Ty> {
 /// Runs `$body` with `$T` the Rust type of `$ty`.
 macro_rules! typed {
     ($ty:expr, $T:ident => $body:expr) => {
+        typed!(@arms $ty, $T, $body; I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16, U32 u32, U64 u64, F32 f32, F64 f64)
+    };
+    (@arms $ty:expr, $T:ident, $body:expr; $($variant:ident $rust:ty),*) => {
         match $ty {
-            Ty::I8 => {
-                type $T = i8;
+            $(Ty::$variant => {
+                type $T = $rust;
                 $body
-            }
-            Ty::I16 => {
-                type $T = i16;
-                $body
-            }
-            Ty::I32 => {
-                type $T = i32;
-                $body
-            }
-            Ty::I64 => {
-                type $T = i64;
-                $body
-            }
-            Ty::U8 => {
-                type $T = u8;
-                $body
-            }
-            Ty::U16 => {
-                type $T = u16;
-                $body
-            }
-            Ty::U32 => {
-                type $T = u32;
-                $body
-            }
-            Ty::U64 => {
-                type $T = u64;
-                $body
-            }
-            Ty::F32 => {
-                type $T = f32;
-                $body
-            }
-            Ty::F64 => {
-                type $T = f64;
-                $body
-            }
+            })*
         }
     };
 }
