@@ -256,6 +256,18 @@ program callbacks
     end if
     call mpi_comm_free(dup, ierr)
 
+    ! The same subroutine as the default file error handler (MPI_FILE_NULL's).
+    call mpi_file_create_errhandler(handler, eh, ierr)
+    if (ierr /= MPI_SUCCESS) errs = errs + 1
+    call mpi_file_set_errhandler(MPI_FILE_NULL, eh, ierr)
+    call mpi_errhandler_free(eh, ierr)
+    call mpi_file_call_errhandler(MPI_FILE_NULL, MPI_ERR_IO, ierr)
+    if (nhandled /= 3 .or. lastcode /= MPI_ERR_IO) then
+        errs = errs + 1
+        print *, 'file_call_errhandler: ', nhandled, lastcode
+    end if
+    call mpi_file_set_errhandler(MPI_FILE_NULL, MPI_ERRORS_RETURN, ierr)
+
     call mpi_allreduce(MPI_IN_PLACE, errs, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
     if (rank == 0) then
         if (errs == 0) then

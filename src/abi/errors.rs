@@ -3,7 +3,7 @@
 
 use crate::abi::consts::*;
 use crate::abi::ctypes::{MPI_Comm_errhandler_function, MPI_File, MPI_File_errhandler_function};
-use crate::abi::types::{MPI_Comm, MPI_Errhandler};
+use crate::abi::types::{MPI_Comm, MPI_Errhandler, MPI_Fint};
 use crate::errhandler::{self, HandlerKind};
 use crate::error::{MpiResult, err};
 use std::ffi::{CStr, c_char, c_int};
@@ -277,3 +277,15 @@ mod tests {
         assert!(MPI_Comm_set_errhandler(MPI_COMM_WORLD, 0x1234).is_err());
     }
 }
+
+/// Fortran file handles. No file can be open yet (MPI-IO is not implemented), so the only valid
+/// handle is MPI_FILE_NULL, 0 in Fortran; other values cross unchanged and are rejected as
+/// invalid files (MPI_ERR_FILE) wherever they are used.
+pub fn MPI_File_c2f(file: MPI_File) -> MPI_Fint {
+    file as usize as MPI_Fint
+}
+
+pub fn MPI_File_f2c(file: MPI_Fint) -> MPI_File {
+    file as isize as usize as MPI_File
+}
+

@@ -16,8 +16,8 @@
 //! INTEGER(KIND=MPI_ADDRESS_KIND) arrays have the C layout and pass through; choice buffers are
 //! checked against the MPI_BOTTOM / MPI_IN_PLACE common-block addresses; statuses against
 //! MPI_STATUS(ES)_IGNORE; CHARACTER arguments carry hidden `usize` lengths after all others;
-//! `ierror` comes last. Callbacks: see `FORTRAN_CALLBACKS`. Routines that take other callbacks,
-//! arrays of strings or `MPI_File` handles are stubs in this version (they report
+//! `ierror` comes last. Callbacks: see `FORTRAN_CALLBACKS`. Routines that take other callbacks or
+//! arrays of strings are stubs in this version (they report
 //! MPI_ERR_UNSUPPORTED_OPERATION).
 #![allow(dead_code)]
 
@@ -300,6 +300,7 @@ const FORTRAN_CALLBACKS: &[&str] = &[
     "MPI_Comm_errhandler_function",
     "MPI_Handler_function",
     "MPI_Win_errhandler_function",
+    "MPI_File_errhandler_function",
     "MPI_Session_errhandler_function",
     "MPI_Comm_copy_attr_function",
     "MPI_Comm_delete_attr_function",
@@ -340,9 +341,6 @@ const ATTR_HOOKS: &[(&str, &str, &str)] = &[
 fn stub_reason(f: &Func, callbacks: &[String]) -> Option<&'static str> {
     if f.params.iter().any(|p| callbacks.contains(&p.ty.base) && !FORTRAN_CALLBACKS.contains(&p.ty.base.as_str())) {
         return Some("callback arguments");
-    }
-    if f.params.iter().any(|p| p.ty.base == "MPI_File") {
-        return Some("MPI_File handles");
     }
     if f.params.iter().any(|p| p.ty.base == "char" && p.ty.pointers >= 2 && !dropped(f, p)) {
         return Some("arrays of strings");
@@ -405,6 +403,20 @@ fn convert(f: &Func, p: &Param, callbacks: &[String]) -> Result<Conv, String> {
                 pre: vec![format!("let mut {n}_c: MPI_Aint = 0;")],
                 arg: format!("&raw mut {n}_c"),
                 post: vec![format!("*{n} = f::aint_to_fint({n}_c);")],
+            }
+        });
+    }
+    if ty.base == "MPI_File" {
+        // A pointer in C, an INTEGER in Fortran: converted by MPI_File_f2c/c2f.
+        return Ok(if ty.pointers == 0 {
+            Conv::simple(format!("{n}: *const MPI_Fint"), format!("crate::abi::entries::PMPI_File_f2c(*{n})"))
+        } else {
+            Conv {
+                params: vec![format!("{n}: *mut MPI_Fint")],
+                hidden: vec![],
+                pre: vec![format!("let mut {n}_c = crate::abi::entries::PMPI_File_f2c(*{n});")],
+                arg: format!("&raw mut {n}_c"),
+                post: vec![format!("if rc == MPI_SUCCESS {{ *{n} = crate::abi::entries::PMPI_File_c2f({n}_c); }}")],
             }
         });
     }
