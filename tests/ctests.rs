@@ -154,6 +154,7 @@ ctests! {
     dtype_blocklists => "dtype_blocklists.c",
     dtype_plan_cache => "dtype_plan_cache.c",
     dtype_blocklists_nocma => "dtype_blocklists_nocma.c",
+    coll_mixed_order => "coll_mixed_order.c",
     coll_nonblocking => "coll_nonblocking.c",
     coll_persistent => "coll_persistent.c",
     topo_dims => "topo_dims.c",

@@ -262,8 +262,8 @@ pub(super) fn schedule(
     out: Option<UserBuf>,
     build: impl Fn(&mut Schedule) + 'static,
 ) -> MpiResult {
-    let (Mode::Start(request) | Mode::Init(request)) = mode else {
-        let target = Target::next(g);
+    let (Mode::Start(request) | Mode::StartForWait(request) | Mode::Init(request)) = mode else {
+        let target = Target::next_blocking(g);
         let mut s = Schedule::new(&target, red, out);
         build(&mut s);
         return sched::run(g.engine(), s);
@@ -271,9 +271,9 @@ pub(super) fn schedule(
     if request.is_null() {
         return err(MPI_ERR_ARG, "invalid request pointer (NULL)");
     }
-    let target = Target::next(g);
+    let target = if let Mode::StartForWait(_) = mode { Target::next_blocking(g) } else { Target::next(g) };
     let e = g.engine();
-    let id = if let Mode::Start(_) = mode {
+    let id = if let Mode::Start(_) | Mode::StartForWait(_) = mode {
         let mut s = Schedule::new(&target, red, out);
         build(&mut s);
         let id = e.reqs.insert(Request::started(request::Op::Coll(Box::new(s)), comm));
@@ -328,7 +328,7 @@ pub(super) fn in_mode(mode: Mode, run: impl FnOnce(Mode) -> MpiResult) -> MpiRes
         return run(mode);
     }
     let mut request = MPI_REQUEST_NULL;
-    run(Mode::Start(&mut request))?;
+    run(Mode::StartForWait(&mut request))?;
     super::p2p::wait_request(request)
 }
 

@@ -288,4 +288,3 @@ pub fn MPI_File_c2f(file: MPI_File) -> MPI_Fint {
 pub fn MPI_File_f2c(file: MPI_Fint) -> MPI_File {
     file as isize as usize as MPI_File
 }
-

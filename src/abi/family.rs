@@ -36,6 +36,9 @@ pub enum Mode {
     Blocking,
     Start(*mut MPI_Request),
     Init(*mut MPI_Request),
+    /// Internal: a blocking collective run as its schedule, which the caller waits for at once
+    /// (MPI_THREAD_MULTIPLE; see `abi::coll::in_mode`). Never generated for a C entry.
+    StartForWait(*mut MPI_Request),
 }
 
 /// A C array of counts or displacements: `int[]`, or `MPI_Count[]`/`MPI_Aint[]` (both 64-bit).

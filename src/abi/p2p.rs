@@ -387,6 +387,7 @@ pub unsafe fn MPI_Send_c(
             Mode::Blocking => blocking_send(buf, count, datatype, dest, tag, comm, send_mode),
             Mode::Start(request) => nonblocking_send(buf, count, datatype, dest, tag, comm, request, send_mode),
             Mode::Init(request) => persistent_send(buf, count, datatype, dest, tag, comm, request, send_mode),
+            Mode::StartForWait(_) => unreachable!("only blocking collectives run as schedules"),
         }
     }
 }

@@ -229,8 +229,17 @@ fn as_leader<R>(
     idx: usize,
     f: impl FnOnce(&mut Group) -> MpiResult<R>,
 ) -> MpiResult<R> {
-    let (seq, off) = (Cell::new(0), CommShm::off());
-    let mut lg = Group { engine: e, ctx, rank: idx, members: leaders, remote: None, seq: &seq, shm: &off };
+    let (seq, blocking_seq, off) = (Cell::new(0), Cell::new(0), CommShm::off());
+    let mut lg = Group {
+        engine: e,
+        ctx,
+        rank: idx,
+        members: leaders,
+        remote: None,
+        seq: &seq,
+        blocking_seq: &blocking_seq,
+        shm: &off,
+    };
     f(&mut lg)
 }
 

@@ -54,6 +54,9 @@ mod tag {
     pub const EXSCAN: i32 = 176;
     /// Nonblocking and persistent collectives: `NBC_BASE + seq * sched::PHASES + phase`.
     pub const NBC_BASE: i32 = 256;
+    /// Blocking collectives run as schedules: `BLOCKING_NBC_BASE + seq * sched::PHASES + phase`,
+    /// above the nonblocking range (whose sequence numbers are taken modulo 2^24).
+    pub const BLOCKING_NBC_BASE: i32 = NBC_BASE + (1 << 24) * super::sched::PHASES;
     /// Phase offsets within a kind.
     pub const PHASE_REDUCE: i32 = 1;
     pub const PHASE_BCAST: i32 = 2;
@@ -71,6 +74,8 @@ pub struct Group<'a> {
     remote: Option<&'a [usize]>,
     /// The communicator's collective sequence (numbers nonblocking collectives' tags).
     seq: &'a std::cell::Cell<u32>,
+    /// The communicator's sequence of blocking collectives run as schedules.
+    blocking_seq: &'a std::cell::Cell<u32>,
     /// The communicator's node-aware collective state (coll::hier).
     shm: &'a hier::CommShm,
 }
@@ -84,6 +89,7 @@ impl<'a> Group<'a> {
             members: &comm.members,
             remote: comm.remote.as_deref(),
             seq: &comm.coll_seq,
+            blocking_seq: &comm.blocking_coll_seq,
             shm: &comm.coll_shm,
         }
     }

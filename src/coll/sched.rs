@@ -127,9 +127,21 @@ pub struct Target {
 impl Target {
     /// The next collective on `g`'s communicator (takes a sequence number).
     pub fn next(g: &Group) -> Target {
-        let seq = g.seq.get();
-        g.seq.set(seq.wrapping_add(1));
-        let tag = tag::NBC_BASE + ((seq & 0x00ff_ffff) as i32) * PHASES;
+        Target::numbered(g, g.seq, tag::NBC_BASE)
+    }
+
+    /// The next blocking collective on `g`'s communicator that runs as a schedule. Its own
+    /// sequence and tag range keep it apart from the nonblocking ones: a rank may start a
+    /// nonblocking collective before a blocking one that another rank calls first (the
+    /// standard forbids it, MPICH tolerates it, and mpi4py's tests do it).
+    pub fn next_blocking(g: &Group) -> Target {
+        Target::numbered(g, g.blocking_seq, tag::BLOCKING_NBC_BASE)
+    }
+
+    fn numbered(g: &Group, counter: &std::cell::Cell<u32>, base: i32) -> Target {
+        let seq = counter.get();
+        counter.set(seq.wrapping_add(1));
+        let tag = base + ((seq & 0x00ff_ffff) as i32) * PHASES;
         let remote = g.remote.map_or_else(Vec::new, |r| r.to_vec());
         Target { ctx: g.ctx, rank: g.rank, members: g.members.to_vec(), remote, tag }
     }

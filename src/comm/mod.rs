@@ -63,6 +63,8 @@ pub struct Comm {
     pub hints: Info,
     /// Nonblocking/persistent collectives started so far (their tags; see coll::sched).
     pub coll_seq: std::cell::Cell<u32>,
+    /// Blocking collectives run as schedules so far (their own tag range; see coll::sched).
+    pub blocking_coll_seq: std::cell::Cell<u32>,
     /// The virtual topology (MPI_Cart_create, MPI_Graph_create, MPI_Dist_graph_create*).
     pub topo: Option<crate::topo::Topology>,
     /// Intercommunicators: world rank of each member of the remote group, by remote rank.
@@ -84,6 +86,7 @@ impl Comm {
             attrs: Attrs::default(),
             hints: Info::default(),
             coll_seq: Default::default(),
+            blocking_coll_seq: Default::default(),
             topo: None,
             remote: None,
             coll_shm: Default::default(),
