@@ -30,40 +30,10 @@
 
 use super::{Block, Out};
 use crate::abi::consts::*;
-use crate::abi::types::MPI_Datatype;
 use crate::error::{MpiResult, err};
 use crate::op::{Builtin, Reduction};
-
-/// Element types the sparse path handles.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ty {
-    I8,
-    I16,
-    I32,
-    I64,
-    U8,
-    U16,
-    U32,
-    U64,
-    F32,
-    F64,
-}
-
-fn ty_of(dt: MPI_Datatype) -> Option<Ty> {
-    Some(match dt {
-        MPI_CHAR | MPI_SIGNED_CHAR | MPI_INT8_T | MPI_INTEGER1 => Ty::I8,
-        MPI_SHORT | MPI_INT16_T | MPI_INTEGER2 => Ty::I16,
-        MPI_INT | MPI_INT32_T | MPI_INTEGER | MPI_INTEGER4 | MPI_WCHAR => Ty::I32,
-        MPI_LONG | MPI_LONG_LONG | MPI_INT64_T | MPI_INTEGER8 | MPI_AINT | MPI_OFFSET | MPI_COUNT => Ty::I64,
-        MPI_UNSIGNED_CHAR | MPI_UINT8_T | MPI_BYTE => Ty::U8,
-        MPI_UNSIGNED_SHORT | MPI_UINT16_T => Ty::U16,
-        MPI_UNSIGNED | MPI_UINT32_T => Ty::U32,
-        MPI_UNSIGNED_LONG | MPI_UNSIGNED_LONG_LONG | MPI_UINT64_T => Ty::U64,
-        MPI_FLOAT | MPI_REAL | MPI_REAL4 => Ty::F32,
-        MPI_DOUBLE | MPI_DOUBLE_PRECISION | MPI_REAL8 => Ty::F64,
-        _ => return None,
-    })
-}
+// The element type of a vector on the sparse path (`op::scalar_elem`: integers and floats).
+use crate::op::Elem as Ty;
 
 /// Runs `$body` with `$T` the Rust type of `$ty`.
 macro_rules! typed {
@@ -76,6 +46,7 @@ macro_rules! typed {
                 type $T = $rust;
                 $body
             })*
+            other => unreachable!("{other:?} is not a type of the sparse path (see op::scalar_elem)"),
         }
     };
 }
@@ -405,7 +376,7 @@ impl Codec {
         ) {
             return None;
         }
-        let ty = ty_of(red.datatype())?;
+        let ty = crate::op::scalar_elem(red.datatype())?;
         Some(Codec { ty, op, ratio: t.sparse_ratio })
     }
 

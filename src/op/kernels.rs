@@ -13,7 +13,7 @@ pub type Kernel = fn(&[u8], &mut [u8]);
 
 /// What one packed element of a predefined datatype is, for the kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Elem {
+pub(crate) enum Elem {
     I8,
     I16,
     I32,
@@ -117,6 +117,17 @@ const ELEMS: &[(MPI_Datatype, Elem)] = &[
     (MPI_2DOUBLE_PRECISION, Elem::PairF64F64),
     (MPI_2INTEGER, Elem::PairI32I32),
 ];
+
+/// The integer or floating-point type of the elements of predefined `dt`, if it is one of
+/// those (MPI_BYTE as an unsigned byte): what the sparse reductions encode.
+pub(crate) fn scalar_elem(dt: MPI_Datatype) -> Option<Elem> {
+    match elem_of(dt).ok()? {
+        Elem::Byte => Some(Elem::U8),
+        e @ (Elem::I8 | Elem::I16 | Elem::I32 | Elem::I64 | Elem::U8 | Elem::U16 | Elem::U32 | Elem::U64) => Some(e),
+        e @ (Elem::F32 | Elem::F64) => Some(e),
+        _ => None,
+    }
+}
 
 fn elem_of(dt: MPI_Datatype) -> MpiResult<Elem> {
     if let Some(&(_, e)) = ELEMS.iter().find(|(d, _)| *d == dt) {

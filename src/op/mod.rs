@@ -8,6 +8,8 @@
 
 mod kernels;
 
+pub(crate) use kernels::{Elem, scalar_elem};
+
 use crate::abi::consts::*;
 use crate::abi::types::{MPI_Datatype, MPI_Op};
 use crate::datatype::{self, Layout};
