@@ -453,8 +453,17 @@ pub fn session_finalize() -> MpiResult<()> {
 }
 
 /// Completes queued traffic, synchronises with every rank, and releases the transports.
+///
+/// A rank whose own queues are empty may still have to drain its rings: a peer's
+/// acknowledgements (of sends freed before finalize) can be queued behind a full ring towards
+/// it. So the ranks meet in a barrier that keeps progressing (every rank arrives only once its
+/// queues are empty, so nothing more is queued towards a rank once the barrier completes)
+/// before the process manager's fence, which blocks without progress.
 fn tear_down() -> MpiResult<()> {
     with(|rt| {
+        rt.engine.wait_until(|e| e.quiet());
+        let world = rt.comms.get(MPI_COMM_WORLD)?;
+        crate::coll::barrier(&mut crate::coll::Group::new(&mut rt.engine, world))?;
         rt.engine.wait_until(|e| e.quiet());
         rt.pmi.fence().map_err(|e| pmi_error("fence", e))?;
         rt.pmi.finalize().map_err(|e| pmi_error("finalize", e))

@@ -78,6 +78,7 @@ ctests! {
     comm_basic => "comm_basic.c",
     p2p_types_sizes => "p2p_types_sizes.c",
     p2p_ring => "p2p_ring.c",
+    p2p_freed_sends_finalize => "p2p_freed_sends_finalize.c",
     p2p_wildcard => "p2p_wildcard.c",
     p2p_order => "p2p_order.c",
     p2p_eager_paths => "p2p_eager_paths.c",
