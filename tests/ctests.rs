@@ -164,6 +164,7 @@ ctests! {
     threads_probe => "threads_probe.c",
     threads_pt2pt => "threads_pt2pt.c",
     threads_wait => "threads_wait.c",
+    threads_wait_sleeps => "threads_wait_sleeps.c",
     topo_graph => "topo_graph.c",
     topo_distgraph => "topo_distgraph.c",
     neighbor_cart => "neighbor_cart.c",
