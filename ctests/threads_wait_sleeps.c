@@ -53,7 +53,8 @@ static void check_idle_wait(const char *what, void (*wait)(void), void (*release
     wait();
     double wall = now(CLOCK_MONOTONIC) - wall0, cpu = now(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
     CHECK(wall > LATE_US * 0.5e-6, "%s: returned after %.3f s, before the late rank joined", what, wall);
-    CHECK(cpu < MAX_CPU_SHARE * wall, "%s: waiting %.3f s took %.3f s of CPU time (the waiter did not sleep)",
+    /* oxmpi only: MPICH busy-polls while it waits. */
+    CHECK_STRICT(cpu < MAX_CPU_SHARE * wall, "%s: waiting %.3f s took %.3f s of CPU time (the waiter did not sleep)",
           what, wall, cpu);
 }
 

@@ -1108,7 +1108,7 @@ unsafe fn alltoall(
         let (send, recv) = unsafe { keep_pair(send, recv) };
         schedule(g, comm, mode, None, recv, move |s| {
             let outgoing = (0..n).map(|i| pack_input(&send, s.out(), i)).collect();
-            sched::alltoall(s, outgoing)
+            sched::alltoall(s, outgoing, uniform)
         })
     })
 }
