@@ -339,6 +339,9 @@ impl Schedule {
                 }
                 Step::Slice { from, start, end, to } => {
                     let (f, t, a, b) = (*from, *to, *start, *end);
+                    if b > self.slots[f].len() {
+                        return truncated(self.slots[f].len().saturating_sub(a), b - a);
+                    }
                     self.slots[t] = self.slots[f][a..b].to_vec();
                 }
                 Step::Concat { from, to } => {
@@ -1027,9 +1030,18 @@ pub fn scan(s: &mut Schedule, mine: Vec<u8>, exclusive: bool) {
     }
 }
 
-/// Igather(v): linear. `mine` is the packed contribution (None: MPI_IN_PLACE at the root).
-pub fn gather(s: &mut Schedule, mine: Option<Vec<u8>>, root: usize) {
+/// Igather(v): linear, or a binomial tree for MPI_Gather's small totals (`uniform`: every
+/// block the same size; `tune::Tuning::rooted`). `mine` is the packed contribution (None:
+/// MPI_IN_PLACE at the root).
+pub fn gather(s: &mut Schedule, mine: Option<Vec<u8>>, root: usize, uniform: bool) {
     let (n, r) = (s.size(), s.rank);
+    let block = match &mine {
+        Some(d) => d.len(),
+        None => s.out_bytes(root),
+    };
+    if uniform && n > 1 && block > 0 && tune::get().rooted(block * n, true) == tune::Rooted::Binomial {
+        return gather_binomial(s, mine, root, block);
+    }
     if r != root {
         let data = mine.unwrap_or_default();
         if !data.is_empty() {
@@ -1057,10 +1069,55 @@ pub fn gather(s: &mut Schedule, mine: Option<Vec<u8>>, root: usize) {
     }
 }
 
-/// Iscatter(v): linear. `pieces` (root only) are the packed blocks for every member; the
-/// output is None for MPI_IN_PLACE at the root.
-pub fn scatter(s: &mut Schedule, pieces: Vec<Vec<u8>>, root: usize) {
+/// Binomial-tree gather of `block`-byte blocks, as `coll::gather_uniform`: relative rank vr
+/// collects the blocks of vr..vr + (subtree size) in order (its own, then each child's
+/// subtree) and sends them up.
+fn gather_binomial(s: &mut Schedule, mine: Option<Vec<u8>>, root: usize, block: usize) {
     let (n, r) = (s.size(), s.rank);
+    let vr = (r + n - root) % n;
+    let real = |v: usize| (v + root) % n;
+    let in_place = mine.is_none();
+    let own = match mine {
+        Some(d) => d,
+        None => s.out.as_ref().expect("the root has a receive buffer").pack(root),
+    };
+    let buf = s.slot(own);
+    let mut children = Vec::new();
+    let mut mask = 1;
+    while mask < n && vr & mask == 0 {
+        if vr + mask < n {
+            let blocks = mask.min(n - vr - mask);
+            let c = s.slot(Vec::new());
+            s.recv(real(vr + mask), PH_MAIN, c, blocks * block);
+            children.push((c, mask));
+        }
+        mask <<= 1;
+    }
+    if !children.is_empty() {
+        s.fence();
+    }
+    for (c, at) in children {
+        s.place(c, buf, at * block);
+    }
+    if vr != 0 {
+        s.send(real(vr - mask), PH_MAIN, buf, false);
+        return;
+    }
+    for v in (0..n).filter(|&v| v != 0 || !in_place) {
+        let piece = s.slice(buf, v * block..(v + 1) * block);
+        s.put(piece, real(v));
+    }
+}
+
+/// Iscatter(v): linear, or a binomial tree for MPI_Scatter's small totals (`uniform`).
+/// `pieces` (root only) are the packed blocks for every member; the output is None for
+/// MPI_IN_PLACE at the root.
+pub fn scatter(s: &mut Schedule, pieces: Vec<Vec<u8>>, root: usize, uniform: bool) {
+    let (n, r) = (s.size(), s.rank);
+    let block = if r == root { pieces[root].len() } else { s.out_bytes(0) };
+    if uniform && n > 1 && block > 0 && tune::get().rooted(block * n, true) == tune::Rooted::Binomial {
+        return scatter_binomial(s, pieces, root, block);
+    }
     if r != root {
         let len = s.out_bytes(0);
         if len > 0 {
@@ -1083,6 +1140,46 @@ pub fn scatter(s: &mut Schedule, pieces: Vec<Vec<u8>>, root: usize) {
     if s.out.is_some() {
         let b = s.slot(own);
         s.put(b, 0);
+    }
+}
+
+/// Binomial-tree scatter of `block`-byte blocks, as `coll::scatter_uniform`: relative rank vr
+/// gets the blocks of its subtree from its parent, then hands each child (vr + 2^k, largest
+/// first) the child's subtree.
+fn scatter_binomial(s: &mut Schedule, pieces: Vec<Vec<u8>>, root: usize, block: usize) {
+    let (n, r) = (s.size(), s.rank);
+    let vr = (r + n - root) % n;
+    let real = |v: usize| (v + root) % n;
+    let mut mask = 1;
+    let buf = if vr == 0 {
+        while mask < n {
+            mask <<= 1;
+        }
+        let mut pieces = pieces;
+        let all: Vec<u8> = (0..n).flat_map(|v| std::mem::take(&mut pieces[real(v)])).collect();
+        s.slot(all)
+    } else {
+        while vr & mask == 0 {
+            mask <<= 1;
+        }
+        let blocks = mask.min(n - vr);
+        let b = s.slot(Vec::new());
+        s.recv(real(vr - mask), PH_MAIN, b, blocks * block);
+        s.fence();
+        b
+    };
+    mask >>= 1;
+    while mask > 0 {
+        if vr + mask < n {
+            let blocks = mask.min(n - vr - mask);
+            let part = s.slice(buf, mask * block..(mask + blocks) * block);
+            s.send(real(vr + mask), PH_MAIN, part, false);
+        }
+        mask >>= 1;
+    }
+    if s.out.is_some() {
+        let own = s.slice(buf, 0..block);
+        s.put(own, 0);
     }
 }
 
