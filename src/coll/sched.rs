@@ -7,6 +7,10 @@
 //! run from `Engine::progress` (through `progress` below) as receives complete, so a schedule
 //! overlaps the caller's computation and completes through MPI_Wait/Test like any request.
 //!
+//! Algorithms: the blocking collectives' (`coll`, `coll::allreduce`), chosen by the same
+//! table (`tune::get`) from sizes every member knows, so all members build matching
+//! schedules; the node-aware shared-memory paths (`coll::hier`) are blocking only.
+//!
 //! Inputs are packed when a schedule is built (at the call, or at each MPI_Start), so input
 //! and output buffers may overlap and nothing reads user memory afterwards; outputs are
 //! written by `Put` steps only.
@@ -499,7 +503,7 @@ pub fn kick(e: &mut Engine, id: u32) {
     }
 }
 
-// ----- algorithms (the blocking ones' structure, as steps) -----
+// ----- algorithms (the blocking ones, as steps) -----
 
 /// Binomial-tree broadcast of slot `buf` (`len` bytes, filled at `root`); writes it into
 /// output block `put` on every rank but the root, and at the root too when `put_at_root`.
