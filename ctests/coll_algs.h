@@ -2,9 +2,103 @@
  * counts 0, 1, odd and large, in place or not, several types and operations, and a
  * non-commutative user operation (rank order checked). Included by coll_alg_*.c, each of
  * which forces a set of algorithms through OXMPI_* variables in its metadata (a reference
- * MPI ignores them). */
+ * MPI ignores them); coll_alg_nb_*.c run the same checks on the nonblocking or persistent
+ * forms. */
 #include "coll_mtest.h"
 #include <stdint.h>
+
+#if defined(COLL_ALGS_NONBLOCKING) || defined(COLL_ALGS_PERSISTENT)
+/* Every collective below as its nonblocking form and MPI_Wait (COLL_ALGS_NONBLOCKING), or as
+ * a persistent request started once (COLL_ALGS_PERSISTENT): oxmpi's schedules, which choose
+ * their algorithms from the same table as the blocking collectives. */
+static int nb_run(int rc, MPI_Request *q)
+{
+    if (rc != MPI_SUCCESS)
+        return rc;
+#ifdef COLL_ALGS_PERSISTENT
+    if ((rc = MPI_Start(q)) != MPI_SUCCESS || (rc = MPI_Wait(q, MPI_STATUS_IGNORE)) != MPI_SUCCESS)
+        return rc;
+    return MPI_Request_free(q);
+#else
+    return MPI_Wait(q, MPI_STATUS_IGNORE);
+#endif
+}
+#ifdef COLL_ALGS_PERSISTENT
+#define NB(icall, pcall, ...) nb_run(MPI_##pcall(__VA_ARGS__, MPI_INFO_NULL, &q), &q)
+#else
+#define NB(icall, pcall, ...) nb_run(MPI_##icall(__VA_ARGS__, &q), &q)
+#endif
+static int nb_Allreduce(const void *s, void *r, int c, MPI_Datatype t, MPI_Op o, MPI_Comm comm)
+{
+    MPI_Request q;
+    return NB(Iallreduce, Allreduce_init, s, r, c, t, o, comm);
+}
+static int nb_Reduce(const void *s, void *r, int c, MPI_Datatype t, MPI_Op o, int root, MPI_Comm comm)
+{
+    MPI_Request q;
+    return NB(Ireduce, Reduce_init, s, r, c, t, o, root, comm);
+}
+static int nb_Bcast(void *b, int c, MPI_Datatype t, int root, MPI_Comm comm)
+{
+    MPI_Request q;
+    return NB(Ibcast, Bcast_init, b, c, t, root, comm);
+}
+static int nb_Allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt, MPI_Comm comm)
+{
+    MPI_Request q;
+    return NB(Iallgather, Allgather_init, s, sc, st, r, rc, rt, comm);
+}
+static int nb_Allgatherv(const void *s, int sc, MPI_Datatype st, void *r, const int *rc, const int *rd,
+                         MPI_Datatype rt, MPI_Comm comm)
+{
+    MPI_Request q;
+    return NB(Iallgatherv, Allgatherv_init, s, sc, st, r, rc, rd, rt, comm);
+}
+static int nb_Alltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt, MPI_Comm comm)
+{
+    MPI_Request q;
+    return NB(Ialltoall, Alltoall_init, s, sc, st, r, rc, rt, comm);
+}
+static int nb_Alltoallv(const void *s, const int *sc, const int *sd, MPI_Datatype st, void *r, const int *rc,
+                        const int *rd, MPI_Datatype rt, MPI_Comm comm)
+{
+    MPI_Request q;
+    return NB(Ialltoallv, Alltoallv_init, s, sc, sd, st, r, rc, rd, rt, comm);
+}
+static int nb_Gather(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt, int root,
+                     MPI_Comm comm)
+{
+    MPI_Request q;
+    return NB(Igather, Gather_init, s, sc, st, r, rc, rt, root, comm);
+}
+static int nb_Scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt, int root,
+                      MPI_Comm comm)
+{
+    MPI_Request q;
+    return NB(Iscatter, Scatter_init, s, sc, st, r, rc, rt, root, comm);
+}
+static int nb_Reduce_scatter(const void *s, void *r, const int *rc, MPI_Datatype t, MPI_Op o, MPI_Comm comm)
+{
+    MPI_Request q;
+    return NB(Ireduce_scatter, Reduce_scatter_init, s, r, rc, t, o, comm);
+}
+static int nb_Reduce_scatter_block(const void *s, void *r, int rc, MPI_Datatype t, MPI_Op o, MPI_Comm comm)
+{
+    MPI_Request q;
+    return NB(Ireduce_scatter_block, Reduce_scatter_block_init, s, r, rc, t, o, comm);
+}
+#define MPI_Allreduce nb_Allreduce
+#define MPI_Reduce nb_Reduce
+#define MPI_Bcast nb_Bcast
+#define MPI_Allgather nb_Allgather
+#define MPI_Allgatherv nb_Allgatherv
+#define MPI_Alltoall nb_Alltoall
+#define MPI_Alltoallv nb_Alltoallv
+#define MPI_Gather nb_Gather
+#define MPI_Scatter nb_Scatter
+#define MPI_Reduce_scatter nb_Reduce_scatter
+#define MPI_Reduce_scatter_block nb_Reduce_scatter_block
+#endif
 
 static int rank, size;
 

@@ -83,6 +83,11 @@ static SLEEPERS: AtomicUsize = AtomicUsize::new(0);
 thread_local! {
     /// This thread is inside `with` (MULTIPLE only).
     static IN_LIBRARY: Cell<bool> = const { Cell::new(false) };
+    /// The current `with` of this thread changed nothing another thread could wait for (an
+    /// idle poll of `blocking`): leaving it rings for no sleeper. Ringing there would wake
+    /// the poller's own announced sleep (and its sleeping siblings) at once, so no waiting
+    /// thread ever slept: they spun through membarrier and futex calls, 100x slower.
+    static IDLE_POLL: Cell<bool> = const { Cell::new(false) };
 }
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
 static FINALIZED: AtomicBool = AtomicBool::new(false);
@@ -153,7 +158,7 @@ fn run_on_state<R>(
             // Communicators of MPI_Comm_idup whose request completed in this call become
             // usable before the program sees the completion.
             rt.comms.settle();
-            if wake && SLEEPERS.load(Ordering::Relaxed) > 0 {
+            if wake && !IDLE_POLL.replace(false) && SLEEPERS.load(Ordering::Relaxed) > 0 {
                 rt.engine.wake_own_sleepers();
             }
             out
@@ -197,15 +202,17 @@ pub fn blocking<W, R>(
     let mut ticket = None;
     loop {
         let out = with(|rt| {
-            let mut w = match parked.take() {
-                Some(w) => w,
-                None => (start.take().expect("started once"))(rt)?,
+            let (mut w, started) = match parked.take() {
+                Some(w) => (w, false),
+                None => ((start.take().expect("started once"))(rt)?, true),
             };
             if !done(&rt.engine, &w) {
-                if rt.engine.progress() {
+                let progressed = rt.engine.progress();
+                if progressed {
                     backoff.reset();
                 }
                 if !done(&rt.engine, &w) {
+                    IDLE_POLL.set(!started && !progressed);
                     parked = Some(w);
                     if backoff.sleepy() {
                         ticket = rt.engine.announce_sleep();

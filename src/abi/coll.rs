@@ -769,7 +769,7 @@ unsafe fn gather(
             return gather(g, send, recv, root);
         }
         let (send, recv) = unsafe { keep_pair(send, recv) };
-        schedule(g, comm, mode, None, recv, move |s| sched::gather(s, send.as_ref().map(|b| b.pack(0)), root))
+        schedule(g, comm, mode, None, recv, move |s| sched::gather(s, send.as_ref().map(|b| b.pack(0)), root, uniform))
     })
 }
 
@@ -876,7 +876,7 @@ unsafe fn scatter(
         let (send, recv) = unsafe { keep_pair(send, recv) };
         schedule(g, comm, mode, None, recv, move |s| {
             let pieces = send.as_ref().map(|b| (0..n).map(|i| b.pack(i)).collect()).unwrap_or_default();
-            sched::scatter(s, pieces, root)
+            sched::scatter(s, pieces, root, uniform)
         })
     })
 }
@@ -1108,7 +1108,7 @@ unsafe fn alltoall(
         let (send, recv) = unsafe { keep_pair(send, recv) };
         schedule(g, comm, mode, None, recv, move |s| {
             let outgoing = (0..n).map(|i| pack_input(&send, s.out(), i)).collect();
-            sched::alltoall(s, outgoing)
+            sched::alltoall(s, outgoing, uniform)
         })
     })
 }

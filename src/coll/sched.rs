@@ -7,6 +7,10 @@
 //! run from `Engine::progress` (through `progress` below) as receives complete, so a schedule
 //! overlaps the caller's computation and completes through MPI_Wait/Test like any request.
 //!
+//! Algorithms: the blocking collectives' (`coll`, `coll::allreduce`), chosen by the same
+//! table (`tune::get`) from sizes every member knows, so all members build matching
+//! schedules; the node-aware shared-memory paths (`coll::hier`) are blocking only.
+//!
 //! Inputs are packed when a schedule is built (at the call, or at each MPI_Start), so input
 //! and output buffers may overlap and nothing reads user memory afterwards; outputs are
 //! written by `Put` steps only.
@@ -16,6 +20,7 @@
 //! `tag::NBC_BASE + seq * 8 + phase` on the collective context, above every blocking
 //! collective's tag, so collectives in flight together never take each other's messages.
 
+use super::tune::{self, pof2_below};
 use super::{Block, Group, pack_block, tag};
 use crate::abi::consts::*;
 use crate::error::{MpiError, MpiResult, err};
@@ -93,6 +98,15 @@ enum Step {
     Put { buf: usize, block: usize },
     /// Splits slot `buf` into consecutive pieces of `sizes` bytes, in new slots from `first`.
     Split { buf: usize, sizes: Vec<usize>, first: usize },
+    /// slot `to` = a copy of bytes `start..end` of slot `from`.
+    Slice { from: usize, start: usize, end: usize, to: usize },
+    /// slot `to` = slots `from` laid end to end.
+    Concat { from: Vec<usize>, to: usize },
+    /// Combines slot `from` into the bytes of slot `to` from `at`: `to = from (op) to` when
+    /// `from_lower` (the operand order of rank order), else `to = to (op) from`.
+    Combine { from: usize, to: usize, at: usize, from_lower: bool },
+    /// Copies slot `from` into the bytes of slot `to` from `at` (growing it when needed).
+    Place { from: usize, to: usize, at: usize },
 }
 
 /// A collective in progress (or ready to start).
@@ -216,6 +230,50 @@ impl Schedule {
         self.out.as_ref().map_or(0, |o| o.blocks[i].bytes())
     }
 
+    /// A new slot holding bytes `range` of slot `from` (when the step runs).
+    pub(super) fn slice(&mut self, from: usize, range: std::ops::Range<usize>) -> usize {
+        let to = self.slot(Vec::new());
+        self.steps.push(Step::Slice { from, start: range.start, end: range.end, to });
+        to
+    }
+
+    /// A new slot holding slots `from` laid end to end.
+    fn concat(&mut self, from: Vec<usize>) -> usize {
+        let to = self.slot(Vec::new());
+        self.steps.push(Step::Concat { from, to });
+        to
+    }
+
+    /// See `Step::Combine`.
+    fn combine(&mut self, from: usize, to: usize, at: usize, from_lower: bool) {
+        self.steps.push(Step::Combine { from, to, at, from_lower });
+    }
+
+    /// See `Step::Place`.
+    fn place(&mut self, from: usize, to: usize, at: usize) {
+        self.steps.push(Step::Place { from, to, at });
+    }
+
+    /// Exchanges with peers: receives up to `len` bytes from `from` into a new slot (returned)
+    /// and sends slot `buf` (moved) to `to`, then waits for the receive.
+    fn exchange(&mut self, to: usize, buf: usize, from: usize, len: usize, phase: i32) -> usize {
+        let got = self.slot(Vec::new());
+        self.recv(from, phase, got, len);
+        self.send(to, phase, buf, false);
+        self.fence();
+        got
+    }
+
+    /// The reduction is commutative (no reduction: treated as commutative).
+    fn commutative(&self) -> bool {
+        self.red.as_ref().is_none_or(|r| r.is_commutative())
+    }
+
+    /// Element size of the reduction's datatype (1 without one).
+    fn elem_size(&self) -> usize {
+        self.red.as_ref().map_or(1, |r| r.elem_size().max(1))
+    }
+
     /// Splits slot `buf` into pieces of `sizes` bytes; returns the first of the new slots.
     pub(super) fn split(&mut self, buf: usize, sizes: Vec<usize>) -> usize {
         let first = self.slots.len();
@@ -274,11 +332,50 @@ impl Schedule {
                 }
                 Step::Split { buf, sizes, first } => {
                     let all = std::mem::take(&mut self.slots[*buf]);
+                    if sizes.iter().sum::<usize>() > all.len() {
+                        return truncated(all.len(), sizes.iter().sum());
+                    }
                     let mut start = 0;
                     for (k, &n) in sizes.iter().enumerate() {
                         self.slots[*first + k] = all[start..start + n].to_vec();
                         start += n;
                     }
+                }
+                Step::Slice { from, start, end, to } => {
+                    let (f, t, a, b) = (*from, *to, *start, *end);
+                    if b > self.slots[f].len() {
+                        return truncated(self.slots[f].len().saturating_sub(a), b - a);
+                    }
+                    self.slots[t] = self.slots[f][a..b].to_vec();
+                }
+                Step::Concat { from, to } => {
+                    let all: Vec<u8> = from.iter().flat_map(|&f| self.slots[f].iter().copied()).collect();
+                    self.slots[*to] = all;
+                }
+                Step::Combine { from, to, at, from_lower } => {
+                    let (f, t, at, from_lower) = (*from, *to, *at, *from_lower);
+                    let red = self.red.as_ref().expect("a reduction step without an operation");
+                    let mut input = std::mem::take(&mut self.slots[f]);
+                    let Some(part) = self.slots[t].get_mut(at..at + input.len()) else {
+                        return truncated(input.len(), self.slots[t].len().saturating_sub(at));
+                    };
+                    if from_lower {
+                        red.apply(&input, part);
+                    } else {
+                        red.apply(part, &mut input);
+                        part.copy_from_slice(&input);
+                    }
+                    self.slots[f] = input;
+                }
+                Step::Place { from, to, at } => {
+                    let (f, t, at) = (*from, *to, *at);
+                    let data = std::mem::take(&mut self.slots[f]);
+                    let dst = &mut self.slots[t];
+                    if dst.len() < at + data.len() {
+                        dst.resize(at + data.len(), 0);
+                    }
+                    dst[at..at + data.len()].copy_from_slice(&data);
+                    self.slots[f] = data;
                 }
             }
             self.pos += 1;
@@ -302,6 +399,17 @@ impl Schedule {
             }
         }
     }
+}
+
+/// MPI_ERR_TRUNCATE for a piece of `got` bytes where `want` were expected (members passed
+/// different counts or types).
+fn truncated<T>(got: usize, want: usize) -> MpiResult<T> {
+    err(
+        MPI_ERR_TRUNCATE,
+        format!(
+            "message truncated: a collective's piece has {got} bytes where {want} were expected (counts or types differ between ranks)"
+        ),
+    )
 }
 
 /// The bytes of a completed receive (frees the request).
@@ -395,7 +503,7 @@ pub fn kick(e: &mut Engine, id: u32) {
     }
 }
 
-// ----- algorithms (the blocking ones' structure, as steps) -----
+// ----- algorithms (the blocking ones, as steps) -----
 
 /// Binomial-tree broadcast of slot `buf` (`len` bytes, filled at `root`); writes it into
 /// output block `put` on every rank but the root, and at the root too when `put_at_root`.
@@ -488,15 +596,82 @@ pub fn barrier(s: &mut Schedule) {
     }
 }
 
-/// Ibcast: the output buffer is the broadcast buffer (packed now at the root).
+/// Ibcast: the output buffer is the broadcast buffer (packed now at the root). Binomial tree,
+/// or scatter + ring allgather for large messages (`tune::Tuning::bcast`).
 pub fn bcast(s: &mut Schedule, root: usize) {
+    let (n, r) = (s.size(), s.rank);
     let len = s.out_bytes(0);
-    if s.size() == 1 || len == 0 {
+    if n == 1 || len == 0 {
         return;
     }
-    let data = if s.rank == root { s.out.as_ref().unwrap().pack(0) } else { Vec::new() };
-    let buf = s.slot(data);
-    bcast_slot(s, buf, len, root, PH_MAIN, Some(0), false);
+    let data = if r == root { s.out.as_ref().unwrap().pack(0) } else { Vec::new() };
+    match tune::get().bcast(len, n) {
+        tune::Bcast::Binomial => {
+            let buf = s.slot(data);
+            bcast_slot(s, buf, len, root, PH_MAIN, Some(0), false);
+        }
+        tune::Bcast::ScatterAllgather => {
+            let buf = s.slot(if r == root { data } else { vec![0; len] });
+            bcast_scatter_allgather(s, buf, len, root);
+            if r != root {
+                s.put(buf, 0);
+            }
+        }
+    }
+}
+
+/// Broadcast of slot `buf` (`len` bytes, filled at `root`; the others' hold `len` bytes to
+/// fill) as the blocking `bcast_scatter_allgather`: the root scatters `n` pieces down a
+/// binomial tree, then a ring allgather completes every copy. Pieces are numbered relative to
+/// the root.
+fn bcast_scatter_allgather(s: &mut Schedule, buf: usize, len: usize, root: usize) {
+    let (n, r) = (s.size(), s.rank);
+    let vr = (r + n - root) % n;
+    let real = |v: usize| (v + root) % n;
+    let piece = len.div_ceil(n);
+    let bytes = |lo: usize, hi: usize| (lo * piece).min(len)..(hi * piece).min(len);
+    let mut mask = 1;
+    while mask < n {
+        if vr & mask != 0 {
+            let range = bytes(vr, vr + mask);
+            if !range.is_empty() {
+                let got = s.slot(Vec::new());
+                s.recv(real(vr - mask), PH_MAIN, got, range.len());
+                s.fence();
+                s.place(got, buf, range.start);
+            }
+            break;
+        }
+        mask <<= 1;
+    }
+    mask >>= 1;
+    while mask > 0 {
+        if vr + mask < n {
+            let range = bytes(vr + mask, vr + 2 * mask);
+            if !range.is_empty() {
+                let part = s.slice(buf, range);
+                s.send(real(vr + mask), PH_MAIN, part, false);
+            }
+        }
+        mask >>= 1;
+    }
+    let (left, right) = ((r + n - 1) % n, (r + 1) % n);
+    for step in 0..n - 1 {
+        let (a, b) = ((vr + n - step) % n, (vr + 2 * n - step - 1) % n);
+        let (srange, rrange) = (bytes(a, a + 1), bytes(b, b + 1));
+        let got = s.slot(Vec::new());
+        if !rrange.is_empty() {
+            s.recv(left, PH_BCAST, got, rrange.len());
+        }
+        if !srange.is_empty() {
+            let part = s.slice(buf, srange);
+            s.send(right, PH_BCAST, part, false);
+        }
+        if !rrange.is_empty() {
+            s.fence();
+            s.place(got, buf, rrange.start);
+        }
+    }
 }
 
 /// Ireduce: `mine` is the packed contribution; the output (root only) gets the result.
@@ -511,14 +686,10 @@ pub fn reduce(s: &mut Schedule, mine: Vec<u8>, root: usize) {
     }
 }
 
-/// Above this many bytes Iallreduce uses reduce + broadcast (fewer bytes on the wire per
-/// rank than recursive doubling, which sends the whole vector log2(n) times). The blocking
-/// allreduce has more algorithms (see `tune`).
-const ALLREDUCE_LARGE: usize = 64 * 1024;
-
-/// Iallreduce: recursive doubling, or reduce + broadcast for large vectors.
+/// Iallreduce: the algorithm of the blocking allreduce for this size and operation
+/// (`tune::Tuning::allreduce`): recursive doubling, Rabenseifner, ring, or reduce + broadcast.
 pub fn allreduce(s: &mut Schedule, mine: Vec<u8>) {
-    let (n, r) = (s.size(), s.rank);
+    let n = s.size();
     let len = mine.len();
     if len == 0 {
         return;
@@ -528,80 +699,299 @@ pub fn allreduce(s: &mut Schedule, mine: Vec<u8>) {
         s.put(acc, 0);
         return;
     }
-    if len > ALLREDUCE_LARGE {
-        reduce_slot(s, acc, len, 0, PH_MAIN);
-        bcast_slot(s, acc, len, 0, PH_BCAST, Some(0), true);
-        return;
+    let count = len / s.elem_size();
+    match tune::get().allreduce(len, count, n, s.commutative()) {
+        tune::Allreduce::RecursiveDoubling => allreduce_recursive_doubling(s, acc, len),
+        tune::Allreduce::Rabenseifner => allreduce_rabenseifner(s, acc, count),
+        tune::Allreduce::Ring => allreduce_ring(s, acc, count),
+        tune::Allreduce::ReduceBcast => {
+            reduce_slot(s, acc, len, 0, PH_MAIN);
+            bcast_slot(s, acc, len, 0, PH_BCAST, Some(0), true);
+            return;
+        }
     }
-    let pof2 = 1 << (usize::BITS - 1 - n.leading_zeros());
-    let rem = n - pof2;
-    let newrank = if r < 2 * rem {
-        if r % 2 == 0 {
-            s.send(r + 1, PH_MAIN, acc, false);
-            None
-        } else {
-            let lower = s.slot(Vec::new());
-            s.recv(r - 1, PH_MAIN, lower, len);
-            s.fence();
-            s.apply(lower, acc, false);
-            Some(r / 2)
-        }
-    } else {
-        Some(r - rem)
-    };
+    s.put(acc, 0);
+}
+
+/// The member (communicator rank) behind number `nr` of the power-of-two group left after
+/// `fold_in`.
+fn real_rank(nr: usize, rem: usize) -> usize {
+    if nr < rem { nr * 2 + 1 } else { nr + rem }
+}
+
+/// The first step of the power-of-two algorithms (as `coll::allreduce`'s): among the first
+/// `2 * rem` ranks each even rank hands its vector (slot `acc`, `len` bytes) to the odd rank
+/// above, which combines it as the lower operand. Returns this rank's number among the
+/// `pof2` remaining ones, None for an even rank that handed its vector up.
+fn fold_in(s: &mut Schedule, acc: usize, len: usize) -> Option<usize> {
+    let (n, r) = (s.size(), s.rank);
+    let rem = n - pof2_below(n);
+    if r >= 2 * rem {
+        return Some(r - rem);
+    }
+    if r % 2 == 0 {
+        s.send(r + 1, PH_MAIN, acc, false);
+        return None;
+    }
+    let lower = s.slot(Vec::new());
+    s.recv(r - 1, PH_MAIN, lower, len);
+    s.fence();
+    s.apply(lower, acc, false);
+    Some(r / 2)
+}
+
+/// The last step: the odd ranks of the first `2 * rem` hand the result to the even rank below.
+fn fold_out(s: &mut Schedule, acc: usize, len: usize, newrank: Option<usize>) {
+    let (n, r) = (s.size(), s.rank);
+    let rem = n - pof2_below(n);
     match newrank {
-        Some(nr) => {
-            let theirs = s.slot(Vec::new());
-            let mut mask = 1;
-            while mask < pof2 {
-                let partner = nr ^ mask;
-                let dst = if partner < rem { partner * 2 + 1 } else { partner + rem };
-                s.recv(dst, PH_MAIN, theirs, len);
-                s.send(dst, PH_MAIN, acc, true);
-                s.fence();
-                if dst < r {
-                    s.apply(theirs, acc, false);
-                } else {
-                    s.apply(acc, theirs, true);
-                }
-                mask <<= 1;
-            }
-            s.put(acc, 0);
-            if r < 2 * rem {
-                s.send(r - 1, PH_MAIN, acc, false);
-            }
-        }
+        Some(_) if r < 2 * rem => s.send(r - 1, PH_MAIN, acc, true),
+        Some(_) => {}
         None => {
             s.recv(r + 1, PH_MAIN, acc, len);
             s.fence();
-            s.put(acc, 0);
         }
     }
 }
 
-/// Ireduce_scatter(_block): reduce to rank 0, which sends each member its piece.
-pub fn reduce_scatter(s: &mut Schedule, mine: Vec<u8>, counts: &[usize]) {
+/// Recursive doubling: log2 rounds of whole-vector exchanges; the lower rank's vector is
+/// always the first operand, so rank order holds for non-commutative operations.
+fn allreduce_recursive_doubling(s: &mut Schedule, acc: usize, len: usize) {
+    let r = s.rank;
+    let pof2 = pof2_below(s.size());
+    let rem = s.size() - pof2;
+    let newrank = fold_in(s, acc, len);
+    if let Some(nr) = newrank {
+        let theirs = s.slot(Vec::new());
+        let mut mask = 1;
+        while mask < pof2 {
+            let dst = real_rank(nr ^ mask, rem);
+            s.recv(dst, PH_MAIN, theirs, len);
+            s.send(dst, PH_MAIN, acc, true);
+            s.fence();
+            if dst < r {
+                s.apply(theirs, acc, false);
+            } else {
+                s.apply(acc, theirs, true);
+            }
+            mask <<= 1;
+        }
+    }
+    fold_out(s, acc, len, newrank);
+}
+
+/// Element offsets of `parts` nearly equal pieces of `count` (the first `count % parts` one
+/// longer), with `count` at the end (as the blocking allreduce splits the vector).
+fn pieces(count: usize, parts: usize) -> Vec<usize> {
+    let (q, m) = (count / parts, count % parts);
+    let mut d = Vec::with_capacity(parts + 1);
+    let mut at = 0;
+    for i in 0..parts {
+        d.push(at);
+        at += q + usize::from(i < m);
+    }
+    d.push(count);
+    d
+}
+
+/// Rabenseifner's allreduce (commutative operations, at least `pof2` elements), step for
+/// step as the blocking one: after folding to `pof2` ranks, recursive halving leaves each
+/// rank the reduced piece it owns, then recursive doubling gathers the pieces.
+fn allreduce_rabenseifner(s: &mut Schedule, acc: usize, count: usize) {
     let (n, r) = (s.size(), s.rank);
-    let size = s.red.as_ref().map_or(0, |red| red.elem_size());
+    let size = s.elem_size();
+    let pof2 = pof2_below(n);
+    let rem = n - pof2;
+    let newrank = fold_in(s, acc, count * size);
+    if let Some(nr) = newrank {
+        let disp: Vec<usize> = pieces(count, pof2).into_iter().map(|e| e * size).collect();
+        let (mut send_idx, mut recv_idx, mut last_idx) = (0, 0, pof2);
+        let mut mask = 1;
+        while mask < pof2 {
+            let newdst = nr ^ mask;
+            let dst = real_rank(newdst, rem);
+            let half = pof2 / (mask * 2);
+            let (send, recv) = if nr < newdst {
+                send_idx = recv_idx + half;
+                ((send_idx, last_idx), (recv_idx, send_idx))
+            } else {
+                recv_idx = send_idx + half;
+                ((send_idx, recv_idx), (recv_idx, last_idx))
+            };
+            let part = s.slice(acc, disp[send.0]..disp[send.1]);
+            let got = s.exchange(dst, part, dst, disp[recv.1] - disp[recv.0], PH_MAIN);
+            s.combine(got, acc, disp[recv.0], dst < r);
+            send_idx = recv_idx;
+            mask <<= 1;
+            if mask < pof2 {
+                last_idx = recv_idx + pof2 / mask;
+            }
+        }
+        mask >>= 1;
+        while mask > 0 {
+            let newdst = nr ^ mask;
+            let dst = real_rank(newdst, rem);
+            let half = pof2 / (mask * 2);
+            let (send, recv) = if nr < newdst {
+                if mask != pof2 / 2 {
+                    last_idx += half;
+                }
+                recv_idx = send_idx + half;
+                ((send_idx, recv_idx), (recv_idx, last_idx))
+            } else {
+                recv_idx = send_idx - half;
+                ((send_idx, last_idx), (recv_idx, send_idx))
+            };
+            let part = s.slice(acc, disp[send.0]..disp[send.1]);
+            let got = s.exchange(dst, part, dst, disp[recv.1] - disp[recv.0], PH_MAIN);
+            s.place(got, acc, disp[recv.0]);
+            if nr > newdst {
+                send_idx = recv_idx;
+            }
+            mask >>= 1;
+        }
+    }
+    fold_out(s, acc, count * size, newrank);
+}
+
+/// Ring allreduce (commutative operations, at least `n` elements): `n - 1` reduce-scatter
+/// steps around the ring, then `n - 1` allgather steps of the reduced pieces.
+fn allreduce_ring(s: &mut Schedule, acc: usize, count: usize) {
+    let (n, r) = (s.size(), s.rank);
+    let size = s.elem_size();
+    let disp: Vec<usize> = pieces(count, n).into_iter().map(|e| e * size).collect();
+    let (left, right) = ((r + n - 1) % n, (r + 1) % n);
+    let piece = |i: usize| disp[i % n]..disp[i % n + 1];
+    for step in 0..n - 1 {
+        let (out, inc) = (piece(r + n - step), piece(r + 2 * n - step - 1));
+        let part = s.slice(acc, out);
+        let got = s.exchange(right, part, left, inc.len(), PH_MAIN);
+        s.combine(got, acc, inc.start, true);
+    }
+    for step in 0..n - 1 {
+        let (out, inc) = (piece(r + 1 + n - step), piece(r + n - step));
+        let part = s.slice(acc, out);
+        let got = s.exchange(right, part, left, inc.len(), PH_MAIN);
+        s.place(got, acc, inc.start);
+    }
+}
+
+/// Ireduce_scatter(_block): `counts[i]` elements go to member i. As the blocking one
+/// (`tune::Tuning::reduce_scatter`): recursive halving or pairwise exchange for commutative
+/// operations, else a reduction to rank 0 (rank order kept), which sends each member its piece.
+pub fn reduce_scatter(s: &mut Schedule, mine: Vec<u8>, counts: &[usize]) {
+    let n = s.size();
+    let size = s.elem_size();
     let len = mine.len();
     if len == 0 {
         return;
     }
+    let counts = &counts[..n];
+    let disp: Vec<usize> = std::iter::once(0)
+        .chain(counts.iter().scan(0, |at, &c| {
+            *at += c * size;
+            Some(*at)
+        }))
+        .collect();
     let acc = s.slot(mine);
-    if reduce_slot(s, acc, len, 0, PH_MAIN) {
-        let first = s.split(acc, counts[..n].iter().map(|c| c * size).collect());
-        for (i, &c) in counts.iter().enumerate().take(n).skip(1) {
-            if c > 0 {
+    if n == 1 {
+        s.put(acc, 0);
+        return;
+    }
+    match tune::get().reduce_scatter(len, s.commutative()) {
+        tune::ReduceScatter::Halving => reduce_scatter_halving(s, acc, &disp),
+        tune::ReduceScatter::Pairwise => reduce_scatter_pairwise(s, acc, &disp),
+        tune::ReduceScatter::ReduceThenScatter => reduce_then_scatter(s, acc, &disp),
+    }
+}
+
+/// Reduce to rank 0, which splits the result and sends each member its piece.
+fn reduce_then_scatter(s: &mut Schedule, acc: usize, disp: &[usize]) {
+    let (n, r) = (s.size(), s.rank);
+    if reduce_slot(s, acc, disp[n], 0, PH_MAIN) {
+        let first = s.split(acc, (0..n).map(|i| disp[i + 1] - disp[i]).collect());
+        for i in 1..n {
+            if disp[i + 1] > disp[i] {
                 s.send(i, PH_SCATTER, first + i, false);
             }
         }
         s.put(first, 0);
-    } else if counts[r] > 0 {
+    } else if disp[r + 1] > disp[r] {
         let piece = s.slot(Vec::new());
-        s.recv(0, PH_SCATTER, piece, counts[r] * size);
+        s.recv(0, PH_SCATTER, piece, disp[r + 1] - disp[r]);
         s.fence();
         s.put(piece, 0);
     }
+}
+
+/// Recursive halving (commutative operations), as `coll::allreduce::reduce_scatter_halving`:
+/// after folding to `pof2` ranks each step halves the window of blocks a rank keeps; a folded
+/// pair's surviving rank finally hands the even rank its block. `disp`: byte offsets of the
+/// members' blocks.
+fn reduce_scatter_halving(s: &mut Schedule, acc: usize, disp: &[usize]) {
+    let (n, r) = (s.size(), s.rank);
+    let pof2 = pof2_below(n);
+    let rem = n - pof2;
+    let total = disp[n];
+    let Some(nr) = fold_in(s, acc, total) else {
+        let mine = s.slot(Vec::new());
+        s.recv(r + 1, PH_MAIN, mine, disp[r + 1] - disp[r]);
+        s.fence();
+        s.put(mine, 0);
+        return;
+    };
+    let newdisp: Vec<usize> =
+        (0..pof2).map(|i| disp[if i < rem { 2 * i } else { i + rem }]).chain(std::iter::once(total)).collect();
+    let (mut send_idx, mut recv_idx, mut last_idx) = (0, 0, pof2);
+    let mut mask = pof2 >> 1;
+    while mask > 0 {
+        let newdst = nr ^ mask;
+        let dst = real_rank(newdst, rem);
+        let (send, recv) = if nr < newdst {
+            send_idx = recv_idx + mask;
+            ((send_idx, last_idx), (recv_idx, send_idx))
+        } else {
+            recv_idx = send_idx + mask;
+            ((send_idx, recv_idx), (recv_idx, last_idx))
+        };
+        let part = s.slice(acc, newdisp[send.0]..newdisp[send.1]);
+        let got = s.exchange(dst, part, dst, newdisp[recv.1] - newdisp[recv.0], PH_MAIN);
+        s.combine(got, acc, newdisp[recv.0], dst < r);
+        send_idx = recv_idx;
+        last_idx = recv_idx + mask;
+        mask >>= 1;
+    }
+    if r < 2 * rem {
+        let lower = s.slice(acc, disp[r - 1]..disp[r]);
+        s.send(r - 1, PH_MAIN, lower, false);
+    }
+    let own = s.slice(acc, disp[r]..disp[r + 1]);
+    s.put(own, 0);
+}
+
+/// Pairwise exchange (commutative operations): in step i every member sends member r + i its
+/// block of the input and combines the block it gets from r - i.
+fn reduce_scatter_pairwise(s: &mut Schedule, input: usize, disp: &[usize]) {
+    let (n, r) = (s.size(), s.rank);
+    let block = |i: usize| disp[i]..disp[i + 1];
+    let acc = s.slice(input, block(r));
+    let own = block(r).len();
+    for i in 1..n {
+        let (dst, src) = ((r + i) % n, (r + n - i) % n);
+        let got = s.slot(Vec::new());
+        if own > 0 {
+            s.recv(src, PH_MAIN, got, own);
+        }
+        if !block(dst).is_empty() {
+            let part = s.slice(input, block(dst));
+            s.send(dst, PH_MAIN, part, false);
+        }
+        if own > 0 {
+            s.fence();
+            s.combine(got, acc, 0, true);
+        }
+    }
+    s.put(acc, 0);
 }
 
 /// Iscan / Iexscan by recursive doubling.
@@ -644,9 +1034,18 @@ pub fn scan(s: &mut Schedule, mine: Vec<u8>, exclusive: bool) {
     }
 }
 
-/// Igather(v): linear. `mine` is the packed contribution (None: MPI_IN_PLACE at the root).
-pub fn gather(s: &mut Schedule, mine: Option<Vec<u8>>, root: usize) {
+/// Igather(v): linear, or a binomial tree for MPI_Gather's small totals (`uniform`: every
+/// block the same size; `tune::Tuning::rooted`). `mine` is the packed contribution (None:
+/// MPI_IN_PLACE at the root).
+pub fn gather(s: &mut Schedule, mine: Option<Vec<u8>>, root: usize, uniform: bool) {
     let (n, r) = (s.size(), s.rank);
+    let block = match &mine {
+        Some(d) => d.len(),
+        None => s.out_bytes(root),
+    };
+    if uniform && n > 1 && block > 0 && tune::get().rooted(block * n, true) == tune::Rooted::Binomial {
+        return gather_binomial(s, mine, root, block);
+    }
     if r != root {
         let data = mine.unwrap_or_default();
         if !data.is_empty() {
@@ -674,10 +1073,55 @@ pub fn gather(s: &mut Schedule, mine: Option<Vec<u8>>, root: usize) {
     }
 }
 
-/// Iscatter(v): linear. `pieces` (root only) are the packed blocks for every member; the
-/// output is None for MPI_IN_PLACE at the root.
-pub fn scatter(s: &mut Schedule, pieces: Vec<Vec<u8>>, root: usize) {
+/// Binomial-tree gather of `block`-byte blocks, as `coll::gather_uniform`: relative rank vr
+/// collects the blocks of vr..vr + (subtree size) in order (its own, then each child's
+/// subtree) and sends them up.
+fn gather_binomial(s: &mut Schedule, mine: Option<Vec<u8>>, root: usize, block: usize) {
     let (n, r) = (s.size(), s.rank);
+    let vr = (r + n - root) % n;
+    let real = |v: usize| (v + root) % n;
+    let in_place = mine.is_none();
+    let own = match mine {
+        Some(d) => d,
+        None => s.out.as_ref().expect("the root has a receive buffer").pack(root),
+    };
+    let buf = s.slot(own);
+    let mut children = Vec::new();
+    let mut mask = 1;
+    while mask < n && vr & mask == 0 {
+        if vr + mask < n {
+            let blocks = mask.min(n - vr - mask);
+            let c = s.slot(Vec::new());
+            s.recv(real(vr + mask), PH_MAIN, c, blocks * block);
+            children.push((c, mask));
+        }
+        mask <<= 1;
+    }
+    if !children.is_empty() {
+        s.fence();
+    }
+    for (c, at) in children {
+        s.place(c, buf, at * block);
+    }
+    if vr != 0 {
+        s.send(real(vr - mask), PH_MAIN, buf, false);
+        return;
+    }
+    for v in (0..n).filter(|&v| v != 0 || !in_place) {
+        let piece = s.slice(buf, v * block..(v + 1) * block);
+        s.put(piece, real(v));
+    }
+}
+
+/// Iscatter(v): linear, or a binomial tree for MPI_Scatter's small totals (`uniform`).
+/// `pieces` (root only) are the packed blocks for every member; the output is None for
+/// MPI_IN_PLACE at the root.
+pub fn scatter(s: &mut Schedule, pieces: Vec<Vec<u8>>, root: usize, uniform: bool) {
+    let (n, r) = (s.size(), s.rank);
+    let block = if r == root { pieces[root].len() } else { s.out_bytes(0) };
+    if uniform && n > 1 && block > 0 && tune::get().rooted(block * n, true) == tune::Rooted::Binomial {
+        return scatter_binomial(s, pieces, root, block);
+    }
     if r != root {
         let len = s.out_bytes(0);
         if len > 0 {
@@ -703,14 +1147,57 @@ pub fn scatter(s: &mut Schedule, pieces: Vec<Vec<u8>>, root: usize) {
     }
 }
 
-/// Iallgather(v): ring. `mine` is None for MPI_IN_PLACE (the own block is already in place
-/// and is packed from the output now).
+/// Binomial-tree scatter of `block`-byte blocks, as `coll::scatter_uniform`: relative rank vr
+/// gets the blocks of its subtree from its parent, then hands each child (vr + 2^k, largest
+/// first) the child's subtree.
+fn scatter_binomial(s: &mut Schedule, pieces: Vec<Vec<u8>>, root: usize, block: usize) {
+    let (n, r) = (s.size(), s.rank);
+    let vr = (r + n - root) % n;
+    let real = |v: usize| (v + root) % n;
+    let mut mask = 1;
+    let buf = if vr == 0 {
+        while mask < n {
+            mask <<= 1;
+        }
+        let mut pieces = pieces;
+        let all: Vec<u8> = (0..n).flat_map(|v| std::mem::take(&mut pieces[real(v)])).collect();
+        s.slot(all)
+    } else {
+        while vr & mask == 0 {
+            mask <<= 1;
+        }
+        let blocks = mask.min(n - vr);
+        let b = s.slot(Vec::new());
+        s.recv(real(vr - mask), PH_MAIN, b, blocks * block);
+        s.fence();
+        b
+    };
+    mask >>= 1;
+    while mask > 0 {
+        if vr + mask < n {
+            let blocks = mask.min(n - vr - mask);
+            let part = s.slice(buf, mask * block..(mask + blocks) * block);
+            s.send(real(vr + mask), PH_MAIN, part, false);
+        }
+        mask >>= 1;
+    }
+    if s.out.is_some() {
+        let own = s.slice(buf, 0..block);
+        s.put(own, 0);
+    }
+}
+
+/// Iallgather(v): ring, recursive doubling (power-of-two sizes) or Bruck, as the blocking
+/// one (`tune::Tuning::allgather`; every member knows every block's size, so all agree).
+/// `mine` is None for MPI_IN_PLACE (the own block is already in place and is packed from the
+/// output now).
 pub fn allgather(s: &mut Schedule, mine: Option<Vec<u8>>) {
     let (n, r) = (s.size(), s.rank);
     let out = s.out.as_ref().expect("allgather output");
     if out.blocks.iter().all(|b| b.bytes() == 0) {
         return;
     }
+    let total: usize = out.blocks.iter().map(Block::bytes).sum();
     let current = match mine {
         Some(d) => {
             let b = s.slot(d);
@@ -722,8 +1209,17 @@ pub fn allgather(s: &mut Schedule, mine: Option<Vec<u8>>) {
             s.slot(d)
         }
     };
+    match tune::get().allgather(total, n) {
+        tune::Allgather::Ring => allgather_ring(s, current),
+        tune::Allgather::RecursiveDoubling if n.is_power_of_two() => allgather_recursive_doubling(s, current),
+        _ => allgather_bruck(s, current),
+    }
+}
+
+/// Ring allgather: in step k each member forwards the block it got in step k - 1.
+fn allgather_ring(s: &mut Schedule, mut current: usize) {
+    let (n, r) = (s.size(), s.rank);
     let (left, right) = ((r + n - 1) % n, (r + 1) % n);
-    let mut current = current;
     for step in 0..n.saturating_sub(1) {
         let from = (r + n - step - 1) % n;
         let (sent, len) = ((r + n - step) % n, s.out_bytes(from));
@@ -742,9 +1238,82 @@ pub fn allgather(s: &mut Schedule, mine: Option<Vec<u8>>) {
     }
 }
 
-/// Ialltoall(v,w): every receive posted, every send started, one fence. `outgoing` holds
-/// the packed block for every member.
-pub fn alltoall(s: &mut Schedule, outgoing: Vec<Vec<u8>>) {
+/// Byte offsets of the output's packed blocks laid end to end (and the total).
+fn out_offsets(s: &Schedule) -> Vec<usize> {
+    std::iter::once(0)
+        .chain((0..s.size()).scan(0, |at, i| {
+            *at += s.out_bytes(i);
+            Some(*at)
+        }))
+        .collect()
+}
+
+/// Recursive doubling (power-of-two sizes): in round k members 2^k apart swap everything they
+/// have, an aligned run of 2^k blocks.
+fn allgather_recursive_doubling(s: &mut Schedule, mine: usize) {
+    let (n, r) = (s.size(), s.rank);
+    let off = out_offsets(s);
+    let all = s.slot(vec![0; off[n]]);
+    s.place(mine, all, off[r]);
+    let mut mask = 1;
+    while mask < n {
+        let dst = r ^ mask;
+        let (base, dbase) = (r & !(mask - 1), dst & !(mask - 1));
+        let part = s.slice(all, off[base]..off[base + mask]);
+        let got = s.exchange(dst, part, dst, off[dbase + mask] - off[dbase], PH_MAIN);
+        s.place(got, all, off[dbase]);
+        mask <<= 1;
+    }
+    for i in (0..n).filter(|&i| i != r && off[i + 1] > off[i]) {
+        let block = s.slice(all, off[i]..off[i + 1]);
+        s.put(block, i);
+    }
+}
+
+/// Bruck allgather (any size, ceil(log2 n) rounds): a member holds the blocks r, r + 1, ...
+/// in that order; in the round with distance d it sends its first min(d, n - d) blocks to
+/// r - d and appends the same number from r + d.
+fn allgather_bruck(s: &mut Schedule, mine: usize) {
+    let (n, r) = (s.size(), s.rank);
+    let size = |s: &Schedule, j: usize| s.out_bytes((r + j) % n);
+    // ends[j]: end of relative block j in `mine`, which grows to hold them all.
+    let mut ends = vec![size(s, 0)];
+    let mut dist = 1;
+    while dist < n {
+        let cnt = dist.min(n - dist);
+        let (dst, src) = ((r + n - dist) % n, (r + dist) % n);
+        let len: usize = (dist..dist + cnt).map(|j| size(s, j)).sum();
+        let part = s.slice(mine, 0..ends[cnt - 1]);
+        let got = s.exchange(dst, part, src, len, PH_MAIN);
+        s.place(got, mine, ends[dist - 1]);
+        for j in dist..dist + cnt {
+            ends.push(ends[j - 1] + size(s, j));
+        }
+        dist <<= 1;
+    }
+    for j in (1..n).filter(|&j| ends[j] > ends[j - 1]) {
+        let block = s.slice(mine, ends[j - 1]..ends[j]);
+        s.put(block, (r + j) % n);
+    }
+}
+
+/// Ialltoall(v,w), as the blocking one (`tune::Tuning::alltoall`): every transfer posted at
+/// once (small blocks), pairwise exchange (large blocks), or Bruck's algorithm (small blocks
+/// of one size everywhere, `uniform`: MPI_Alltoall). `outgoing` holds the packed block for
+/// every member. Members of an Alltoallv may choose differently between the first two (each
+/// pair exchanges one message each way either way).
+pub fn alltoall(s: &mut Schedule, outgoing: Vec<Vec<u8>>, uniform: bool) {
+    let n = s.size();
+    let block = (0..n).map(|i| s.out_bytes(i)).max().unwrap_or(0);
+    match tune::get().alltoall(block, n, uniform) {
+        tune::Alltoall::Bruck if n > 1 && block > 0 => alltoall_bruck(s, outgoing, block),
+        tune::Alltoall::Pairwise => alltoall_pairwise(s, outgoing),
+        _ => alltoall_post(s, outgoing),
+    }
+}
+
+/// Every receive posted, every send started, one fence.
+fn alltoall_post(s: &mut Schedule, mut outgoing: Vec<Vec<u8>>) {
     let (n, r) = (s.size(), s.rank);
     let order: Vec<usize> = (1..n).map(|k| (r + k) % n).collect();
     let mut got = Vec::new();
@@ -756,7 +1325,6 @@ pub fn alltoall(s: &mut Schedule, outgoing: Vec<Vec<u8>>) {
             got.push((i, b));
         }
     }
-    let mut outgoing = outgoing;
     for &i in &order {
         let data = std::mem::take(&mut outgoing[i]);
         if !data.is_empty() {
@@ -772,6 +1340,56 @@ pub fn alltoall(s: &mut Schedule, outgoing: Vec<Vec<u8>>) {
     }
     for (i, b) in got {
         s.put(b, i);
+    }
+}
+
+/// Pairwise exchange: in step i a member sends to r + i and receives from r - i (partners
+/// r ^ i on power-of-two sizes), one transfer each way in flight.
+fn alltoall_pairwise(s: &mut Schedule, mut outgoing: Vec<Vec<u8>>) {
+    let (n, r) = (s.size(), s.rank);
+    let own = s.slot(std::mem::take(&mut outgoing[r]));
+    s.put(own, r);
+    for i in 1..n {
+        let (dst, src) = if n.is_power_of_two() { (r ^ i, r ^ i) } else { ((r + i) % n, (r + n - i) % n) };
+        let len = s.out_bytes(src);
+        let got = s.slot(Vec::new());
+        if len > 0 {
+            s.recv(src, PH_MAIN, got, len);
+        }
+        let data = std::mem::take(&mut outgoing[dst]);
+        if !data.is_empty() {
+            let b = s.slot(data);
+            s.send(dst, PH_MAIN, b, false);
+        }
+        if len > 0 {
+            s.fence();
+            s.put(got, src);
+        }
+    }
+}
+
+/// Bruck all-to-all (blocks of `block` bytes everywhere, ceil(log2 n) rounds): blocks are
+/// rotated so that slot i holds the block for r + i; in the round for bit k every slot with
+/// bit k set goes, in one message, to r + 2^k (and arrives from r - 2^k); slot i finally
+/// holds the block from r - i.
+fn alltoall_bruck(s: &mut Schedule, outgoing: Vec<Vec<u8>>, block: usize) {
+    let (n, r) = (s.size(), s.rank);
+    let mut outgoing = outgoing;
+    // Blocks of another size (counts differ between ranks) are caught by the splits.
+    let mut cur: Vec<usize> = (0..n).map(|i| std::mem::take(&mut outgoing[(r + i) % n])).map(|d| s.slot(d)).collect();
+    let mut bit = 1;
+    while bit < n {
+        let which: Vec<usize> = (0..n).filter(|i| i & bit != 0).collect();
+        let data = s.concat(which.iter().map(|&i| cur[i]).collect());
+        let got = s.exchange((r + bit) % n, data, (r + n - bit) % n, which.len() * block, PH_MAIN);
+        let first = s.split(got, vec![block; which.len()]);
+        for (k, &i) in which.iter().enumerate() {
+            cur[i] = first + k;
+        }
+        bit <<= 1;
+    }
+    for (i, &slot) in cur.iter().enumerate() {
+        s.put(slot, (r + n - i) % n);
     }
 }
 
