@@ -418,6 +418,21 @@ impl Engine {
         }
     }
 
+    /// Reads a rendezvous sender's block list of `n` entries at `addr` in rank `from` (a list
+    /// longer than a slot). On failure the sender's memory is out of reach: single-copy reads
+    /// from it are turned off, so the message streams (the sender then packs).
+    fn read_block_list(&mut self, from: usize, addr: u64, n: usize) -> Vec<(u64, u64)> {
+        let Some(pid) = self.cma_pid[from] else { return Vec::new() };
+        let mut raw = vec![0u8; n * RTS_BLOCK_BYTES];
+        if shm::cma_read(pid, addr, &mut raw).is_err() {
+            log::debug!("reading the block list of rank {from} failed; streaming instead");
+            self.cma_pid[from] = None;
+            return Vec::new();
+        }
+        let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().unwrap());
+        raw.chunks_exact(RTS_BLOCK_BYTES).map(|b| (word(&b[..8]), word(&b[8..]))).collect()
+    }
+
     /// Keeps an eager payload buffer for reuse (a bounded number of slot-sized ones).
     fn recycle_payload(&mut self, data: Vec<u8>) {
         const POOL_MAX: usize = 64;
@@ -518,13 +533,20 @@ impl Engine {
                 }
                 Out::Rts { req } => {
                     let Op::Send { env, buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
-                    // Send-gather: a dense non-contiguous send offers its blocks (they must fit
-                    // the slot); otherwise it offers packed bytes.
-                    let plan = buf.block_list(seg.geometry().payload_capacity() / RTS_BLOCK_BYTES, &mut self.plans);
+                    // Send-gather: a dense non-contiguous send offers its blocks, in the slot
+                    // or, when more than fit, as a list the receiver reads from this process
+                    // (`addr`); a sparse one offers packed bytes.
+                    let plan = buf.block_list(&mut self.plans);
                     let blocks: &[(usize, usize)] = plan.as_deref().unwrap_or(&[]);
-                    if blocks.is_empty() {
+                    let inline = blocks.len() <= seg.geometry().payload_capacity() / RTS_BLOCK_BYTES;
+                    let addr = if blocks.is_empty() {
                         buf.ensure_packed();
-                    }
+                        buf.addr()
+                    } else if inline {
+                        0
+                    } else {
+                        buf.offer_out_of_band(blocks)
+                    };
                     let pk = Packet {
                         kind: kind::RTS,
                         context: env.ctx,
@@ -533,10 +555,11 @@ impl Engine {
                         sreq: req,
                         rreq: blocks.len() as u32,
                         len: buf.len() as u64,
-                        addr: if blocks.is_empty() { buf.addr() } else { 0 },
+                        addr,
                     };
+                    let in_slot = if inline { blocks } else { &[] };
                     seg.send(dst, &pk, |slot| {
-                        for (i, &(addr, len)) in blocks.iter().enumerate() {
+                        for (i, &(addr, len)) in in_slot.iter().enumerate() {
                             let at = i * RTS_BLOCK_BYTES;
                             slot[at..at + 8].copy_from_slice(&(addr as u64).to_ne_bytes());
                             slot[at + 8..at + 16].copy_from_slice(&(len as u64).to_ne_bytes());
@@ -622,14 +645,19 @@ impl Engine {
                 }
             }
             kind::RTS => {
-                let blocks = payload
-                    .chunks_exact(RTS_BLOCK_BYTES)
-                    .take(pk.rreq as usize)
-                    .map(|b| {
-                        let word = |i: usize| u64::from_ne_bytes(b[i..i + 8].try_into().unwrap());
-                        (word(0), word(8))
-                    })
-                    .collect();
+                let nblocks = pk.rreq as usize;
+                let blocks = if nblocks * RTS_BLOCK_BYTES <= payload.len() {
+                    payload
+                        .chunks_exact(RTS_BLOCK_BYTES)
+                        .take(nblocks)
+                        .map(|b| {
+                            let word = |i: usize| u64::from_ne_bytes(b[i..i + 8].try_into().unwrap());
+                            (word(0), word(8))
+                        })
+                        .collect()
+                } else {
+                    self.read_block_list(src, pk.addr, nblocks)
+                };
                 let body = Body::Rts { addr: pk.addr, sreq: pk.sreq, blocks };
                 self.on_message(Unexpected { env, from: src, len: pk.len as usize, body })
             }
