@@ -168,10 +168,9 @@ impl SendBuf {
     pub fn ensure_packed(&mut self) {
         if let Some(scattered) = self.scattered.take() {
             let (base, layout, count) = *scattered;
-            let mut packed = vec![0u8; self.len];
             // SAFETY: the constructor's caller vouches for `count` readable elements at `base`
-            // until the send completes; `packed` is ours.
-            unsafe { layout.pack(base, count, 0..self.len, &mut packed) };
+            // until the send completes.
+            let packed = unsafe { layout.pack_to_vec(base, count, 0..self.len) };
             self.ptr = packed.as_ptr();
             self.owned = Some(packed);
         }
@@ -302,6 +301,23 @@ impl RecvBuf {
             Dest::Contiguous => Some(std::sync::Arc::new([(self.direct as usize, n)])),
             Dest::Owned(_) => None,
             Dest::Scattered(s) => plans.plan(&s.layout, s.base, s.count, n, MIN_LOCAL_BLOCK),
+        }
+    }
+
+    /// Whether arriving bytes must be unpacked into a non-contiguous layout (then a
+    /// receiver may unpack piece by piece with `unpack_at` instead of staging the message).
+    pub fn is_scattered(&self) -> bool {
+        matches!(self.dest, Dest::Scattered(_))
+    }
+
+    /// Unpacks `bytes`, bytes `[offset, offset + bytes.len())` of the message, into the user's
+    /// non-contiguous layout now (no staging); a no-op for other destinations.
+    pub fn unpack_at(&mut self, offset: usize, bytes: &[u8]) {
+        if let Dest::Scattered(s) = &self.dest {
+            assert!(offset + bytes.len() <= self.capacity);
+            // SAFETY: the user's `count` elements at `base` are writable and ours until
+            // completion (constructor contract); `bytes` is separate memory.
+            unsafe { s.layout.unpack(s.base, s.count, offset, bytes) };
         }
     }
 

@@ -35,6 +35,10 @@ impl Envelope {
 /// Bytes of one (address, length) entry of a block list carried by a rendezvous request.
 const RTS_BLOCK_BYTES: usize = 16;
 
+/// Piece a receiver reads and unpacks at a time when its layout is too sparse to read into
+/// directly: small enough to stay in cache between the read and the unpack.
+const UNPACK_PIECE: usize = 128 << 10;
+
 mod kind {
     /// The kind compact eager slots decode to (the transport writes them).
     pub const EAGER: u32 = crate::transport::shm::EAGER_KIND;
@@ -105,6 +109,8 @@ pub struct Engine {
     pub reqs: Slab,
     /// Block lists of recent non-contiguous buffers (single-copy transfers).
     pub plans: buffers::PlanCache,
+    /// Buffer of rendezvous pieces read then unpacked into sparse layouts (`UNPACK_PIECE`).
+    unpack_stage: Vec<u8>,
     /// Posted receives in order, with their envelopes (matching reads no request).
     posted: VecDeque<(Envelope, u32)>,
     /// Buffers for eager payloads that arrive before their receive, reused so the unexpected
@@ -141,6 +147,7 @@ impl Engine {
             cma_pid: vec![None; nranks],
             reqs: Slab::default(),
             plans: buffers::PlanCache::default(),
+            unpack_stage: Vec::new(),
             posted: VecDeque::new(),
             payload_pool: Vec::new(),
             unexpected: VecDeque::new(),
@@ -392,6 +399,14 @@ impl Engine {
                             // SAFETY: the blocks lie in the receive buffer, which the MPI rules
                             // reserve for this receive until it completes.
                             Some(local) => unsafe { shm::cma_readv(pid, &local, &remote, n) }.is_ok(),
+                            // Blocks too small to scatter into: read by pieces through a small
+                            // buffer, each unpacked while in cache (no message-sized staging).
+                            None if buf.is_scattered() => {
+                                let stage = &mut self.unpack_stage;
+                                stage.resize(n.min(UNPACK_PIECE), 0);
+                                shm::cma_read_staged(pid, &remote, n, stage, |off, piece| buf.unpack_at(off, piece))
+                                    .is_ok()
+                            }
                             None => {
                                 let staged = buf.slice_mut(0, n);
                                 let local = [(staged.as_mut_ptr() as usize, n)];
