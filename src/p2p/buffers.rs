@@ -3,6 +3,7 @@
 //! sound; the constructors are `unsafe` because the caller vouches for them.
 
 use crate::datatype::Layout;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Smallest average block (bytes) for which a sender offers its non-contiguous data as a list
 /// of blocks the receiver reads in place (send-gather) rather than packing it first. The
@@ -121,6 +122,9 @@ pub struct SendBuf {
     /// A block list too long for the rendezvous slot, in wire form, kept alive here for the
     /// receiver to read out of band (see `offer_out_of_band`).
     offered: Option<Vec<[u64; 2]>>,
+    /// Packed bytes so far of a pack a receiver reads while it runs (`pack_announced`); boxed
+    /// so its address, which the receiver reads, stays put.
+    packed_upto: Option<Box<AtomicU64>>,
 }
 
 impl SendBuf {
@@ -130,12 +134,19 @@ impl SendBuf {
     pub unsafe fn new(base: *const u8, layout: Layout, count: usize) -> SendBuf {
         let len = layout.size * count;
         if len == 0 {
-            return SendBuf { ptr: base, len, owned: None, scattered: None, offered: None };
+            return SendBuf { ptr: base, len, owned: None, scattered: None, offered: None, packed_upto: None };
         }
         if let Some(at) = layout.contiguous_at() {
             // Contiguous data (perhaps starting away from the buffer pointer, lb != 0): send
             // it in place. `wrapping_offset` because MPI_BOTTOM is a null base.
-            return SendBuf { ptr: base.wrapping_offset(at), len, owned: None, scattered: None, offered: None };
+            return SendBuf {
+                ptr: base.wrapping_offset(at),
+                len,
+                owned: None,
+                scattered: None,
+                offered: None,
+                packed_upto: None,
+            };
         }
         SendBuf {
             ptr: std::ptr::null(),
@@ -143,12 +154,20 @@ impl SendBuf {
             owned: None,
             scattered: Some(Box::new((base, layout, count))),
             offered: None,
+            packed_upto: None,
         }
     }
 
     /// A send of bytes the engine owns (buffered sends, internal messages).
     pub fn owned(data: Vec<u8>) -> SendBuf {
-        SendBuf { ptr: data.as_ptr(), len: data.len(), owned: Some(data), scattered: None, offered: None }
+        SendBuf {
+            ptr: data.as_ptr(),
+            len: data.len(),
+            owned: Some(data),
+            scattered: None,
+            offered: None,
+            packed_upto: None,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -174,6 +193,33 @@ impl SendBuf {
             self.ptr = packed.as_ptr();
             self.owned = Some(packed);
         }
+    }
+
+    /// Packs non-contiguous data piece by piece, so a receiver can read each piece while the
+    /// next is packed (the pack and the copy overlap on two cores): allocates the packed
+    /// buffer, calls `announce(buffer address, counter address)` (the counter holds the bytes
+    /// packed so far, published with Release after each piece), then packs. A no-op for
+    /// contiguous or already packed data.
+    pub fn pack_announced(&mut self, piece: usize, announce: impl FnOnce(u64, u64)) {
+        let Some(scattered) = self.scattered.take() else { return };
+        let (base, layout, count) = *scattered;
+        let len = self.len;
+        let mut packed: Vec<u8> = Vec::with_capacity(len);
+        let upto = self.packed_upto.insert(Box::new(AtomicU64::new(0)));
+        announce(packed.as_ptr() as u64, &**upto as *const AtomicU64 as u64);
+        let mut at = 0;
+        while at < len {
+            let n = piece.min(len - at);
+            // SAFETY: the constructor's caller vouches for `count` readable elements at
+            // `base`; bytes [at, at + n) lie within the capacity of `packed`.
+            unsafe { layout.pack_to_ptr(base, count, at..at + n, packed.as_mut_ptr().add(at)) };
+            at += n;
+            upto.store(at as u64, Ordering::Release);
+        }
+        // SAFETY: the loop wrote all `len` bytes.
+        unsafe { packed.set_len(len) };
+        self.ptr = packed.as_ptr();
+        self.owned = Some(packed);
     }
 
     /// The blocks of a non-contiguous send as (address, length) in this process, when they are

@@ -710,12 +710,14 @@ pub unsafe fn cma_readv(pid: u32, local: &[(usize, usize)], remote: &[(u64, u64)
 /// Single-copy read of `len` bytes from the blocks `remote` (address, length) of process `pid`
 /// through `stage`, one piece of at most `stage.len()` bytes at a time: `consume(offset,
 /// piece)` gets each piece while it is still in cache (a receiver unpacking a large message
-/// this way touches a small buffer instead of staging all of it).
+/// this way touches a small buffer instead of staging all of it). `ready(end)` runs before a
+/// piece ending at byte `end` is read (to wait for a sender still producing the bytes).
 pub fn cma_read_staged(
     pid: u32,
     remote: &[(u64, u64)],
     len: usize,
     stage: &mut [u8],
+    mut ready: impl FnMut(usize) -> io::Result<()>,
     mut consume: impl FnMut(usize, &[u8]),
 ) -> io::Result<()> {
     assert!(!stage.is_empty() || len == 0);
@@ -723,6 +725,7 @@ pub fn cma_read_staged(
     let mut done = 0;
     while done < len {
         let want = (len - done).min(stage.len());
+        ready(done + want)?;
         let mut got = 0;
         while got < want {
             let (riov, rbytes) = r.batch(want - got);
