@@ -865,6 +865,37 @@ mod tests {
     }
 
     #[test]
+    fn staged_reads_hand_over_pieces_in_order_after_ready() {
+        let src: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 251) as u8).collect();
+        // Three remote blocks, out of address order, 4000 bytes in all.
+        let base = src.as_ptr() as u64;
+        let remote = [(base + 3000, 1500u64), (base, 1000), (base + 1200, 1500)];
+        let want: Vec<u8> = [&src[3000..4500], &src[..1000], &src[1200..2700]].concat();
+        let mut stage = [0u8; 768];
+        let (mut got, mut readies) = (Vec::new(), Vec::new());
+        cma_read_staged(
+            std::process::id(),
+            &remote,
+            4000,
+            &mut stage,
+            |end| {
+                readies.push(end);
+                Ok(())
+            },
+            |off, piece| {
+                assert_eq!(off, got.len());
+                got.extend_from_slice(piece);
+            },
+        )
+        .unwrap();
+        assert_eq!(got, want);
+        assert_eq!(readies, vec![768, 1536, 2304, 3072, 3840, 4000]);
+        // A list shorter than the message is an error, not a hang.
+        let short = cma_read_staged(std::process::id(), &remote[..1], 4000, &mut stage, |_| Ok(()), |_, _| {});
+        assert!(short.is_err());
+    }
+
+    #[test]
     fn cma_reads_own_memory() {
         let src = [7u8; 100];
         let mut dst = [0u8; 100];
