@@ -101,7 +101,7 @@ fn wait_packed(pid: u32, counter: u64, upto: usize) -> std::io::Result<()> {
             return Ok(());
         }
         polls += 1;
-        if polls % 16 == 0 {
+        if polls.is_multiple_of(16) {
             std::thread::yield_now();
         } else {
             std::hint::spin_loop();
