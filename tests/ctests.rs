@@ -154,6 +154,8 @@ ctests! {
     dtype_constructors => "dtype_constructors.c",
     dtype_pack => "dtype_pack.c",
     dtype_sendrecv => "dtype_sendrecv.c",
+    dtype_sgrs_thresholds => "dtype_sgrs_thresholds.c",
+    dtype_sgrs_thresholds_nocma => "dtype_sgrs_thresholds_nocma.c",
     dtype_errors => "dtype_errors.c",
     dtype_darray => "dtype_darray.c",
     dtype_blocklists => "dtype_blocklists.c",

@@ -160,6 +160,33 @@ impl Layout {
         self.walk(count, range, &mut Gather { src: base, dst: out.as_mut_ptr() });
     }
 
+    /// Packs bytes `range` of `count` elements at `base` to `out` (`range.len()` bytes).
+    ///
+    /// # Safety
+    /// As for `pack`, with `out` valid for `range.len()` bytes of writes.
+    pub unsafe fn pack_to_ptr(&self, base: *const u8, count: usize, range: Range<usize>, out: *mut u8) {
+        assert!(range.end <= self.size * count);
+        self.walk(count, range, &mut Gather { src: base, dst: out });
+    }
+
+    /// Packs bytes `range` of `count` elements at `base` into a new vector, written once
+    /// (no zero fill first: a large message's zeroing cost as much as its packing).
+    ///
+    /// # Safety
+    /// As for `pack`.
+    pub unsafe fn pack_to_vec(&self, base: *const u8, count: usize, range: Range<usize>) -> Vec<u8> {
+        let len = range.len();
+        let mut out: Vec<u8> = Vec::with_capacity(len);
+        // SAFETY: forwarded from the caller; `out` has room for `len` bytes. The walk visits
+        // blocks holding exactly `len` packed bytes (the range lies within the data, checked
+        // by pack_to_ptr) and writes them all, so they are initialised.
+        unsafe {
+            self.pack_to_ptr(base, count, range, out.as_mut_ptr());
+            out.set_len(len);
+        }
+        out
+    }
+
     /// Unpacks `packed`, bytes `range.start..` of the packed form, into `count` elements at
     /// `base`.
     ///

@@ -3,11 +3,19 @@
 //! sound; the constructors are `unsafe` because the caller vouches for them.
 
 use crate::datatype::Layout;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Smallest average block (bytes) for which a non-contiguous message moves as a list of
-/// blocks in one single-copy transfer (send-gather / receive-scatter) rather than through a
-/// packed copy: below it the per-block cost of the kernel's iovec walk exceeds a memcpy.
-pub const MIN_GATHER_BLOCK: usize = 256;
+/// Smallest average block (bytes) for which a sender offers its non-contiguous data as a list
+/// of blocks the receiver reads in place (send-gather) rather than packing it first. The
+/// kernel pins the pages of every *remote* iovec of a process_vm_readv separately (about
+/// 150 ns each here, the cost of packing ~4 KiB), so below this a pack plus one contiguous
+/// read is faster. Measured with bench_pack (docs/performance.md, "density rule").
+pub const MIN_REMOTE_BLOCK: usize = 4096;
+
+/// Smallest average block (bytes) for which a receiver reads straight into its own
+/// non-contiguous blocks (receive-scatter) rather than into a staging copy it then unpacks.
+/// A *local* iovec costs ~20 ns in the kernel's copy loop, the cost of unpacking ~0.5-1 KiB.
+pub const MIN_LOCAL_BLOCK: usize = 1024;
 
 /// Counts the blocks a walk visits (adjacent blocks of a vector count once).
 struct CountBlocks(usize);
@@ -29,7 +37,8 @@ pub type Blocks = std::sync::Arc<[(usize, usize)]>;
 /// same place again (the common case: a halo exchange, a loop) skips the datatype walks: the
 /// density count and the list itself. The software form of the seeds' UMR cache. A plan is a
 /// pure function of its key and each entry holds its layout (so no other type can take its
-/// identity), hence an entry is never stale. Also remembers "not dense enough" (None).
+/// identity), hence an entry is never stale. Also remembers the block count of layouts too
+/// sparse for a list (their list is never built).
 #[derive(Default)]
 pub struct PlanCache {
     entries: Vec<Plan>,
@@ -43,29 +52,47 @@ struct Plan {
     base: usize,
     count: usize,
     len: usize,
+    /// Blocks the walk visits (adjacent blocks of a vector count once).
+    nblocks: usize,
+    /// Built on the first look-up that wants it.
     blocks: Option<Blocks>,
 }
 
 impl PlanCache {
-    /// Entries kept: a few layouts in flight at once (both directions of an exchange).
-    const CAPACITY: usize = 16;
+    /// Entries kept: a few layouts in flight at once (both directions of an exchange, a
+    /// window of sends from different places).
+    const CAPACITY: usize = 64;
     /// Larger lists are not kept (memory), only computed.
     const MAX_BLOCKS: usize = 1 << 16;
 
     /// The block list of `len` bytes of `count` elements of `layout` at `base`, or None when
-    /// its blocks are too small on average for a block-list transfer.
-    pub fn plan(&mut self, layout: &Layout, base: *const u8, count: usize, len: usize) -> Option<Blocks> {
+    /// its blocks are smaller than `min_block` bytes on average (then a packed copy is faster).
+    pub fn plan(
+        &mut self,
+        layout: &Layout,
+        base: *const u8,
+        count: usize,
+        len: usize,
+        min_block: usize,
+    ) -> Option<Blocks> {
         let base = base as usize;
+        let dense = |nblocks: usize| nblocks > 0 && len / nblocks >= min_block;
+        let build = || -> Blocks { layout.iovecs(base as *const u8, count, 0..len).into() };
         if let Some(p) =
-            self.entries.iter().find(|p| (p.base, p.count, p.len) == (base, count, len) && p.layout.same_as(layout))
+            self.entries.iter_mut().find(|p| (p.base, p.count, p.len) == (base, count, len) && p.layout.same_as(layout))
         {
             self.hits += 1;
-            return p.blocks.clone();
+            if !dense(p.nblocks) {
+                return None;
+            }
+            return Some(p.blocks.get_or_insert_with(build).clone());
         }
-        let blocks: Option<Blocks> =
-            worth_a_block_list(layout, count, len).then(|| layout.iovecs(base as *const u8, count, 0..len).into());
-        if blocks.as_ref().is_none_or(|b| b.len() <= Self::MAX_BLOCKS) {
-            let plan = Plan { layout: layout.clone(), base, count, len, blocks: blocks.clone() };
+        let mut counter = CountBlocks(0);
+        layout.walk(count, 0..len, &mut counter);
+        let nblocks = counter.0;
+        let blocks = dense(nblocks).then(build);
+        if nblocks <= Self::MAX_BLOCKS {
+            let plan = Plan { layout: layout.clone(), base, count, len, nblocks, blocks: blocks.clone() };
             if self.entries.len() < Self::CAPACITY {
                 self.entries.push(plan);
             } else {
@@ -82,13 +109,6 @@ impl PlanCache {
     }
 }
 
-/// Whether `count` elements of `layout` are dense enough for a block-list transfer.
-fn worth_a_block_list(layout: &Layout, count: usize, len: usize) -> bool {
-    let mut blocks = CountBlocks(0);
-    layout.walk(count, 0..len, &mut blocks);
-    blocks.0 > 0 && len / blocks.0 >= MIN_GATHER_BLOCK
-}
-
 /// The bytes a send carries: the user's memory when contiguous; else the user's blocks, packed
 /// into a copy only when the protocol needs contiguous bytes (`ensure_packed`).
 pub struct SendBuf {
@@ -99,6 +119,12 @@ pub struct SendBuf {
     /// The user's non-contiguous data, not packed yet (boxed: rare, and it keeps the common
     /// request small).
     scattered: Option<Box<(*const u8, Layout, usize)>>,
+    /// A block list too long for the rendezvous slot, in wire form, kept alive here for the
+    /// receiver to read out of band (see `offer_out_of_band`).
+    offered: Option<Vec<[u64; 2]>>,
+    /// Packed bytes so far of a pack a receiver reads while it runs (`pack_announced`); boxed
+    /// so its address, which the receiver reads, stays put.
+    packed_upto: Option<Box<AtomicU64>>,
 }
 
 impl SendBuf {
@@ -108,19 +134,40 @@ impl SendBuf {
     pub unsafe fn new(base: *const u8, layout: Layout, count: usize) -> SendBuf {
         let len = layout.size * count;
         if len == 0 {
-            return SendBuf { ptr: base, len, owned: None, scattered: None };
+            return SendBuf { ptr: base, len, owned: None, scattered: None, offered: None, packed_upto: None };
         }
         if let Some(at) = layout.contiguous_at() {
             // Contiguous data (perhaps starting away from the buffer pointer, lb != 0): send
             // it in place. `wrapping_offset` because MPI_BOTTOM is a null base.
-            return SendBuf { ptr: base.wrapping_offset(at), len, owned: None, scattered: None };
+            return SendBuf {
+                ptr: base.wrapping_offset(at),
+                len,
+                owned: None,
+                scattered: None,
+                offered: None,
+                packed_upto: None,
+            };
         }
-        SendBuf { ptr: std::ptr::null(), len, owned: None, scattered: Some(Box::new((base, layout, count))) }
+        SendBuf {
+            ptr: std::ptr::null(),
+            len,
+            owned: None,
+            scattered: Some(Box::new((base, layout, count))),
+            offered: None,
+            packed_upto: None,
+        }
     }
 
     /// A send of bytes the engine owns (buffered sends, internal messages).
     pub fn owned(data: Vec<u8>) -> SendBuf {
-        SendBuf { ptr: data.as_ptr(), len: data.len(), owned: Some(data), scattered: None }
+        SendBuf {
+            ptr: data.as_ptr(),
+            len: data.len(),
+            owned: Some(data),
+            scattered: None,
+            offered: None,
+            packed_upto: None,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -140,21 +187,53 @@ impl SendBuf {
     pub fn ensure_packed(&mut self) {
         if let Some(scattered) = self.scattered.take() {
             let (base, layout, count) = *scattered;
-            let mut packed = vec![0u8; self.len];
             // SAFETY: the constructor's caller vouches for `count` readable elements at `base`
-            // until the send completes; `packed` is ours.
-            unsafe { layout.pack(base, count, 0..self.len, &mut packed) };
+            // until the send completes.
+            let packed = unsafe { layout.pack_to_vec(base, count, 0..self.len) };
             self.ptr = packed.as_ptr();
             self.owned = Some(packed);
         }
     }
 
-    /// The blocks of a non-contiguous send as (address, length) in this process, when they
-    /// are at most `max` and dense enough to move without packing; None otherwise.
-    pub fn block_list(&self, max: usize, plans: &mut PlanCache) -> Option<Blocks> {
+    /// Packs non-contiguous data piece by piece, so a receiver can read each piece while the
+    /// next is packed (the pack and the copy overlap on two cores): allocates the packed
+    /// buffer, calls `announce(buffer address, counter address)` (the counter holds the bytes
+    /// packed so far, published with Release after each piece), then packs. A no-op for
+    /// contiguous or already packed data.
+    pub fn pack_announced(&mut self, piece: usize, announce: impl FnOnce(u64, u64)) {
+        let Some(scattered) = self.scattered.take() else { return };
+        let (base, layout, count) = *scattered;
+        let len = self.len;
+        let mut packed: Vec<u8> = Vec::with_capacity(len);
+        let upto = self.packed_upto.insert(Box::new(AtomicU64::new(0)));
+        announce(packed.as_ptr() as u64, &**upto as *const AtomicU64 as u64);
+        let mut at = 0;
+        while at < len {
+            let n = piece.min(len - at);
+            // SAFETY: the constructor's caller vouches for `count` readable elements at
+            // `base`; bytes [at, at + n) lie within the capacity of `packed`.
+            unsafe { layout.pack_to_ptr(base, count, at..at + n, packed.as_mut_ptr().add(at)) };
+            at += n;
+            upto.store(at as u64, Ordering::Release);
+        }
+        // SAFETY: the loop wrote all `len` bytes.
+        unsafe { packed.set_len(len) };
+        self.ptr = packed.as_ptr();
+        self.owned = Some(packed);
+    }
+
+    /// The blocks of a non-contiguous send as (address, length) in this process, when they are
+    /// large enough on average (`MIN_REMOTE_BLOCK`) to be read in place; None otherwise.
+    pub fn block_list(&self, plans: &mut PlanCache) -> Option<Blocks> {
         let (base, layout, count) = self.scattered.as_deref()?;
-        let list = plans.plan(layout, *base, *count, self.len)?;
-        (list.len() <= max).then_some(list)
+        plans.plan(layout, *base, *count, self.len, MIN_REMOTE_BLOCK)
+    }
+
+    /// Keeps `blocks` in wire form (address, length as u64 pairs) until the send completes,
+    /// for a receiver to read with a single-copy read of its own; returns the list's address.
+    pub fn offer_out_of_band(&mut self, blocks: &[(usize, usize)]) -> u64 {
+        let wire: Vec<[u64; 2]> = blocks.iter().map(|&(a, l)| [a as u64, l as u64]).collect();
+        self.offered.insert(wire).as_ptr() as u64
     }
 
     /// Address peers read with single-copy transfers (contiguous or packed data).
@@ -267,7 +346,24 @@ impl RecvBuf {
         match &self.dest {
             Dest::Contiguous => Some(std::sync::Arc::new([(self.direct as usize, n)])),
             Dest::Owned(_) => None,
-            Dest::Scattered(s) => plans.plan(&s.layout, s.base, s.count, n),
+            Dest::Scattered(s) => plans.plan(&s.layout, s.base, s.count, n, MIN_LOCAL_BLOCK),
+        }
+    }
+
+    /// Whether arriving bytes must be unpacked into a non-contiguous layout (then a
+    /// receiver may unpack piece by piece with `unpack_at` instead of staging the message).
+    pub fn is_scattered(&self) -> bool {
+        matches!(self.dest, Dest::Scattered(_))
+    }
+
+    /// Unpacks `bytes`, bytes `[offset, offset + bytes.len())` of the message, into the user's
+    /// non-contiguous layout now (no staging); a no-op for other destinations.
+    pub fn unpack_at(&mut self, offset: usize, bytes: &[u8]) {
+        if let Dest::Scattered(s) = &self.dest {
+            assert!(offset + bytes.len() <= self.capacity);
+            // SAFETY: the user's `count` elements at `base` are writable and ours until
+            // completion (constructor contract); `bytes` is separate memory.
+            unsafe { s.layout.unpack(s.base, s.count, offset, bytes) };
         }
     }
 
@@ -311,26 +407,26 @@ mod tests {
         let (t, l) = vec_layout(8, 96);
         let mut cache = PlanCache::default();
         let base = 0x10000 as *const u8;
-        let first = cache.plan(&l, base, 1, l.size).unwrap();
+        let first = cache.plan(&l, base, 1, l.size, 512).unwrap();
         assert_eq!(first.len(), 8);
         assert_eq!(first[1], (0x10000 + 96 * 8, 512));
-        assert_eq!(cache.plan(&l, base, 1, l.size).unwrap(), first);
+        assert_eq!(cache.plan(&l, base, 1, l.size, 512).unwrap(), first);
         assert_eq!(cache.hits(), 1);
         // Another count, length or address is another plan.
         // (the first element's last block touches the second's first: merged)
-        assert_eq!(cache.plan(&l, base, 2, 2 * l.size).unwrap().len(), 15);
-        assert_eq!(cache.plan(&l, base, 2, l.size).unwrap().len(), 8);
-        assert_eq!(cache.plan(&l, base.wrapping_add(8), 1, l.size).unwrap()[0].0, 0x10008);
+        assert_eq!(cache.plan(&l, base, 2, 2 * l.size, 512).unwrap().len(), 15);
+        assert_eq!(cache.plan(&l, base, 2, l.size, 512).unwrap().len(), 8);
+        assert_eq!(cache.plan(&l, base.wrapping_add(8), 1, l.size, 512).unwrap()[0].0, 0x10008);
         assert_eq!(cache.hits(), 1);
         // A freed type's successor never takes its plans, even at the same handle.
         datatype::free(t).unwrap();
         let (t2, l2) = vec_layout(8, 128);
         assert!(!l2.same_as(&l));
-        assert_eq!(cache.plan(&l2, base, 1, l2.size).unwrap()[1], (0x10000 + 128 * 8, 512));
+        assert_eq!(cache.plan(&l2, base, 1, l2.size, 512).unwrap()[1], (0x10000 + 128 * 8, 512));
         // More keys than the capacity: still right, the oldest go.
         for i in 0..2 * PlanCache::CAPACITY {
             let b = base.wrapping_add(i * 8);
-            assert_eq!(cache.plan(&l2, b, 1, l2.size).unwrap()[0], (0x10000 + i * 8, 512));
+            assert_eq!(cache.plan(&l2, b, 1, l2.size, 512).unwrap()[0], (0x10000 + i * 8, 512));
         }
         assert!(cache.entries.len() <= PlanCache::CAPACITY);
         datatype::free(t2).unwrap();
@@ -342,9 +438,13 @@ mod tests {
         datatype::commit(t).unwrap();
         let l = datatype::layout(t).unwrap();
         let mut cache = PlanCache::default();
-        assert!(cache.plan(&l, 0x1000 as *const u8, 1, l.size).is_none());
-        assert!(cache.plan(&l, 0x1000 as *const u8, 1, l.size).is_none());
+        assert!(cache.plan(&l, 0x1000 as *const u8, 1, l.size, 512).is_none());
+        assert!(cache.plan(&l, 0x1000 as *const u8, 1, l.size, 512).is_none());
         assert_eq!(cache.hits(), 1);
+        // The same entry serves a lower density threshold (8-byte blocks), building its list.
+        let list = cache.plan(&l, 0x1000 as *const u8, 1, l.size, 8).unwrap();
+        assert_eq!((list.len(), list[1]), (1000, (0x1000 + 16, 8)));
+        assert_eq!(cache.hits(), 2);
         datatype::free(t).unwrap();
     }
 }

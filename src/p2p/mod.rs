@@ -35,6 +35,15 @@ impl Envelope {
 /// Bytes of one (address, length) entry of a block list carried by a rendezvous request.
 const RTS_BLOCK_BYTES: usize = 16;
 
+/// Piece a receiver reads and unpacks at a time when its layout is too sparse to read into
+/// directly (small enough to stay in cache between the read and the unpack), and piece a
+/// sender packs at a time before publishing it (see `SendBuf::pack_announced`).
+const UNPACK_PIECE: usize = 64 << 10;
+
+/// `rreq` of a request-to-send whose sender is still packing: the slot starts with the
+/// address of its packed-bytes counter.
+const RTS_PACKING: u32 = u32::MAX;
+
 mod kind {
     /// The kind compact eager slots decode to (the transport writes them).
     pub const EAGER: u32 = crate::transport::shm::EAGER_KIND;
@@ -59,8 +68,10 @@ pub enum Body {
     /// The payload, copied out of the ring; `ack` is the sender's request id for a sync send.
     Eager { data: Vec<u8>, ack: Option<u32> },
     /// A rendezvous request: the data is still in the sender, at `addr` (contiguous) or in
-    /// `blocks` (address, length) when the sender offers its non-contiguous layout.
-    Rts { addr: u64, sreq: u32, blocks: Vec<(u64, u64)> },
+    /// `blocks` (address, length) when the sender offers its non-contiguous layout. When
+    /// `packed_upto` is not 0 the sender is still packing into `addr`: that address in the
+    /// sender holds the bytes ready so far (a u64).
+    Rts { addr: u64, sreq: u32, blocks: Vec<(u64, u64)>, packed_upto: u64 },
 }
 
 /// Work queued for a peer because its ring was full, kept in order.
@@ -71,6 +82,31 @@ enum Out {
     Fin { sreq: u32 },
     Cts { sreq: u32, rreq: u32 },
     Data { req: u32, rreq: u32, offset: usize },
+}
+
+/// Waits until the rendezvous sender `pid`, packing its message, has packed `upto` bytes: its
+/// counter at `counter` (0: nothing to wait for) is read with single-copy reads.
+fn wait_packed(pid: u32, counter: u64, upto: usize) -> std::io::Result<()> {
+    if counter == 0 {
+        return Ok(());
+    }
+    let mut polls = 0u32;
+    loop {
+        let mut word = [0u8; 8];
+        shm::cma_read(pid, counter, &mut word)?;
+        if u64::from_ne_bytes(word) >= upto as u64 {
+            // The kernel's copy of the counter came before its copy of the data that follows
+            // (x86-64 keeps loads in order; the syscall boundary orders them elsewhere), and the
+            // sender published the counter with Release after the bytes.
+            return Ok(());
+        }
+        polls += 1;
+        if polls.is_multiple_of(16) {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
 }
 
 /// How long a waiting rank spins, then yields, before it sleeps on its doorbell; chosen once
@@ -105,6 +141,8 @@ pub struct Engine {
     pub reqs: Slab,
     /// Block lists of recent non-contiguous buffers (single-copy transfers).
     pub plans: buffers::PlanCache,
+    /// Buffer of rendezvous pieces read then unpacked into sparse layouts (`UNPACK_PIECE`).
+    unpack_stage: Vec<u8>,
     /// Posted receives in order, with their envelopes (matching reads no request).
     posted: VecDeque<(Envelope, u32)>,
     /// Buffers for eager payloads that arrive before their receive, reused so the unexpected
@@ -141,6 +179,7 @@ impl Engine {
             cma_pid: vec![None; nranks],
             reqs: Slab::default(),
             plans: buffers::PlanCache::default(),
+            unpack_stage: Vec::new(),
             posted: VecDeque::new(),
             payload_pool: Vec::new(),
             unexpected: VecDeque::new(),
@@ -382,21 +421,35 @@ impl Engine {
                 self.complete_eager(req, msg.env, &data, ack, msg.from);
                 self.recycle_payload(data);
             }
-            Body::Rts { addr, sreq, blocks } => {
+            Body::Rts { addr, sreq, blocks, packed_upto } => {
                 let n = self.set_matched_status(req, msg.env, msg.len);
                 if let Some(pid) = self.cma_pid[msg.from] {
                     let remote = if blocks.is_empty() { vec![(addr, n as u64)] } else { blocks };
+                    let ready = |upto: usize| wait_packed(pid, packed_upto, upto);
                     let ok = match &mut self.reqs.get_mut(req).unwrap().op {
                         Op::Recv { buf, .. } => match buf.block_list(n, &mut self.plans) {
                             // Receive-scatter straight into the user's blocks.
                             // SAFETY: the blocks lie in the receive buffer, which the MPI rules
                             // reserve for this receive until it completes.
-                            Some(local) => unsafe { shm::cma_readv(pid, &local, &remote, n) }.is_ok(),
+                            Some(local) => {
+                                ready(n).is_ok() && unsafe { shm::cma_readv(pid, &local, &remote, n) }.is_ok()
+                            }
+                            // Blocks too small to scatter into: read by pieces through a small
+                            // buffer, each unpacked while in cache (no message-sized staging),
+                            // each as soon as the sender has packed it.
+                            None if buf.is_scattered() => {
+                                let stage = &mut self.unpack_stage;
+                                stage.resize(n.min(UNPACK_PIECE), 0);
+                                shm::cma_read_staged(pid, &remote, n, stage, ready, |off, piece| {
+                                    buf.unpack_at(off, piece)
+                                })
+                                .is_ok()
+                            }
                             None => {
                                 let staged = buf.slice_mut(0, n);
                                 let local = [(staged.as_mut_ptr() as usize, n)];
                                 // SAFETY: `local` is the staging slice borrowed just above.
-                                unsafe { shm::cma_readv(pid, &local, &remote, n) }.is_ok()
+                                ready(n).is_ok() && unsafe { shm::cma_readv(pid, &local, &remote, n) }.is_ok()
                             }
                         },
                         _ => unreachable!(),
@@ -416,6 +469,21 @@ impl Engine {
                 self.control(msg.from, Out::Cts { sreq, rreq: req });
             }
         }
+    }
+
+    /// Reads a rendezvous sender's block list of `n` entries at `addr` in rank `from` (a list
+    /// longer than a slot). On failure the sender's memory is out of reach: single-copy reads
+    /// from it are turned off, so the message streams (the sender then packs).
+    fn read_block_list(&mut self, from: usize, addr: u64, n: usize) -> Vec<(u64, u64)> {
+        let Some(pid) = self.cma_pid[from] else { return Vec::new() };
+        let mut raw = vec![0u8; n * RTS_BLOCK_BYTES];
+        if shm::cma_read(pid, addr, &mut raw).is_err() {
+            log::debug!("reading the block list of rank {from} failed; streaming instead");
+            self.cma_pid[from] = None;
+            return Vec::new();
+        }
+        let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().unwrap());
+        raw.chunks_exact(RTS_BLOCK_BYTES).map(|b| (word(&b[..8]), word(&b[8..]))).collect()
     }
 
     /// Keeps an eager payload buffer for reuse (a bounded number of slot-sized ones).
@@ -518,14 +586,13 @@ impl Engine {
                 }
                 Out::Rts { req } => {
                     let Op::Send { env, buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
-                    // Send-gather: a dense non-contiguous send offers its blocks (they must fit
-                    // the slot); otherwise it offers packed bytes.
-                    let plan = buf.block_list(seg.geometry().payload_capacity() / RTS_BLOCK_BYTES, &mut self.plans);
+                    // Send-gather: a dense non-contiguous send offers its blocks, in the slot
+                    // or, when more than fit, as a list the receiver reads from this process
+                    // (`addr`); a sparse one offers packed bytes.
+                    let plan = buf.block_list(&mut self.plans);
                     let blocks: &[(usize, usize)] = plan.as_deref().unwrap_or(&[]);
-                    if blocks.is_empty() {
-                        buf.ensure_packed();
-                    }
-                    let pk = Packet {
+                    let inline = blocks.len() <= seg.geometry().payload_capacity() / RTS_BLOCK_BYTES;
+                    let mut pk = Packet {
                         kind: kind::RTS,
                         context: env.ctx,
                         src: env.src,
@@ -533,15 +600,33 @@ impl Engine {
                         sreq: req,
                         rreq: blocks.len() as u32,
                         len: buf.len() as u64,
-                        addr: if blocks.is_empty() { buf.addr() } else { 0 },
+                        addr: 0,
                     };
-                    seg.send(dst, &pk, |slot| {
-                        for (i, &(addr, len)) in blocks.iter().enumerate() {
-                            let at = i * RTS_BLOCK_BYTES;
-                            slot[at..at + 8].copy_from_slice(&(addr as u64).to_ne_bytes());
-                            slot[at + 8..at + 16].copy_from_slice(&(len as u64).to_ne_bytes());
-                        }
-                    });
+                    if blocks.is_empty() && !buf.is_contiguous() {
+                        // Packed while the receiver reads: announced before the first piece.
+                        buf.pack_announced(UNPACK_PIECE, |addr, upto| {
+                            pk.addr = addr;
+                            pk.rreq = RTS_PACKING;
+                            seg.send(dst, &pk, |slot| slot[..8].copy_from_slice(&upto.to_ne_bytes()));
+                            seg.notify(dst);
+                        });
+                    } else {
+                        pk.addr = if blocks.is_empty() {
+                            buf.addr()
+                        } else if inline {
+                            0
+                        } else {
+                            buf.offer_out_of_band(blocks)
+                        };
+                        let in_slot = if inline { blocks } else { &[] };
+                        seg.send(dst, &pk, |slot| {
+                            for (i, &(addr, len)) in in_slot.iter().enumerate() {
+                                let at = i * RTS_BLOCK_BYTES;
+                                slot[at..at + 8].copy_from_slice(&(addr as u64).to_ne_bytes());
+                                slot[at + 8..at + 16].copy_from_slice(&(len as u64).to_ne_bytes());
+                            }
+                        });
+                    }
                 }
                 Out::Ack { sreq } => seg.send(dst, &Packet { kind: kind::ACK, sreq, ..Default::default() }, |_| {}),
                 Out::Fin { sreq } => seg.send(dst, &Packet { kind: kind::FIN, sreq, ..Default::default() }, |_| {}),
@@ -622,15 +707,20 @@ impl Engine {
                 }
             }
             kind::RTS => {
-                let blocks = payload
-                    .chunks_exact(RTS_BLOCK_BYTES)
-                    .take(pk.rreq as usize)
-                    .map(|b| {
-                        let word = |i: usize| u64::from_ne_bytes(b[i..i + 8].try_into().unwrap());
-                        (word(0), word(8))
-                    })
-                    .collect();
-                let body = Body::Rts { addr: pk.addr, sreq: pk.sreq, blocks };
+                let word = |b: &[u8]| u64::from_ne_bytes(b[..8].try_into().unwrap());
+                let (blocks, packed_upto) = if pk.rreq == RTS_PACKING {
+                    (Vec::new(), word(payload))
+                } else if pk.rreq as usize * RTS_BLOCK_BYTES <= payload.len() {
+                    let blocks = payload
+                        .chunks_exact(RTS_BLOCK_BYTES)
+                        .take(pk.rreq as usize)
+                        .map(|b| (word(&b[..8]), word(&b[8..])))
+                        .collect();
+                    (blocks, 0)
+                } else {
+                    (self.read_block_list(src, pk.addr, pk.rreq as usize), 0)
+                };
+                let body = Body::Rts { addr: pk.addr, sreq: pk.sreq, blocks, packed_upto };
                 self.on_message(Unexpected { env, from: src, len: pk.len as usize, body })
             }
             kind::ACK | kind::FIN => self.complete_send(pk.sreq),
