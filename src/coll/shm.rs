@@ -1,8 +1,9 @@
 //! Shared-memory collectives among the ranks of one node: a per-communicator area of flags
 //! and slots in a `/dev/shm` file, used by the two-level composition in `coll::hier`.
 //!
-//! Layout: a header line, one control line per rank (its `done` sequence and its attach mark),
-//! then per rank `BUFS` slots of `SLOT_STRIDE` bytes. A slot starts with its flag (the
+//! Layout: a header line, one control line per rank (its `done` sequences and its attach
+//! mark), then per rank `BUFS` slots of `SLOT_STRIDE` bytes, then per rank a ring of
+//! `SMALL_SLOTS` one-line slots for payloads of up to `SMALL_CAP` bytes. A slot starts with its flag (the
 //! sequence number of the collective that last published it), a second flag for two-phase
 //! algorithms, then the payload, so a small payload shares the flag's cache line and moves in
 //! the same coherence transfer. Every rank's lines and slots are its own: only the owner
@@ -16,6 +17,13 @@
 //! writer that has to wait for it announces itself in the header so readers ring its
 //! doorbell. Large payloads go in slot-sized pieces, each a step of its own, so up to `BUFS`
 //! pieces are in flight (a pipeline).
+//!
+//! Small lane: broadcasts and reductions of at most `SMALL_CAP` bytes take their own
+//! sequence (the same on every rank too) through the ring of one-line slots, flag and
+//! payload in one line. The ring is deep, so a broadcast root or reduce contributors run far
+//! ahead of slow readers (consecutive small collectives pipeline, which matters most when
+//! ranks outnumber cores and readers are descheduled for whole time slices). A rank reuses
+//! a small slot once every rank finished the small step that last could have read it.
 //!
 //! Waiting goes through the engine's wait loop (spin, yield, then sleep on the doorbell, as
 //! for point-to-point), which also keeps point-to-point traffic moving; every flag store is
@@ -38,6 +46,10 @@ const SLOT_STRIDE: usize = 32 * 1024;
 const SLOT_HEADER: usize = 16;
 /// Payload bytes of one slot: the largest piece one step moves.
 pub const SLOT_CAP: usize = SLOT_STRIDE - SLOT_HEADER;
+/// Small-lane slots per rank (one cache line each): small steps a writer may run ahead.
+const SMALL_SLOTS: usize = 256;
+/// Payload bytes of a small slot (the line less its flag).
+pub const SMALL_CAP: usize = LINE - 8;
 /// Allreduce pieces up to this size: every rank combines every slot (one step, n reads per
 /// rank). Larger: each rank combines one segment of all slots, then all copy all segments.
 const ALLREDUCE_FLAT_MAX: usize = 2048;
@@ -56,6 +68,10 @@ pub struct Area {
     last_pub: [u64; BUFS],
     /// Every rank is known to have finished every step up to this one.
     done_floor: u64,
+    /// Small steps run so far, and every rank is known to have finished every small step up
+    /// to `small_floor`.
+    small_seq: u64,
+    small_floor: u64,
 }
 
 // SAFETY: the mapping is only accessed through atomics and slot bytes whose ownership the
@@ -71,6 +87,11 @@ fn control_bytes(n: usize) -> usize {
 }
 
 fn area_bytes(n: usize) -> usize {
+    small_offset(n) + n * SMALL_SLOTS * LINE
+}
+
+/// Start of the small lanes.
+fn small_offset(n: usize) -> usize {
     control_bytes(n) + n * BUFS * SLOT_STRIDE
 }
 
@@ -104,7 +125,7 @@ impl Area {
             .len(area_bytes(n))
             .map_raw(file)
             .map_err(|e| shm_error(format!("cannot map {path}"), e))?;
-        let area = Area { map, n, me, worlds, seq: 0, last_pub: [0; BUFS], done_floor: 0 };
+        let area = Area { map, n, me, worlds, seq: 0, last_pub: [0; BUFS], done_floor: 0, small_seq: 0, small_floor: 0 };
         area.attached(me).store(1, Ordering::Release);
         Ok(area)
     }
@@ -137,6 +158,30 @@ impl Area {
     fn attached(&self, i: usize) -> &AtomicU64 {
         assert!(i < self.n);
         self.word(LINE * (1 + i) + 8)
+    }
+
+    /// Small steps rank `i` finished.
+    fn small_done(&self, i: usize) -> &AtomicU64 {
+        assert!(i < self.n);
+        self.word(LINE * (1 + i) + 16)
+    }
+
+    fn small_slot_offset(&self, i: usize, s: u64) -> usize {
+        assert!(i < self.n);
+        small_offset(self.n) + (i * SMALL_SLOTS + (s % SMALL_SLOTS as u64) as usize) * LINE
+    }
+
+    /// Flag of rank `i`'s small slot for small step `s`.
+    fn small_flag(&self, i: usize, s: u64) -> &AtomicU64 {
+        self.word(self.small_slot_offset(i, s))
+    }
+
+    /// Payload of rank `i`'s small slot for small step `s` (after its flag says published).
+    fn small_data(&self, i: usize, s: u64, len: usize) -> &[u8] {
+        assert!(len <= SMALL_CAP);
+        // SAFETY: inside the mapping; the owner does not rewrite the slot before every rank
+        // finished step `s` (`small_publish`).
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(self.small_slot_offset(i, s) + 8), len) }
     }
 
     fn slot_offset(&self, i: usize, b: usize) -> usize {
@@ -198,6 +243,54 @@ impl Area {
         }
     }
 
+    /// Starts a small step: its number.
+    fn small_step(&mut self) -> u64 {
+        self.small_seq += 1;
+        self.small_seq
+    }
+
+    /// Ends small step `s` (as `finish`).
+    fn small_finish(&self, e: &Engine, s: u64) {
+        self.small_done(self.me).store(s, Ordering::Release);
+        self.ring_waiting_writers(e);
+    }
+
+    /// Publishes `bytes` in this rank's small slot for small step `s`, once no rank may still
+    /// read the step that used the slot before (every rank finished it).
+    fn small_publish(&mut self, e: &mut Engine, s: u64, bytes: &[u8]) {
+        let previous = s.saturating_sub(SMALL_SLOTS as u64);
+        if previous > self.small_floor {
+            let others_done =
+                |a: &Area| (0..a.n).filter(|&j| j != a.me).map(|j| a.small_done(j).load(Ordering::Acquire)).min();
+            let floor = |a: &Area| others_done(a).unwrap_or(u64::MAX);
+            if floor(self) < previous {
+                self.done_waiters().fetch_add(1, Ordering::SeqCst);
+                fence(Ordering::SeqCst);
+                wait(e, || floor(self) >= previous);
+                self.done_waiters().fetch_sub(1, Ordering::SeqCst);
+            }
+            self.small_floor = floor(self);
+        }
+        let off = self.small_slot_offset(self.me, s);
+        // SAFETY: this rank's own slot, inside the mapping; no rank reads it (see above).
+        let payload = unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(off + 8), bytes.len()) };
+        payload.copy_from_slice(bytes);
+        self.small_flag(self.me, s).store(s, Ordering::Release);
+    }
+
+    /// Waits for rank `i`'s small slot to be published for small step `s`.
+    fn small_wait(&self, e: &mut Engine, i: usize, s: u64) {
+        let f = self.small_flag(i, s);
+        if f.load(Ordering::Acquire) < s {
+            wait(e, || f.load(Ordering::Acquire) >= s);
+        }
+    }
+
+    /// Starts loading rank `i`'s small slot for the small step after `s` (see `prefetch_next`).
+    fn small_prefetch_next(&self, i: usize, s: u64) {
+        prefetch(self.small_flag(i, s + 1));
+    }
+
     /// Starts a step: its number and slot.
     fn step(&mut self) -> (u64, usize) {
         self.seq += 1;
@@ -207,9 +300,20 @@ impl Area {
     /// Ends step `s`: this rank read all it needed of it.
     fn finish(&self, e: &Engine, s: u64) {
         self.done(self.me).store(s, Ordering::Release);
+        self.ring_waiting_writers(e);
+    }
+
+    /// After a `done` store: rings writers waiting for it.
+    fn ring_waiting_writers(&self, e: &Engine) {
         // Pairs with the fetch_add in `ensure_free`: either the writer sees this store, or we
-        // see it waiting and ring.
-        fence(Ordering::SeqCst);
+        // see it waiting and ring. A writer that goes to sleep announces it and rechecks
+        // `done` behind the doorbell's barrier, so the barrier here is the notifier's half of
+        // that pairing: a compiler fence when every rank registered for membarrier (the
+        // sleeper's heavy barrier covers us), else a full fence.
+        match e.segment() {
+            Some(seg) => seg.notify_many(std::iter::empty()),
+            None => fence(Ordering::SeqCst),
+        }
         if self.done_waiters().load(Ordering::Relaxed) != 0 {
             self.notify_others(e);
         }
@@ -229,7 +333,10 @@ impl Area {
             wait(e, || all_done(self));
             self.done_waiters().fetch_sub(1, Ordering::SeqCst);
         }
-        self.done_floor = p;
+        // Readers are usually further along than `p`: remember how far, so the next steps
+        // need not read their `done` lines (each read is a cache-line transfer).
+        let floor = (0..self.n).filter(|&j| j != self.me).map(|j| self.done(j).load(Ordering::Acquire)).min();
+        self.done_floor = floor.unwrap_or(p).max(p);
     }
 
     /// Publishes `bytes` in slot `b` for step `s` (after `ensure_free`).
@@ -245,6 +352,20 @@ impl Area {
         let f = self.flag(i, b);
         if f.load(Ordering::Acquire) < s {
             wait(e, || f.load(Ordering::Acquire) >= s);
+        }
+    }
+
+    /// Starts loading the line of rank `i`'s slot for the step after `s` (flag and inline
+    /// payload) while this rank returns to the program: a reader of consecutive collectives
+    /// then often finds it published and cached, instead of paying a cache-line transfer at
+    /// its next wait. A hint only; a line loaded too early is simply invalidated again.
+    fn prefetch_next(&self, i: usize, s: u64) {
+        prefetch(self.flag(i, ((s + 1) % BUFS as u64) as usize));
+    }
+
+    fn prefetch_next_all(&self, s: u64) {
+        for j in (0..self.n).filter(|&j| j != self.me) {
+            self.prefetch_next(j, s);
         }
     }
 
@@ -280,6 +401,19 @@ impl Area {
 
     /// Broadcast of `data` (packed bytes, the same length everywhere) from local `root`.
     pub fn bcast(&mut self, e: &mut Engine, data: &mut [u8], root: usize) {
+        if data.len() <= SMALL_CAP {
+            let s = self.small_step();
+            if self.me == root {
+                self.small_publish(e, s, data);
+                self.notify_others(e);
+            } else {
+                self.small_wait(e, root, s);
+                data.copy_from_slice(self.small_data(root, s, data.len()));
+                self.small_prefetch_next(root, s);
+            }
+            self.small_finish(e, s);
+            return;
+        }
         for piece in data.chunks_mut(SLOT_CAP) {
             let (s, b) = self.step();
             if self.me == root {
@@ -288,6 +422,7 @@ impl Area {
             } else {
                 self.wait_flag(e, root, b, s);
                 piece.copy_from_slice(self.data(root, b, piece.len()));
+                self.prefetch_next(root, s);
             }
             self.finish(e, s);
         }
@@ -296,6 +431,29 @@ impl Area {
     /// Reduction of every rank's `input` to local `root`, in local rank order; `out` (the
     /// root's) receives the result. `input` and `out` do not overlap.
     pub fn reduce(&mut self, e: &mut Engine, input: &[u8], mut out: Option<&mut [u8]>, red: &Reduction, root: usize) {
+        if input.len() <= SMALL_CAP {
+            let s = self.small_step();
+            if self.me != root {
+                self.small_publish(e, s, input);
+                self.notify(e, root);
+            } else {
+                let out = out.expect("the root has a result buffer");
+                let len = input.len();
+                for j in (0..self.n).filter(|&j| j != root) {
+                    self.small_wait(e, j, s);
+                }
+                let src = |j: usize| if j == root { input } else { self.small_data(j, s, len) };
+                out.copy_from_slice(src(self.n - 1));
+                for j in (0..self.n - 1).rev() {
+                    red.apply(src(j), out);
+                }
+                for j in (0..self.n).filter(|&j| j != root) {
+                    self.small_prefetch_next(j, s);
+                }
+            }
+            self.small_finish(e, s);
+            return;
+        }
         let piece = SLOT_CAP / red.elem_size() * red.elem_size();
         let mut at = 0;
         while at < input.len() {
@@ -316,6 +474,7 @@ impl Area {
                 for j in (0..self.n - 1).rev() {
                     red.apply(src(j), out);
                 }
+                self.prefetch_next_all(s);
             }
             self.finish(e, s);
         }
@@ -372,6 +531,21 @@ impl Area {
     }
 }
 
+/// A hint to start loading the cache line of `word`.
+fn prefetch(word: &AtomicU64) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let p = word as *const AtomicU64 as *const i8;
+        // SAFETY: a prefetch has no architectural effect.
+        #[allow(unused_unsafe)]
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p)
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = word;
+}
+
 /// Waits for `ready` with the engine's policy (spin, yield, sleep on the doorbell), moving
 /// point-to-point traffic meanwhile.
 fn wait(e: &mut Engine, mut ready: impl FnMut() -> bool) {
@@ -388,7 +562,9 @@ mod tests {
             assert_eq!(control_bytes(n) % 4096, 0);
             assert!(control_bytes(n) >= LINE * (1 + n));
             assert_eq!(SLOT_STRIDE % LINE, 0);
-            assert_eq!(area_bytes(n), control_bytes(n) + n * BUFS * SLOT_STRIDE);
+            assert_eq!(small_offset(n), control_bytes(n) + n * BUFS * SLOT_STRIDE);
+            assert_eq!(area_bytes(n), small_offset(n) + n * SMALL_SLOTS * LINE);
+            assert_eq!(small_offset(n) % LINE, 0);
         }
     }
 }
