@@ -25,6 +25,11 @@
 //! ranks outnumber cores and readers are descheduled for whole time slices). A rank reuses
 //! a small slot once every rank finished the small step that last could have read it.
 //!
+//! Single copy: payloads of at least `SINGLE_COPY_MIN` bytes do not go through the slots
+//! when every rank of the area can read every other's memory (process_vm_readv, probed when
+//! the area is set up): a rank publishes the address of its buffer, the others read it
+//! straight into theirs, and the owner returns once they all finished the step.
+//!
 //! Waiting goes through the engine's wait loop (spin, yield, then sleep on the doorbell, as
 //! for point-to-point), which also keeps point-to-point traffic moving; every flag store is
 //! followed by a doorbell check of the ranks that wait for it.
@@ -33,7 +38,9 @@ use crate::error::{MpiError, MpiResult};
 use crate::op::Reduction;
 use crate::p2p::Engine;
 use std::fs::OpenOptions;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering, fence};
+use std::time::{Duration, Instant};
 
 const LINE: usize = 64;
 /// Slots per rank: steps a rank may run ahead of the slowest reader of its data (a
@@ -50,6 +57,11 @@ pub const SLOT_CAP: usize = SLOT_STRIDE - SLOT_HEADER;
 const SMALL_SLOTS: usize = 256;
 /// Payload bytes of a small slot (the line less its flag).
 pub const SMALL_CAP: usize = LINE - 8;
+/// Payloads from this size move by single copy where the area allows it (below, the pipeline
+/// through the slots lets a broadcast root return before its readers copied).
+pub const SINGLE_COPY_MIN: usize = 64 * 1024;
+/// Piece of a single-copy reduction: read into a buffer that stays in cache, then combined.
+const SINGLE_COPY_PIECE: usize = 64 * 1024;
 /// Allreduce pieces up to this size: every rank combines every slot (one step, n reads per
 /// rank). Larger: each rank combines one segment of all slots, then all copy all segments.
 const ALLREDUCE_FLAT_MAX: usize = 2048;
@@ -72,6 +84,9 @@ pub struct Area {
     /// to `small_floor`.
     small_seq: u64,
     small_floor: u64,
+    /// Process ids of the area's ranks when every rank can read every other's memory
+    /// (decided at the first large collective, the same on every rank); empty: it cannot.
+    single_copy: Option<Vec<u32>>,
 }
 
 // SAFETY: the mapping is only accessed through atomics and slot bytes whose ownership the
@@ -98,7 +113,9 @@ fn small_offset(n: usize) -> usize {
 impl Area {
     /// Creates the file of an area for `n` ranks (sparse: pages are used as slots are
     /// touched) and maps it; the creator is local index 0.
-    pub fn create(path: &str, worlds: Vec<usize>) -> MpiResult<Area> {
+    /// `can_read_peers`: this rank can read the memory of every other rank of the area
+    /// (`probe_peer_reads`).
+    pub fn create(path: &str, worlds: Vec<usize>, can_read_peers: bool) -> MpiResult<Area> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -106,26 +123,39 @@ impl Area {
             .open(path)
             .map_err(|e| shm_error(format!("cannot create {path}"), e))?;
         file.set_len(area_bytes(worlds.len()) as u64).map_err(|e| shm_error(format!("cannot size {path}"), e))?;
-        Area::map(&file, path, worlds, 0)
+        Area::map(&file, path, worlds, 0, can_read_peers)
     }
 
     /// Maps the area a peer created, as local index `me`.
-    pub fn open(path: &str, worlds: Vec<usize>, me: usize) -> MpiResult<Area> {
+    pub fn open(path: &str, worlds: Vec<usize>, me: usize, can_read_peers: bool) -> MpiResult<Area> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .open(path)
             .map_err(|e| shm_error(format!("cannot open {path}"), e))?;
-        Area::map(&file, path, worlds, me)
+        Area::map(&file, path, worlds, me, can_read_peers)
     }
 
-    fn map(file: &std::fs::File, path: &str, worlds: Vec<usize>, me: usize) -> MpiResult<Area> {
+    fn map(file: &std::fs::File, path: &str, worlds: Vec<usize>, me: usize, can_read_peers: bool) -> MpiResult<Area> {
         let n = worlds.len();
         let map = memmap2::MmapOptions::new()
             .len(area_bytes(n))
             .map_raw(file)
             .map_err(|e| shm_error(format!("cannot map {path}"), e))?;
-        let area = Area { map, n, me, worlds, seq: 0, last_pub: [0; BUFS], done_floor: 0, small_seq: 0, small_floor: 0 };
+        let area = Area {
+            map,
+            n,
+            me,
+            worlds,
+            seq: 0,
+            last_pub: [0; BUFS],
+            done_floor: 0,
+            small_seq: 0,
+            small_floor: 0,
+            single_copy: None,
+        };
+        // Before the attach mark, which publishes it.
+        area.can_read_peers(me).store(if can_read_peers { 1 } else { 2 }, Ordering::Relaxed);
         area.attached(me).store(1, Ordering::Release);
         Ok(area)
     }
@@ -158,6 +188,12 @@ impl Area {
     fn attached(&self, i: usize) -> &AtomicU64 {
         assert!(i < self.n);
         self.word(LINE * (1 + i) + 8)
+    }
+
+    /// 1: rank `i` can read every other rank's memory; 2: it cannot (set before `attached`).
+    fn can_read_peers(&self, i: usize) -> &AtomicU64 {
+        assert!(i < self.n);
+        self.word(LINE * (1 + i) + 24)
     }
 
     /// Small steps rank `i` finished.
@@ -319,13 +355,11 @@ impl Area {
         }
     }
 
-    /// Waits until no rank still reads what this rank last published in slot `b`.
-    fn ensure_free(&mut self, e: &mut Engine, b: usize) {
-        let p = self.last_pub[b];
-        if p <= self.done_floor {
-            return;
-        }
-        let all_done = |a: &Area| (0..a.n).all(|j| j == a.me || a.done(j).load(Ordering::Acquire) >= p);
+    /// Waits until local rank `only` (None: every other rank) finished step `s`.
+    fn wait_done(&self, e: &mut Engine, s: u64, only: Option<usize>) {
+        let all_done = |a: &Area| {
+            (0..a.n).filter(|&j| j != a.me && only.is_none_or(|o| o == j)).all(|j| a.done(j).load(Ordering::Acquire) >= s)
+        };
         if !all_done(self) {
             self.done_waiters().fetch_add(1, Ordering::SeqCst);
             // The other half of the pairing in `finish` (store `done`, fence, load waiters).
@@ -333,6 +367,15 @@ impl Area {
             wait(e, || all_done(self));
             self.done_waiters().fetch_sub(1, Ordering::SeqCst);
         }
+    }
+
+    /// Waits until no rank still reads what this rank last published in slot `b`.
+    fn ensure_free(&mut self, e: &mut Engine, b: usize) {
+        let p = self.last_pub[b];
+        if p <= self.done_floor {
+            return;
+        }
+        self.wait_done(e, p, None);
         // Readers are usually further along than `p`: remember how far, so the next steps
         // need not read their `done` lines (each read is a cache-line transfer).
         let floor = (0..self.n).filter(|&j| j != self.me).map(|j| self.done(j).load(Ordering::Acquire)).min();
@@ -376,6 +419,165 @@ impl Area {
         }
     }
 
+    // ----- single copy -----
+
+    /// Whether `len` bytes move by single copy here; the same answer on every rank (it
+    /// depends on the length and on every rank's probe, read once all ranks attached).
+    fn single_copy(&mut self, e: &mut Engine, len: usize) -> bool {
+        if len < SINGLE_COPY_MIN {
+            return false;
+        }
+        if self.single_copy.is_none() {
+            // Every rank attaches at its first collective on the communicator, so they all
+            // will: this one runs on all of them.
+            if !self.all_attached() {
+                wait(e, || self.all_attached());
+            }
+            let all_can = (0..self.n).all(|i| self.can_read_peers(i).load(Ordering::Acquire) == 1);
+            let pids = match e.segment() {
+                Some(seg) if all_can => (0..self.n).map(|i| seg.peer_identity(self.worlds[i]).0).collect(),
+                _ => Vec::new(),
+            };
+            self.single_copy = Some(pids);
+        }
+        self.single_copy.as_ref().is_some_and(|p| !p.is_empty())
+    }
+
+    /// Publishes the addresses of this rank's buffers for step `s` in slot `b`.
+    fn publish_addrs(&mut self, e: &mut Engine, s: u64, b: usize, addrs: [u64; 2]) {
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&addrs[0].to_le_bytes());
+        bytes[8..].copy_from_slice(&addrs[1].to_le_bytes());
+        self.publish(e, s, b, &bytes);
+    }
+
+    /// The addresses rank `i` published in slot `b` (after its flag).
+    fn peer_addrs(&self, i: usize, b: usize) -> [u64; 2] {
+        let d = self.data(i, b, 16);
+        [u64::from_le_bytes(d[..8].try_into().unwrap()), u64::from_le_bytes(d[8..].try_into().unwrap())]
+    }
+
+    /// Reads `into.len()` bytes at `addr` in local rank `i`'s memory.
+    fn read_peer(&self, i: usize, addr: u64, into: &mut [u8]) -> MpiResult<()> {
+        let pid = self.single_copy.as_ref().expect("single copy was decided")[i];
+        crate::transport::shm::cma_read(pid, addr, into)
+            .map_err(|err| shm_error(format!("single-copy read of {} bytes from local rank {i}", into.len()), err))
+    }
+
+    /// `out = a0 op (a1 op (... op a(n-1)))` over bytes `at..at + out.len()` of every rank's
+    /// input (`input` is this rank's whole one; the others' at `addrs`), a piece at a time so
+    /// what is read stays in cache. Builtin operations only (they may be split anywhere
+    /// between elements).
+    fn combine_from_peers(
+        &self,
+        input: &[u8],
+        addrs: &[u64],
+        at: usize,
+        out: &mut [u8],
+        red: &Reduction,
+    ) -> MpiResult<()> {
+        let piece = (SINGLE_COPY_PIECE / red.elem_size()).max(1) * red.elem_size();
+        let mut tmp = vec![0u8; piece.min(out.len())];
+        for (k, o) in out.chunks_mut(piece).enumerate() {
+            let start = at + k * piece;
+            let range = start..start + o.len();
+            let last = self.n - 1;
+            if last == self.me {
+                o.copy_from_slice(&input[range.clone()]);
+            } else {
+                self.read_peer(last, addrs[last] + start as u64, o)?;
+            }
+            for j in (0..last).rev() {
+                if j == self.me {
+                    red.apply(&input[range.clone()], o);
+                } else {
+                    let t = &mut tmp[..o.len()];
+                    self.read_peer(j, addrs[j] + start as u64, t)?;
+                    red.apply(t, o);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn bcast_single_copy(&mut self, e: &mut Engine, data: &mut [u8], root: usize) -> MpiResult<()> {
+        let (s, b) = self.step();
+        if self.me == root {
+            self.publish_addrs(e, s, b, [data.as_ptr() as u64, 0]);
+            self.notify_others(e);
+            self.finish(e, s);
+            // The readers read our buffer until they finish.
+            self.wait_done(e, s, None);
+            self.done_floor = self.done_floor.max(s);
+            Ok(())
+        } else {
+            self.wait_flag(e, root, b, s);
+            let result = self.read_peer(root, self.peer_addrs(root, b)[0], data);
+            self.finish(e, s);
+            result
+        }
+    }
+
+    fn reduce_single_copy(
+        &mut self,
+        e: &mut Engine,
+        input: &[u8],
+        out: Option<&mut [u8]>,
+        red: &Reduction,
+        root: usize,
+    ) -> MpiResult<()> {
+        let (s, b) = self.step();
+        if self.me != root {
+            self.publish_addrs(e, s, b, [input.as_ptr() as u64, 0]);
+            self.notify(e, root);
+            self.finish(e, s);
+            // The root reads our input until it finishes.
+            self.wait_done(e, s, Some(root));
+            return Ok(());
+        }
+        self.wait_all_flags(e, b, s);
+        let addrs: Vec<u64> = (0..self.n).map(|j| if j == self.me { 0 } else { self.peer_addrs(j, b)[0] }).collect();
+        let out = out.expect("the root has a result buffer");
+        let result = self.combine_from_peers(input, &addrs, 0, out, red);
+        self.finish(e, s);
+        result
+    }
+
+    /// Allreduce by single copy: rank k combines segment k of the result from every rank's
+    /// input into its own output, then every rank copies the other segments from their
+    /// outputs.
+    fn allreduce_single_copy(&mut self, e: &mut Engine, input: &[u8], out: &mut [u8], red: &Reduction) -> MpiResult<()> {
+        let (s, b) = self.step();
+        self.publish_addrs(e, s, b, [input.as_ptr() as u64, out.as_ptr() as u64]);
+        self.notify_others(e);
+        self.wait_all_flags(e, b, s);
+        let addrs: Vec<[u64; 2]> = (0..self.n).map(|j| if j == self.me { [0, 0] } else { self.peer_addrs(j, b) }).collect();
+        let inputs: Vec<u64> = addrs.iter().map(|a| a[0]).collect();
+        let (esize, n) = (red.elem_size(), self.n);
+        let elems = input.len() / esize;
+        let seg = |k: usize| (k * elems / n * esize)..((k + 1) * elems / n * esize);
+        let mine = seg(self.me);
+        let mut result = self.combine_from_peers(input, &inputs, mine.start, &mut out[mine], red);
+        // Published even after a failure, so no rank waits forever.
+        self.flag2(self.me, b).store(s, Ordering::Release);
+        self.notify_others(e);
+        for k in (1..n).map(|d| (self.me + d) % n) {
+            let f = self.flag2(k, b);
+            if f.load(Ordering::Acquire) < s {
+                wait(e, || f.load(Ordering::Acquire) >= s);
+            }
+            let r = seg(k);
+            if result.is_ok() && !r.is_empty() {
+                result = self.read_peer(k, addrs[k][1] + r.start as u64, &mut out[r]);
+            }
+        }
+        self.finish(e, s);
+        // The others read our input and output until they finish.
+        self.wait_done(e, s, None);
+        self.done_floor = self.done_floor.max(s);
+        result
+    }
+
     // ----- the collectives -----
 
     /// Barrier: everyone marks its slot, index 0 waits for all marks, runs `between` (the
@@ -400,7 +602,10 @@ impl Area {
     }
 
     /// Broadcast of `data` (packed bytes, the same length everywhere) from local `root`.
-    pub fn bcast(&mut self, e: &mut Engine, data: &mut [u8], root: usize) {
+    pub fn bcast(&mut self, e: &mut Engine, data: &mut [u8], root: usize) -> MpiResult<()> {
+        if self.single_copy(e, data.len()) {
+            return self.bcast_single_copy(e, data, root);
+        }
         if data.len() <= SMALL_CAP {
             let s = self.small_step();
             if self.me == root {
@@ -412,7 +617,7 @@ impl Area {
                 self.small_prefetch_next(root, s);
             }
             self.small_finish(e, s);
-            return;
+            return Ok(());
         }
         for piece in data.chunks_mut(SLOT_CAP) {
             let (s, b) = self.step();
@@ -426,11 +631,22 @@ impl Area {
             }
             self.finish(e, s);
         }
+        Ok(())
     }
 
     /// Reduction of every rank's `input` to local `root`, in local rank order; `out` (the
     /// root's) receives the result. `input` and `out` do not overlap.
-    pub fn reduce(&mut self, e: &mut Engine, input: &[u8], mut out: Option<&mut [u8]>, red: &Reduction, root: usize) {
+    pub fn reduce(
+        &mut self,
+        e: &mut Engine,
+        input: &[u8],
+        mut out: Option<&mut [u8]>,
+        red: &Reduction,
+        root: usize,
+    ) -> MpiResult<()> {
+        if red.is_builtin() && self.single_copy(e, input.len()) {
+            return self.reduce_single_copy(e, input, out, red, root);
+        }
         if input.len() <= SMALL_CAP {
             let s = self.small_step();
             if self.me != root {
@@ -452,7 +668,7 @@ impl Area {
                 }
             }
             self.small_finish(e, s);
-            return;
+            return Ok(());
         }
         let piece = SLOT_CAP / red.elem_size() * red.elem_size();
         let mut at = 0;
@@ -478,11 +694,15 @@ impl Area {
             }
             self.finish(e, s);
         }
+        Ok(())
     }
 
     /// Allreduce of every rank's `input` into every rank's `out` (same length; they do not
     /// overlap), in local rank order.
-    pub fn allreduce(&mut self, e: &mut Engine, input: &[u8], out: &mut [u8], red: &Reduction) {
+    pub fn allreduce(&mut self, e: &mut Engine, input: &[u8], out: &mut [u8], red: &Reduction) -> MpiResult<()> {
+        if red.is_builtin() && self.single_copy(e, input.len()) {
+            return self.allreduce_single_copy(e, input, out, red);
+        }
         let esize = red.elem_size();
         let piece = SLOT_CAP / esize * esize;
         let mut at = 0;
@@ -528,7 +748,26 @@ impl Area {
             self.done_floor = self.done_floor.max(s - 1);
             self.finish(e, s);
         }
+        Ok(())
     }
+}
+
+/// Whether this rank can read the memory of local ranks `worlds` (world ranks; `me` is its
+/// own index) by single copy: a real read of each one's probe value, as the point-to-point
+/// engine does. `OXMPI_CMA=0` says no.
+pub fn probe_peer_reads(e: &Engine, worlds: &[usize], me: usize) -> bool {
+    let Some(seg) = e.segment() else { return false };
+    if std::env::var(crate::config::CMA).is_ok_and(|v| v == "0") {
+        return false;
+    }
+    let addr = Engine::cma_probe_addr();
+    // SAFETY: the probe is a static u64 of this library, the same value in every process.
+    let expect = unsafe { *(addr as *const u64) };
+    worlds.iter().enumerate().filter(|&(i, _)| i != me).all(|(_, &w)| {
+        let (pid, peer_addr) = seg.peer_identity(w);
+        let mut got = [0u8; 8];
+        crate::transport::shm::cma_read(pid, peer_addr, &mut got).is_ok() && u64::from_ne_bytes(got) == expect
+    })
 }
 
 /// A hint to start loading the cache line of `word`.
@@ -546,10 +785,41 @@ fn prefetch(word: &AtomicU64) {
     let _ = word;
 }
 
-/// Waits for `ready` with the engine's policy (spin, yield, sleep on the doorbell), moving
-/// point-to-point traffic meanwhile.
+/// How long a collective wait yields before it takes the engine's policy (which soon
+/// sleeps on the doorbell), when the job's ranks outnumber the cores.
+const OVERSUBSCRIBED_YIELD: Duration = Duration::from_micros(1000);
+
+/// Waits for `ready`, moving point-to-point traffic meanwhile: with more ranks than cores,
+/// first by yielding the core for up to `OVERSUBSCRIBED_YIELD` (the ranks a collective waits
+/// for are usually runnable and just need the core), then with the engine's policy (spin,
+/// yield, sleep on the doorbell). Sleeping early costs every step of a collective a futex
+/// wake per sleeper and a wake-up; measured at 8 ranks on 2 cores, small allreduces took
+/// 10-20x longer with the point-to-point policy alone.
 fn wait(e: &mut Engine, mut ready: impl FnMut() -> bool) {
+    if oversubscribed(e) {
+        let start = Instant::now();
+        let mut polls = 0u32;
+        loop {
+            if ready() {
+                return;
+            }
+            if e.progress() {
+                continue;
+            }
+            std::thread::yield_now();
+            polls = polls.wrapping_add(1);
+            if polls.is_multiple_of(16) && start.elapsed() >= OVERSUBSCRIBED_YIELD {
+                break;
+            }
+        }
+    }
     e.wait_until(|_| ready());
+}
+
+/// Whether the job's ranks outnumber the cores (one node: the only transport today).
+fn oversubscribed(e: &Engine) -> bool {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    e.nranks > *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 #[cfg(test)]
