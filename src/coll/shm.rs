@@ -38,9 +38,7 @@ use crate::error::{MpiError, MpiResult};
 use crate::op::Reduction;
 use crate::p2p::Engine;
 use std::fs::OpenOptions;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering, fence};
-use std::time::{Duration, Instant};
 
 const LINE: usize = 64;
 /// Slots per rank: steps a rank may run ahead of the slowest reader of its data (a
@@ -785,41 +783,13 @@ fn prefetch(word: &AtomicU64) {
     let _ = word;
 }
 
-/// How long a collective wait yields before it takes the engine's policy (which soon
-/// sleeps on the doorbell), when the job's ranks outnumber the cores.
-const OVERSUBSCRIBED_YIELD: Duration = Duration::from_micros(1000);
-
-/// Waits for `ready`, moving point-to-point traffic meanwhile: with more ranks than cores,
-/// first by yielding the core for up to `OVERSUBSCRIBED_YIELD` (the ranks a collective waits
-/// for are usually runnable and just need the core), then with the engine's policy (spin,
-/// yield, sleep on the doorbell). Sleeping early costs every step of a collective a futex
-/// wake per sleeper and a wake-up; measured at 8 ranks on 2 cores, small allreduces took
-/// 10-20x longer with the point-to-point policy alone.
+/// Waits for `ready` with the engine's policy (spin, yield, sleep on the doorbell), moving
+/// point-to-point traffic meanwhile. (Yielding for longer before sleeping when ranks
+/// outnumber cores was tried: at 8 ranks on 2 loaded cores, synchronizing collectives took
+/// about 10x longer, as a yield hands the core to other processes for a whole time slice
+/// while a doorbell wake-up runs the woken rank at once.)
 fn wait(e: &mut Engine, mut ready: impl FnMut() -> bool) {
-    if oversubscribed(e) {
-        let start = Instant::now();
-        let mut polls = 0u32;
-        loop {
-            if ready() {
-                return;
-            }
-            if e.progress() {
-                continue;
-            }
-            std::thread::yield_now();
-            polls = polls.wrapping_add(1);
-            if polls.is_multiple_of(16) && start.elapsed() >= OVERSUBSCRIBED_YIELD {
-                break;
-            }
-        }
-    }
     e.wait_until(|_| ready());
-}
-
-/// Whether the job's ranks outnumber the cores (one node: the only transport today).
-fn oversubscribed(e: &Engine) -> bool {
-    static CORES: OnceLock<usize> = OnceLock::new();
-    e.nranks > *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 #[cfg(test)]
