@@ -1,13 +1,14 @@
 //! Shared-memory collectives among the ranks of one node: a per-communicator area of flags
 //! and slots in a `/dev/shm` file, used by the two-level composition in `coll::hier`.
 //!
-//! Layout: a header line, one control line per rank (its `done` sequences and its attach
-//! mark), then per rank `BUFS` slots of `SLOT_STRIDE` bytes, then per rank a ring of
-//! `SMALL_SLOTS` one-line slots for payloads of up to `SMALL_CAP` bytes. A slot starts with its flag (the
-//! sequence number of the collective that last published it), a second flag for two-phase
-//! algorithms, then the payload, so a small payload shares the flag's cache line and moves in
-//! the same coherence transfer. Every rank's lines and slots are its own: only the owner
-//! writes them, so no flag shares a line with another rank's.
+//! Layout: a header line, one control line per rank (its `done` sequences, its attach mark
+//! and whether it can read its peers' memory), then per rank `BUFS` slots of `SLOT_STRIDE`
+//! bytes, then per rank a ring of `SMALL_SLOTS` one-line slots for payloads of up to
+//! `SMALL_CAP` bytes. A slot starts with its flag (the sequence number of the collective that
+//! last published it), a second flag for two-phase algorithms, then the payload, so a small
+//! payload shares the flag's cache line and moves in the same coherence transfer. Every
+//! rank's lines and slots are its own: only the owner writes them, so no flag shares a line
+//! with another rank's.
 //!
 //! Sequence numbers: every rank of the node counts the steps it runs on the area (the same
 //! steps in the same order on every rank, as collectives are), so step `s` uses slot
@@ -54,10 +55,10 @@ pub const SLOT_CAP: usize = SLOT_STRIDE - SLOT_HEADER;
 /// Small-lane slots per rank (one cache line each): small steps a writer may run ahead.
 const SMALL_SLOTS: usize = 256;
 /// Payload bytes of a small slot (the line less its flag).
-pub const SMALL_CAP: usize = LINE - 8;
+const SMALL_CAP: usize = LINE - 8;
 /// Payloads from this size move by single copy where the area allows it (below, the pipeline
 /// through the slots lets a broadcast root return before its readers copied).
-pub const SINGLE_COPY_MIN: usize = 64 * 1024;
+const SINGLE_COPY_MIN: usize = 64 * 1024;
 /// Piece of a single-copy reduction: read into a buffer that stays in cache, then combined.
 const SINGLE_COPY_PIECE: usize = 64 * 1024;
 /// Allreduce pieces up to this size: every rank combines every slot (one step, n reads per
@@ -356,7 +357,9 @@ impl Area {
     /// Waits until local rank `only` (None: every other rank) finished step `s`.
     fn wait_done(&self, e: &mut Engine, s: u64, only: Option<usize>) {
         let all_done = |a: &Area| {
-            (0..a.n).filter(|&j| j != a.me && only.is_none_or(|o| o == j)).all(|j| a.done(j).load(Ordering::Acquire) >= s)
+            (0..a.n)
+                .filter(|&j| j != a.me && only.is_none_or(|o| o == j))
+                .all(|j| a.done(j).load(Ordering::Acquire) >= s)
         };
         if !all_done(self) {
             self.done_waiters().fetch_add(1, Ordering::SeqCst);
@@ -544,12 +547,19 @@ impl Area {
     /// Allreduce by single copy: rank k combines segment k of the result from every rank's
     /// input into its own output, then every rank copies the other segments from their
     /// outputs.
-    fn allreduce_single_copy(&mut self, e: &mut Engine, input: &[u8], out: &mut [u8], red: &Reduction) -> MpiResult<()> {
+    fn allreduce_single_copy(
+        &mut self,
+        e: &mut Engine,
+        input: &[u8],
+        out: &mut [u8],
+        red: &Reduction,
+    ) -> MpiResult<()> {
         let (s, b) = self.step();
         self.publish_addrs(e, s, b, [input.as_ptr() as u64, out.as_ptr() as u64]);
         self.notify_others(e);
         self.wait_all_flags(e, b, s);
-        let addrs: Vec<[u64; 2]> = (0..self.n).map(|j| if j == self.me { [0, 0] } else { self.peer_addrs(j, b) }).collect();
+        let addrs: Vec<[u64; 2]> =
+            (0..self.n).map(|j| if j == self.me { [0, 0] } else { self.peer_addrs(j, b) }).collect();
         let inputs: Vec<u64> = addrs.iter().map(|a| a[0]).collect();
         let (esize, n) = (red.elem_size(), self.n);
         let elems = input.len() / esize;
