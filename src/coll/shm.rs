@@ -519,68 +519,58 @@ impl Area {
         }
     }
 
+    /// Reduce (`root` Some, its `out` the result) or allreduce (`root` None, every `out`) by
+    /// single copy: rank k combines segment k of the result from every rank's input (in
+    /// parallel), into its own output or, for a reduce's non-root, into a scratch segment;
+    /// then the ranks that want the result copy the other segments from their owners.
     fn reduce_single_copy(
         &mut self,
         e: &mut Engine,
         input: &[u8],
         out: Option<&mut [u8]>,
         red: &Reduction,
-        root: usize,
+        root: Option<usize>,
     ) -> MpiResult<()> {
-        let (s, b) = self.step();
-        if self.me != root {
-            self.publish_addrs(e, s, b, [input.as_ptr() as u64, 0]);
-            self.notify(e, root);
-            self.finish(e, s);
-            // The root reads our input until it finishes.
-            self.wait_done(e, s, Some(root));
-            return Ok(());
-        }
-        self.wait_all_flags(e, b, s);
-        let addrs: Vec<u64> = (0..self.n).map(|j| if j == self.me { 0 } else { self.peer_addrs(j, b)[0] }).collect();
-        let out = out.expect("the root has a result buffer");
-        let result = self.combine_from_peers(input, &addrs, 0, out, red);
-        self.finish(e, s);
-        result
-    }
-
-    /// Allreduce by single copy: rank k combines segment k of the result from every rank's
-    /// input into its own output, then every rank copies the other segments from their
-    /// outputs.
-    fn allreduce_single_copy(
-        &mut self,
-        e: &mut Engine,
-        input: &[u8],
-        out: &mut [u8],
-        red: &Reduction,
-    ) -> MpiResult<()> {
-        let (s, b) = self.step();
-        self.publish_addrs(e, s, b, [input.as_ptr() as u64, out.as_ptr() as u64]);
-        self.notify_others(e);
-        self.wait_all_flags(e, b, s);
-        let addrs: Vec<[u64; 2]> =
-            (0..self.n).map(|j| if j == self.me { [0, 0] } else { self.peer_addrs(j, b) }).collect();
-        let inputs: Vec<u64> = addrs.iter().map(|a| a[0]).collect();
         let (esize, n) = (red.elem_size(), self.n);
         let elems = input.len() / esize;
         let seg = |k: usize| (k * elems / n * esize)..((k + 1) * elems / n * esize);
         let mine = seg(self.me);
-        let mut result = self.combine_from_peers(input, &inputs, mine.start, &mut out[mine], red);
+        let mut scratch = Vec::new();
+        // `target` holds the result's bytes `base..`: all of them, or this rank's segment.
+        let (target, base) = match out {
+            Some(o) => (o, 0),
+            None => {
+                scratch.resize(mine.len(), 0u8);
+                (&mut scratch[..], mine.start)
+            }
+        };
+        let (s, b) = self.step();
+        // The address of result byte 0 as seen in this rank's memory (peers add offsets).
+        let result_addr = (target.as_ptr() as u64).wrapping_sub(base as u64);
+        self.publish_addrs(e, s, b, [input.as_ptr() as u64, result_addr]);
+        self.notify_others(e);
+        self.wait_all_flags(e, b, s);
+        let addrs: Vec<[u64; 2]> = (0..n).map(|j| if j == self.me { [0, 0] } else { self.peer_addrs(j, b) }).collect();
+        let inputs: Vec<u64> = addrs.iter().map(|a| a[0]).collect();
+        let mut result =
+            self.combine_from_peers(input, &inputs, mine.start, &mut target[mine.start - base..mine.end - base], red);
         // Published even after a failure, so no rank waits forever.
         self.flag2(self.me, b).store(s, Ordering::Release);
         self.notify_others(e);
-        for k in (1..n).map(|d| (self.me + d) % n) {
-            let f = self.flag2(k, b);
-            if f.load(Ordering::Acquire) < s {
-                wait(e, || f.load(Ordering::Acquire) >= s);
-            }
-            let r = seg(k);
-            if result.is_ok() && !r.is_empty() {
-                result = self.read_peer(k, addrs[k][1] + r.start as u64, &mut out[r]);
+        if root.is_none_or(|r| r == self.me) {
+            for k in (1..n).map(|d| (self.me + d) % n) {
+                let f = self.flag2(k, b);
+                if f.load(Ordering::Acquire) < s {
+                    wait(e, || f.load(Ordering::Acquire) >= s);
+                }
+                let r = seg(k);
+                if result.is_ok() && !r.is_empty() {
+                    result = self.read_peer(k, addrs[k][1].wrapping_add(r.start as u64), &mut target[r]);
+                }
             }
         }
         self.finish(e, s);
-        // The others read our input and output until they finish.
+        // The others read our input and result segment until they finish.
         self.wait_done(e, s, None);
         self.done_floor = self.done_floor.max(s);
         result
@@ -653,7 +643,7 @@ impl Area {
         root: usize,
     ) -> MpiResult<()> {
         if red.is_builtin() && self.single_copy(e, input.len()) {
-            return self.reduce_single_copy(e, input, out, red, root);
+            return self.reduce_single_copy(e, input, out, red, Some(root));
         }
         if input.len() <= SMALL_CAP {
             let s = self.small_step();
@@ -709,7 +699,7 @@ impl Area {
     /// overlap), in local rank order.
     pub fn allreduce(&mut self, e: &mut Engine, input: &[u8], out: &mut [u8], red: &Reduction) -> MpiResult<()> {
         if red.is_builtin() && self.single_copy(e, input.len()) {
-            return self.allreduce_single_copy(e, input, out, red);
+            return self.reduce_single_copy(e, input, Some(out), red, None);
         }
         let esize = red.elem_size();
         let piece = SLOT_CAP / esize * esize;
