@@ -2,7 +2,7 @@
  * Body of the coll_shm_*.c tests: barrier, bcast, reduce and allreduce with checked results
  * over many consecutive calls (the shared area is reused without resets), at sizes around
  * the small lane (56 payload bytes), the shared-memory slot (32 KiB, 32752 payload bytes),
- * the allreduce split (2 KiB) and single copy (64 KiB), up to 1 MiB; bursts of consecutive
+ * the allreduce split (2 KiB) and single copy (64 KiB, reduce 256 KiB), up to 1 MiB; bursts of consecutive
  * bcasts and reduces with changing roots and sizes and no synchronization between them
  * (roots run ahead through the rings: more calls than slots, with a late rank),
  * roots other than 0, MPI_IN_PLACE, a non-contiguous datatype, a non-commutative user
@@ -17,7 +17,7 @@
 #define SLOT_CAP 32752
 
 #define SMALL_CAP 56
-#define SINGLE_COPY_MIN 65536
+#define SINGLE_COPY_MIN 65536 /* reduce: 262144 */
 
 /* Sizes in bytes: around the small lane, the flat-allreduce limit, the slot, several slots,
    single copy. */
@@ -39,6 +39,9 @@ static const int sizes[] = {4,
                             SINGLE_COPY_MIN,
                             SINGLE_COPY_MIN + 4,
                             200000,
+                            262140,
+                            262144,
+                            262148,
                             (1 << 20) + 8};
 #define NSIZES ((int)(sizeof(sizes) / sizeof(sizes[0])))
 
