@@ -1,7 +1,10 @@
 /*
  * Body of the coll_shm_*.c tests: barrier, bcast, reduce and allreduce with checked results
  * over many consecutive calls (the shared area is reused without resets), at sizes around
- * the shared-memory slot (32 KiB, 32752 payload bytes) and the allreduce split (2 KiB),
+ * the small lane (56 payload bytes), the shared-memory slot (32 KiB, 32752 payload bytes),
+ * the allreduce split (2 KiB) and single copy (64 KiB, reduce 256 KiB), up to 1 MiB; bursts of consecutive
+ * bcasts and reduces with changing roots and sizes and no synchronization between them
+ * (roots run ahead through the rings: more calls than slots, with a late rank),
  * roots other than 0, MPI_IN_PLACE, a non-contiguous datatype, a non-commutative user
  * operation (order checked), several communicators used interleaved (duplicates, splits,
  * a reversed split whose ranks are not in world order), and communicators freed and
@@ -9,12 +12,37 @@
  * the environment (OXMPI_FAKE_NODES) in its metadata.
  */
 #include "mtest.h"
+#include <unistd.h>
 
 #define SLOT_CAP 32752
 
-/* Sizes in bytes: around the inline line, the flat-allreduce limit, the slot, several slots. */
-static const int sizes[] = {4, 8, 56, 64, 1024, 2048, 2052, 4096, SLOT_CAP - 4, SLOT_CAP, SLOT_CAP + 4,
-                            3 * SLOT_CAP + 12, 200000};
+#define SMALL_CAP 56
+#define SINGLE_COPY_MIN 65536 /* reduce: 262144 */
+
+/* Sizes in bytes: around the small lane, the flat-allreduce limit, the slot, several slots,
+   single copy. */
+static const int sizes[] = {4,
+                            8,
+                            SMALL_CAP - 4,
+                            SMALL_CAP,
+                            SMALL_CAP + 4,
+                            64,
+                            1024,
+                            2048,
+                            2052,
+                            4096,
+                            SLOT_CAP - 4,
+                            SLOT_CAP,
+                            SLOT_CAP + 4,
+                            3 * SLOT_CAP + 12,
+                            SINGLE_COPY_MIN - 4,
+                            SINGLE_COPY_MIN,
+                            SINGLE_COPY_MIN + 4,
+                            200000,
+                            262140,
+                            262144,
+                            262148,
+                            (1 << 20) + 8};
 #define NSIZES ((int)(sizeof(sizes) / sizeof(sizes[0])))
 
 static int val(int rank, int iter, int i)
@@ -140,6 +168,71 @@ static void test_allreduce(MPI_Comm comm, int iters)
     }
 }
 
+/* Bursts of bcasts and reduces with no synchronization between them: roots change every
+   call, sizes cycle through the small lane, the slots and single copy, and there are more
+   calls than slots (roots and contributors run ahead and wait for slots to free). Every call
+   has its own buffer, checked only after the burst. In round 1 the last rank starts late, so
+   the others fill the rings first. */
+static int burst_bytes(int k)
+{
+    static const int cycle[] = {4, SMALL_CAP, 8, SMALL_CAP + 8, 1000, 16, 24, 40000};
+    /* Large ones only now and then: the burst stays quick. */
+    return k % 50 == 6 ? SINGLE_COPY_MIN + 40 : cycle[k % 8];
+}
+
+static void test_bursts(MPI_Comm comm)
+{
+    enum { NB = 600 };
+    int rank, size, round, k, i, r;
+    int **bufs = malloc(NB * sizeof(int *)), **outs = malloc(NB * sizeof(int *));
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    for (round = 0; round < 2; round++) {
+        for (k = 0; k < NB; k++) {
+            int bytes = burst_bytes(k), n = bytes / 4;
+            bufs[k] = malloc(bytes);
+            outs[k] = malloc(bytes);
+            for (i = 0; i < n; i++) {
+                bufs[k][i] = val(rank, k + round, i);
+                outs[k][i] = -3;
+            }
+        }
+        if (round == 1 && rank == size - 1)
+            usleep(20000);
+        for (k = 0; k < NB; k++) {
+            int bytes = burst_bytes(k), root = (k * 7 + round) % size;
+            if (k % 3 == 2)
+                MPI_Reduce(bufs[k], outs[k], bytes / 4, MPI_INT, MPI_SUM, root, comm);
+            else
+                MPI_Bcast(bufs[k], bytes / 4, MPI_INT, root, comm);
+        }
+        for (k = 0; k < NB; k++) {
+            int bytes = burst_bytes(k), n = bytes / 4, root = (k * 7 + round) % size;
+            for (i = 0; i < n; i++) {
+                int want_b = val(k % 3 == 2 ? rank : root, k + round, i), want_r = 0;
+                if (bufs[k][i] != want_b) {
+                    CHECK(0, "burst round %d call %d (%s, %d bytes, root %d): buf[%d]=%d want %d", round, k,
+                          k % 3 == 2 ? "reduce input" : "bcast", bytes, root, i, bufs[k][i], want_b);
+                    break;
+                }
+                if (k % 3 != 2)
+                    continue;
+                for (r = 0; r < size; r++)
+                    want_r += val(r, k + round, i);
+                if (rank == root ? outs[k][i] != want_r : outs[k][i] != -3) {
+                    CHECK(0, "burst round %d reduce %d (%d bytes, root %d): out[%d]=%d want %d", round, k, bytes,
+                          root, i, outs[k][i], rank == root ? want_r : -3);
+                    break;
+                }
+            }
+            free(bufs[k]);
+            free(outs[k]);
+        }
+    }
+    free(bufs);
+    free(outs);
+}
+
 /* 2x2 matrices mod 2^32 under multiplication: associative, not commutative. */
 typedef struct {
     unsigned a, b, c, d;
@@ -216,7 +309,7 @@ static void test_noncommutative(MPI_Comm comm)
 static void test_strided(MPI_Comm comm)
 {
     int rank, size, i, it;
-    const int n = 10000;
+    const int n = 20000; /* 80 KB packed: single copy through a packed copy */
     MPI_Datatype vec;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
@@ -332,6 +425,7 @@ static void test_interleaved(void)
         }
     for (k = 0; k < 4; k++) {
         test_noncommutative(comms[k]);
+        test_bursts(comms[k]);
         MPI_Comm_free(&comms[k]);
     }
 }
@@ -377,6 +471,7 @@ int main(int argc, char **argv)
     test_reduce(MPI_COMM_WORLD, 6);
     test_allreduce(MPI_COMM_WORLD, 6);
     test_noncommutative(MPI_COMM_WORLD);
+    test_bursts(MPI_COMM_WORLD);
     test_strided(MPI_COMM_WORLD);
     test_interleaved();
     test_comm_churn(100);

@@ -138,6 +138,7 @@ ctests! {
     coll_shm => "coll_shm.c",
     coll_shm_fake2 => "coll_shm_fake2.c",
     coll_shm_fake3 => "coll_shm_fake3.c",
+    coll_shm_nocma => "coll_shm_nocma.c",
     coll_inter => "coll_inter.c",
     coll_inter_nb => "coll_inter_nb.c",
     example_hello_ring => "examples/hello_ring.c",

@@ -195,7 +195,7 @@ fn setup_area(g: &mut Group, local: &[usize]) -> MpiResult<Area> {
     if me == 0 {
         let id = AREAS_CREATED.fetch_add(1, Ordering::Relaxed);
         let path = name(id);
-        let created = Area::create(&path, worlds.clone());
+        let created = Area::create(&path, worlds.clone(), super::shm::probe_peer_reads(g.engine, &worlds, me));
         let sent = if created.is_ok() { id } else { FAILED };
         for &r in &local[1..] {
             g.send(r, TAG_SETUP, sent.to_le_bytes().to_vec());
@@ -214,7 +214,8 @@ fn setup_area(g: &mut Group, local: &[usize]) -> MpiResult<Area> {
                 "shared-memory collectives: the node's first rank could not create the communicator's area",
             ));
         }
-        let area = Area::open(&name(id), worlds, me)?;
+        let can_read = super::shm::probe_peer_reads(g.engine, &worlds, me);
+        let area = Area::open(&name(id), worlds, me, can_read)?;
         area.announce_attached(g.engine);
         Ok(area)
     }
@@ -308,8 +309,7 @@ pub fn bcast(g: &mut Group, buf: &mut Out, root: usize) -> Option<MpiResult<()>>
     if h.nodes.len() == 1 {
         // One node: its local numbers are the ranks.
         let (area, e) = (h.area.as_mut().expect("one node of several ranks has an area"), &mut *g.engine);
-        with_packed_out(buf, g.rank == root, |data| area.bcast(e, data, root));
-        return Some(Ok(()));
+        return Some(with_packed_out(buf, g.rank == root, |data| area.bcast(e, data, root)));
     }
     let leaders = h.leaders(Some(root));
     let local_leader = leaders[h.my_node];
@@ -327,10 +327,10 @@ pub fn bcast(g: &mut Group, buf: &mut Out, root: usize) -> Option<MpiResult<()>>
                 data.copy_from_slice(&v);
             }
         }
-        if let Some(a) = &mut h.area {
-            a.bcast(e, data, local_root);
+        match &mut h.area {
+            Some(a) => a.bcast(e, data, local_root),
+            None => Ok(()),
         }
-        Ok(())
     }))
 }
 
@@ -359,11 +359,10 @@ pub fn reduce(
     if h.nodes.len() == 1 {
         // One node: its local numbers are the ranks.
         let (area, e) = (h.area.as_mut().expect("one node of several ranks has an area"), &mut *g.engine);
-        match recv.as_mut().filter(|_| me == root) {
+        return Some(match recv.as_mut().filter(|_| me == root) {
             Some(out) => with_packed_out(out, false, |o| area.reduce(e, &input, Some(o), red, root)),
             None => area.reduce(e, &input, None, red, root),
-        }
-        return Some(Ok(()));
+        });
     }
     let leaders = h.leaders(Some(root));
     let local_leader = leaders[h.my_node];
@@ -372,9 +371,15 @@ pub fn reduce(
     let my_node = h.my_node;
     let e = &mut *g.engine;
     let mut partial = if me == local_leader { vec![0u8; input.len()] } else { Vec::new() };
-    match &mut h.area {
+    let local = match &mut h.area {
         Some(a) => a.reduce(e, &input, (me == local_leader).then_some(&mut partial[..]), red, local_root),
-        None => partial.copy_from_slice(&input),
+        None => {
+            partial.copy_from_slice(&input);
+            Ok(())
+        }
+    };
+    if let Err(err) = local {
+        return Some(Err(err));
     }
     if me != local_leader {
         return Some(Ok(()));
@@ -409,17 +414,22 @@ pub fn allreduce(g: &mut Group, send: &Option<In>, recv: &mut Out, red: &Reducti
     let e = &mut *g.engine;
     if !many {
         let area = h.area.as_mut().expect("one node of several ranks has an area");
-        with_packed_out(recv, false, |o| area.allreduce(e, &input, o, red));
-        return Some(Ok(()));
+        return Some(with_packed_out(recv, false, |o| area.allreduce(e, &input, o, red)));
     }
     let leaders = h.leaders(None);
     let is_leader = me == leaders[my_node];
     let mut partial = if is_leader { vec![0u8; input.len()] } else { Vec::new() };
-    match &mut h.area {
+    let local = match &mut h.area {
         Some(a) => a.reduce(e, &input, is_leader.then_some(&mut partial[..]), red, 0),
-        None => partial.copy_from_slice(&input),
-    }
+        None => {
+            partial.copy_from_slice(&input);
+            Ok(())
+        }
+    };
     drop(input);
+    if let Err(err) = local {
+        return Some(Err(err));
+    }
     let leader_worlds: Vec<usize> = leaders.iter().map(|&r| g.members[r]).collect();
     Some(with_packed_out(recv, false, |o| {
         if is_leader {
@@ -427,10 +437,10 @@ pub fn allreduce(g: &mut Group, send: &Option<In>, recv: &mut Out, red: &Reducti
                 as_leader(e, ctx, &leader_worlds, my_node, |lg| allreduce_packed(lg, partial, red, tag::ALLREDUCE))?;
             o.copy_from_slice(&all);
         }
-        if let Some(a) = &mut h.area {
-            a.bcast(e, o, 0);
+        match &mut h.area {
+            Some(a) => a.bcast(e, o, 0),
+            None => Ok(()),
         }
-        Ok(())
     }))
 }
 

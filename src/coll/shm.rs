@@ -1,12 +1,14 @@
 //! Shared-memory collectives among the ranks of one node: a per-communicator area of flags
 //! and slots in a `/dev/shm` file, used by the two-level composition in `coll::hier`.
 //!
-//! Layout: a header line, one control line per rank (its `done` sequence and its attach mark),
-//! then per rank `BUFS` slots of `SLOT_STRIDE` bytes. A slot starts with its flag (the
-//! sequence number of the collective that last published it), a second flag for two-phase
-//! algorithms, then the payload, so a small payload shares the flag's cache line and moves in
-//! the same coherence transfer. Every rank's lines and slots are its own: only the owner
-//! writes them, so no flag shares a line with another rank's.
+//! Layout: a header line, one control line per rank (its `done` sequences, its attach mark
+//! and whether it can read its peers' memory), then per rank `BUFS` slots of `SLOT_STRIDE`
+//! bytes, then per rank a ring of `SMALL_SLOTS` one-line slots for payloads of up to
+//! `SMALL_CAP` bytes. A slot starts with its flag (the sequence number of the collective that
+//! last published it), a second flag for two-phase algorithms, then the payload, so a small
+//! payload shares the flag's cache line and moves in the same coherence transfer. Every
+//! rank's lines and slots are its own: only the owner writes them, so no flag shares a line
+//! with another rank's.
 //!
 //! Sequence numbers: every rank of the node counts the steps it runs on the area (the same
 //! steps in the same order on every rank, as collectives are), so step `s` uses slot
@@ -16,6 +18,18 @@
 //! writer that has to wait for it announces itself in the header so readers ring its
 //! doorbell. Large payloads go in slot-sized pieces, each a step of its own, so up to `BUFS`
 //! pieces are in flight (a pipeline).
+//!
+//! Small lane: broadcasts and reductions of at most `SMALL_CAP` bytes take their own
+//! sequence (the same on every rank too) through the ring of one-line slots, flag and
+//! payload in one line. The ring is deep, so a broadcast root or reduce contributors run far
+//! ahead of slow readers (consecutive small collectives pipeline, which matters most when
+//! ranks outnumber cores and readers are descheduled for whole time slices). A rank reuses
+//! a small slot once every rank finished the small step that last could have read it.
+//!
+//! Single copy: payloads of at least `SINGLE_COPY_MIN` bytes do not go through the slots
+//! when every rank of the area can read every other's memory (process_vm_readv, probed when
+//! the area is set up): a rank publishes the address of its buffer, the others read it
+//! straight into theirs, and the owner returns once they all finished the step.
 //!
 //! Waiting goes through the engine's wait loop (spin, yield, then sleep on the doorbell, as
 //! for point-to-point), which also keeps point-to-point traffic moving; every flag store is
@@ -38,6 +52,19 @@ const SLOT_STRIDE: usize = 32 * 1024;
 const SLOT_HEADER: usize = 16;
 /// Payload bytes of one slot: the largest piece one step moves.
 pub const SLOT_CAP: usize = SLOT_STRIDE - SLOT_HEADER;
+/// Small-lane slots per rank (one cache line each): small steps a writer may run ahead.
+const SMALL_SLOTS: usize = 256;
+/// Payload bytes of a small slot (the line less its flag).
+const SMALL_CAP: usize = LINE - 8;
+/// Payloads from this size move by single copy where the area allows it (below, the pipeline
+/// through the slots lets a broadcast root return before its readers copied).
+const SINGLE_COPY_MIN: usize = 64 * 1024;
+/// Reduce moves by single copy from this size: below it, contributors that copy into their
+/// slots and return at once beat the parallel combining, which ends in a synchronization
+/// (measured at 64 KiB, np 2: 6 µs through the slots, 14 µs by single copy).
+const REDUCE_SINGLE_COPY_MIN: usize = 256 * 1024;
+/// Piece of a single-copy reduction: read into a buffer that stays in cache, then combined.
+const SINGLE_COPY_PIECE: usize = 64 * 1024;
 /// Allreduce pieces up to this size: every rank combines every slot (one step, n reads per
 /// rank). Larger: each rank combines one segment of all slots, then all copy all segments.
 const ALLREDUCE_FLAT_MAX: usize = 2048;
@@ -56,6 +83,13 @@ pub struct Area {
     last_pub: [u64; BUFS],
     /// Every rank is known to have finished every step up to this one.
     done_floor: u64,
+    /// Small steps run so far, and every rank is known to have finished every small step up
+    /// to `small_floor`.
+    small_seq: u64,
+    small_floor: u64,
+    /// Process ids of the area's ranks when every rank can read every other's memory
+    /// (decided at the first large collective, the same on every rank); empty: it cannot.
+    single_copy: Option<Vec<u32>>,
 }
 
 // SAFETY: the mapping is only accessed through atomics and slot bytes whose ownership the
@@ -71,13 +105,20 @@ fn control_bytes(n: usize) -> usize {
 }
 
 fn area_bytes(n: usize) -> usize {
+    small_offset(n) + n * SMALL_SLOTS * LINE
+}
+
+/// Start of the small lanes.
+fn small_offset(n: usize) -> usize {
     control_bytes(n) + n * BUFS * SLOT_STRIDE
 }
 
 impl Area {
     /// Creates the file of an area for `n` ranks (sparse: pages are used as slots are
     /// touched) and maps it; the creator is local index 0.
-    pub fn create(path: &str, worlds: Vec<usize>) -> MpiResult<Area> {
+    /// `can_read_peers`: this rank can read the memory of every other rank of the area
+    /// (`probe_peer_reads`).
+    pub fn create(path: &str, worlds: Vec<usize>, can_read_peers: bool) -> MpiResult<Area> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -85,26 +126,39 @@ impl Area {
             .open(path)
             .map_err(|e| shm_error(format!("cannot create {path}"), e))?;
         file.set_len(area_bytes(worlds.len()) as u64).map_err(|e| shm_error(format!("cannot size {path}"), e))?;
-        Area::map(&file, path, worlds, 0)
+        Area::map(&file, path, worlds, 0, can_read_peers)
     }
 
     /// Maps the area a peer created, as local index `me`.
-    pub fn open(path: &str, worlds: Vec<usize>, me: usize) -> MpiResult<Area> {
+    pub fn open(path: &str, worlds: Vec<usize>, me: usize, can_read_peers: bool) -> MpiResult<Area> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .open(path)
             .map_err(|e| shm_error(format!("cannot open {path}"), e))?;
-        Area::map(&file, path, worlds, me)
+        Area::map(&file, path, worlds, me, can_read_peers)
     }
 
-    fn map(file: &std::fs::File, path: &str, worlds: Vec<usize>, me: usize) -> MpiResult<Area> {
+    fn map(file: &std::fs::File, path: &str, worlds: Vec<usize>, me: usize, can_read_peers: bool) -> MpiResult<Area> {
         let n = worlds.len();
         let map = memmap2::MmapOptions::new()
             .len(area_bytes(n))
             .map_raw(file)
             .map_err(|e| shm_error(format!("cannot map {path}"), e))?;
-        let area = Area { map, n, me, worlds, seq: 0, last_pub: [0; BUFS], done_floor: 0 };
+        let area = Area {
+            map,
+            n,
+            me,
+            worlds,
+            seq: 0,
+            last_pub: [0; BUFS],
+            done_floor: 0,
+            small_seq: 0,
+            small_floor: 0,
+            single_copy: None,
+        };
+        // Before the attach mark, which publishes it.
+        area.can_read_peers(me).store(if can_read_peers { 1 } else { 2 }, Ordering::Relaxed);
         area.attached(me).store(1, Ordering::Release);
         Ok(area)
     }
@@ -137,6 +191,36 @@ impl Area {
     fn attached(&self, i: usize) -> &AtomicU64 {
         assert!(i < self.n);
         self.word(LINE * (1 + i) + 8)
+    }
+
+    /// 1: rank `i` can read every other rank's memory; 2: it cannot (set before `attached`).
+    fn can_read_peers(&self, i: usize) -> &AtomicU64 {
+        assert!(i < self.n);
+        self.word(LINE * (1 + i) + 24)
+    }
+
+    /// Small steps rank `i` finished.
+    fn small_done(&self, i: usize) -> &AtomicU64 {
+        assert!(i < self.n);
+        self.word(LINE * (1 + i) + 16)
+    }
+
+    fn small_slot_offset(&self, i: usize, s: u64) -> usize {
+        assert!(i < self.n);
+        small_offset(self.n) + (i * SMALL_SLOTS + (s % SMALL_SLOTS as u64) as usize) * LINE
+    }
+
+    /// Flag of rank `i`'s small slot for small step `s`.
+    fn small_flag(&self, i: usize, s: u64) -> &AtomicU64 {
+        self.word(self.small_slot_offset(i, s))
+    }
+
+    /// Payload of rank `i`'s small slot for small step `s` (after its flag says published).
+    fn small_data(&self, i: usize, s: u64, len: usize) -> &[u8] {
+        assert!(len <= SMALL_CAP);
+        // SAFETY: inside the mapping; the owner does not rewrite the slot before every rank
+        // finished step `s` (`small_publish`).
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(self.small_slot_offset(i, s) + 8), len) }
     }
 
     fn slot_offset(&self, i: usize, b: usize) -> usize {
@@ -198,6 +282,54 @@ impl Area {
         }
     }
 
+    /// Starts a small step: its number.
+    fn small_step(&mut self) -> u64 {
+        self.small_seq += 1;
+        self.small_seq
+    }
+
+    /// Ends small step `s` (as `finish`).
+    fn small_finish(&self, e: &Engine, s: u64) {
+        self.small_done(self.me).store(s, Ordering::Release);
+        self.ring_waiting_writers(e);
+    }
+
+    /// Publishes `bytes` in this rank's small slot for small step `s`, once no rank may still
+    /// read the step that used the slot before (every rank finished it).
+    fn small_publish(&mut self, e: &mut Engine, s: u64, bytes: &[u8]) {
+        let previous = s.saturating_sub(SMALL_SLOTS as u64);
+        if previous > self.small_floor {
+            let others_done =
+                |a: &Area| (0..a.n).filter(|&j| j != a.me).map(|j| a.small_done(j).load(Ordering::Acquire)).min();
+            let floor = |a: &Area| others_done(a).unwrap_or(u64::MAX);
+            if floor(self) < previous {
+                self.done_waiters().fetch_add(1, Ordering::SeqCst);
+                fence(Ordering::SeqCst);
+                wait(e, || floor(self) >= previous);
+                self.done_waiters().fetch_sub(1, Ordering::SeqCst);
+            }
+            self.small_floor = floor(self);
+        }
+        let off = self.small_slot_offset(self.me, s);
+        // SAFETY: this rank's own slot, inside the mapping; no rank reads it (see above).
+        let payload = unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(off + 8), bytes.len()) };
+        payload.copy_from_slice(bytes);
+        self.small_flag(self.me, s).store(s, Ordering::Release);
+    }
+
+    /// Waits for rank `i`'s small slot to be published for small step `s`.
+    fn small_wait(&self, e: &mut Engine, i: usize, s: u64) {
+        let f = self.small_flag(i, s);
+        if f.load(Ordering::Acquire) < s {
+            wait(e, || f.load(Ordering::Acquire) >= s);
+        }
+    }
+
+    /// Starts loading rank `i`'s small slot for the small step after `s` (see `prefetch_next`).
+    fn small_prefetch_next(&self, i: usize, s: u64) {
+        prefetch(self.small_flag(i, s + 1));
+    }
+
     /// Starts a step: its number and slot.
     fn step(&mut self) -> (u64, usize) {
         self.seq += 1;
@@ -207,11 +339,38 @@ impl Area {
     /// Ends step `s`: this rank read all it needed of it.
     fn finish(&self, e: &Engine, s: u64) {
         self.done(self.me).store(s, Ordering::Release);
+        self.ring_waiting_writers(e);
+    }
+
+    /// After a `done` store: rings writers waiting for it.
+    fn ring_waiting_writers(&self, e: &Engine) {
         // Pairs with the fetch_add in `ensure_free`: either the writer sees this store, or we
-        // see it waiting and ring.
-        fence(Ordering::SeqCst);
+        // see it waiting and ring. A writer that goes to sleep announces it and rechecks
+        // `done` behind the doorbell's barrier, so the barrier here is the notifier's half of
+        // that pairing: a compiler fence when every rank registered for membarrier (the
+        // sleeper's heavy barrier covers us), else a full fence.
+        match e.segment() {
+            Some(seg) => seg.notify_many(std::iter::empty()),
+            None => fence(Ordering::SeqCst),
+        }
         if self.done_waiters().load(Ordering::Relaxed) != 0 {
             self.notify_others(e);
+        }
+    }
+
+    /// Waits until local rank `only` (None: every other rank) finished step `s`.
+    fn wait_done(&self, e: &mut Engine, s: u64, only: Option<usize>) {
+        let all_done = |a: &Area| {
+            (0..a.n)
+                .filter(|&j| j != a.me && only.is_none_or(|o| o == j))
+                .all(|j| a.done(j).load(Ordering::Acquire) >= s)
+        };
+        if !all_done(self) {
+            self.done_waiters().fetch_add(1, Ordering::SeqCst);
+            // The other half of the pairing in `finish` (store `done`, fence, load waiters).
+            fence(Ordering::SeqCst);
+            wait(e, || all_done(self));
+            self.done_waiters().fetch_sub(1, Ordering::SeqCst);
         }
     }
 
@@ -221,15 +380,11 @@ impl Area {
         if p <= self.done_floor {
             return;
         }
-        let all_done = |a: &Area| (0..a.n).all(|j| j == a.me || a.done(j).load(Ordering::Acquire) >= p);
-        if !all_done(self) {
-            self.done_waiters().fetch_add(1, Ordering::SeqCst);
-            // The other half of the pairing in `finish` (store `done`, fence, load waiters).
-            fence(Ordering::SeqCst);
-            wait(e, || all_done(self));
-            self.done_waiters().fetch_sub(1, Ordering::SeqCst);
-        }
-        self.done_floor = p;
+        self.wait_done(e, p, None);
+        // Readers are usually further along than `p`: remember how far, so the next steps
+        // need not read their `done` lines (each read is a cache-line transfer).
+        let floor = (0..self.n).filter(|&j| j != self.me).map(|j| self.done(j).load(Ordering::Acquire)).min();
+        self.done_floor = floor.unwrap_or(p).max(p);
     }
 
     /// Publishes `bytes` in slot `b` for step `s` (after `ensure_free`).
@@ -248,11 +403,181 @@ impl Area {
         }
     }
 
+    /// Starts loading the line of rank `i`'s slot for the step after `s` (flag and inline
+    /// payload) while this rank returns to the program: a reader of consecutive collectives
+    /// then often finds it published and cached, instead of paying a cache-line transfer at
+    /// its next wait. A hint only; a line loaded too early is simply invalidated again.
+    fn prefetch_next(&self, i: usize, s: u64) {
+        prefetch(self.flag(i, ((s + 1) % BUFS as u64) as usize));
+    }
+
+    fn prefetch_next_all(&self, s: u64) {
+        for j in (0..self.n).filter(|&j| j != self.me) {
+            self.prefetch_next(j, s);
+        }
+    }
+
     fn wait_all_flags(&self, e: &mut Engine, b: usize, s: u64) {
         let ready = |a: &Area| (0..a.n).all(|j| j == a.me || a.flag(j, b).load(Ordering::Acquire) >= s);
         if !ready(self) {
             wait(e, || ready(self));
         }
+    }
+
+    // ----- single copy -----
+
+    /// Whether `len` bytes move by single copy here; the same answer on every rank (it
+    /// depends on the length and on every rank's probe, read once all ranks attached).
+    fn single_copy(&mut self, e: &mut Engine, len: usize) -> bool {
+        if len < SINGLE_COPY_MIN {
+            return false;
+        }
+        if self.single_copy.is_none() {
+            // Every rank attaches at its first collective on the communicator, so they all
+            // will: this one runs on all of them.
+            if !self.all_attached() {
+                wait(e, || self.all_attached());
+            }
+            let all_can = (0..self.n).all(|i| self.can_read_peers(i).load(Ordering::Acquire) == 1);
+            let pids = match e.segment() {
+                Some(seg) if all_can => (0..self.n).map(|i| seg.peer_identity(self.worlds[i]).0).collect(),
+                _ => Vec::new(),
+            };
+            self.single_copy = Some(pids);
+        }
+        self.single_copy.as_ref().is_some_and(|p| !p.is_empty())
+    }
+
+    /// Publishes the addresses of this rank's buffers for step `s` in slot `b`.
+    fn publish_addrs(&mut self, e: &mut Engine, s: u64, b: usize, addrs: [u64; 2]) {
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&addrs[0].to_le_bytes());
+        bytes[8..].copy_from_slice(&addrs[1].to_le_bytes());
+        self.publish(e, s, b, &bytes);
+    }
+
+    /// The addresses rank `i` published in slot `b` (after its flag).
+    fn peer_addrs(&self, i: usize, b: usize) -> [u64; 2] {
+        let d = self.data(i, b, 16);
+        [u64::from_le_bytes(d[..8].try_into().unwrap()), u64::from_le_bytes(d[8..].try_into().unwrap())]
+    }
+
+    /// Reads `into.len()` bytes at `addr` in local rank `i`'s memory.
+    fn read_peer(&self, i: usize, addr: u64, into: &mut [u8]) -> MpiResult<()> {
+        let pid = self.single_copy.as_ref().expect("single copy was decided")[i];
+        crate::transport::shm::cma_read(pid, addr, into)
+            .map_err(|err| shm_error(format!("single-copy read of {} bytes from local rank {i}", into.len()), err))
+    }
+
+    /// `out = a0 op (a1 op (... op a(n-1)))` over bytes `at..at + out.len()` of every rank's
+    /// input (`input` is this rank's whole one; the others' at `addrs`), a piece at a time so
+    /// what is read stays in cache. Builtin operations only (they may be split anywhere
+    /// between elements).
+    fn combine_from_peers(
+        &self,
+        input: &[u8],
+        addrs: &[u64],
+        at: usize,
+        out: &mut [u8],
+        red: &Reduction,
+    ) -> MpiResult<()> {
+        let piece = (SINGLE_COPY_PIECE / red.elem_size()).max(1) * red.elem_size();
+        let mut tmp = vec![0u8; piece.min(out.len())];
+        for (k, o) in out.chunks_mut(piece).enumerate() {
+            let start = at + k * piece;
+            let range = start..start + o.len();
+            let last = self.n - 1;
+            if last == self.me {
+                o.copy_from_slice(&input[range.clone()]);
+            } else {
+                self.read_peer(last, addrs[last] + start as u64, o)?;
+            }
+            for j in (0..last).rev() {
+                if j == self.me {
+                    red.apply(&input[range.clone()], o);
+                } else {
+                    let t = &mut tmp[..o.len()];
+                    self.read_peer(j, addrs[j] + start as u64, t)?;
+                    red.apply(t, o);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn bcast_single_copy(&mut self, e: &mut Engine, data: &mut [u8], root: usize) -> MpiResult<()> {
+        let (s, b) = self.step();
+        if self.me == root {
+            self.publish_addrs(e, s, b, [data.as_ptr() as u64, 0]);
+            self.notify_others(e);
+            self.finish(e, s);
+            // The readers read our buffer until they finish.
+            self.wait_done(e, s, None);
+            self.done_floor = self.done_floor.max(s);
+            Ok(())
+        } else {
+            self.wait_flag(e, root, b, s);
+            let result = self.read_peer(root, self.peer_addrs(root, b)[0], data);
+            self.finish(e, s);
+            result
+        }
+    }
+
+    /// Reduce (`root` Some, its `out` the result) or allreduce (`root` None, every `out`) by
+    /// single copy: rank k combines segment k of the result from every rank's input (in
+    /// parallel), into its own output or, for a reduce's non-root, into a scratch segment;
+    /// then the ranks that want the result copy the other segments from their owners.
+    fn reduce_single_copy(
+        &mut self,
+        e: &mut Engine,
+        input: &[u8],
+        out: Option<&mut [u8]>,
+        red: &Reduction,
+        root: Option<usize>,
+    ) -> MpiResult<()> {
+        let (esize, n) = (red.elem_size(), self.n);
+        let elems = input.len() / esize;
+        let seg = |k: usize| (k * elems / n * esize)..((k + 1) * elems / n * esize);
+        let mine = seg(self.me);
+        let mut scratch = Vec::new();
+        // `target` holds the result's bytes `base..`: all of them, or this rank's segment.
+        let (target, base) = match out {
+            Some(o) => (o, 0),
+            None => {
+                scratch.resize(mine.len(), 0u8);
+                (&mut scratch[..], mine.start)
+            }
+        };
+        let (s, b) = self.step();
+        // The address of result byte 0 as seen in this rank's memory (peers add offsets).
+        let result_addr = (target.as_ptr() as u64).wrapping_sub(base as u64);
+        self.publish_addrs(e, s, b, [input.as_ptr() as u64, result_addr]);
+        self.notify_others(e);
+        self.wait_all_flags(e, b, s);
+        let addrs: Vec<[u64; 2]> = (0..n).map(|j| if j == self.me { [0, 0] } else { self.peer_addrs(j, b) }).collect();
+        let inputs: Vec<u64> = addrs.iter().map(|a| a[0]).collect();
+        let mut result =
+            self.combine_from_peers(input, &inputs, mine.start, &mut target[mine.start - base..mine.end - base], red);
+        // Published even after a failure, so no rank waits forever.
+        self.flag2(self.me, b).store(s, Ordering::Release);
+        self.notify_others(e);
+        if root.is_none_or(|r| r == self.me) {
+            for k in (1..n).map(|d| (self.me + d) % n) {
+                let f = self.flag2(k, b);
+                if f.load(Ordering::Acquire) < s {
+                    wait(e, || f.load(Ordering::Acquire) >= s);
+                }
+                let r = seg(k);
+                if result.is_ok() && !r.is_empty() {
+                    result = self.read_peer(k, addrs[k][1].wrapping_add(r.start as u64), &mut target[r]);
+                }
+            }
+        }
+        self.finish(e, s);
+        // The others read our input and result segment until they finish.
+        self.wait_done(e, s, None);
+        self.done_floor = self.done_floor.max(s);
+        result
     }
 
     // ----- the collectives -----
@@ -279,7 +604,23 @@ impl Area {
     }
 
     /// Broadcast of `data` (packed bytes, the same length everywhere) from local `root`.
-    pub fn bcast(&mut self, e: &mut Engine, data: &mut [u8], root: usize) {
+    pub fn bcast(&mut self, e: &mut Engine, data: &mut [u8], root: usize) -> MpiResult<()> {
+        if self.single_copy(e, data.len()) {
+            return self.bcast_single_copy(e, data, root);
+        }
+        if data.len() <= SMALL_CAP {
+            let s = self.small_step();
+            if self.me == root {
+                self.small_publish(e, s, data);
+                self.notify_others(e);
+            } else {
+                self.small_wait(e, root, s);
+                data.copy_from_slice(self.small_data(root, s, data.len()));
+                self.small_prefetch_next(root, s);
+            }
+            self.small_finish(e, s);
+            return Ok(());
+        }
         for piece in data.chunks_mut(SLOT_CAP) {
             let (s, b) = self.step();
             if self.me == root {
@@ -288,14 +629,49 @@ impl Area {
             } else {
                 self.wait_flag(e, root, b, s);
                 piece.copy_from_slice(self.data(root, b, piece.len()));
+                self.prefetch_next(root, s);
             }
             self.finish(e, s);
         }
+        Ok(())
     }
 
     /// Reduction of every rank's `input` to local `root`, in local rank order; `out` (the
     /// root's) receives the result. `input` and `out` do not overlap.
-    pub fn reduce(&mut self, e: &mut Engine, input: &[u8], mut out: Option<&mut [u8]>, red: &Reduction, root: usize) {
+    pub fn reduce(
+        &mut self,
+        e: &mut Engine,
+        input: &[u8],
+        mut out: Option<&mut [u8]>,
+        red: &Reduction,
+        root: usize,
+    ) -> MpiResult<()> {
+        if red.is_builtin() && input.len() >= REDUCE_SINGLE_COPY_MIN && self.single_copy(e, input.len()) {
+            return self.reduce_single_copy(e, input, out, red, Some(root));
+        }
+        if input.len() <= SMALL_CAP {
+            let s = self.small_step();
+            if self.me != root {
+                self.small_publish(e, s, input);
+                self.notify(e, root);
+            } else {
+                let out = out.expect("the root has a result buffer");
+                let len = input.len();
+                for j in (0..self.n).filter(|&j| j != root) {
+                    self.small_wait(e, j, s);
+                }
+                let src = |j: usize| if j == root { input } else { self.small_data(j, s, len) };
+                out.copy_from_slice(src(self.n - 1));
+                for j in (0..self.n - 1).rev() {
+                    red.apply(src(j), out);
+                }
+                for j in (0..self.n).filter(|&j| j != root) {
+                    self.small_prefetch_next(j, s);
+                }
+            }
+            self.small_finish(e, s);
+            return Ok(());
+        }
         let piece = SLOT_CAP / red.elem_size() * red.elem_size();
         let mut at = 0;
         while at < input.len() {
@@ -316,14 +692,19 @@ impl Area {
                 for j in (0..self.n - 1).rev() {
                     red.apply(src(j), out);
                 }
+                self.prefetch_next_all(s);
             }
             self.finish(e, s);
         }
+        Ok(())
     }
 
     /// Allreduce of every rank's `input` into every rank's `out` (same length; they do not
     /// overlap), in local rank order.
-    pub fn allreduce(&mut self, e: &mut Engine, input: &[u8], out: &mut [u8], red: &Reduction) {
+    pub fn allreduce(&mut self, e: &mut Engine, input: &[u8], out: &mut [u8], red: &Reduction) -> MpiResult<()> {
+        if red.is_builtin() && self.single_copy(e, input.len()) {
+            return self.reduce_single_copy(e, input, Some(out), red, None);
+        }
         let esize = red.elem_size();
         let piece = SLOT_CAP / esize * esize;
         let mut at = 0;
@@ -369,11 +750,48 @@ impl Area {
             self.done_floor = self.done_floor.max(s - 1);
             self.finish(e, s);
         }
+        Ok(())
     }
 }
 
+/// Whether this rank can read the memory of local ranks `worlds` (world ranks; `me` is its
+/// own index) by single copy: a real read of each one's probe value, as the point-to-point
+/// engine does. `OXMPI_CMA=0` says no.
+pub fn probe_peer_reads(e: &Engine, worlds: &[usize], me: usize) -> bool {
+    let Some(seg) = e.segment() else { return false };
+    if std::env::var(crate::config::CMA).is_ok_and(|v| v == "0") {
+        return false;
+    }
+    let addr = Engine::cma_probe_addr();
+    // SAFETY: the probe is a static u64 of this library, the same value in every process.
+    let expect = unsafe { *(addr as *const u64) };
+    worlds.iter().enumerate().filter(|&(i, _)| i != me).all(|(_, &w)| {
+        let (pid, peer_addr) = seg.peer_identity(w);
+        let mut got = [0u8; 8];
+        crate::transport::shm::cma_read(pid, peer_addr, &mut got).is_ok() && u64::from_ne_bytes(got) == expect
+    })
+}
+
+/// A hint to start loading the cache line of `word`.
+fn prefetch(word: &AtomicU64) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let p = word as *const AtomicU64 as *const i8;
+        // SAFETY: a prefetch has no architectural effect.
+        #[allow(unused_unsafe)]
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p)
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = word;
+}
+
 /// Waits for `ready` with the engine's policy (spin, yield, sleep on the doorbell), moving
-/// point-to-point traffic meanwhile.
+/// point-to-point traffic meanwhile. (Yielding for longer before sleeping when ranks
+/// outnumber cores was tried: at 8 ranks on 2 loaded cores, synchronizing collectives took
+/// about 10x longer, as a yield hands the core to other processes for a whole time slice
+/// while a doorbell wake-up runs the woken rank at once.)
 fn wait(e: &mut Engine, mut ready: impl FnMut() -> bool) {
     e.wait_until(|_| ready());
 }
@@ -388,7 +806,9 @@ mod tests {
             assert_eq!(control_bytes(n) % 4096, 0);
             assert!(control_bytes(n) >= LINE * (1 + n));
             assert_eq!(SLOT_STRIDE % LINE, 0);
-            assert_eq!(area_bytes(n), control_bytes(n) + n * BUFS * SLOT_STRIDE);
+            assert_eq!(small_offset(n), control_bytes(n) + n * BUFS * SLOT_STRIDE);
+            assert_eq!(area_bytes(n), small_offset(n) + n * SMALL_SLOTS * LINE);
+            assert_eq!(small_offset(n) % LINE, 0);
         }
     }
 }
