@@ -21,7 +21,7 @@
 //! collective's tag, so collectives in flight together never take each other's messages.
 
 use super::tune::{self, pof2_below};
-use super::{Block, Group, pack_block, tag};
+use super::{Block, Group, tag};
 use crate::abi::consts::*;
 use crate::error::{MpiError, MpiResult, err};
 use crate::op::{self, Reduction};
@@ -133,7 +133,15 @@ impl UserBuf {
 
     /// Packed bytes of block `i`.
     pub fn pack(&self, i: usize) -> Vec<u8> {
-        pack_block(self.mem(), &self.blocks[i])
+        let b = &self.blocks[i];
+        if b.count == 0 {
+            return Vec::new();
+        }
+        // A pooled buffer: its pages are already mapped (zeroing them is cheap, faulting is not).
+        let mut packed = pool::take(b.bytes());
+        packed.resize(b.bytes(), 0);
+        op::pack_into(&b.layout, b.count, &self.mem()[b.offset..], &mut packed);
+        packed
     }
 
     fn put(&self, i: usize, packed: &[u8]) {
