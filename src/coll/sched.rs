@@ -21,14 +21,79 @@
 //! collective's tag, so collectives in flight together never take each other's messages.
 
 use super::tune::{self, pof2_below};
-use super::{Block, Group, pack_block, tag};
+use super::{Block, Group, tag};
 use crate::abi::consts::*;
 use crate::error::{MpiError, MpiResult, err};
 use crate::op::{self, Reduction};
 use crate::p2p::Engine;
 use crate::p2p::Envelope;
 use crate::p2p::buffers::{RecvBuf, SendBuf};
-use crate::p2p::request::{Op, SendMode, Status};
+use crate::p2p::request::{COMPLETED_SEND, Op, SendMode, Status};
+
+/// Slot buffers kept for reuse by later schedules (per thread). A large collective run as a
+/// schedule goes through several slot-sized buffers (received data, copies sent, slices);
+/// fresh ones cost a page fault per 4 KiB on first touch, which dominated large Iallreduce
+/// (dozens of times the faults of the blocking path), and glibc returns freed memory at the
+/// top of the heap to the kernel, so every call faulted again.
+mod pool {
+    use std::cell::RefCell;
+
+    /// Smaller buffers come cheaply from the allocator's own caches.
+    const MIN_CAPACITY: usize = 16 * 1024;
+    const MAX_BUFFERS: usize = 32;
+    const MAX_BYTES: usize = 64 << 20;
+
+    thread_local! {
+        /// The buffers, and the sum of their capacities.
+        static POOL: RefCell<(Vec<Vec<u8>>, usize)> = const { RefCell::new((Vec::new(), 0)) };
+    }
+
+    /// An empty vector, with room for `len` bytes when the pool holds one that large (the
+    /// smallest such), else a new one that allocates on first use.
+    pub fn take(len: usize) -> Vec<u8> {
+        if len < MIN_CAPACITY {
+            return Vec::new();
+        }
+        POOL.with_borrow_mut(|(bufs, bytes)| {
+            let best = (0..bufs.len()).filter(|&i| bufs[i].capacity() >= len).min_by_key(|&i| bufs[i].capacity());
+            best.map_or_else(Vec::new, |i| {
+                let v = bufs.swap_remove(i);
+                *bytes -= v.capacity();
+                v
+            })
+        })
+    }
+
+    /// A copy of `data` in a pooled vector.
+    pub fn copy(data: &[u8]) -> Vec<u8> {
+        let mut v = take(data.len());
+        v.extend_from_slice(data);
+        v
+    }
+
+    /// Keeps `v`'s allocation for a later `take` (while the pool has room).
+    pub fn give(mut v: Vec<u8>) {
+        let cap = v.capacity();
+        if cap < MIN_CAPACITY {
+            return;
+        }
+        // `try_with`: a schedule dropped while the thread exits finds the pool gone.
+        let _ = POOL.try_with(|p| {
+            let (bufs, bytes) = &mut *p.borrow_mut();
+            if cap > MAX_BYTES {
+                return;
+            }
+            // Full: the smallest buffers make room (the current sizes are likely the next).
+            while bufs.len() >= MAX_BUFFERS || *bytes + cap > MAX_BYTES {
+                let smallest = (0..bufs.len()).min_by_key(|&i| bufs[i].capacity()).expect("a full pool is not empty");
+                *bytes -= bufs.swap_remove(smallest).capacity();
+            }
+            v.clear();
+            *bytes += cap;
+            bufs.push(std::mem::take(&mut v));
+        });
+    }
+}
 
 /// Phases (tag offsets) within one schedule; at most `PHASES` of them. Phases below
 /// `PH_INTER` carry traffic within the (local) group; on an intercommunicator, traffic between
@@ -68,7 +133,15 @@ impl UserBuf {
 
     /// Packed bytes of block `i`.
     pub fn pack(&self, i: usize) -> Vec<u8> {
-        pack_block(self.mem(), &self.blocks[i])
+        let b = &self.blocks[i];
+        if b.count == 0 {
+            return Vec::new();
+        }
+        // A pooled buffer: its pages are already mapped (zeroing them is cheap, faulting is not).
+        let mut packed = pool::take(b.bytes());
+        packed.resize(b.bytes(), 0);
+        op::pack_into(&b.layout, b.count, &self.mem()[b.offset..], &mut packed);
+        packed
     }
 
     fn put(&self, i: usize, packed: &[u8]) {
@@ -125,6 +198,16 @@ pub struct Schedule {
     pos: usize,
     /// Receives posted and not yet collected by a fence: (request id, slot).
     pending: Vec<(u32, usize)>,
+    /// Sends still in flight, whose (library-owned) buffers return to the pool when done.
+    sends: Vec<u32>,
+}
+
+impl Drop for Schedule {
+    fn drop(&mut self) {
+        for v in self.slots.drain(..) {
+            pool::give(v);
+        }
+    }
 }
 
 /// What a schedule needs to know about its communicator, kept by persistent requests.
@@ -175,6 +258,7 @@ impl Schedule {
             steps: Vec::new(),
             pos: 0,
             pending: Vec::new(),
+            sends: Vec::new(),
         }
     }
 
@@ -286,30 +370,80 @@ impl Schedule {
 
     // ----- running -----
 
+    /// Sets slot `i` to `data`, keeping the old buffer for reuse.
+    fn set_slot(&mut self, i: usize, data: Vec<u8>) {
+        pool::give(std::mem::replace(&mut self.slots[i], data));
+    }
+
+    /// Collects the receives posted so far when all have arrived; returns whether they had.
+    fn collect_recvs(&mut self, e: &mut Engine) -> MpiResult<bool> {
+        if !self.pending.iter().all(|&(r, _)| e.is_complete(r)) {
+            return Ok(false);
+        }
+        for (req, buf) in std::mem::take(&mut self.pending) {
+            let data = take_recv(e, req)?;
+            self.set_slot(buf, data);
+        }
+        Ok(true)
+    }
+
+    /// Takes back the buffers of the sends that have completed.
+    fn reclaim_sends(&mut self, e: &mut Engine) {
+        self.sends.retain(|&req| {
+            if !e.is_complete(req) {
+                return true;
+            }
+            if let Some(r) = e.reqs.remove(req)
+                && let Op::Send { buf, .. } = r.op
+                && let Some(v) = buf.into_owned()
+            {
+                pool::give(v);
+            }
+            false
+        });
+    }
+
+    /// Leaves the sends still in flight to the engine (it frees them when they complete).
+    fn release_sends(&mut self, e: &mut Engine) {
+        self.reclaim_sends(e);
+        for req in std::mem::take(&mut self.sends) {
+            e.free_request(req);
+        }
+    }
+
     /// Runs the steps that can run now; returns whether the schedule is finished.
     fn advance(&mut self, e: &mut Engine) -> MpiResult<bool> {
         while self.pos < self.steps.len() {
             match &mut self.steps[self.pos] {
                 Step::Send { to, phase, buf, keep } => {
-                    let data = if *keep { self.slots[*buf].clone() } else { std::mem::take(&mut self.slots[*buf]) };
+                    let (dst, b, keep) = (self.members[*to], *buf, *keep);
                     let env = Envelope { ctx: self.ctx, src: self.rank as i32, tag: self.tag + *phase };
-                    let req = e.isend(self.members[*to], env, SendBuf::owned(data), SendMode::Standard, MPI_COMM_NULL);
-                    e.free_request(req);
+                    // A message that fits a free ring slot is copied there now, with no copy
+                    // of the slot and no request.
+                    if e.try_send_eager_now(dst, env, &self.slots[b]) {
+                        if !keep {
+                            self.set_slot(b, Vec::new());
+                        }
+                    } else {
+                        let data = if keep { pool::copy(&self.slots[b]) } else { std::mem::take(&mut self.slots[b]) };
+                        let req = e.isend(dst, env, SendBuf::owned(data), SendMode::Standard, MPI_COMM_NULL);
+                        if req != COMPLETED_SEND {
+                            self.sends.push(req);
+                        }
+                    }
                 }
                 Step::Recv { from, phase, buf, len } => {
                     // The envelope names the sender's rank in its own group.
                     let src = if *from >= self.nlocal { *from - self.nlocal } else { *from };
                     let env = Envelope { ctx: self.ctx, src: src as i32, tag: self.tag + *phase };
                     let (buf, len) = (*buf, *len);
-                    let req = e.irecv(env, RecvBuf::owned(len), MPI_COMM_NULL);
+                    let req = e.irecv(env, RecvBuf::owned_in(pool::take(len), len), MPI_COMM_NULL);
                     self.pending.push((req, buf));
                 }
                 Step::Fence => {
-                    if !self.pending.iter().all(|&(r, _)| e.is_complete(r)) {
+                    self.reclaim_sends(e);
+                    if !self.collect_recvs(e)? {
                         return Ok(false);
-                    }
-                    for (req, buf) in std::mem::take(&mut self.pending) {
-                        self.slots[buf] = take_recv(e, req)?;
                     }
                 }
                 Step::Apply { lower, higher, into_lower } => {
@@ -324,7 +458,8 @@ impl Schedule {
                 }
                 Step::Copy { from, to } => {
                     let (f, t) = (*from, *to);
-                    self.slots[t] = self.slots[f].clone();
+                    let data = pool::copy(&self.slots[f]);
+                    self.set_slot(t, data);
                 }
                 Step::Put { buf, block } => {
                     let (b, k) = (*buf, *block);
@@ -337,20 +472,26 @@ impl Schedule {
                     }
                     let mut start = 0;
                     for (k, &n) in sizes.iter().enumerate() {
-                        self.slots[*first + k] = all[start..start + n].to_vec();
+                        pool::give(std::mem::replace(&mut self.slots[*first + k], pool::copy(&all[start..start + n])));
                         start += n;
                     }
+                    pool::give(all);
                 }
                 Step::Slice { from, start, end, to } => {
                     let (f, t, a, b) = (*from, *to, *start, *end);
                     if b > self.slots[f].len() {
                         return truncated(self.slots[f].len().saturating_sub(a), b - a);
                     }
-                    self.slots[t] = self.slots[f][a..b].to_vec();
+                    let data = pool::copy(&self.slots[f][a..b]);
+                    self.set_slot(t, data);
                 }
                 Step::Concat { from, to } => {
-                    let all: Vec<u8> = from.iter().flat_map(|&f| self.slots[f].iter().copied()).collect();
-                    self.slots[*to] = all;
+                    let mut all = pool::take(from.iter().map(|&f| self.slots[f].len()).sum());
+                    for &f in from.iter() {
+                        all.extend_from_slice(&self.slots[f]);
+                    }
+                    let to = *to;
+                    self.set_slot(to, all);
                 }
                 Step::Combine { from, to, at, from_lower } => {
                     let (f, t, at, from_lower) = (*from, *to, *at, *from_lower);
@@ -380,17 +521,16 @@ impl Schedule {
             }
             self.pos += 1;
         }
-        if !self.pending.iter().all(|&(r, _)| e.is_complete(r)) {
+        if !self.collect_recvs(e)? {
             return Ok(false);
         }
-        for (req, buf) in std::mem::take(&mut self.pending) {
-            self.slots[buf] = take_recv(e, req)?;
-        }
+        self.release_sends(e);
         Ok(true)
     }
 
     /// Drops the receives still posted (after an error).
     fn abandon(&mut self, e: &mut Engine) {
+        self.release_sends(e);
         for (req, _) in std::mem::take(&mut self.pending) {
             if !e.cancel_recv(req) {
                 e.free_request(req);

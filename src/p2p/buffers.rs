@@ -170,6 +170,11 @@ impl SendBuf {
         }
     }
 
+    /// The engine-owned bytes back (of `owned`, or a packed copy), for reuse once sent.
+    pub fn into_owned(self) -> Option<Vec<u8>> {
+        self.owned
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }
@@ -308,7 +313,14 @@ impl RecvBuf {
     pub fn owned(len: usize) -> RecvBuf {
         // Sized by what arrives (see `slice_mut`): `len` is only the limit, and sparse reductions
         // post receives far larger than most of their messages.
-        RecvBuf { direct: std::ptr::null_mut(), capacity: len, dest: Dest::Owned(Vec::new()) }
+        RecvBuf::owned_in(Vec::new(), len)
+    }
+
+    /// A receive into memory the engine owns, reusing `v`'s allocation (its pages stay
+    /// mapped, so large receives do not fault fresh memory in each time).
+    pub fn owned_in(mut v: Vec<u8>, len: usize) -> RecvBuf {
+        v.clear();
+        RecvBuf { direct: std::ptr::null_mut(), capacity: len, dest: Dest::Owned(v) }
     }
 
     pub fn capacity(&self) -> usize {
