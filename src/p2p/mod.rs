@@ -44,6 +44,8 @@ mod kind {
     pub const FIN: u32 = 5;
     pub const CTS: u32 = 6;
     pub const DATA: u32 = 7;
+    /// Receiver to sender: copy your share of a shared rendezvous transfer (`Split`).
+    pub const HELP: u32 = 8;
 }
 
 /// A message that arrived before its receive was posted.
@@ -65,12 +67,66 @@ pub enum Body {
 
 /// Work queued for a peer because its ring was full, kept in order.
 enum Out {
-    Eager { req: u32 },
-    Rts { req: u32 },
-    Ack { sreq: u32 },
-    Fin { sreq: u32 },
-    Cts { sreq: u32, rreq: u32 },
-    Data { req: u32, rreq: u32, offset: usize },
+    Eager {
+        req: u32,
+    },
+    Rts {
+        req: u32,
+    },
+    Ack {
+        sreq: u32,
+    },
+    Fin {
+        sreq: u32,
+    },
+    Cts {
+        sreq: u32,
+        rreq: u32,
+    },
+    Data {
+        req: u32,
+        rreq: u32,
+        offset: usize,
+    },
+    /// Asks the sender of `sreq` to write chunks of board entry `entry` (generation `generation`)
+    /// of the `len` bytes at `addr` (our receive buffer).
+    Help {
+        sreq: u32,
+        entry: u32,
+        generation: u32,
+        addr: u64,
+        len: usize,
+    },
+}
+
+/// A large contiguous rendezvous transfer copied by both ranks (see `shm::BoardEntry`): the
+/// receiver reads chunks from the front while the sender, asked by a HELP packet, writes
+/// chunks from the back. Kept here while the sender still copies its last chunks.
+struct Split {
+    req: u32,
+    from: usize,
+    sreq: u32,
+    entry: usize,
+    pid: u32,
+    /// The sender's data and our destination (`len` bytes each).
+    remote: u64,
+    local: usize,
+    len: usize,
+    chunk: usize,
+    nchunks: usize,
+    /// Chunks this rank copied.
+    own: usize,
+}
+
+/// Smallest message whose single-copy transfer the sender helps with, by default (measured,
+/// docs/performance.md); 0 turns shared copies off.
+const SPLIT_MIN_DEFAULT: usize = 65536;
+
+/// Chunk size of a shared transfer of `len` bytes: about an eighth of the message so the two
+/// ranks meet near the middle, whole pages, and few enough chunks for the claim word.
+fn split_chunk(len: usize) -> usize {
+    let chunk = (len / 8).max(len.div_ceil(shm::SPLIT_MAX_CHUNKS)).max(4096);
+    chunk.next_multiple_of(4096)
 }
 
 /// How long a waiting rank spins, then yields, before it sleeps on its doorbell; chosen once
@@ -102,6 +158,15 @@ pub struct Engine {
     eager_limit: usize,
     /// Peer pid for single-copy reads, when the kernel allowed the probe read.
     cma_pid: Vec<Option<u32>>,
+    /// Peers that share large transfers' copies (single-copy writes allowed, a core each).
+    split_peer: Vec<bool>,
+    /// Smallest message split between sender and receiver (usize::MAX: never).
+    split_min: usize,
+    /// Per sender: board entries of shared transfers in use (bit e: entry e).
+    board_busy: Vec<u8>,
+    split_gen: u32,
+    /// Shared transfers waiting for the sender's last chunks.
+    splits: Vec<Split>,
     pub reqs: Slab,
     /// Block lists of recent non-contiguous buffers (single-copy transfers).
     pub plans: buffers::PlanCache,
@@ -127,7 +192,10 @@ pub struct Engine {
 }
 
 /// Value peers read at init to find out whether single-copy reads are allowed.
-static CMA_PROBE: u64 = 0x0c0a_c0a0_5eed_f00d;
+/// Writable (an atomic, so not in read-only memory): peers also probe single-copy writes by
+/// writing the same value back.
+static CMA_PROBE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0x0c0a_c0a0_5eed_f00d);
+const CMA_PROBE_VALUE: u64 = 0x0c0a_c0a0_5eed_f00d;
 
 impl Engine {
     /// An engine for `nranks` ranks on one node; `shm` is None for a job of one.
@@ -139,6 +207,11 @@ impl Engine {
             shm,
             eager_limit,
             cma_pid: vec![None; nranks],
+            split_peer: vec![false; nranks],
+            split_min: usize::MAX,
+            board_busy: vec![0; nranks],
+            split_gen: 0,
+            splits: Vec::new(),
             reqs: Slab::default(),
             plans: buffers::PlanCache::default(),
             posted: VecDeque::new(),
@@ -157,7 +230,7 @@ impl Engine {
 
     /// Address of the probe value peers read (recorded in the segment).
     pub fn cma_probe_addr() -> u64 {
-        &CMA_PROBE as *const u64 as u64
+        CMA_PROBE.as_ptr() as u64
     }
 
     /// Tries a real single-copy read from every peer; enables it per peer where it works.
@@ -166,14 +239,26 @@ impl Engine {
         if std::env::var(config::CMA).is_ok_and(|v| v == "0") {
             return;
         }
+        // Shared copies need the sender on a core of its own while the receiver copies (by
+        // default; an explicit OXMPI_CMA_SPLIT applies at any rank count).
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (split_min, split) = match config::usize_var(config::CMA_SPLIT) {
+            Some(min) => (min, min > 0),
+            None => (SPLIT_MIN_DEFAULT, self.nranks <= cores),
+        };
         for peer in 0..self.nranks {
             if peer == self.me {
                 continue;
             }
             let (pid, addr) = seg.peer_identity(peer);
             let mut got = [0u8; 8];
-            if shm::cma_read(pid, addr, &mut got).is_ok() && u64::from_ne_bytes(got) == CMA_PROBE {
+            if shm::cma_read(pid, addr, &mut got).is_ok() && u64::from_ne_bytes(got) == CMA_PROBE_VALUE {
                 self.cma_pid[peer] = Some(pid);
+                // Writing the value it holds back changes nothing.
+                if split && shm::cma_write(pid, addr, &CMA_PROBE_VALUE.to_ne_bytes()).is_ok() {
+                    self.split_peer[peer] = true;
+                    self.split_min = split_min;
+                }
             } else {
                 log::debug!("single-copy reads from rank {peer} denied; using the ring");
             }
@@ -385,6 +470,9 @@ impl Engine {
             Body::Rts { addr, sreq, blocks } => {
                 let n = self.set_matched_status(req, msg.env, msg.len);
                 if let Some(pid) = self.cma_pid[msg.from] {
+                    if blocks.is_empty() && self.start_split(req, msg.from, pid, addr, sreq, n) {
+                        return;
+                    }
                     let remote = if blocks.is_empty() { vec![(addr, n as u64)] } else { blocks };
                     let ok = match &mut self.reqs.get_mut(req).unwrap().op {
                         Op::Recv { buf, .. } => match buf.block_list(n, &mut self.plans) {
@@ -415,6 +503,120 @@ impl Engine {
                 }
                 self.control(msg.from, Out::Cts { sreq, rreq: req });
             }
+        }
+    }
+
+    /// Starts copying the `n` contiguous bytes at `remote` in the sender `from` into receive
+    /// `req` together with the sender (`Split`), when the message is large enough and a board
+    /// entry is free; returns whether it did (the receive is then done or in `splits`).
+    fn start_split(&mut self, req: u32, from: usize, pid: u32, remote: u64, sreq: u32, n: usize) -> bool {
+        if n < self.split_min || !self.split_peer[from] || self.board_busy[from] == u8::MAX {
+            return false;
+        }
+        let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
+        // One block in our memory for the sender to write to: the user's contiguous buffer,
+        // else staging (unpacked on completion).
+        let local = match buf.block_list(n, &mut self.plans) {
+            Some(list) if list.len() == 1 => list[0].0,
+            Some(_) => return false,
+            None => buf.slice_mut(0, n).as_mut_ptr() as usize,
+        };
+        let entry = self.board_busy[from].trailing_ones() as usize;
+        self.board_busy[from] |= 1 << entry;
+        self.split_gen = self.split_gen.wrapping_add(1);
+        let generation = self.split_gen;
+        let chunk = split_chunk(n);
+        let nchunks = n.div_ceil(chunk);
+        self.shm.as_ref().unwrap().split_open(from, entry, generation, nchunks);
+        self.push_out(from, Out::Help { sreq, entry: entry as u32, generation, addr: local as u64, len: n });
+        let split = Split { req, from, sreq, entry, pid, remote, local, len: n, chunk, nchunks, own: 0 };
+        self.splits.push(split);
+        let i = self.splits.len() - 1;
+        self.advance_split(i);
+        true
+    }
+
+    /// Copies what is left to claim of shared transfer `i`, and the chunk the sender gave
+    /// back; completes the receive once every chunk is in. Returns whether it completed.
+    fn advance_split(&mut self, i: usize) -> bool {
+        let seg = self.shm.as_ref().unwrap();
+        let s = &mut self.splits[i];
+        let mut failed = false;
+        let mut copy = |c: usize| {
+            let off = c * s.chunk;
+            let n = s.chunk.min(s.len - off);
+            // SAFETY: [local, local + len) is the receive's buffer (user memory or staging),
+            // reserved for this receive until it completes; chunks are disjoint.
+            let dst = unsafe { std::slice::from_raw_parts_mut((s.local + off) as *mut u8, n) };
+            failed |= shm::cma_read(s.pid, s.remote + off as u64, dst).is_err();
+        };
+        while let Some(c) = seg.split_claim_front(s.from, s.entry) {
+            copy(c);
+            s.own += 1;
+        }
+        let (done, redo) = seg.split_state(s.from, s.entry);
+        if let Some(c) = redo {
+            copy(c);
+            s.own += 1;
+        }
+        if failed {
+            // The kernel allowed the probe but not this read: nothing sensible is left to try.
+            panic!("single-copy read from rank {} failed during a shared transfer", s.from);
+        }
+        if s.own + done < s.nchunks {
+            return false;
+        }
+        let s = self.splits.swap_remove(i);
+        self.board_busy[s.from] &= !(1 << s.entry);
+        self.complete_recv(s.req, s.len);
+        self.control(s.from, Out::Fin { sreq: s.sreq });
+        true
+    }
+
+    /// Advances every shared transfer waiting for the sender; returns whether any completed.
+    fn advance_splits(&mut self) -> bool {
+        let mut did = false;
+        let mut i = 0;
+        while i < self.splits.len() {
+            if self.advance_split(i) {
+                did = true;
+            } else {
+                i += 1;
+            }
+        }
+        did
+    }
+
+    /// Sender side of a shared transfer: writes chunks from the back of the message until the
+    /// two ranks meet, then rings the receiver (it may be about to sleep).
+    fn help_split(&mut self, to: usize, pk: &Packet) {
+        let Some(pid) = self.cma_pid[to] else { return };
+        if !self.split_peer[to] {
+            return;
+        }
+        let Some(Request { op: Op::Send { buf, .. }, .. }) = self.reqs.get(pk.sreq) else { return };
+        let (entry, generation, len) = (pk.rreq as usize, pk.context, pk.len as usize);
+        let bytes = buf.bytes();
+        if bytes.len() < len {
+            return;
+        }
+        let seg = self.shm.as_ref().unwrap();
+        let chunk = split_chunk(len);
+        let mut wrote = false;
+        while let Some(c) = seg.split_claim_back(to, entry, generation) {
+            let off = c * chunk;
+            let n = chunk.min(len - off);
+            let ok = shm::cma_write(pid, pk.addr + off as u64, &bytes[off..off + n]).is_ok();
+            seg.split_chunk_done(to, entry, c, ok);
+            wrote = true;
+            if !ok {
+                log::debug!("single-copy write to rank {to} failed; no more shared copies with it");
+                self.split_peer[to] = false;
+                break;
+            }
+        }
+        if wrote {
+            seg.notify(to);
         }
     }
 
@@ -548,6 +750,18 @@ impl Engine {
                 Out::Cts { sreq, rreq } => {
                     seg.send(dst, &Packet { kind: kind::CTS, sreq, rreq, ..Default::default() }, |_| {})
                 }
+                Out::Help { sreq, entry, generation, addr, len } => {
+                    let pk = Packet {
+                        kind: kind::HELP,
+                        context: generation,
+                        sreq,
+                        rreq: entry,
+                        len: len as u64,
+                        addr,
+                        ..Default::default()
+                    };
+                    seg.send(dst, &pk, |_| {})
+                }
                 Out::Data { req, rreq, ref mut offset } => {
                     let Op::Send { buf, .. } = &self.reqs.get(req).unwrap().op else { unreachable!() };
                     let bytes = buf.bytes();
@@ -634,6 +848,7 @@ impl Engine {
                 self.on_message(Unexpected { env, from: src, len: pk.len as usize, body })
             }
             kind::ACK | kind::FIN => self.complete_send(pk.sreq),
+            kind::HELP => self.help_split(src, &pk),
             kind::CTS => {
                 // Streaming copies contiguous bytes out of the send buffer.
                 if let Some(Request { op: Op::Send { buf, .. }, .. }) = self.reqs.get_mut(pk.sreq) {
@@ -670,6 +885,9 @@ impl Engine {
         }
         if !self.tasks.is_empty() {
             did |= self.advance_tasks();
+        }
+        if !self.splits.is_empty() {
+            did |= self.advance_splits();
         }
         if self.scheds.is_empty() {
             return did;
@@ -832,8 +1050,9 @@ impl Engine {
             } else if idle < self.wait.spin_then_yield {
                 std::thread::yield_now();
             } else if let Some(seg) = &self.shm {
-                let blocked_out =
-                    self.pending_peers > 0 && (0..self.nranks).any(|d| !self.outq[d].is_empty() && seg.can_send(d));
+                // A shared transfer's sender may finish its chunks at any moment: stay awake.
+                let blocked_out = !self.splits.is_empty()
+                    || self.pending_peers > 0 && (0..self.nranks).any(|d| !self.outq[d].is_empty() && seg.can_send(d));
                 // `done` again after announcing the sleep: peers that set what it waits for in
                 // shared memory (collective flags) ring the doorbell afterwards.
                 let me: &Engine = self;
@@ -851,8 +1070,8 @@ impl Engine {
     /// checks before sleeping). `None`: no doorbell (a job of one) or not idle.
     pub fn announce_sleep(&self) -> Option<shm::SleepTicket> {
         let seg = self.shm.as_ref()?;
-        let blocked_out =
-            self.pending_peers > 0 && (0..self.nranks).any(|d| !self.outq[d].is_empty() && seg.can_send(d));
+        let blocked_out = !self.splits.is_empty()
+            || self.pending_peers > 0 && (0..self.nranks).any(|d| !self.outq[d].is_empty() && seg.can_send(d));
         seg.announce_sleep(|| !blocked_out && !seg.any_incoming())
     }
 
