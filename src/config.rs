@@ -42,8 +42,8 @@ pub const TUNABLES: &[Tunable] = &[
     Tunable { name: LOG, default: "warn", what: "log filter (env_logger syntax), e.g. debug" },
     Tunable {
         name: EAGER_LIMIT,
-        default: "16384",
-        what: "largest message (bytes) sent eagerly through a ring slot; larger ones use rendezvous",
+        default: "12288",
+        what: "largest message (bytes) sent eagerly through a ring slot (the slot payload size); larger ones use rendezvous",
     },
     Tunable {
         name: SHM_SLOTS,

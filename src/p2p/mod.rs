@@ -122,10 +122,14 @@ struct Split {
 /// docs/performance.md); 0 turns shared copies off.
 const SPLIT_MIN_DEFAULT: usize = 65536;
 
+/// Smallest chunk of a shared transfer: below it a chunk's system call and claim cost more
+/// than the copy they share.
+const SPLIT_CHUNK_MIN: usize = 32768;
+
 /// Chunk size of a shared transfer of `len` bytes: about an eighth of the message so the two
 /// ranks meet near the middle, whole pages, and few enough chunks for the claim word.
 fn split_chunk(len: usize) -> usize {
-    let chunk = (len / 8).max(len.div_ceil(shm::SPLIT_MAX_CHUNKS)).max(4096);
+    let chunk = (len / 8).max(len.div_ceil(shm::SPLIT_MAX_CHUNKS)).max(SPLIT_CHUNK_MIN);
     chunk.next_multiple_of(4096)
 }
 
