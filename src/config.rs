@@ -43,11 +43,11 @@ pub const TUNABLES: &[Tunable] = &[
     Tunable {
         name: EAGER_LIMIT,
         default: "12288",
-        what: "largest message (bytes) sent eagerly through a ring slot (the slot payload size); larger ones use rendezvous",
+        what: "largest message (bytes) sent eagerly through a ring slot (slots hold max(this, 16384) bytes); larger ones use rendezvous",
     },
     Tunable {
         name: SHM_SLOTS,
-        default: "128/ranks, within 4..16",
+        default: "128/ranks, within 4..64",
         what: "slots per ring between two ranks (memory: ranks^2 * slots * slot size)",
     },
     Tunable {

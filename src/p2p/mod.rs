@@ -67,36 +67,23 @@ pub enum Body {
 
 /// Work queued for a peer because its ring was full, kept in order.
 enum Out {
-    Eager {
-        req: u32,
-    },
-    Rts {
-        req: u32,
-    },
-    Ack {
-        sreq: u32,
-    },
-    Fin {
-        sreq: u32,
-    },
-    Cts {
-        sreq: u32,
-        rreq: u32,
-    },
-    Data {
-        req: u32,
-        rreq: u32,
-        offset: usize,
-    },
-    /// Asks the sender of `sreq` to write chunks of board entry `entry` (generation `generation`)
-    /// of the `len` bytes at `addr` (our receive buffer).
-    Help {
-        sreq: u32,
-        entry: u32,
-        generation: u32,
-        addr: u64,
-        len: usize,
-    },
+    Eager { req: u32 },
+    Rts { req: u32 },
+    Ack { sreq: u32 },
+    Fin { sreq: u32 },
+    Cts { sreq: u32, rreq: u32 },
+    Data { req: u32, rreq: u32, offset: usize },
+    Help(Help),
+}
+
+/// Asks the sender of `sreq` to write chunks of board entry `entry` (generation `generation`)
+/// of a shared transfer of `len` bytes to `addr` (the receive buffer).
+struct Help {
+    sreq: u32,
+    entry: u32,
+    generation: u32,
+    addr: u64,
+    len: usize,
 }
 
 /// A large contiguous rendezvous transfer copied by both ranks (see `shm::BoardEntry`): the
@@ -204,7 +191,12 @@ const CMA_PROBE_VALUE: u64 = 0x0c0a_c0a0_5eed_f00d;
 impl Engine {
     /// An engine for `nranks` ranks on one node; `shm` is None for a job of one.
     pub fn new(me: usize, nranks: usize, shm: Option<Segment>) -> Engine {
-        let eager_limit = shm.as_ref().map_or(usize::MAX, |s| s.geometry().payload_capacity());
+        // Slots may be larger than the eager limit (see shm::SLOT_PAYLOAD_MIN).
+        let eager_limit = shm.as_ref().map_or(usize::MAX, |s| {
+            config::usize_var(config::EAGER_LIMIT)
+                .unwrap_or(shm::EAGER_LIMIT_DEFAULT)
+                .min(s.geometry().payload_capacity())
+        });
         Engine {
             me,
             nranks,
@@ -532,7 +524,7 @@ impl Engine {
         let chunk = split_chunk(n);
         let nchunks = n.div_ceil(chunk);
         self.shm.as_ref().unwrap().split_open(from, entry, generation, nchunks);
-        self.push_out(from, Out::Help { sreq, entry: entry as u32, generation, addr: local as u64, len: n });
+        self.push_out(from, Out::Help(Help { sreq, entry: entry as u32, generation, addr: local as u64, len: n }));
         let split = Split { req, from, sreq, entry, pid, remote, local, len: n, chunk, nchunks, own: 0 };
         self.splits.push(split);
         let i = self.splits.len() - 1;
@@ -754,14 +746,14 @@ impl Engine {
                 Out::Cts { sreq, rreq } => {
                     seg.send(dst, &Packet { kind: kind::CTS, sreq, rreq, ..Default::default() }, |_| {})
                 }
-                Out::Help { sreq, entry, generation, addr, len } => {
+                Out::Help(ref h) => {
                     let pk = Packet {
                         kind: kind::HELP,
-                        context: generation,
-                        sreq,
-                        rreq: entry,
-                        len: len as u64,
-                        addr,
+                        context: h.generation,
+                        sreq: h.sreq,
+                        rreq: h.entry,
+                        len: h.len as u64,
+                        addr: h.addr,
                         ..Default::default()
                     };
                     seg.send(dst, &pk, |_| {})

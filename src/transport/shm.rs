@@ -22,14 +22,17 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 pub const CACHE_LINE: usize = 64;
 /// Bytes of a slot taken by its full header.
 pub const SLOT_HEADER: usize = 48;
-/// Largest eager message (a slot's payload) by default. Chosen by measurement (2 ranks, 2
+/// Largest eager message by default. Chosen by measurement (2 ranks, 2
 /// cores, docs/performance.md): through the ring a message costs two copies one after the
 /// other (ping-pong latency of 16 KiB: 3.2 us eager, 1.7 us by a single-copy read), but the
 /// copies of consecutive messages overlap on the two cores (windowed bandwidth of 8 KiB: 9.2
-/// GB/s eager, 7.2 GB/s single-copy). 8 KiB messages stay eager, 16 KiB ones go single-copy;
-/// 12 KiB and not 8 KiB because a message filling its slot exactly was slower (1.9 us for
-/// 8 KiB with 8 KiB slots, 1.75 us with larger ones).
+/// GB/s eager, 7.2 GB/s single-copy). 8 KiB messages stay eager, 16 KiB ones go single-copy.
+/// Slots stay 16 KiB (`SLOT_PAYLOAD_MIN`): a message filling its slot exactly was slower (1.9
+/// us for 8 KiB with 8 KiB slots, 1.75 us with larger ones; not understood).
 pub const EAGER_LIMIT_DEFAULT: usize = 12288;
+/// Smallest slot payload; slots are larger only when the eager limit is (also the streaming
+/// chunk of rendezvous without single-copy).
+pub const SLOT_PAYLOAD_MIN: usize = 16384;
 /// Bytes of a slot taken by the compact header of an eager message.
 pub const COMPACT_HEADER: usize = 16;
 /// The `Packet::kind` a compact slot decodes to (the engine's plain eager kind).
@@ -143,11 +146,13 @@ pub struct Geometry {
 }
 
 impl Geometry {
-    /// Default geometry: slots of EAGER_LIMIT_DEFAULT payload bytes; fewer slots per ring as
-    /// ranks grow so the segment stays O(ranks^2 * small).
+    /// Default geometry: slots of SLOT_PAYLOAD_MIN payload bytes (more when the eager limit is
+    /// larger); fewer slots per ring as ranks grow so the segment stays O(ranks^2 * small).
     pub fn for_ranks(nranks: usize) -> Geometry {
-        let nslots = config::usize_var(config::SHM_SLOTS).unwrap_or((128 / nranks.max(1)).clamp(4, 16));
-        let payload = config::usize_var(config::EAGER_LIMIT).unwrap_or(EAGER_LIMIT_DEFAULT).max(CACHE_LINE);
+        // 64 slots at np 2: a window of 64 messages in flight fits the ring (windowed bandwidth
+        // of 1-4 KiB messages 1.4-1.5x that of 16 slots, docs/performance.md).
+        let nslots = config::usize_var(config::SHM_SLOTS).unwrap_or((128 / nranks.max(1)).clamp(4, 64));
+        let payload = config::usize_var(config::EAGER_LIMIT).unwrap_or(EAGER_LIMIT_DEFAULT).max(SLOT_PAYLOAD_MIN);
         let slot_size = (SLOT_HEADER + payload).div_ceil(CACHE_LINE) * CACHE_LINE;
         Geometry { nranks, nslots, slot_size }
     }
