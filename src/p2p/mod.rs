@@ -570,6 +570,8 @@ impl Engine {
     }
 
     /// Advances every shared transfer waiting for the sender; returns whether any completed.
+    /// Kept out of line: `progress` is the small-message hot loop.
+    #[inline(never)]
     fn advance_splits(&mut self) -> bool {
         let mut did = false;
         let mut i = 0;
@@ -585,6 +587,7 @@ impl Engine {
 
     /// Sender side of a shared transfer: writes chunks from the back of the message until the
     /// two ranks meet, then rings the receiver (it may be about to sleep).
+    #[inline(never)]
     fn help_split(&mut self, to: usize, pk: &Packet) {
         let Some(pid) = self.cma_pid[to] else { return };
         if !self.split_peer[to] {
