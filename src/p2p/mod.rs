@@ -149,15 +149,6 @@ pub struct Engine {
     eager_limit: usize,
     /// Peer pid for single-copy reads, when the kernel allowed the probe read.
     cma_pid: Vec<Option<u32>>,
-    /// Peers that share large transfers' copies (single-copy writes allowed, a core each).
-    split_peer: Vec<bool>,
-    /// Smallest message split between sender and receiver (usize::MAX: never).
-    split_min: usize,
-    /// Per sender: board entries of shared transfers in use (bit e: entry e).
-    board_busy: Vec<u8>,
-    split_gen: u32,
-    /// Shared transfers waiting for the sender's last chunks.
-    splits: Vec<Split>,
     pub reqs: Slab,
     /// Block lists of recent non-contiguous buffers (single-copy transfers).
     pub plans: buffers::PlanCache,
@@ -180,6 +171,15 @@ pub struct Engine {
     pairs: Vec<u32>,
     /// Active library tasks (`Op::Task`), advanced by `progress`.
     tasks: Vec<u32>,
+    /// Peers that share large transfers' copies (single-copy writes allowed, a core each).
+    split_peer: Vec<bool>,
+    /// Smallest message split between sender and receiver (usize::MAX: never).
+    split_min: usize,
+    /// Per sender: board entries of shared transfers in use (bit e: entry e).
+    board_busy: Vec<u8>,
+    split_gen: u32,
+    /// Shared transfers waiting for the sender's last chunks.
+    splits: Vec<Split>,
 }
 
 /// Value peers read at init to find out whether single-copy reads are allowed.
