@@ -7,8 +7,8 @@
  *      directions split at once);
  *   2. more large messages in flight from one sender than it has board entries (8), received
  *      in reverse tag order;
- *   3. truncation (MPI_ERRORS_RETURN): a receive shorter than the message gets its prefix and
- *      MPI_ERR_TRUNCATE, nothing written past it;
+ *   3. truncation (MPI_ERRORS_RETURN): a receive shorter than the message gets
+ *      MPI_ERR_TRUNCATE and nothing written past it (on oxmpi also the prefix and its count);
  *   4. wildcard source and tag receives of large messages from every other rank;
  *   5. a non-contiguous receive (vector type) and a synchronous send of large messages;
  *   6. a sender busy outside MPI while the receiver waits (the receiver copies everything). */
@@ -119,10 +119,12 @@ static void truncation(void)
             rc = MPI_Recv(rbuf, cap, MPI_BYTE, 0, 7, MPI_COMM_WORLD, &st);
             MPI_Error_class(rc, &cls);
             CHECK(cls == MPI_ERR_TRUNCATE, "truncation %d into %d: error class %d", len, cap, cls);
+            /* The prefix and its count are oxmpi's behaviour; MPI leaves them open (MPICH 4.0.2
+             * reports count 0 and writes nothing for a truncated large message). */
             MPI_Get_count(&st, MPI_BYTE, &count);
-            CHECK(count == cap, "truncation %d into %d: count %d", len, cap, count);
+            CHECK_STRICT(count == cap, "truncation %d into %d: count %d", len, cap, count);
             bad = mt_check_bytes(rbuf, (size_t)cap, seed_of(len, 0, 9));
-            CHECK(bad == (size_t)-1, "truncation %d into %d: byte %zu wrong", len, cap, bad);
+            CHECK_STRICT(bad == (size_t)-1, "truncation %d into %d: byte %zu wrong", len, cap, bad);
             CHECK(rbuf[cap] == GUARD && rbuf[len - 1] == GUARD, "truncation %d into %d: wrote past the buffer",
                   len, cap);
         }
