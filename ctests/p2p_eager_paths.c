@@ -2,7 +2,7 @@
 /* The eager fast paths: sends written straight into the peer's ring (no request of their
  * own), blocking receives taken straight from the ring head, posted-receive matching.
  *   1. every size 0..130 B (each slot cache-line boundary) and around the eager limit
- *      (16 KiB), with Send/Recv pairs, Isend + Recv, Irecv + Send, in both orders;
+ *      (12 KiB; also around 16 KiB, the former one), with Send/Recv pairs, Isend + Recv, Irecv + Send, in both orders;
  *   2. many messages in flight with receives posted in another tag order;
  *   3. wildcard receives interleaved with specific ones (non-overtaking per source);
  *   4. the handles of sends that completed at once: Wait, Test, Request_get_status,
@@ -21,6 +21,8 @@ static void make_sizes(void)
 {
     int s;
     for (s = 0; s <= 130; s++)
+        sizes[nsizes++] = s;
+    for (s = 12 * 1024 - 80; s <= 12 * 1024 + 80; s += 4)
         sizes[nsizes++] = s;
     for (s = 16 * 1024 - 80; s <= 16 * 1024 + 80; s += 4)
         sizes[nsizes++] = s;

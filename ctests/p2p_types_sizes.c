@@ -80,7 +80,9 @@ static long verify(int t, const void *buf, size_t n, int seed)
 
 int main(int argc, char **argv)
 {
-    static const size_t bytes[] = {1024, 8192, 16383, 16384, 16385, 65536, 262144, 1048576, 4194304};
+    static const size_t bytes[] = {1024,  8192,   12287,   12288,  12289,  16383, 16384,
+                                   16385, 65535, 65536, 65537, 262144, 1048576, 4194304};
+    enum { NBYTES = sizeof bytes / sizeof bytes[0] };
     static const size_t small[] = {0, 1, 63, 64};
     const size_t maxbytes = 4194304 + 2 * sizeof(long double) * 2;
     char *sbuf, *rbuf;
@@ -94,19 +96,22 @@ int main(int argc, char **argv)
     rbuf = mt_malloc(maxbytes + GUARD);
 
     for (t = 0; t < NTYPES; t++) {
-        size_t counts[4 + 9 + 2];
+        size_t counts[4 + NBYTES + 4];
         int nc = 0, c;
         for (k = 0; k < 4; k++)
             counts[nc++] = small[k];
-        for (k = 0; k < 9; k++) {
+        for (k = 0; k < NBYTES; k++) {
             size_t n = bytes[k] / tsize[t];
             if (n == 0)
                 n = 1;
             counts[nc++] = n;
         }
-        /* one element around the 16 KiB boundary for every type */
+        /* one element around the eager limit (12 KiB), 16 KiB and the shared-copy threshold
+         * (64 KiB) for every type */
+        counts[nc++] = 12288 / tsize[t] - 1;
+        counts[nc++] = 12288 / tsize[t] + 1;
         counts[nc++] = 16384 / tsize[t] - 1;
-        counts[nc++] = 16384 / tsize[t] + 1;
+        counts[nc++] = 65536 / tsize[t] + 1;
 
         for (c = 0; c < nc; c++) {
             size_t n = counts[c], nb = n * tsize[t];

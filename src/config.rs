@@ -11,6 +11,7 @@ pub const LOG: &str = "OXMPI_LOG";
 pub const EAGER_LIMIT: &str = "OXMPI_EAGER_LIMIT";
 pub const SHM_SLOTS: &str = "OXMPI_SHM_SLOTS";
 pub const CMA: &str = "OXMPI_CMA";
+pub const CMA_SPLIT: &str = "OXMPI_CMA_SPLIT";
 pub const SPIN_US: &str = "OXMPI_SPIN_US";
 pub const YIELD_US: &str = "OXMPI_YIELD_US";
 pub const MEMBARRIER: &str = "OXMPI_MEMBARRIER";
@@ -41,18 +42,23 @@ pub const TUNABLES: &[Tunable] = &[
     Tunable { name: LOG, default: "warn", what: "log filter (env_logger syntax), e.g. debug" },
     Tunable {
         name: EAGER_LIMIT,
-        default: "16384",
-        what: "largest message (bytes) sent eagerly through a ring slot; larger ones use rendezvous",
+        default: "12288",
+        what: "largest message (bytes) sent eagerly through a ring slot (slots hold max(this, 16384) bytes); larger ones use rendezvous",
     },
     Tunable {
         name: SHM_SLOTS,
-        default: "128/ranks, within 4..16",
+        default: "128/ranks, within 4..64",
         what: "slots per ring between two ranks (memory: ranks^2 * slots * slot size)",
     },
     Tunable {
         name: CMA,
         default: "1",
         what: "0 disables single-copy process_vm_readv for large messages (streams through the ring)",
+    },
+    Tunable {
+        name: CMA_SPLIT,
+        default: "65536",
+        what: "contiguous messages of at least this many bytes are copied by both ranks at once (receiver reads from the front, sender writes from the back); 0: off. Only when ranks have a core each",
     },
     Tunable {
         name: SPIN_US,

@@ -53,6 +53,8 @@ mod kind {
     pub const FIN: u32 = 5;
     pub const CTS: u32 = 6;
     pub const DATA: u32 = 7;
+    /// Receiver to sender: copy your share of a shared rendezvous transfer (`Split`).
+    pub const HELP: u32 = 8;
 }
 
 /// A message that arrived before its receive was posted.
@@ -82,6 +84,51 @@ enum Out {
     Fin { sreq: u32 },
     Cts { sreq: u32, rreq: u32 },
     Data { req: u32, rreq: u32, offset: usize },
+    Help(Help),
+}
+
+/// Asks the sender of `sreq` to write chunks of board entry `entry` (generation `generation`)
+/// of a shared transfer of `len` bytes to `addr` (the receive buffer).
+struct Help {
+    sreq: u32,
+    entry: u32,
+    generation: u32,
+    addr: u64,
+    len: usize,
+}
+
+/// A large contiguous rendezvous transfer copied by both ranks (see `shm::BoardEntry`): the
+/// receiver reads chunks from the front while the sender, asked by a HELP packet, writes
+/// chunks from the back. Kept here while the sender still copies its last chunks.
+struct Split {
+    req: u32,
+    from: usize,
+    sreq: u32,
+    entry: usize,
+    pid: u32,
+    /// The sender's data and our destination (`len` bytes each).
+    remote: u64,
+    local: usize,
+    len: usize,
+    chunk: usize,
+    nchunks: usize,
+    /// Chunks this rank copied.
+    own: usize,
+}
+
+/// Smallest message whose single-copy transfer the sender helps with, by default (measured,
+/// docs/performance.md); 0 turns shared copies off.
+const SPLIT_MIN_DEFAULT: usize = 65536;
+
+/// Smallest chunk of a shared transfer: below it a chunk's system call and claim cost more
+/// than the copy they share.
+const SPLIT_CHUNK_MIN: usize = 32768;
+
+/// Chunk size of a shared transfer of `len` bytes: about an eighth of the message so the two
+/// ranks meet near the middle, whole pages, and few enough chunks for the claim word.
+fn split_chunk(len: usize) -> usize {
+    let chunk = (len / 8).max(len.div_ceil(shm::SPLIT_MAX_CHUNKS)).max(SPLIT_CHUNK_MIN);
+    chunk.next_multiple_of(4096)
 }
 
 /// Waits until the rendezvous sender `pid`, packing its message, has packed `upto` bytes: its
@@ -162,21 +209,43 @@ pub struct Engine {
     pairs: Vec<u32>,
     /// Active library tasks (`Op::Task`), advanced by `progress`.
     tasks: Vec<u32>,
+    /// Peers that share large transfers' copies (single-copy writes allowed, a core each).
+    split_peer: Vec<bool>,
+    /// Smallest message split between sender and receiver (usize::MAX: never).
+    split_min: usize,
+    /// Per sender: board entries of shared transfers in use (bit e: entry e).
+    board_busy: Vec<u8>,
+    split_gen: u32,
+    /// Shared transfers waiting for the sender's last chunks.
+    splits: Vec<Split>,
 }
 
 /// Value peers read at init to find out whether single-copy reads are allowed.
-static CMA_PROBE: u64 = 0x0c0a_c0a0_5eed_f00d;
+/// Writable (an atomic, so not in read-only memory): peers also probe single-copy writes by
+/// writing the same value back.
+static CMA_PROBE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0x0c0a_c0a0_5eed_f00d);
+const CMA_PROBE_VALUE: u64 = 0x0c0a_c0a0_5eed_f00d;
 
 impl Engine {
     /// An engine for `nranks` ranks on one node; `shm` is None for a job of one.
     pub fn new(me: usize, nranks: usize, shm: Option<Segment>) -> Engine {
-        let eager_limit = shm.as_ref().map_or(usize::MAX, |s| s.geometry().payload_capacity());
+        // Slots may be larger than the eager limit (see shm::SLOT_PAYLOAD_MIN).
+        let eager_limit = shm.as_ref().map_or(usize::MAX, |s| {
+            config::usize_var(config::EAGER_LIMIT)
+                .unwrap_or(shm::EAGER_LIMIT_DEFAULT)
+                .min(s.geometry().payload_capacity())
+        });
         Engine {
             me,
             nranks,
             shm,
             eager_limit,
             cma_pid: vec![None; nranks],
+            split_peer: vec![false; nranks],
+            split_min: usize::MAX,
+            board_busy: vec![0; nranks],
+            split_gen: 0,
+            splits: Vec::new(),
             reqs: Slab::default(),
             plans: buffers::PlanCache::default(),
             unpack_stage: Vec::new(),
@@ -196,7 +265,7 @@ impl Engine {
 
     /// Address of the probe value peers read (recorded in the segment).
     pub fn cma_probe_addr() -> u64 {
-        &CMA_PROBE as *const u64 as u64
+        CMA_PROBE.as_ptr() as u64
     }
 
     /// Tries a real single-copy read from every peer; enables it per peer where it works.
@@ -205,14 +274,26 @@ impl Engine {
         if std::env::var(config::CMA).is_ok_and(|v| v == "0") {
             return;
         }
+        // Shared copies need the sender on a core of its own while the receiver copies (by
+        // default; an explicit OXMPI_CMA_SPLIT applies at any rank count).
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (split_min, split) = match config::usize_var(config::CMA_SPLIT) {
+            Some(min) => (min, min > 0),
+            None => (SPLIT_MIN_DEFAULT, self.nranks <= cores),
+        };
         for peer in 0..self.nranks {
             if peer == self.me {
                 continue;
             }
             let (pid, addr) = seg.peer_identity(peer);
             let mut got = [0u8; 8];
-            if shm::cma_read(pid, addr, &mut got).is_ok() && u64::from_ne_bytes(got) == CMA_PROBE {
+            if shm::cma_read(pid, addr, &mut got).is_ok() && u64::from_ne_bytes(got) == CMA_PROBE_VALUE {
                 self.cma_pid[peer] = Some(pid);
+                // Writing the value it holds back changes nothing.
+                if split && shm::cma_write(pid, addr, &CMA_PROBE_VALUE.to_ne_bytes()).is_ok() {
+                    self.split_peer[peer] = true;
+                    self.split_min = split_min;
+                }
             } else {
                 log::debug!("single-copy reads from rank {peer} denied; using the ring");
             }
@@ -424,6 +505,11 @@ impl Engine {
             Body::Rts { addr, sreq, blocks, packed_upto } => {
                 let n = self.set_matched_status(req, msg.env, msg.len);
                 if let Some(pid) = self.cma_pid[msg.from] {
+                    // A sender still packing (packed_upto != 0) cannot help: its bytes are not
+                    // all there yet.
+                    if blocks.is_empty() && packed_upto == 0 && self.start_split(req, msg.from, pid, addr, sreq, n) {
+                        return;
+                    }
                     let remote = if blocks.is_empty() { vec![(addr, n as u64)] } else { blocks };
                     let ready = |upto: usize| wait_packed(pid, packed_upto, upto);
                     let ok = match &mut self.reqs.get_mut(req).unwrap().op {
@@ -484,6 +570,123 @@ impl Engine {
         }
         let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().unwrap());
         raw.chunks_exact(RTS_BLOCK_BYTES).map(|b| (word(&b[..8]), word(&b[8..]))).collect()
+    }
+
+    /// Starts copying the `n` contiguous bytes at `remote` in the sender `from` into receive
+    /// `req` together with the sender (`Split`), when the message is large enough and a board
+    /// entry is free; returns whether it did (the receive is then done or in `splits`).
+    fn start_split(&mut self, req: u32, from: usize, pid: u32, remote: u64, sreq: u32, n: usize) -> bool {
+        if n < self.split_min || !self.split_peer[from] || self.board_busy[from] == u8::MAX {
+            return false;
+        }
+        let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
+        // One block in our memory for the sender to write to: the user's contiguous buffer,
+        // else staging (unpacked on completion).
+        let local = match buf.block_list(n, &mut self.plans) {
+            Some(list) if list.len() == 1 => list[0].0,
+            Some(_) => return false,
+            None => buf.slice_mut(0, n).as_mut_ptr() as usize,
+        };
+        let entry = self.board_busy[from].trailing_ones() as usize;
+        self.board_busy[from] |= 1 << entry;
+        self.split_gen = self.split_gen.wrapping_add(1);
+        let generation = self.split_gen;
+        let chunk = split_chunk(n);
+        let nchunks = n.div_ceil(chunk);
+        self.shm.as_ref().unwrap().split_open(from, entry, generation, nchunks);
+        self.push_out(from, Out::Help(Help { sreq, entry: entry as u32, generation, addr: local as u64, len: n }));
+        let split = Split { req, from, sreq, entry, pid, remote, local, len: n, chunk, nchunks, own: 0 };
+        self.splits.push(split);
+        let i = self.splits.len() - 1;
+        self.advance_split(i);
+        true
+    }
+
+    /// Copies what is left to claim of shared transfer `i`, and the chunk the sender gave
+    /// back; completes the receive once every chunk is in. Returns whether it completed.
+    fn advance_split(&mut self, i: usize) -> bool {
+        let seg = self.shm.as_ref().unwrap();
+        let s = &mut self.splits[i];
+        let mut failed = false;
+        let mut copy = |c: usize| {
+            let off = c * s.chunk;
+            let n = s.chunk.min(s.len - off);
+            // SAFETY: [local, local + len) is the receive's buffer (user memory or staging),
+            // reserved for this receive until it completes; chunks are disjoint.
+            let dst = unsafe { std::slice::from_raw_parts_mut((s.local + off) as *mut u8, n) };
+            failed |= shm::cma_read(s.pid, s.remote + off as u64, dst).is_err();
+        };
+        while let Some(c) = seg.split_claim_front(s.from, s.entry) {
+            copy(c);
+            s.own += 1;
+        }
+        let (done, redo) = seg.split_state(s.from, s.entry);
+        if let Some(c) = redo {
+            copy(c);
+            s.own += 1;
+        }
+        if failed {
+            // The kernel allowed the probe but not this read: nothing sensible is left to try.
+            panic!("single-copy read from rank {} failed during a shared transfer", s.from);
+        }
+        if s.own + done < s.nchunks {
+            return false;
+        }
+        let s = self.splits.swap_remove(i);
+        self.board_busy[s.from] &= !(1 << s.entry);
+        self.complete_recv(s.req, s.len);
+        self.control(s.from, Out::Fin { sreq: s.sreq });
+        true
+    }
+
+    /// Advances every shared transfer waiting for the sender; returns whether any completed.
+    /// Kept out of line: `progress` is the small-message hot loop.
+    #[inline(never)]
+    fn advance_splits(&mut self) -> bool {
+        let mut did = false;
+        let mut i = 0;
+        while i < self.splits.len() {
+            if self.advance_split(i) {
+                did = true;
+            } else {
+                i += 1;
+            }
+        }
+        did
+    }
+
+    /// Sender side of a shared transfer: writes chunks from the back of the message until the
+    /// two ranks meet, then rings the receiver (it may be about to sleep).
+    #[inline(never)]
+    fn help_split(&mut self, to: usize, pk: &Packet) {
+        let Some(pid) = self.cma_pid[to] else { return };
+        if !self.split_peer[to] {
+            return;
+        }
+        let Some(Request { op: Op::Send { buf, .. }, .. }) = self.reqs.get(pk.sreq) else { return };
+        let (entry, generation, len) = (pk.rreq as usize, pk.context, pk.len as usize);
+        let bytes = buf.bytes();
+        if bytes.len() < len {
+            return;
+        }
+        let seg = self.shm.as_ref().unwrap();
+        let chunk = split_chunk(len);
+        let mut wrote = false;
+        while let Some(c) = seg.split_claim_back(to, entry, generation) {
+            let off = c * chunk;
+            let n = chunk.min(len - off);
+            let ok = shm::cma_write(pid, pk.addr + off as u64, &bytes[off..off + n]).is_ok();
+            seg.split_chunk_done(to, entry, c, ok);
+            wrote = true;
+            if !ok {
+                log::debug!("single-copy write to rank {to} failed; no more shared copies with it");
+                self.split_peer[to] = false;
+                break;
+            }
+        }
+        if wrote {
+            seg.notify(to);
+        }
     }
 
     /// Keeps an eager payload buffer for reuse (a bounded number of slot-sized ones).
@@ -633,6 +836,18 @@ impl Engine {
                 Out::Cts { sreq, rreq } => {
                     seg.send(dst, &Packet { kind: kind::CTS, sreq, rreq, ..Default::default() }, |_| {})
                 }
+                Out::Help(ref h) => {
+                    let pk = Packet {
+                        kind: kind::HELP,
+                        context: h.generation,
+                        sreq: h.sreq,
+                        rreq: h.entry,
+                        len: h.len as u64,
+                        addr: h.addr,
+                        ..Default::default()
+                    };
+                    seg.send(dst, &pk, |_| {})
+                }
                 Out::Data { req, rreq, ref mut offset } => {
                     let Op::Send { buf, .. } = &self.reqs.get(req).unwrap().op else { unreachable!() };
                     let bytes = buf.bytes();
@@ -724,6 +939,7 @@ impl Engine {
                 self.on_message(Unexpected { env, from: src, len: pk.len as usize, body })
             }
             kind::ACK | kind::FIN => self.complete_send(pk.sreq),
+            kind::HELP => self.help_split(src, &pk),
             kind::CTS => {
                 // Streaming copies contiguous bytes out of the send buffer.
                 if let Some(Request { op: Op::Send { buf, .. }, .. }) = self.reqs.get_mut(pk.sreq) {
@@ -760,6 +976,9 @@ impl Engine {
         }
         if !self.tasks.is_empty() {
             did |= self.advance_tasks();
+        }
+        if !self.splits.is_empty() {
+            did |= self.advance_splits();
         }
         if self.scheds.is_empty() {
             return did;
@@ -922,8 +1141,9 @@ impl Engine {
             } else if idle < self.wait.spin_then_yield {
                 std::thread::yield_now();
             } else if let Some(seg) = &self.shm {
-                let blocked_out =
-                    self.pending_peers > 0 && (0..self.nranks).any(|d| !self.outq[d].is_empty() && seg.can_send(d));
+                // A shared transfer's sender may finish its chunks at any moment: stay awake.
+                let blocked_out = !self.splits.is_empty()
+                    || self.pending_peers > 0 && (0..self.nranks).any(|d| !self.outq[d].is_empty() && seg.can_send(d));
                 // `done` again after announcing the sleep: peers that set what it waits for in
                 // shared memory (collective flags) ring the doorbell afterwards.
                 let me: &Engine = self;
@@ -941,8 +1161,8 @@ impl Engine {
     /// checks before sleeping). `None`: no doorbell (a job of one) or not idle.
     pub fn announce_sleep(&self) -> Option<shm::SleepTicket> {
         let seg = self.shm.as_ref()?;
-        let blocked_out =
-            self.pending_peers > 0 && (0..self.nranks).any(|d| !self.outq[d].is_empty() && seg.can_send(d));
+        let blocked_out = !self.splits.is_empty()
+            || self.pending_peers > 0 && (0..self.nranks).any(|d| !self.outq[d].is_empty() && seg.can_send(d));
         seg.announce_sleep(|| !blocked_out && !seg.any_incoming())
     }
 

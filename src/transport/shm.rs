@@ -22,6 +22,17 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 pub const CACHE_LINE: usize = 64;
 /// Bytes of a slot taken by its full header.
 pub const SLOT_HEADER: usize = 48;
+/// Largest eager message by default. Chosen by measurement (2 ranks, 2
+/// cores, docs/performance.md): through the ring a message costs two copies one after the
+/// other (ping-pong latency of 16 KiB: 3.2 us eager, 1.7 us by a single-copy read), but the
+/// copies of consecutive messages overlap on the two cores (windowed bandwidth of 8 KiB: 9.2
+/// GB/s eager, 7.2 GB/s single-copy). 8 KiB messages stay eager, 16 KiB ones go single-copy.
+/// Slots stay 16 KiB (`SLOT_PAYLOAD_MIN`): a message filling its slot exactly was slower (1.9
+/// us for 8 KiB with 8 KiB slots, 1.75 us with larger ones; not understood).
+pub const EAGER_LIMIT_DEFAULT: usize = 12288;
+/// Smallest slot payload; slots are larger only when the eager limit is (also the streaming
+/// chunk of rendezvous without single-copy).
+pub const SLOT_PAYLOAD_MIN: usize = 16384;
 /// Bytes of a slot taken by the compact header of an eager message.
 pub const COMPACT_HEADER: usize = 16;
 /// The `Packet::kind` a compact slot decodes to (the engine's plain eager kind).
@@ -35,6 +46,9 @@ const COMPACT_MAX_LEN: usize = (u32::MAX >> COMPACT_LEN_SHIFT) as usize;
 const SEGMENT_MAGIC: u64 = 0x6f78_6d70_6973_686d; // "oxmpishm"
 const SEG_HEADER_BYTES: usize = 4096;
 const RANK_INFO_BYTES: usize = 2 * CACHE_LINE;
+/// Entries per ordered pair of ranks on the board of shared rendezvous copies (`BoardEntry`):
+/// how many large transfers from one sender a receiver can split with it at once.
+pub const BOARD_ENTRIES: usize = 8;
 
 /// The header of a slot; written by the sender before it publishes the flag.
 #[repr(C)]
@@ -72,6 +86,35 @@ struct CompactHeader {
 }
 const _: () = assert!(std::mem::size_of::<CompactHeader>() == COMPACT_HEADER);
 
+/// One large rendezvous transfer copied by both ranks at once: the message is cut into chunks;
+/// the receiver reads chunks from the front (process_vm_readv) while the sender writes chunks
+/// from the back (process_vm_writev), each taking the next one with a compare-and-swap on
+/// `claim`, until they meet. Entries belong to the receiver (the board of pair (sender,
+/// receiver)); the generation tells a late helper that the entry moved on to another transfer.
+#[repr(C)]
+struct BoardEntry {
+    /// Generation (bits 32..64), next chunk from the front (16..32), end of the unclaimed
+    /// chunks (0..16).
+    claim: AtomicU64,
+    /// Chunks the sender finished writing.
+    done: AtomicU32,
+    /// 1 + a chunk the sender claimed but could not write (the receiver copies it); 0 if none.
+    redo: AtomicU32,
+    _pad: [u8; CACHE_LINE - 16],
+}
+const _: () = assert!(std::mem::size_of::<BoardEntry>() == CACHE_LINE);
+
+/// Most chunks one shared transfer is cut into (the width of the claim fields).
+pub const SPLIT_MAX_CHUNKS: usize = u16::MAX as usize;
+
+fn claim_word(generation: u32, front: usize, back: usize) -> u64 {
+    ((generation as u64) << 32) | ((front as u64) << 16) | back as u64
+}
+
+fn claim_fields(w: u64) -> (u32, usize, usize) {
+    ((w >> 32) as u32, ((w >> 16) & 0xffff) as usize, (w & 0xffff) as usize)
+}
+
 /// Per-rank record in the segment: identity for single-copy reads, and the doorbell.
 #[repr(C)]
 struct RankInfo {
@@ -103,11 +146,13 @@ pub struct Geometry {
 }
 
 impl Geometry {
-    /// Default geometry: 16 KiB of payload per slot; fewer slots per ring as ranks grow so
-    /// the segment stays O(ranks^2 * small).
+    /// Default geometry: slots of SLOT_PAYLOAD_MIN payload bytes (more when the eager limit is
+    /// larger); fewer slots per ring as ranks grow so the segment stays O(ranks^2 * small).
     pub fn for_ranks(nranks: usize) -> Geometry {
-        let nslots = config::usize_var(config::SHM_SLOTS).unwrap_or((128 / nranks.max(1)).clamp(4, 16));
-        let payload = config::usize_var(config::EAGER_LIMIT).unwrap_or(16384).max(CACHE_LINE);
+        // 64 slots at np 2: a window of 64 messages in flight fits the ring (windowed bandwidth
+        // of 1-4 KiB messages 1.4-1.5x that of 16 slots, docs/performance.md).
+        let nslots = config::usize_var(config::SHM_SLOTS).unwrap_or((128 / nranks.max(1)).clamp(4, 64));
+        let payload = config::usize_var(config::EAGER_LIMIT).unwrap_or(EAGER_LIMIT_DEFAULT).max(SLOT_PAYLOAD_MIN);
         let slot_size = (SLOT_HEADER + payload).div_ceil(CACHE_LINE) * CACHE_LINE;
         Geometry { nranks, nslots, slot_size }
     }
@@ -124,8 +169,12 @@ impl Geometry {
         SEG_HEADER_BYTES + (self.nranks * RANK_INFO_BYTES).div_ceil(4096) * 4096
     }
 
-    pub fn total_bytes(&self) -> usize {
+    fn board_offset(&self) -> usize {
         self.rings_offset() + self.nranks * self.nranks * self.ring_bytes()
+    }
+
+    pub fn total_bytes(&self) -> usize {
+        self.board_offset() + self.nranks * self.nranks * BOARD_ENTRIES * CACHE_LINE
     }
 }
 
@@ -278,6 +327,92 @@ impl Segment {
     pub fn peer_identity(&self, rank: usize) -> (u32, u64) {
         let i = self.info(rank);
         (i.pid.load(Ordering::Relaxed), i.probe_addr.load(Ordering::Acquire))
+    }
+
+    /// Entry `e` of the board of transfers from `sender` to `receiver`.
+    #[inline]
+    fn board(&self, sender: usize, receiver: usize, e: usize) -> &BoardEntry {
+        assert!(sender < self.geo.nranks && receiver < self.geo.nranks && e < BOARD_ENTRIES);
+        let at = self.geo.board_offset() + ((sender * self.geo.nranks + receiver) * BOARD_ENTRIES + e) * CACHE_LINE;
+        // SAFETY: the entry lies inside the mapping (total_bytes covers the board), 64-byte
+        // aligned; it is only accessed through atomics.
+        unsafe { &*(self.map.as_ptr().add(at) as *const BoardEntry) }
+    }
+
+    /// Receiver: opens entry `e` of the board from `sender` for a transfer of `nchunks`
+    /// chunks (at most SPLIT_MAX_CHUNKS) under generation `generation`, before telling the sender.
+    pub fn split_open(&self, sender: usize, e: usize, generation: u32, nchunks: usize) {
+        debug_assert!(nchunks <= SPLIT_MAX_CHUNKS);
+        let b = self.board(sender, self.me, e);
+        b.done.store(0, Ordering::Relaxed);
+        b.redo.store(0, Ordering::Relaxed);
+        b.claim.store(claim_word(generation, 0, nchunks), Ordering::Release);
+    }
+
+    /// Receiver: takes the next chunk from the front of transfer `e` from `sender`.
+    #[inline]
+    pub fn split_claim_front(&self, sender: usize, e: usize) -> Option<usize> {
+        let b = self.board(sender, self.me, e);
+        let mut w = b.claim.load(Ordering::Acquire);
+        loop {
+            let (generation, front, back) = claim_fields(w);
+            if front >= back {
+                return None;
+            }
+            match b.claim.compare_exchange_weak(
+                w,
+                claim_word(generation, front + 1, back),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some(front),
+                Err(now) => w = now,
+            }
+        }
+    }
+
+    /// Sender: takes the next chunk from the back of transfer `e` to `receiver`, if the entry
+    /// still holds generation `generation`.
+    #[inline]
+    pub fn split_claim_back(&self, receiver: usize, e: usize, generation: u32) -> Option<usize> {
+        let b = self.board(self.me, receiver, e);
+        let mut w = b.claim.load(Ordering::Acquire);
+        loop {
+            let (g, front, back) = claim_fields(w);
+            if g != generation || front >= back {
+                return None;
+            }
+            match b.claim.compare_exchange_weak(w, claim_word(g, front, back - 1), Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Some(back - 1),
+                Err(now) => w = now,
+            }
+        }
+    }
+
+    /// Sender: chunk `i` of transfer `e` to `receiver` is written (`ok`), or could not be
+    /// (the receiver copies it; the sender claims no more of this transfer).
+    pub fn split_chunk_done(&self, receiver: usize, e: usize, i: usize, ok: bool) {
+        let b = self.board(self.me, receiver, e);
+        if ok {
+            b.done.fetch_add(1, Ordering::Release);
+        } else {
+            b.redo.store(i as u32 + 1, Ordering::Release);
+        }
+    }
+
+    /// Receiver: chunks of transfer `e` from `sender` the sender finished, and the chunk it
+    /// gave back (taking it back from the entry), if any.
+    pub fn split_state(&self, sender: usize, e: usize) -> (usize, Option<usize>) {
+        let b = self.board(sender, self.me, e);
+        let redo = match b.redo.load(Ordering::Acquire) {
+            0 => None,
+            r => {
+                b.redo.store(0, Ordering::Relaxed);
+                Some(r as usize - 1)
+            }
+        };
+        (b.done.load(Ordering::Acquire) as usize, redo)
     }
 
     /// The current slot of ring cursor `c`.
@@ -610,6 +745,26 @@ pub fn cma_read(pid: u32, remote: u64, local: &mut [u8]) -> io::Result<()> {
         }
         if n == 0 {
             return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "process_vm_readv read nothing"));
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
+/// Single-copy write of `local` to `remote` in process `pid` (process_vm_writev).
+pub fn cma_write(pid: u32, remote: u64, local: &[u8]) -> io::Result<()> {
+    let mut done = 0usize;
+    while done < local.len() {
+        let liov = libc::iovec { iov_base: local[done..].as_ptr() as *mut libc::c_void, iov_len: local.len() - done };
+        let riov = libc::iovec { iov_base: (remote as usize + done) as *mut libc::c_void, iov_len: local.len() - done };
+        // SAFETY: the local iovec covers memory we may read (the kernel only reads it); the
+        // remote one is written by the kernel in the other process, which checks it.
+        let n = unsafe { libc::process_vm_writev(pid as libc::pid_t, &liov, 1, &riov, 1, 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "process_vm_writev wrote nothing"));
         }
         done += n as usize;
     }
