@@ -198,6 +198,14 @@ impl<'a> Group<'a> {
         result
     }
 
+    /// Waits for one receive started by `irecv_*` and frees it; returns the bytes received.
+    fn finish_recv(&mut self, req: u32) -> MpiResult<usize> {
+        self.wait_all(&[req]);
+        let r = self.engine.reqs.remove(req).expect("collective receive request vanished");
+        check_truncation(&r.status)?;
+        Ok(r.status.bytes)
+    }
+
     /// Waits for sends started by `isend_*` (they read memory held only for the call) and
     /// frees them.
     fn finish_sends(&mut self, sends: &mut Vec<u32>) {
@@ -580,24 +588,38 @@ pub fn reduce_scatter(
 ) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     let size = red.elem_size();
-    let mine = match (&send, in_place) {
-        (Some(s), _) => s.pack(0),
-        (None, Some(b)) => pack_block(recv.mem, &b),
-        (None, None) => unreachable!("in-place reduce-scatter without its input block"),
-    };
-    if mine.is_empty() {
+    let counts = &counts[..n];
+    // Counts are the same everywhere: with nothing to reduce, return at once.
+    if counts.iter().all(|&c| c == 0) || size == 0 {
         return Ok(());
     }
-    let counts = &counts[..n];
+    // The input, packed: the user's memory itself when contiguous (never in place: the
+    // result overwrites it).
+    let packed: Vec<u8>;
+    let input: &[u8] = match (&send, in_place) {
+        (Some(s), _) if s.blocks[0].is_contiguous() => {
+            let b = &s.blocks[0];
+            &s.mem[b.offset..b.offset + b.bytes()]
+        }
+        (Some(s), _) => {
+            packed = s.pack(0);
+            &packed
+        }
+        (None, Some(b)) => {
+            packed = pack_block(recv.mem, &b);
+            &packed
+        }
+        (None, None) => unreachable!("in-place reduce-scatter without its input block"),
+    };
     let tag = tag::REDUCE_SCATTER;
-    let piece = match tune::get().reduce_scatter(mine.len(), red.is_commutative()) {
-        _ if n == 1 => mine,
-        tune::ReduceScatter::Halving => allreduce::reduce_scatter_halving(g, mine, red, counts, tag)?,
-        tune::ReduceScatter::Pairwise => allreduce::reduce_scatter_pairwise(g, &mine, red, counts, tag)?,
+    match tune::get().reduce_scatter(input.len(), red.is_commutative()) {
+        _ if n == 1 => recv.put(0, input),
+        tune::ReduceScatter::Halving => allreduce::reduce_scatter_halving(g, input, red, counts, tag, &mut recv)?,
+        tune::ReduceScatter::Pairwise => allreduce::reduce_scatter_pairwise(g, input, red, counts, tag, &mut recv)?,
         tune::ReduceScatter::ReduceThenScatter => {
-            let v = Vecs::dense(red, mine.len() / size);
-            let result = allreduce::reduce(g, sparse::Acc::Dense(mine), &v, 0, tag + tag::PHASE_REDUCE)?;
-            if r == 0 {
+            let v = Vecs::dense(red, input.len() / size);
+            let result = allreduce::reduce(g, sparse::Acc::Dense(input.to_vec()), &v, 0, tag + tag::PHASE_REDUCE)?;
+            let piece = if r == 0 {
                 let Some(sparse::Acc::Dense(all)) = result else { unreachable!("rank 0 holds the dense reduction") };
                 let mut start = 0;
                 let mut own = Vec::new();
@@ -615,10 +637,10 @@ pub fn reduce_scatter(
                 g.recv(0, tag + tag::PHASE_SCATTER, counts[r] * size)?
             } else {
                 Vec::new()
-            }
+            };
+            recv.put(0, &piece);
         }
-    };
-    recv.put(0, &piece);
+    }
     Ok(())
 }
 
