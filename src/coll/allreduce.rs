@@ -289,7 +289,9 @@ pub(super) fn reduce_scatter_halving(
     let mut tmp = super::scratch(total * size);
     let (accp, tmpp) = (acc.as_mut_ptr(), tmp.as_mut_ptr());
     // SAFETY: element range lo..hi of the scratch vector at `p` (total elements).
-    let part = |p: *mut u8, lo: usize, hi: usize| unsafe { std::slice::from_raw_parts_mut(p.add(lo * size), (hi - lo) * size) };
+    let part = |p: *mut u8, lo: usize, hi: usize| unsafe {
+        std::slice::from_raw_parts_mut(p.add(lo * size), (hi - lo) * size)
+    };
     let input_part = |lo: usize, hi: usize| &input[lo * size..hi * size];
     let result = g.with_sends(|g, sends| {
         // Whether `acc` holds the partial result of this member's window yet (else the input does).
@@ -393,7 +395,8 @@ pub(super) fn reduce_scatter_pairwise(
             let q = (len > 0).then(|| unsafe { g.irecv_bytes(src, tag, tmpp, len) });
             if disp[dst + 1] > disp[dst] {
                 // SAFETY: `input` outlives the call's sends (with_sends waits for them).
-                sends.push(unsafe { g.isend_bytes(dst, tag, input.as_ptr().add(disp[dst]), disp[dst + 1] - disp[dst]) });
+                sends
+                    .push(unsafe { g.isend_bytes(dst, tag, input.as_ptr().add(disp[dst]), disp[dst + 1] - disp[dst]) });
             }
             if let Some(q) = q {
                 let got = g.finish_recv(q)?;

@@ -438,7 +438,8 @@ fn bcast_packed(g: &mut Group, data: &mut Vec<u8>, len: usize, root: usize, tag:
     Ok(())
 }
 
-/// MPI_Bcast on `buf` (one block).
+/// MPI_Bcast on `buf` (one block), straight from and into the user's memory (the scatter +
+/// allgather algorithm packs non-contiguous data first).
 pub fn bcast(g: &mut Group, buf: &mut Out, root: usize) -> MpiResult<()> {
     if let Some(r) = hier::bcast(g, buf, root) {
         return r;
@@ -448,68 +449,118 @@ pub fn bcast(g: &mut Group, buf: &mut Out, root: usize) -> MpiResult<()> {
     if g.size() == 1 || len == 0 {
         return Ok(());
     }
-    let mut data = if g.rank() == root { buf.pack(0) } else { Vec::new() };
+    let block = buf.blocks[0].clone();
+    let base = buf.mem.as_mut_ptr();
     match tune::get().bcast(len, g.size()) {
-        tune::Bcast::Binomial => bcast_packed(g, &mut data, len, root, tag::BCAST)?,
-        tune::Bcast::ScatterAllgather => bcast_scatter_allgather(g, &mut data, len, root, tag::BCAST)?,
+        // SAFETY: the user's buffer, ours for the call.
+        tune::Bcast::Binomial => unsafe { bcast_binomial(g, base, &block, root, tag::BCAST) },
+        // SAFETY: as above; contiguous data is `len` bytes from the block's offset.
+        tune::Bcast::ScatterAllgather if block.is_contiguous() => unsafe {
+            bcast_scatter_allgather(g, base.add(block.offset), len, root, tag::BCAST)
+        },
+        tune::Bcast::ScatterAllgather => {
+            let mut data = if g.rank() == root { buf.pack(0) } else { scratch(len) };
+            // SAFETY: our `len` bytes.
+            let result = unsafe { bcast_scatter_allgather(g, data.as_mut_ptr(), len, root, tag::BCAST) };
+            if result.is_ok() && g.rank() != root {
+                buf.put(0, &data);
+            }
+            recycle(data);
+            result
+        }
     }
-    if g.rank() != root {
-        buf.put(0, &data);
-    }
-    Ok(())
 }
 
-/// Broadcast of `len` bytes (van de Geijn): the root scatters `n` pieces down a binomial
-/// tree (each subtree gets its pieces in one message), then a ring allgather completes
-/// every member's copy. Pieces are numbered relative to the root.
-fn bcast_scatter_allgather(g: &mut Group, data: &mut Vec<u8>, len: usize, root: usize, tag: i32) -> MpiResult<()> {
+/// Binomial-tree broadcast of block `b` of the memory at `base` (the user's buffer): received
+/// from the parent straight into it, sent to the children straight from it.
+///
+/// # Safety
+/// `base` is memory holding block `b`, ours (not otherwise accessed) for the call.
+unsafe fn bcast_binomial(g: &mut Group, base: *mut u8, b: &Block, root: usize, tag: i32) -> MpiResult<()> {
+    let (n, r) = (g.size(), g.rank());
+    let vr = (r + n - root) % n;
+    let real = |v: usize| (v + root) % n;
+    g.with_sends(|g, sends| {
+        let mut mask = 1;
+        while mask < n {
+            if vr & mask != 0 {
+                // SAFETY: the caller's buffer, written only by this receive.
+                let q = unsafe { g.irecv_block(real(vr - mask), tag, base, b) };
+                g.finish_recvs(&[q])?;
+                break;
+            }
+            mask <<= 1;
+        }
+        mask >>= 1;
+        while mask > 0 {
+            if vr + mask < n {
+                // SAFETY: the caller's buffer, unchanged from now on; with_sends waits.
+                sends.push(unsafe { g.isend_block(real(vr + mask), tag, base, b) });
+            }
+            mask >>= 1;
+        }
+        Ok(())
+    })
+}
+
+/// Broadcast of the `len` bytes at `data` (van de Geijn): the root scatters `n` pieces down a
+/// binomial tree (each subtree gets its pieces in one message), then a ring allgather
+/// completes every member's copy. Pieces are numbered relative to the root; each is written
+/// once, by its receive, and only sent afterwards.
+///
+/// # Safety
+/// `data` is memory holding `len` bytes, ours (not otherwise accessed) for the call.
+unsafe fn bcast_scatter_allgather(g: &mut Group, data: *mut u8, len: usize, root: usize, tag: i32) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     let vr = (r + n - root) % n;
     let real = |v: usize| (v + root) % n;
     let piece = len.div_ceil(n);
     // Byte range of pieces lo..hi (relative numbers, clipped to the data).
     let bytes = |lo: usize, hi: usize| (lo * piece).min(len)..(hi * piece).min(len);
-    data.resize(len, 0);
-    // Scatter: a member receives pieces vr..vr + subtree size from its parent, then passes
-    // each child its subtree's pieces.
-    let mut mask = 1;
-    while mask < n {
-        if vr & mask != 0 {
-            let range = bytes(vr, vr + mask);
-            if !range.is_empty() {
-                let got = g.recv(real(vr - mask), tag, range.len())?;
-                data[range.start..range.start + got.len()].copy_from_slice(&got);
+    // SAFETY (every transfer below): `data` is `len` bytes held by the caller for the call;
+    // the ranges received are disjoint from everything sent before, and with_sends waits.
+    g.with_sends(|g, sends| {
+        // Scatter: a member receives pieces vr..vr + subtree size from its parent, then passes
+        // each child its subtree's pieces.
+        let mut mask = 1;
+        while mask < n {
+            if vr & mask != 0 {
+                let range = bytes(vr, vr + mask);
+                if !range.is_empty() {
+                    let q = unsafe { g.irecv_bytes(real(vr - mask), tag, data.add(range.start), range.len()) };
+                    g.finish_recvs(&[q])?;
+                }
+                break;
             }
-            break;
-        }
-        mask <<= 1;
-    }
-    mask >>= 1;
-    while mask > 0 {
-        if vr + mask < n {
-            let range = bytes(vr + mask, vr + 2 * mask);
-            if !range.is_empty() {
-                g.send(real(vr + mask), tag, data[range].to_vec());
-            }
+            mask <<= 1;
         }
         mask >>= 1;
-    }
-    // Ring allgather of the pieces: in step k, pass on piece vr - k, get piece vr - k - 1.
-    let (left, right) = ((r + n - 1) % n, (r + 1) % n);
-    for step in 0..n - 1 {
-        let (s, t) = ((vr + n - step) % n, (vr + 2 * n - step - 1) % n);
-        let (srange, rrange) = (bytes(s, s + 1), bytes(t, t + 1));
-        let req = (!rrange.is_empty()).then(|| g.post_recv(left, tag + tag::PHASE_BCAST, rrange.len()));
-        if !srange.is_empty() {
-            g.send(right, tag + tag::PHASE_BCAST, data[srange].to_vec());
+        while mask > 0 {
+            if vr + mask < n {
+                let range = bytes(vr + mask, vr + 2 * mask);
+                if !range.is_empty() {
+                    sends.push(unsafe { g.isend_bytes(real(vr + mask), tag, data.add(range.start), range.len()) });
+                }
+            }
+            mask >>= 1;
         }
-        if let Some(q) = req {
-            g.wait_all(&[q]);
-            let got = g.take(q)?;
-            data[rrange.start..rrange.start + got.len()].copy_from_slice(&got);
+        // Ring allgather of the pieces: in step k, pass on piece vr - k, get piece vr - k - 1.
+        let (left, right) = ((r + n - 1) % n, (r + 1) % n);
+        let tag = tag + tag::PHASE_BCAST;
+        for step in 0..n - 1 {
+            let (s, t) = ((vr + n - step) % n, (vr + 2 * n - step - 1) % n);
+            let (srange, rrange) = (bytes(s, s + 1), bytes(t, t + 1));
+            let q =
+                (!rrange.is_empty()).then(|| unsafe { g.irecv_bytes(left, tag, data.add(rrange.start), rrange.len()) });
+            if !srange.is_empty() {
+                sends.push(unsafe { g.isend_bytes(right, tag, data.add(srange.start), srange.len()) });
+            }
+            if let Some(q) = q {
+                g.finish_recvs(&[q])?;
+            }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 // ----- reductions -----
@@ -983,16 +1034,21 @@ pub fn allgather(g: &mut Group, send: Option<In>, recv: Out) -> MpiResult<()> {
     let blocks = &recv.blocks;
     let total: usize = blocks.iter().map(Block::bytes).sum();
     // SAFETY (all three): `base` is the user's receive buffer, ours for the call.
-    match tune::get().allgather(total, n) {
-        tune::Allgather::Ring => allgather_ring(g, base, blocks),
-        tune::Allgather::RecursiveDoubling if n.is_power_of_two() => allgather_recursive_doubling(g, base, blocks),
-        _ => allgather_bruck(g, base, blocks),
+    unsafe {
+        match tune::get().allgather(total, n) {
+            tune::Allgather::Ring => allgather_ring(g, base, blocks),
+            tune::Allgather::RecursiveDoubling if n.is_power_of_two() => allgather_recursive_doubling(g, base, blocks),
+            _ => allgather_bruck(g, base, blocks),
+        }
     }
 }
 
 /// Ring allgather: in step k each member forwards the block it got in step k - 1, straight
 /// from and into the user's buffer at `base` (own block in place).
-fn allgather_ring(g: &mut Group, base: *mut u8, blocks: &[Block]) -> MpiResult<()> {
+///
+/// # Safety
+/// `base` is memory holding `blocks`, ours (not otherwise accessed) for the call.
+unsafe fn allgather_ring(g: &mut Group, base: *mut u8, blocks: &[Block]) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     let (left, right) = ((r + n - 1) % n, (r + 1) % n);
     g.with_sends(|g, sends| {
@@ -1017,7 +1073,10 @@ fn allgather_ring(g: &mut Group, base: *mut u8, blocks: &[Block]) -> MpiResult<(
 /// The packed image of all blocks, `off[i]..off[i + 1]` for block i: the user's buffer itself
 /// when dense (`dense_image`), else a scratch copy (the own block packed into it) that
 /// `unpack_image` writes back.
-fn allgather_image(base: *mut u8, blocks: &[Block], off: &[usize], r: usize) -> (*mut u8, Vec<u8>) {
+///
+/// # Safety
+/// `base` is memory holding `blocks`, ours (not otherwise accessed) for the call.
+unsafe fn allgather_image(base: *mut u8, blocks: &[Block], off: &[usize], r: usize) -> (*mut u8, Vec<u8>) {
     if let Some(img) = dense_image(base, blocks, off) {
         return (img, Vec::new());
     }
@@ -1028,7 +1087,10 @@ fn allgather_image(base: *mut u8, blocks: &[Block], off: &[usize], r: usize) -> 
 }
 
 /// Writes the blocks other than `r` of a scratch image back to the user's buffer.
-fn unpack_image(base: *mut u8, blocks: &[Block], off: &[usize], r: usize, all: Vec<u8>) {
+///
+/// # Safety
+/// `base` is memory holding `blocks`, ours (not otherwise accessed) for the call.
+unsafe fn unpack_image(base: *mut u8, blocks: &[Block], off: &[usize], r: usize, all: Vec<u8>) {
     if all.is_empty() {
         return;
     }
@@ -1041,10 +1103,14 @@ fn unpack_image(base: *mut u8, blocks: &[Block], off: &[usize], r: usize, all: V
 
 /// Recursive-doubling allgather (power-of-two sizes): in round k members 2^k apart swap
 /// everything they have, an aligned run of 2^k blocks (one run of the image).
-fn allgather_recursive_doubling(g: &mut Group, base: *mut u8, blocks: &[Block]) -> MpiResult<()> {
+///
+/// # Safety
+/// `base` is memory holding `blocks`, ours (not otherwise accessed) for the call.
+unsafe fn allgather_recursive_doubling(g: &mut Group, base: *mut u8, blocks: &[Block]) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     let off = packed_offsets(blocks);
-    let (img, all) = allgather_image(base, blocks, &off, r);
+    // SAFETY: caller contract.
+    let (img, all) = unsafe { allgather_image(base, blocks, &off, r) };
     let result = g.with_sends(|g, sends| {
         let mut mask = 1;
         while mask < n {
@@ -1067,14 +1133,18 @@ fn allgather_recursive_doubling(g: &mut Group, base: *mut u8, blocks: &[Block]) 
         }
         Ok(())
     });
-    unpack_image(base, blocks, &off, r, all);
+    // SAFETY: caller contract.
+    unsafe { unpack_image(base, blocks, &off, r, all) };
     result
 }
 
 /// Bruck allgather (any size, ceil(log2 n) rounds): a member holds the blocks r, r + 1, ...
 /// in that order in a scratch buffer; in the round with distance d it sends its first
 /// min(d, n - d) blocks to r - d and appends the same number from r + d.
-fn allgather_bruck(g: &mut Group, base: *mut u8, blocks: &[Block]) -> MpiResult<()> {
+///
+/// # Safety
+/// `base` is memory holding `blocks`, ours (not otherwise accessed) for the call.
+unsafe fn allgather_bruck(g: &mut Group, base: *mut u8, blocks: &[Block]) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     let size = |j: usize| blocks[(r + j) % n].bytes();
     // ends[j]: end of relative block j in `buf`.
@@ -1160,10 +1230,12 @@ fn alltoall_with(g: &mut Group, send: Option<In>, recv: Out, uniform: bool) -> M
     let block = recv.blocks.iter().map(Block::bytes).max().unwrap_or(0);
     // SAFETY (all three): `src` holds the outgoing blocks (user buffer or `packed`), unchanged
     // until the call ends; `base` is the user's receive buffer, ours for the call.
-    let result = match tune::get().alltoall(block, n, uniform) {
-        tune::Alltoall::Bruck if n > 1 && block > 0 => alltoall_bruck(g, src, &sblocks, base, &recv.blocks, block),
-        tune::Alltoall::Pairwise => alltoall_pairwise(g, src, &sblocks, base, &recv.blocks),
-        _ => alltoall_post(g, src, &sblocks, base, &recv.blocks),
+    let result = unsafe {
+        match tune::get().alltoall(block, n, uniform) {
+            tune::Alltoall::Bruck if n > 1 && block > 0 => alltoall_bruck(g, src, &sblocks, base, &recv.blocks, block),
+            tune::Alltoall::Pairwise => alltoall_pairwise(g, src, &sblocks, base, &recv.blocks),
+            _ => alltoall_post(g, src, &sblocks, base, &recv.blocks),
+        }
     };
     recycle(packed);
     result
@@ -1171,7 +1243,11 @@ fn alltoall_with(g: &mut Group, send: Option<In>, recv: Out, uniform: bool) -> M
 
 /// Every receive posted, then every send started (beginning with the next rank up, to spread
 /// the load), then one wait; all straight from and into the buffers.
-fn alltoall_post(g: &mut Group, src: *const u8, sb: &[Block], base: *mut u8, rb: &[Block]) -> MpiResult<()> {
+///
+/// # Safety
+/// `src` holds the blocks `sb`, unchanged during the call; `base` holds the blocks `rb`, ours
+/// for the call.
+unsafe fn alltoall_post(g: &mut Group, src: *const u8, sb: &[Block], base: *mut u8, rb: &[Block]) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     let order: Vec<usize> = (1..n).map(|k| (r + k) % n).collect();
     g.with_sends(|g, sends| {
@@ -1196,7 +1272,11 @@ fn alltoall_post(g: &mut Group, src: *const u8, sb: &[Block], base: *mut u8, rb:
 
 /// Pairwise exchange: in step i a member sends to r + i and receives from r - i (partners
 /// r ^ i on power-of-two sizes), one receive in flight.
-fn alltoall_pairwise(g: &mut Group, src: *const u8, sb: &[Block], base: *mut u8, rb: &[Block]) -> MpiResult<()> {
+///
+/// # Safety
+/// `src` holds the blocks `sb`, unchanged during the call; `base` holds the blocks `rb`, ours
+/// for the call.
+unsafe fn alltoall_pairwise(g: &mut Group, src: *const u8, sb: &[Block], base: *mut u8, rb: &[Block]) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     // SAFETY: distinct buffers (an overlapping or in-place input was copied).
     unsafe { copy_block(src, &sb[r], base, &rb[r]) };
@@ -1221,7 +1301,11 @@ fn alltoall_pairwise(g: &mut Group, src: *const u8, sb: &[Block], base: *mut u8,
 /// rotated so that slot i holds the block for r + i; in the round for bit k every slot with
 /// bit k set goes, in one message, to r + 2^k (and arrives from r - 2^k); slot i finally
 /// holds the block from r - i.
-fn alltoall_bruck(
+///
+/// # Safety
+/// `src` holds the blocks `sb`, unchanged during the call; `base` holds the blocks `rb`, ours
+/// for the call.
+unsafe fn alltoall_bruck(
     g: &mut Group,
     src: *const u8,
     sb: &[Block],
