@@ -2,11 +2,16 @@
 //!
 //! All traffic goes on the communicator's internal context (`Comm::coll_ctx`) with a tag per
 //! collective kind and phase, so it never matches user messages. Data travels packed (the
-//! datatype's bytes without padding); user buffers are read and written only at the start and
-//! end, through `In`/`Out` block lists. Sends carry library-owned copies and are released as
-//! soon as they are started (the engine completes them on its own), so a collective waits only
-//! for what it receives. Message order between two ranks is FIFO per tag, which keeps rounds
-//! and consecutive collectives apart without per-round tags.
+//! datatype's bytes without padding). Bcast, gather, scatter, allgather, all-to-all and
+//! reduce-scatter move data straight between the user's buffers (`In`/`Out` block lists):
+//! sends read the user's blocks (a rendezvous receiver copies them with one single-copy read;
+//! the engine packs non-contiguous data itself) and are waited for before the call returns,
+//! receives land in the user's blocks; only algorithms that forward, reorder or combine data
+//! stage it, in scratch buffers kept between calls (`scratch`). The reductions' own paths
+//! (`allreduce`, `sparse`) send library-owned packed copies released as soon as they are
+//! started. A collective with nothing to move returns at once (every rank knows that from its
+//! own counts). Message order between two ranks is FIFO per tag, which keeps rounds and
+//! consecutive collectives apart without per-round tags.
 //!
 //! Algorithms (chosen per call by `tune`, by communicator and message size; every choice and
 //! threshold has an `OXMPI_*` override): dissemination barrier; broadcast by binomial tree or,
@@ -15,7 +20,8 @@
 //! reduce + broadcast (`allreduce`), sparse-aware for predefined operations (`sparse`);
 //! allgather(v) by ring, recursive doubling or Bruck; all-to-all by posting everything,
 //! pairwise exchange, or Bruck (uniform blocks); reduce-scatter by recursive halving or
-//! pairwise exchange (commutative operations) or reduce + scatter; linear gather/scatter;
+//! pairwise exchange (commutative operations) or reduce + scatter; gather/scatter linear or,
+//! for small totals on 4 members or more, by binomial tree;
 //! scan/exscan by recursive doubling.
 
 use crate::abi::consts::*;
