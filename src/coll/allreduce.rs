@@ -364,7 +364,9 @@ pub(super) fn reduce_scatter_halving(
 
 /// Reduce-scatter by pairwise exchange (commutative operations): in step i every member
 /// sends member r + i its block of the input (straight from it) and combines the block it
-/// gets from r - i into its own, kept in the user's receive block when contiguous.
+/// gets from r - i into its own result, kept in the user's receive block when contiguous.
+/// The first block received lands there directly and the input is combined into it, so
+/// the own input block is never copied.
 pub(super) fn reduce_scatter_pairwise(
     g: &mut Group,
     input: &[u8],
@@ -379,20 +381,22 @@ pub(super) fn reduce_scatter_pairwise(
     let len = disp[r + 1] - disp[r];
     let block = out.blocks[0].clone();
     let mut staged = Vec::new();
-    let acc: &mut [u8] = if block.is_contiguous() && block.bytes() >= len {
-        &mut out.mem[block.offset..block.offset + len]
+    let accp: *mut u8 = if block.is_contiguous() && block.bytes() >= len {
+        out.mem[block.offset..].as_mut_ptr()
     } else {
         staged = super::scratch(len);
-        &mut staged
+        staged.as_mut_ptr()
     };
-    acc.copy_from_slice(&input[disp[r]..disp[r + 1]]);
-    let mut tmp = super::scratch(len);
+    let mut tmp = super::scratch(if n > 2 { len } else { 0 });
     let tmpp = tmp.as_mut_ptr();
+    let own = &input[disp[r]..disp[r + 1]];
     let result = g.with_sends(|g, sends| {
         for i in 1..n {
             let (dst, src) = ((r + i) % n, (r + n - i) % n);
-            // SAFETY: our scratch, read only after the receive finished.
-            let q = (len > 0).then(|| unsafe { g.irecv_bytes(src, tag, tmpp, len) });
+            let into = if i == 1 { accp } else { tmpp };
+            // SAFETY: `len` bytes of the user's block or our scratch, read only after the
+            // receive finished.
+            let q = (len > 0).then(|| unsafe { g.irecv_bytes(src, tag, into, len) });
             if disp[dst + 1] > disp[dst] {
                 // SAFETY: `input` outlives the call's sends (with_sends waits for them).
                 sends
@@ -406,8 +410,13 @@ pub(super) fn reduce_scatter_pairwise(
                         format!("reduce_scatter: rank {src} sent {got} bytes for a block of {len}"),
                     );
                 }
-                // SAFETY: received above, `len` bytes of our scratch.
-                red.apply(unsafe { std::slice::from_raw_parts(tmpp, len) }, acc);
+                // SAFETY: `len` bytes at `accp` (and `tmpp` from step 2 on), received above.
+                let acc = unsafe { std::slice::from_raw_parts_mut(accp, len) };
+                if i == 1 {
+                    red.apply(own, acc);
+                } else {
+                    red.apply(unsafe { std::slice::from_raw_parts(tmpp, len) }, acc);
+                }
             }
         }
         Ok(())
