@@ -1030,31 +1030,56 @@ pub fn allgather(g: &mut Group, send: Option<In>, recv: Out) -> MpiResult<()> {
         return Ok(());
     }
     let base = recv.mem.as_mut_ptr();
-    if let Some(s) = &send {
-        // SAFETY: distinct user buffers (an overlapping input was copied); nothing in flight.
-        unsafe { copy_block(in_ptr(s), &s.blocks[0], base, &recv.blocks[r]) };
-    }
+    // The own block goes out straight from the send buffer in the first step (a peer reads it
+    // faster there than from a copy just written on this core); it is copied into the
+    // receive buffer while that first transfer runs.
+    let own = send.as_ref().map(|s| Own { mem: in_ptr(s), block: &s.blocks[0] });
     if n == 1 {
+        if let Some(o) = &own {
+            // SAFETY: distinct user buffers (an overlapping input was copied).
+            unsafe { o.copy_to(base, &recv.blocks[r]) };
+        }
         return Ok(());
     }
     let blocks = &recv.blocks;
     let total: usize = blocks.iter().map(Block::bytes).sum();
-    // SAFETY (all three): `base` is the user's receive buffer, ours for the call.
+    // SAFETY (all three): `base` is the user's receive buffer, ours for the call; `own` the
+    // user's send buffer, distinct from it and unchanged during the call.
     unsafe {
         match tune::get().allgather(total, n) {
-            tune::Allgather::Ring => allgather_ring(g, base, blocks),
-            tune::Allgather::RecursiveDoubling if n.is_power_of_two() => allgather_recursive_doubling(g, base, blocks),
-            _ => allgather_bruck(g, base, blocks),
+            tune::Allgather::Ring => allgather_ring(g, base, blocks, own),
+            tune::Allgather::RecursiveDoubling if n.is_power_of_two() => {
+                allgather_recursive_doubling(g, base, blocks, own)
+            }
+            _ => allgather_bruck(g, base, blocks, own),
         }
     }
 }
 
+/// An allgather's own block in the send buffer (not in place).
+struct Own<'a> {
+    mem: *const u8,
+    block: &'a Block,
+}
+
+impl Own<'_> {
+    /// Copies the block into block `db` of the memory at `dst`.
+    ///
+    /// # Safety
+    /// As `copy_block`.
+    unsafe fn copy_to(&self, dst: *mut u8, db: &Block) {
+        // SAFETY: caller contract.
+        unsafe { copy_block(self.mem, self.block, dst, db) }
+    }
+}
+
 /// Ring allgather: in step k each member forwards the block it got in step k - 1, straight
-/// from and into the user's buffer at `base` (own block in place).
+/// from and into the user's buffer at `base` (own block in place, or in `own`).
 ///
 /// # Safety
-/// `base` is memory holding `blocks`, ours (not otherwise accessed) for the call.
-unsafe fn allgather_ring(g: &mut Group, base: *mut u8, blocks: &[Block]) -> MpiResult<()> {
+/// `base` is memory holding `blocks`, ours (not otherwise accessed) for the call; `own` is
+/// separate memory, unchanged during the call.
+unsafe fn allgather_ring(g: &mut Group, base: *mut u8, blocks: &[Block], own: Option<Own>) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     let (left, right) = ((r + n - 1) % n, (r + 1) % n);
     g.with_sends(|g, sends| {
@@ -1064,9 +1089,19 @@ unsafe fn allgather_ring(g: &mut Group, base: *mut u8, blocks: &[Block]) -> MpiR
             // `sent` only read from now on.
             let req =
                 (blocks[from].bytes() > 0).then(|| unsafe { g.irecv_block(left, tag::ALLGATHER, base, &blocks[from]) });
-            if blocks[sent].bytes() > 0 {
+            match &own {
+                // SAFETY: as above, and the caller's contract on `own`; with_sends waits.
+                Some(o) if step == 0 => unsafe {
+                    if o.block.bytes() > 0 {
+                        sends.push(g.isend_block(right, tag::ALLGATHER, o.mem, o.block));
+                    }
+                    o.copy_to(base, &blocks[r]);
+                },
                 // SAFETY: as above; with_sends waits for the send.
-                sends.push(unsafe { g.isend_block(right, tag::ALLGATHER, base, &blocks[sent]) });
+                _ if blocks[sent].bytes() > 0 => {
+                    sends.push(unsafe { g.isend_block(right, tag::ALLGATHER, base, &blocks[sent]) })
+                }
+                _ => {}
             }
             if let Some(q) = req {
                 g.finish_recvs(&[q])?;
@@ -1082,13 +1117,25 @@ unsafe fn allgather_ring(g: &mut Group, base: *mut u8, blocks: &[Block]) -> MpiR
 ///
 /// # Safety
 /// `base` is memory holding `blocks`, ours (not otherwise accessed) for the call.
-unsafe fn allgather_image(base: *mut u8, blocks: &[Block], off: &[usize], r: usize) -> (*mut u8, Vec<u8>) {
+unsafe fn allgather_image(
+    base: *mut u8,
+    blocks: &[Block],
+    off: &[usize],
+    r: usize,
+    own: &Option<Own>,
+) -> (*mut u8, Vec<u8>) {
     if let Some(img) = dense_image(base, blocks, off) {
         return (img, Vec::new());
     }
     let mut all = scratch(off[blocks.len()]);
-    // SAFETY: the user's buffer and our scratch, which holds block r at off[r].
-    unsafe { copy_block(base, &blocks[r], all.as_mut_ptr(), &Block::bytes_at(off[r], off[r + 1] - off[r])) };
+    let at = Block::bytes_at(off[r], off[r + 1] - off[r]);
+    // SAFETY: the user's buffers and our scratch, which holds block r at off[r].
+    unsafe {
+        match own {
+            Some(o) => o.copy_to(all.as_mut_ptr(), &at),
+            None => copy_block(base, &blocks[r], all.as_mut_ptr(), &at),
+        }
+    }
     (all.as_mut_ptr(), all)
 }
 
@@ -1111,12 +1158,18 @@ unsafe fn unpack_image(base: *mut u8, blocks: &[Block], off: &[usize], r: usize,
 /// everything they have, an aligned run of 2^k blocks (one run of the image).
 ///
 /// # Safety
-/// `base` is memory holding `blocks`, ours (not otherwise accessed) for the call.
-unsafe fn allgather_recursive_doubling(g: &mut Group, base: *mut u8, blocks: &[Block]) -> MpiResult<()> {
+/// `base` is memory holding `blocks`, ours (not otherwise accessed) for the call; `own` is
+/// separate memory, unchanged during the call.
+unsafe fn allgather_recursive_doubling(
+    g: &mut Group,
+    base: *mut u8,
+    blocks: &[Block],
+    own: Option<Own>,
+) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     let off = packed_offsets(blocks);
     // SAFETY: caller contract.
-    let (img, all) = unsafe { allgather_image(base, blocks, &off, r) };
+    let (img, all) = unsafe { allgather_image(base, blocks, &off, r, &own) };
     let result = g.with_sends(|g, sends| {
         let mut mask = 1;
         while mask < n {
@@ -1128,8 +1181,17 @@ unsafe fn allgather_recursive_doubling(g: &mut Group, base: *mut u8, blocks: &[B
             unsafe {
                 let q = (rhi > rlo).then(|| g.irecv_bytes(dst, tag::ALLGATHER, img.add(rlo), rhi - rlo));
                 let (slo, shi) = (off[mine], off[mine + mask]);
-                if shi > slo {
-                    sends.push(g.isend_bytes(dst, tag::ALLGATHER, img.add(slo), shi - slo));
+                match &own {
+                    // The first round sends the own block alone: from the send buffer, copied
+                    // in meanwhile (a scratch image has it already).
+                    Some(o) if mask == 1 => {
+                        if shi > slo {
+                            sends.push(g.isend_block(dst, tag::ALLGATHER, o.mem, o.block));
+                        }
+                        o.copy_to(base, &blocks[r]);
+                    }
+                    _ if shi > slo => sends.push(g.isend_bytes(dst, tag::ALLGATHER, img.add(slo), shi - slo)),
+                    _ => {}
                 }
                 if let Some(q) = q {
                     g.finish_recvs(&[q])?;
@@ -1149,8 +1211,9 @@ unsafe fn allgather_recursive_doubling(g: &mut Group, base: *mut u8, blocks: &[B
 /// min(d, n - d) blocks to r - d and appends the same number from r + d.
 ///
 /// # Safety
-/// `base` is memory holding `blocks`, ours (not otherwise accessed) for the call.
-unsafe fn allgather_bruck(g: &mut Group, base: *mut u8, blocks: &[Block]) -> MpiResult<()> {
+/// `base` is memory holding `blocks`, ours (not otherwise accessed) for the call; `own` is
+/// separate memory, unchanged during the call.
+unsafe fn allgather_bruck(g: &mut Group, base: *mut u8, blocks: &[Block], own: Option<Own>) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     let size = |j: usize| blocks[(r + j) % n].bytes();
     // ends[j]: end of relative block j in `buf`.
@@ -1162,8 +1225,16 @@ unsafe fn allgather_bruck(g: &mut Group, base: *mut u8, blocks: &[Block]) -> Mpi
     }
     let mut buf = scratch(at);
     let b = buf.as_mut_ptr();
-    // SAFETY: the user's buffer and our scratch, which starts with the own block.
-    unsafe { copy_block(base, &blocks[r], b, &Block::bytes_at(0, ends[0])) };
+    // SAFETY: the user's buffers and our scratch, which starts with the own block.
+    unsafe {
+        match &own {
+            Some(o) => {
+                o.copy_to(b, &Block::bytes_at(0, ends[0]));
+                o.copy_to(base, &blocks[r]);
+            }
+            None => copy_block(base, &blocks[r], b, &Block::bytes_at(0, ends[0])),
+        }
+    }
     let result = g.with_sends(|g, sends| {
         let mut dist = 1;
         while dist < n {
