@@ -295,6 +295,19 @@ pub(super) fn schedule(
     Ok(())
 }
 
+/// Whether a blocking collective on an intracommunicator returns at once: it moves `bytes`,
+/// computed alike by every member from its own arguments, and there are none (MPICH returns
+/// at once too; the standard asks no synchronisation of such calls).
+/// `bytes` runs only then (it checks arguments that are significant only there).
+fn nothing_to_move(g: &Group, mode: &Mode, bytes: impl FnOnce() -> MpiResult<usize>) -> MpiResult<bool> {
+    Ok(matches!(mode, Mode::Blocking) && !g.is_inter() && bytes()? == 0)
+}
+
+/// Bytes of `count` elements of `datatype` (checked).
+fn bytes_of(count: i64, datatype: MPI_Datatype, what: &str) -> MpiResult<usize> {
+    Ok(check_count(count, what)? * datatype::layout(datatype)?.size)
+}
+
 /// Handle prefix of requests (as in abi::p2p).
 const DIRECT_REQUEST: u32 = 0xac00_0000;
 
@@ -362,6 +375,9 @@ pub unsafe fn MPI_Bcast_c(
         let count = if root.takes_part() || root.is_root(g.rank()) { count } else { 0 };
         check_buf(buffer, count * layout.size, "buffer")?;
         check_not_in_place(buffer, "the buffer")?;
+        if nothing_to_move(g, &mode, || Ok(count * layout.size))? {
+            return Ok(());
+        }
         // SAFETY: the caller's buffer, used only for this call.
         let region = Region::new(buffer, &[(0, count, layout)]);
         let root = match root {
@@ -425,6 +441,9 @@ pub unsafe fn MPI_Reduce_c(
             if sends && !in_place && bytes > 0 {
                 check_alias(sendbuf, recvbuf)?;
             }
+        }
+        if nothing_to_move(g, &mode, || Ok(bytes))? {
+            return Ok(());
         }
         let block = [(0, count, layout)];
         let send = (sends && !in_place).then(|| Region::new(sendbuf, &block));
@@ -500,6 +519,9 @@ unsafe fn all_reduce_like(
         check_not_in_place(recvbuf, "recvbuf")?;
         if !in_place && bytes > 0 {
             check_alias(sendbuf, recvbuf)?;
+        }
+        if nothing_to_move(g, &mode, || Ok(bytes))? {
+            return Ok(());
         }
         let block = [(0, count, layout)];
         let send = (!in_place).then(|| Region::new(sendbuf, &block));
@@ -630,6 +652,9 @@ unsafe fn reduce_scatter(
         let own = if in_place { total } else { counts[r] };
         check_buf(recvbuf, own * layout.size, "recvbuf")?;
         check_not_in_place(recvbuf, "recvbuf")?;
+        if nothing_to_move(g, &mode, || Ok(total * layout.size))? {
+            return Ok(());
+        }
         let send = (!in_place).then(|| Region::new(sendbuf, &[(0, total, layout.clone())]));
         // With MPI_IN_PLACE the receive buffer also holds the whole input vector (block 1).
         let recv_blocks: Vec<(i64, usize, Layout)> = if in_place {
@@ -724,6 +749,15 @@ unsafe fn gather(
         let in_place = is_in_place(sendbuf);
         if in_place && !is_root {
             return err(MPI_ERR_BUFFER, "MPI_IN_PLACE as sendbuf is only allowed at the root");
+        }
+        // Nothing to move: a member's own block, or the root's uniform blocks, are empty.
+        let mine = || match recv {
+            _ if !is_root => bytes_of(sendcount, sendtype, "sendcount"),
+            Spread::Uniform(c) => bytes_of(c, recvtype, "recvcount"),
+            Spread::Varying { .. } => Ok(1),
+        };
+        if nothing_to_move(g, &mode, mine)? {
+            return Ok(());
         }
         let send = if in_place || !root.takes_part() {
             None
@@ -830,6 +864,15 @@ unsafe fn scatter(
         if in_place && !is_root {
             return err(MPI_ERR_BUFFER, "MPI_IN_PLACE as recvbuf is only allowed at the root");
         }
+        // Nothing to move: a member's own block, or the root's uniform blocks, are empty.
+        let mine = || match send {
+            _ if !is_root => bytes_of(recvcount, recvtype, "recvcount"),
+            Spread::Uniform(c) => bytes_of(c, sendtype, "sendcount"),
+            Spread::Varying { .. } => Ok(1),
+        };
+        if nothing_to_move(g, &mode, mine)? {
+            return Ok(());
+        }
         // MPI_Scatter's blocks have the same size on every rank (the binomial tree may run).
         let uniform = matches!(send, Spread::Uniform(_));
         let send = if is_root {
@@ -930,6 +973,11 @@ unsafe fn allgather(
     with_any_group(comm, mode, |g, mode| {
         check_not_in_place_inter(g, sendbuf, "sendbuf")?;
         let in_place = is_in_place(sendbuf);
+        if let Spread::Uniform(c) = recv
+            && nothing_to_move(g, &mode, || bytes_of(c, recvtype, "recvcount"))?
+        {
+            return Ok(());
+        }
         let send = if in_place {
             None
         } else {
@@ -1070,6 +1118,14 @@ unsafe fn alltoall(
         let n = g.peer_count();
         check_not_in_place_inter(g, sendbuf, "sendbuf")?;
         let in_place = is_in_place(sendbuf);
+        if let (Spread::Uniform(sc), Spread::Uniform(rc), Types::One(st), Types::One(rt)) =
+            (send, recv, sendtypes, recvtypes)
+        {
+            let out = || Ok(if in_place { 0 } else { bytes_of(sc, st, "sendcount")? });
+            if nothing_to_move(g, &mode, || Ok(out()? + bytes_of(rc, rt, "recvcount")?))? {
+                return Ok(());
+            }
+        }
         let send = if in_place {
             None
         } else {

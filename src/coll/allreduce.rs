@@ -12,7 +12,7 @@
 
 use super::sparse::{Acc, Vecs};
 use super::tune::{self, Allreduce};
-use super::{Group, bcast_packed, tag};
+use super::{Group, Out, bcast_packed, tag};
 use crate::error::MpiResult;
 
 /// Allreduce of `acc` (this member's contribution); returns the result.
@@ -237,98 +237,194 @@ fn ring(g: &mut Group, mut acc: Acc, v: &Vecs, tag: i32) -> MpiResult<Acc> {
     Ok(acc)
 }
 
-/// Reduce-scatter by recursive halving (commutative operations; MPICH's algorithm): after
-/// folding to `pof2` ranks, each step halves the window of blocks a rank is responsible for,
-/// exchanging the other half with the partner; a folded pair's surviving rank finally hands
-/// the even rank its block. `mine` is the whole packed input, `counts` the elements of every
-/// member's block; returns this member's packed block.
-pub(super) fn reduce_scatter_halving(
-    g: &mut Group,
-    mine: Vec<u8>,
-    red: &crate::op::Reduction,
-    counts: &[usize],
-    tag: i32,
-) -> MpiResult<Vec<u8>> {
-    let (n, r) = (g.size(), g.rank());
-    let total: usize = counts.iter().sum();
-    let v = Vecs::dense(red, total);
-    let mut acc = Acc::Dense(mine);
-    let pof2 = tune::pof2_below(n);
-    let rem = n - pof2;
-    let mut disp = Vec::with_capacity(n + 1);
+/// Element offsets of blocks of `counts` elements laid end to end (one more entry: the total).
+fn displacements(counts: &[usize]) -> Vec<usize> {
+    let mut disp = Vec::with_capacity(counts.len() + 1);
     let mut at = 0;
     for &c in counts {
         disp.push(at);
         at += c;
     }
-    disp.push(total);
-    let Some(nr) = fold_in(g, &mut acc, &v, tag)? else {
-        return g.recv(r + 1, tag, v.msg_len(disp[r], disp[r + 1]));
-    };
-    // The pieces of the power-of-two group: a folded pair owns both its members' blocks.
-    let newdisp: Vec<usize> =
-        (0..pof2).map(|i| disp[if i < rem { 2 * i } else { i + rem }]).chain(std::iter::once(total)).collect();
-    let (mut send_idx, mut recv_idx, mut last_idx) = (0, 0, pof2);
-    let mut mask = pof2 >> 1;
-    while mask > 0 {
-        let newdst = nr ^ mask;
-        let dst = real_rank(newdst, rem);
-        let (send, recv) = if nr < newdst {
-            send_idx = recv_idx + mask;
-            ((send_idx, last_idx), (recv_idx, send_idx))
-        } else {
-            recv_idx = send_idx + mask;
-            ((send_idx, recv_idx), (recv_idx, last_idx))
-        };
-        let (slo, shi, rlo, rhi) = (newdisp[send.0], newdisp[send.1], newdisp[recv.0], newdisp[recv.1]);
-        let theirs = g.sendrecv(dst, v.message(&acc, slo, shi), dst, v.msg_len(rlo, rhi), tag)?;
-        v.absorb(&mut acc, rlo, rhi, theirs, dst < r)?;
-        send_idx = recv_idx;
-        last_idx = recv_idx + mask;
-        mask >>= 1;
-    }
-    if r < 2 * rem {
-        g.send(r - 1, tag, v.message(&acc, disp[r - 1], disp[r]));
-    }
-    Ok(v.message(&acc, disp[r], disp[r + 1]))
+    disp.push(at);
+    disp
 }
 
-/// Reduce-scatter by pairwise exchange (commutative operations): in step i every member
-/// sends member r + i its block of the input and combines the block it gets from r - i.
-pub(super) fn reduce_scatter_pairwise(
+/// Reduce-scatter by recursive halving (commutative operations; MPICH's algorithm): after
+/// folding to `pof2` ranks, each step halves the window of blocks a rank is responsible for,
+/// exchanging the other half with the partner; a folded pair's surviving rank finally hands
+/// the even rank its block. `input` is the whole packed input, `counts` the elements of every
+/// member's block; this member's block goes to `out`.
+///
+/// Partial results live in one scratch vector; the input is never copied: the first
+/// exchange lands in the scratch vector and the input is combined into it there.
+pub(super) fn reduce_scatter_halving(
     g: &mut Group,
-    mine: &[u8],
+    input: &[u8],
     red: &crate::op::Reduction,
     counts: &[usize],
     tag: i32,
-) -> MpiResult<Vec<u8>> {
+    out: &mut Out,
+) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     let size = red.elem_size();
-    let mut disp = Vec::with_capacity(n + 1);
-    let mut at = 0;
-    for &c in counts {
-        disp.push(at);
-        at += c * size;
-    }
-    disp.push(at);
-    let mut acc = mine[disp[r]..disp[r + 1]].to_vec();
-    for i in 1..n {
-        let (dst, src) = ((r + i) % n, (r + n - i) % n);
-        let req = (!acc.is_empty()).then(|| g.post_recv(src, tag, acc.len()));
-        if disp[dst + 1] > disp[dst] {
-            g.send(dst, tag, mine[disp[dst]..disp[dst + 1]].to_vec());
-        }
-        if let Some(q) = req {
-            g.wait_all(&[q]);
-            let theirs = g.take(q)?;
-            if theirs.len() != acc.len() {
-                return crate::error::err(
-                    crate::abi::consts::MPI_ERR_TRUNCATE,
-                    format!("reduce_scatter: rank {src} sent {} bytes for a block of {}", theirs.len(), acc.len()),
-                );
+    let disp = displacements(counts);
+    let total = disp[n];
+    let pof2 = tune::pof2_below(n);
+    let rem = n - pof2;
+    if r < 2 * rem && r % 2 == 0 {
+        // Folded out: hand the whole input to r + 1, get this member's block back.
+        let base = out.mem.as_mut_ptr();
+        let block = out.blocks[0].clone();
+        return g.with_sends(|g, sends| {
+            // SAFETY: `input` and the user's receive buffer outlive the call's transfers
+            // (with_sends and finish_recvs wait for them).
+            unsafe {
+                sends.push(g.isend_bytes(r + 1, tag, input.as_ptr(), input.len()));
+                let q = (block.bytes() > 0).then(|| g.irecv_block(r + 1, tag, base, &block));
+                g.finish_recvs(q.as_slice())
             }
-            red.apply(&theirs, &mut acc);
-        }
+        });
     }
-    Ok(acc)
+    let mut acc = super::scratch(total * size);
+    let mut tmp = super::scratch(total * size);
+    let (accp, tmpp) = (acc.as_mut_ptr(), tmp.as_mut_ptr());
+    // SAFETY: element range lo..hi of the scratch vector at `p` (total elements).
+    let part = |p: *mut u8, lo: usize, hi: usize| unsafe {
+        std::slice::from_raw_parts_mut(p.add(lo * size), (hi - lo) * size)
+    };
+    let input_part = |lo: usize, hi: usize| &input[lo * size..hi * size];
+    let result = g.with_sends(|g, sends| {
+        // Whether `acc` holds the partial result of this member's window yet (else the input does).
+        let mut combined = false;
+        let nr = if r < 2 * rem {
+            // SAFETY: our scratch, received into before it is read.
+            let q = unsafe { g.irecv_bytes(r - 1, tag, accp, total * size) };
+            g.finish_recvs(&[q])?;
+            red.apply(input, part(accp, 0, total));
+            combined = true;
+            r / 2
+        } else {
+            r - rem
+        };
+        // The pieces of the power-of-two group: a folded pair owns both its members' blocks.
+        let newdisp: Vec<usize> =
+            (0..pof2).map(|i| disp[if i < rem { 2 * i } else { i + rem }]).chain(std::iter::once(total)).collect();
+        let (mut send_idx, mut recv_idx, mut last_idx) = (0, 0, pof2);
+        let mut mask = pof2 >> 1;
+        while mask > 0 {
+            let newdst = nr ^ mask;
+            let dst = real_rank(newdst, rem);
+            let (send, recv) = if nr < newdst {
+                send_idx = recv_idx + mask;
+                ((send_idx, last_idx), (recv_idx, send_idx))
+            } else {
+                recv_idx = send_idx + mask;
+                ((send_idx, recv_idx), (recv_idx, last_idx))
+            };
+            let (slo, shi, rlo, rhi) = (newdisp[send.0], newdisp[send.1], newdisp[recv.0], newdisp[recv.1]);
+            // The partner's half of the window comes into `tmp`, or for the first exchange
+            // straight into `acc`, where the input is then combined in.
+            let into = if combined { tmpp } else { accp };
+            // SAFETY: scratch ranges outside the window being sent; the sent range (input or
+            // `acc`) is not written again; with_sends waits for the send.
+            unsafe {
+                let q = (rhi > rlo).then(|| g.irecv_bytes(dst, tag, into.add(rlo * size), (rhi - rlo) * size));
+                if shi > slo {
+                    let from = if combined { accp as *const u8 } else { input.as_ptr() };
+                    sends.push(g.isend_bytes(dst, tag, from.add(slo * size), (shi - slo) * size));
+                }
+                if let Some(q) = q {
+                    g.finish_recvs(&[q])?;
+                }
+            }
+            if combined {
+                red.apply(part(tmpp, rlo, rhi), part(accp, rlo, rhi));
+            } else {
+                red.apply(input_part(rlo, rhi), part(accp, rlo, rhi));
+            }
+            combined = true;
+            send_idx = recv_idx;
+            last_idx = recv_idx + mask;
+            mask >>= 1;
+        }
+        if r < 2 * rem {
+            let (lo, hi) = (disp[r - 1], disp[r]);
+            if hi > lo {
+                // SAFETY: the folded member's finished block; `acc` outlives the send.
+                sends.push(unsafe { g.isend_bytes(r - 1, tag, accp.add(lo * size), (hi - lo) * size) });
+            }
+        }
+        out.put(0, part(accp, disp[r], disp[r + 1]));
+        Ok(())
+    });
+    super::recycle(acc);
+    super::recycle(tmp);
+    result
+}
+
+/// Reduce-scatter by pairwise exchange (commutative operations): in step i every member
+/// sends member r + i its block of the input (straight from it) and combines the block it
+/// gets from r - i into its own result, kept in the user's receive block when contiguous.
+/// The first block received lands there directly and the input is combined into it, so
+/// the own input block is never copied.
+pub(super) fn reduce_scatter_pairwise(
+    g: &mut Group,
+    input: &[u8],
+    red: &crate::op::Reduction,
+    counts: &[usize],
+    tag: i32,
+    out: &mut Out,
+) -> MpiResult<()> {
+    let (n, r) = (g.size(), g.rank());
+    let size = red.elem_size();
+    let disp: Vec<usize> = displacements(counts).iter().map(|d| d * size).collect();
+    let len = disp[r + 1] - disp[r];
+    let block = out.blocks[0].clone();
+    let mut staged = Vec::new();
+    let accp: *mut u8 = if block.is_contiguous() && block.bytes() >= len {
+        out.mem[block.offset..].as_mut_ptr()
+    } else {
+        staged = super::scratch(len);
+        staged.as_mut_ptr()
+    };
+    let mut tmp = super::scratch(if n > 2 { len } else { 0 });
+    let tmpp = tmp.as_mut_ptr();
+    let own = &input[disp[r]..disp[r + 1]];
+    let result = g.with_sends(|g, sends| {
+        for i in 1..n {
+            let (dst, src) = ((r + i) % n, (r + n - i) % n);
+            let into = if i == 1 { accp } else { tmpp };
+            // SAFETY: `len` bytes of the user's block or our scratch, read only after the
+            // receive finished.
+            let q = (len > 0).then(|| unsafe { g.irecv_bytes(src, tag, into, len) });
+            if disp[dst + 1] > disp[dst] {
+                // SAFETY: `input` outlives the call's sends (with_sends waits for them).
+                sends
+                    .push(unsafe { g.isend_bytes(dst, tag, input.as_ptr().add(disp[dst]), disp[dst + 1] - disp[dst]) });
+            }
+            if let Some(q) = q {
+                let got = g.finish_recv(q)?;
+                if got != len {
+                    return crate::error::err(
+                        crate::abi::consts::MPI_ERR_TRUNCATE,
+                        format!("reduce_scatter: rank {src} sent {got} bytes for a block of {len}"),
+                    );
+                }
+                // SAFETY: `len` bytes at `accp` (and `tmpp` from step 2 on), received above.
+                let acc = unsafe { std::slice::from_raw_parts_mut(accp, len) };
+                if i == 1 {
+                    red.apply(own, acc);
+                } else {
+                    red.apply(unsafe { std::slice::from_raw_parts(tmpp, len) }, acc);
+                }
+            }
+        }
+        Ok(())
+    });
+    if !staged.is_empty() {
+        out.put(0, &staged);
+        super::recycle(staged);
+    }
+    super::recycle(tmp);
+    result
 }

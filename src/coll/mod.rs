@@ -2,11 +2,16 @@
 //!
 //! All traffic goes on the communicator's internal context (`Comm::coll_ctx`) with a tag per
 //! collective kind and phase, so it never matches user messages. Data travels packed (the
-//! datatype's bytes without padding); user buffers are read and written only at the start and
-//! end, through `In`/`Out` block lists. Sends carry library-owned copies and are released as
-//! soon as they are started (the engine completes them on its own), so a collective waits only
-//! for what it receives. Message order between two ranks is FIFO per tag, which keeps rounds
-//! and consecutive collectives apart without per-round tags.
+//! datatype's bytes without padding). Bcast, gather, scatter, allgather, all-to-all and
+//! reduce-scatter move data straight between the user's buffers (`In`/`Out` block lists):
+//! sends read the user's blocks (a rendezvous receiver copies them with one single-copy read;
+//! the engine packs non-contiguous data itself) and are waited for before the call returns,
+//! receives land in the user's blocks; only algorithms that forward, reorder or combine data
+//! stage it, in scratch buffers kept between calls (`scratch`). The reductions' own paths
+//! (`allreduce`, `sparse`) send library-owned packed copies released as soon as they are
+//! started. A collective with nothing to move returns at once (every rank knows that from its
+//! own counts). Message order between two ranks is FIFO per tag, which keeps rounds and
+//! consecutive collectives apart without per-round tags.
 //!
 //! Algorithms (chosen per call by `tune`, by communicator and message size; every choice and
 //! threshold has an `OXMPI_*` override): dissemination barrier; broadcast by binomial tree or,
@@ -15,12 +20,13 @@
 //! reduce + broadcast (`allreduce`), sparse-aware for predefined operations (`sparse`);
 //! allgather(v) by ring, recursive doubling or Bruck; all-to-all by posting everything,
 //! pairwise exchange, or Bruck (uniform blocks); reduce-scatter by recursive halving or
-//! pairwise exchange (commutative operations) or reduce + scatter; linear gather/scatter;
+//! pairwise exchange (commutative operations) or reduce + scatter; gather/scatter linear or,
+//! for small totals on 4 members or more, by binomial tree;
 //! scan/exscan by recursive doubling.
 
 use crate::abi::consts::*;
 use crate::comm::Comm;
-use crate::datatype::Layout;
+use crate::datatype::{BYTE, Layout};
 use crate::error::{MpiResult, err};
 use crate::op::{self, Reduction};
 use crate::p2p::buffers::{RecvBuf, SendBuf};
@@ -137,19 +143,95 @@ impl<'a> Group<'a> {
     fn take(&mut self, req: u32) -> MpiResult<Vec<u8>> {
         let r = self.engine.reqs.remove(req).expect("collective receive request vanished");
         let Op::Recv { buf, .. } = r.op else { unreachable!("collective request is not a receive") };
-        if r.status.error == MPI_ERR_TRUNCATE {
-            return err(
-                MPI_ERR_TRUNCATE,
-                format!(
-                    "message truncated: rank {} sent more data than this rank's receive count and type allow \
-                     (counts or types differ between ranks)",
-                    r.status.source
-                ),
-            );
-        }
+        check_truncation(&r.status)?;
         let mut v = buf.into_owned();
         v.truncate(r.status.bytes);
         Ok(v)
+    }
+
+    /// Starts a send of block `b` of the memory at `mem` straight from that memory (the engine
+    /// packs or gathers non-contiguous data itself); returns the request (`finish_sends`).
+    ///
+    /// # Safety
+    /// `mem` holds the block, unchanged until the request completes.
+    unsafe fn isend_block(&mut self, to: usize, tag: i32, mem: *const u8, b: &Block) -> u32 {
+        // SAFETY: caller contract.
+        let buf = unsafe { SendBuf::new(b.base(mem), b.layout.clone(), b.count) };
+        let env = Envelope { ctx: self.ctx, src: self.rank as i32, tag };
+        self.engine.isend(self.members[to], env, buf, SendMode::Standard, MPI_COMM_NULL)
+    }
+
+    /// Starts a send of the `len` bytes at `data`; returns the request (`finish_sends`).
+    ///
+    /// # Safety
+    /// As `isend_block`.
+    unsafe fn isend_bytes(&mut self, to: usize, tag: i32, data: *const u8, len: usize) -> u32 {
+        // SAFETY: caller contract.
+        unsafe { self.isend_block(to, tag, data, &Block::bytes_at(0, len)) }
+    }
+
+    /// Posts a receive of block `b` of the memory at `mem`, straight into it; returns the
+    /// request (`finish_recvs`).
+    ///
+    /// # Safety
+    /// `mem` holds the block, writable and otherwise untouched until the request completes.
+    unsafe fn irecv_block(&mut self, from: usize, tag: i32, mem: *mut u8, b: &Block) -> u32 {
+        // SAFETY: caller contract.
+        let buf = unsafe { RecvBuf::new(b.base(mem) as *mut u8, b.layout.clone(), b.count) };
+        self.engine.irecv(Envelope { ctx: self.ctx, src: from as i32, tag }, buf, MPI_COMM_NULL)
+    }
+
+    /// Posts a receive of up to `len` bytes into `data`; returns the request (`finish_recvs`).
+    ///
+    /// # Safety
+    /// As `irecv_block`.
+    unsafe fn irecv_bytes(&mut self, from: usize, tag: i32, data: *mut u8, len: usize) -> u32 {
+        // SAFETY: caller contract.
+        unsafe { self.irecv_block(from, tag, data, &Block::bytes_at(0, len)) }
+    }
+
+    /// Waits for receives started by `irecv_*` and frees them; the first truncation is the
+    /// error (after all have completed: none may write into memory after the call).
+    fn finish_recvs(&mut self, reqs: &[u32]) -> MpiResult<()> {
+        self.wait_all(reqs);
+        let mut result = Ok(());
+        for &q in reqs {
+            let r = self.engine.reqs.remove(q).expect("collective receive request vanished");
+            if result.is_ok() {
+                result = check_truncation(&r.status);
+            }
+        }
+        result
+    }
+
+    /// Waits for one receive started by `irecv_*` and frees it; returns the bytes received.
+    fn finish_recv(&mut self, req: u32) -> MpiResult<usize> {
+        self.wait_all(&[req]);
+        let r = self.engine.reqs.remove(req).expect("collective receive request vanished");
+        check_truncation(&r.status)?;
+        Ok(r.status.bytes)
+    }
+
+    /// Waits for sends started by `isend_*` (they read memory held only for the call) and
+    /// frees them.
+    fn finish_sends(&mut self, sends: &mut Vec<u32>) {
+        if sends.is_empty() {
+            return;
+        }
+        self.wait_all(sends);
+        for &s in sends.iter() {
+            self.engine.free_request(s);
+        }
+        sends.clear();
+    }
+
+    /// Runs `f`, which may start sends from memory held for the call (listed in the vector it
+    /// gets), then waits for those sends, whatever `f` returned.
+    fn with_sends<R>(&mut self, f: impl FnOnce(&mut Self, &mut Vec<u32>) -> MpiResult<R>) -> MpiResult<R> {
+        let mut sends = Vec::new();
+        let result = f(self, &mut sends);
+        self.finish_sends(&mut sends);
+        result
     }
 
     fn recv(&mut self, from: usize, tag: i32, len: usize) -> MpiResult<Vec<u8>> {
@@ -180,6 +262,108 @@ impl Block {
     pub fn bytes(&self) -> usize {
         self.count * self.layout.size
     }
+
+    /// `len` plain bytes at byte `offset`.
+    fn bytes_at(offset: usize, len: usize) -> Block {
+        Block { offset, count: len, layout: BYTE }
+    }
+
+    /// The buffer pointer of the block's elements, in memory starting at `mem` (`offset` is
+    /// where the lowest data byte lies; the type's displacements count from the pointer).
+    fn base(&self, mem: *const u8) -> *const u8 {
+        mem.wrapping_add(self.offset).wrapping_offset(-self.layout.lower(self.count))
+    }
+
+    /// Whether the block's data is `bytes()` consecutive bytes from `offset`.
+    fn is_contiguous(&self) -> bool {
+        self.layout.contiguous_at().is_some()
+    }
+}
+
+/// MPI_ERR_TRUNCATE when a collective's message did not fit its receive.
+fn check_truncation(status: &crate::p2p::request::Status) -> MpiResult<()> {
+    if status.error == MPI_ERR_TRUNCATE {
+        return err(
+            MPI_ERR_TRUNCATE,
+            format!(
+                "message truncated: rank {} sent more data than this rank's receive count and type allow \
+                 (counts or types differ between ranks)",
+                status.source
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Copies block `sb` of the memory at `src` into block `db` of the memory at `dst` (the local
+/// part of a collective), as far as the shorter one goes.
+///
+/// # Safety
+/// Both blocks lie in valid memory (`db` writable) and do not overlap.
+unsafe fn copy_block(src: *const u8, sb: &Block, dst: *mut u8, db: &Block) {
+    let len = sb.bytes().min(db.bytes());
+    if len == 0 {
+        return;
+    }
+    if sb.is_contiguous() && db.is_contiguous() {
+        // SAFETY: caller contract; contiguous blocks are `bytes()` bytes from their offsets.
+        unsafe { std::ptr::copy_nonoverlapping(src.add(sb.offset), dst.add(db.offset), len) };
+        return;
+    }
+    let mut packed = vec![0u8; len];
+    // SAFETY: caller contract; `packed` is ours.
+    unsafe {
+        sb.layout.pack(sb.base(src), sb.count, 0..len, &mut packed);
+        db.layout.unpack(db.base(dst) as *mut u8, db.count, 0, &packed);
+    }
+}
+
+/// Where packed blocks laid end to end (`off[i]..off[i + 1]`) already lie in user memory at
+/// `mem`: every block contiguous and each right after the one before. Returns the address of
+/// the image's first byte (data of empty blocks is never touched).
+fn dense_image(mem: *mut u8, blocks: &[Block], off: &[usize]) -> Option<*mut u8> {
+    let first = blocks.iter().position(|b| b.bytes() > 0)?;
+    let start = blocks[first].offset.checked_sub(off[first])?;
+    blocks
+        .iter()
+        .enumerate()
+        .all(|(i, b)| b.bytes() == 0 || (b.is_contiguous() && b.offset == start + off[i]))
+        .then(|| mem.wrapping_add(start))
+}
+
+thread_local! {
+    /// Scratch buffers of earlier collectives, kept so that large ones do not allocate (and
+    /// fault in fresh pages) at every call.
+    static SCRATCH: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A scratch buffer of `len` bytes (contents unspecified), from the pool when it has one.
+fn scratch(len: usize) -> Vec<u8> {
+    let pooled = SCRATCH.with(|s| {
+        let mut s = s.borrow_mut();
+        let i = s.iter().position(|v| v.capacity() >= len).or((!s.is_empty()).then_some(0))?;
+        Some(s.swap_remove(i))
+    });
+    let mut v = pooled.unwrap_or_default();
+    v.resize(len, 0);
+    v
+}
+
+/// Gives a scratch buffer back to the pool (a few, of bounded size, are kept).
+fn recycle(v: Vec<u8>) {
+    const KEEP: usize = 4;
+    const MAX_BYTES: usize = 64 << 20;
+    if v.capacity() == 0 || v.capacity() > MAX_BYTES {
+        return;
+    }
+    SCRATCH.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < KEEP {
+            s.push(v);
+        } else if let Some(small) = s.iter_mut().min_by_key(|p| p.capacity()).filter(|p| p.capacity() < v.capacity()) {
+            *small = v;
+        }
+    });
 }
 
 /// A user buffer read by a collective, with its blocks (one per rank for scatter and
@@ -260,7 +444,8 @@ fn bcast_packed(g: &mut Group, data: &mut Vec<u8>, len: usize, root: usize, tag:
     Ok(())
 }
 
-/// MPI_Bcast on `buf` (one block).
+/// MPI_Bcast on `buf` (one block), straight from and into the user's memory (the scatter +
+/// allgather algorithm packs non-contiguous data first).
 pub fn bcast(g: &mut Group, buf: &mut Out, root: usize) -> MpiResult<()> {
     if let Some(r) = hier::bcast(g, buf, root) {
         return r;
@@ -270,68 +455,118 @@ pub fn bcast(g: &mut Group, buf: &mut Out, root: usize) -> MpiResult<()> {
     if g.size() == 1 || len == 0 {
         return Ok(());
     }
-    let mut data = if g.rank() == root { buf.pack(0) } else { Vec::new() };
+    let block = buf.blocks[0].clone();
+    let base = buf.mem.as_mut_ptr();
     match tune::get().bcast(len, g.size()) {
-        tune::Bcast::Binomial => bcast_packed(g, &mut data, len, root, tag::BCAST)?,
-        tune::Bcast::ScatterAllgather => bcast_scatter_allgather(g, &mut data, len, root, tag::BCAST)?,
+        // SAFETY: the user's buffer, ours for the call.
+        tune::Bcast::Binomial => unsafe { bcast_binomial(g, base, &block, root, tag::BCAST) },
+        // SAFETY: as above; contiguous data is `len` bytes from the block's offset.
+        tune::Bcast::ScatterAllgather if block.is_contiguous() => unsafe {
+            bcast_scatter_allgather(g, base.add(block.offset), len, root, tag::BCAST)
+        },
+        tune::Bcast::ScatterAllgather => {
+            let mut data = if g.rank() == root { buf.pack(0) } else { scratch(len) };
+            // SAFETY: our `len` bytes.
+            let result = unsafe { bcast_scatter_allgather(g, data.as_mut_ptr(), len, root, tag::BCAST) };
+            if result.is_ok() && g.rank() != root {
+                buf.put(0, &data);
+            }
+            recycle(data);
+            result
+        }
     }
-    if g.rank() != root {
-        buf.put(0, &data);
-    }
-    Ok(())
 }
 
-/// Broadcast of `len` bytes (van de Geijn): the root scatters `n` pieces down a binomial
-/// tree (each subtree gets its pieces in one message), then a ring allgather completes
-/// every member's copy. Pieces are numbered relative to the root.
-fn bcast_scatter_allgather(g: &mut Group, data: &mut Vec<u8>, len: usize, root: usize, tag: i32) -> MpiResult<()> {
+/// Binomial-tree broadcast of block `b` of the memory at `base` (the user's buffer): received
+/// from the parent straight into it, sent to the children straight from it.
+///
+/// # Safety
+/// `base` is memory holding block `b`, ours (not otherwise accessed) for the call.
+unsafe fn bcast_binomial(g: &mut Group, base: *mut u8, b: &Block, root: usize, tag: i32) -> MpiResult<()> {
+    let (n, r) = (g.size(), g.rank());
+    let vr = (r + n - root) % n;
+    let real = |v: usize| (v + root) % n;
+    g.with_sends(|g, sends| {
+        let mut mask = 1;
+        while mask < n {
+            if vr & mask != 0 {
+                // SAFETY: the caller's buffer, written only by this receive.
+                let q = unsafe { g.irecv_block(real(vr - mask), tag, base, b) };
+                g.finish_recvs(&[q])?;
+                break;
+            }
+            mask <<= 1;
+        }
+        mask >>= 1;
+        while mask > 0 {
+            if vr + mask < n {
+                // SAFETY: the caller's buffer, unchanged from now on; with_sends waits.
+                sends.push(unsafe { g.isend_block(real(vr + mask), tag, base, b) });
+            }
+            mask >>= 1;
+        }
+        Ok(())
+    })
+}
+
+/// Broadcast of the `len` bytes at `data` (van de Geijn): the root scatters `n` pieces down a
+/// binomial tree (each subtree gets its pieces in one message), then a ring allgather
+/// completes every member's copy. Pieces are numbered relative to the root; each is written
+/// once, by its receive, and only sent afterwards.
+///
+/// # Safety
+/// `data` is memory holding `len` bytes, ours (not otherwise accessed) for the call.
+unsafe fn bcast_scatter_allgather(g: &mut Group, data: *mut u8, len: usize, root: usize, tag: i32) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     let vr = (r + n - root) % n;
     let real = |v: usize| (v + root) % n;
     let piece = len.div_ceil(n);
     // Byte range of pieces lo..hi (relative numbers, clipped to the data).
     let bytes = |lo: usize, hi: usize| (lo * piece).min(len)..(hi * piece).min(len);
-    data.resize(len, 0);
-    // Scatter: a member receives pieces vr..vr + subtree size from its parent, then passes
-    // each child its subtree's pieces.
-    let mut mask = 1;
-    while mask < n {
-        if vr & mask != 0 {
-            let range = bytes(vr, vr + mask);
-            if !range.is_empty() {
-                let got = g.recv(real(vr - mask), tag, range.len())?;
-                data[range.start..range.start + got.len()].copy_from_slice(&got);
+    // SAFETY (every transfer below): `data` is `len` bytes held by the caller for the call;
+    // the ranges received are disjoint from everything sent before, and with_sends waits.
+    g.with_sends(|g, sends| {
+        // Scatter: a member receives pieces vr..vr + subtree size from its parent, then passes
+        // each child its subtree's pieces.
+        let mut mask = 1;
+        while mask < n {
+            if vr & mask != 0 {
+                let range = bytes(vr, vr + mask);
+                if !range.is_empty() {
+                    let q = unsafe { g.irecv_bytes(real(vr - mask), tag, data.add(range.start), range.len()) };
+                    g.finish_recvs(&[q])?;
+                }
+                break;
             }
-            break;
-        }
-        mask <<= 1;
-    }
-    mask >>= 1;
-    while mask > 0 {
-        if vr + mask < n {
-            let range = bytes(vr + mask, vr + 2 * mask);
-            if !range.is_empty() {
-                g.send(real(vr + mask), tag, data[range].to_vec());
-            }
+            mask <<= 1;
         }
         mask >>= 1;
-    }
-    // Ring allgather of the pieces: in step k, pass on piece vr - k, get piece vr - k - 1.
-    let (left, right) = ((r + n - 1) % n, (r + 1) % n);
-    for step in 0..n - 1 {
-        let (s, t) = ((vr + n - step) % n, (vr + 2 * n - step - 1) % n);
-        let (srange, rrange) = (bytes(s, s + 1), bytes(t, t + 1));
-        let req = (!rrange.is_empty()).then(|| g.post_recv(left, tag + tag::PHASE_BCAST, rrange.len()));
-        if !srange.is_empty() {
-            g.send(right, tag + tag::PHASE_BCAST, data[srange].to_vec());
+        while mask > 0 {
+            if vr + mask < n {
+                let range = bytes(vr + mask, vr + 2 * mask);
+                if !range.is_empty() {
+                    sends.push(unsafe { g.isend_bytes(real(vr + mask), tag, data.add(range.start), range.len()) });
+                }
+            }
+            mask >>= 1;
         }
-        if let Some(q) = req {
-            g.wait_all(&[q]);
-            let got = g.take(q)?;
-            data[rrange.start..rrange.start + got.len()].copy_from_slice(&got);
+        // Ring allgather of the pieces: in step k, pass on piece vr - k, get piece vr - k - 1.
+        let (left, right) = ((r + n - 1) % n, (r + 1) % n);
+        let tag = tag + tag::PHASE_BCAST;
+        for step in 0..n - 1 {
+            let (s, t) = ((vr + n - step) % n, (vr + 2 * n - step - 1) % n);
+            let (srange, rrange) = (bytes(s, s + 1), bytes(t, t + 1));
+            let q =
+                (!rrange.is_empty()).then(|| unsafe { g.irecv_bytes(left, tag, data.add(rrange.start), rrange.len()) });
+            if !srange.is_empty() {
+                sends.push(unsafe { g.isend_bytes(right, tag, data.add(srange.start), srange.len()) });
+            }
+            if let Some(q) = q {
+                g.finish_recvs(&[q])?;
+            }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 // ----- reductions -----
@@ -410,24 +645,38 @@ pub fn reduce_scatter(
 ) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     let size = red.elem_size();
-    let mine = match (&send, in_place) {
-        (Some(s), _) => s.pack(0),
-        (None, Some(b)) => pack_block(recv.mem, &b),
-        (None, None) => unreachable!("in-place reduce-scatter without its input block"),
-    };
-    if mine.is_empty() {
+    let counts = &counts[..n];
+    // Counts are the same everywhere: with nothing to reduce, return at once.
+    if counts.iter().all(|&c| c == 0) || size == 0 {
         return Ok(());
     }
-    let counts = &counts[..n];
+    // The input, packed: the user's memory itself when contiguous (never in place: the
+    // result overwrites it).
+    let packed: Vec<u8>;
+    let input: &[u8] = match (&send, in_place) {
+        (Some(s), _) if s.blocks[0].is_contiguous() => {
+            let b = &s.blocks[0];
+            &s.mem[b.offset..b.offset + b.bytes()]
+        }
+        (Some(s), _) => {
+            packed = s.pack(0);
+            &packed
+        }
+        (None, Some(b)) => {
+            packed = pack_block(recv.mem, &b);
+            &packed
+        }
+        (None, None) => unreachable!("in-place reduce-scatter without its input block"),
+    };
     let tag = tag::REDUCE_SCATTER;
-    let piece = match tune::get().reduce_scatter(mine.len(), red.is_commutative()) {
-        _ if n == 1 => mine,
-        tune::ReduceScatter::Halving => allreduce::reduce_scatter_halving(g, mine, red, counts, tag)?,
-        tune::ReduceScatter::Pairwise => allreduce::reduce_scatter_pairwise(g, &mine, red, counts, tag)?,
+    match tune::get().reduce_scatter(input.len(), red.is_commutative()) {
+        _ if n == 1 => recv.put(0, input),
+        tune::ReduceScatter::Halving => allreduce::reduce_scatter_halving(g, input, red, counts, tag, &mut recv)?,
+        tune::ReduceScatter::Pairwise => allreduce::reduce_scatter_pairwise(g, input, red, counts, tag, &mut recv)?,
         tune::ReduceScatter::ReduceThenScatter => {
-            let v = Vecs::dense(red, mine.len() / size);
-            let result = allreduce::reduce(g, sparse::Acc::Dense(mine), &v, 0, tag + tag::PHASE_REDUCE)?;
-            if r == 0 {
+            let v = Vecs::dense(red, input.len() / size);
+            let result = allreduce::reduce(g, sparse::Acc::Dense(input.to_vec()), &v, 0, tag + tag::PHASE_REDUCE)?;
+            let piece = if r == 0 {
                 let Some(sparse::Acc::Dense(all)) = result else { unreachable!("rank 0 holds the dense reduction") };
                 let mut start = 0;
                 let mut own = Vec::new();
@@ -445,10 +694,10 @@ pub fn reduce_scatter(
                 g.recv(0, tag + tag::PHASE_SCATTER, counts[r] * size)?
             } else {
                 Vec::new()
-            }
+            };
+            recv.put(0, &piece);
         }
-    };
-    recv.put(0, &piece);
+    }
     Ok(())
 }
 
@@ -496,58 +745,97 @@ pub fn scan(g: &mut Group, send: Option<In>, mut recv: Out, red: &Reduction, exc
 }
 
 // ----- gather, scatter, allgather, all-to-all -----
+//
+// These move data straight between user buffers: sends read the user's blocks (a rendezvous
+// receiver copies them out of this process with one single-copy read), receives land in the
+// user's blocks, and only algorithms that forward or reorder data stage it in scratch memory.
+// Every send is waited for before the call returns, since it reads memory held for the call.
 
-/// MPI_Gather(v): linear; the root posts every receive at once. `send` is None for
-/// MPI_IN_PLACE at the root; `recv` (one block per member) matters at the root only.
+/// The user memory of an input buffer.
+fn in_ptr(s: &In) -> *const u8 {
+    s.mem.as_ptr()
+}
+
+/// Relative rank `vr`'s subtree in a binomial tree of `n` ranks rooted at 0: its lowest set
+/// bit (`n` rounded up to a power of two for the root) and its children `(child, blocks in
+/// the child's subtree)`, nearest first.
+fn binomial_children(vr: usize, n: usize) -> (usize, Vec<(usize, usize)>) {
+    let low = if vr == 0 { n.next_power_of_two() } else { 1 << vr.trailing_zeros() };
+    let mut children = Vec::new();
+    let mut mask = 1;
+    while mask < low && vr + mask < n {
+        children.push((vr + mask, mask.min(n - vr - mask)));
+        mask <<= 1;
+    }
+    (low, children)
+}
+
+/// MPI_Gather(v): linear; the root posts every receive at once, straight into its blocks.
+/// `send` is None for MPI_IN_PLACE at the root; `recv` (one block per member) matters at the
+/// root only.
 pub fn gather(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     if r != root {
-        let data = send.expect("non-root members send").pack(0);
-        if !data.is_empty() {
-            g.send(root, tag::GATHER, data);
+        let s = send.expect("non-root members send");
+        if s.blocks[0].bytes() == 0 {
+            return Ok(());
         }
-        return Ok(());
+        return g.with_sends(|g, sends| {
+            // SAFETY: the user's send buffer, unchanged during the call; waited for by with_sends.
+            sends.push(unsafe { g.isend_block(root, tag::GATHER, in_ptr(&s), &s.blocks[0]) });
+            Ok(())
+        });
     }
-    let mut out = recv.expect("the root has a receive buffer");
-    let reqs: Vec<(usize, u32)> = (0..n)
+    let out = recv.expect("the root has a receive buffer");
+    let base = out.mem.as_mut_ptr();
+    let reqs: Vec<u32> = (0..n)
         .filter(|&i| i != root && out.blocks[i].bytes() > 0)
-        .map(|i| (i, g.post_recv(i, tag::GATHER, out.blocks[i].bytes())))
+        // SAFETY: the user's receive buffer, ours for the call; finish_recvs waits for them.
+        .map(|i| unsafe { g.irecv_block(i, tag::GATHER, base, &out.blocks[i]) })
         .collect();
-    if let Some(s) = send {
-        out.put(root, &s.pack(0));
+    if let Some(s) = &send {
+        // SAFETY: distinct user buffers (an overlapping input was copied); the own block is
+        // not being received into.
+        unsafe { copy_block(in_ptr(s), &s.blocks[0], base, &out.blocks[root]) };
     }
-    let ids: Vec<u32> = reqs.iter().map(|&(_, q)| q).collect();
-    g.wait_all(&ids);
-    for (i, q) in reqs {
-        let data = g.take(q)?;
-        out.put(i, &data);
-    }
-    Ok(())
+    g.finish_recvs(&reqs)
 }
 
-/// MPI_Scatter(v): linear. `send` (one block per member) matters at the root only; `recv` is
-/// None for MPI_IN_PLACE at the root.
+/// MPI_Scatter(v): linear; the root starts every send at once, straight from its blocks.
+/// `send` (one block per member) matters at the root only; `recv` is None for MPI_IN_PLACE
+/// at the root.
 pub fn scatter(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     if r != root {
-        let mut out = recv.expect("non-root members receive");
+        let out = recv.expect("non-root members receive");
         if out.blocks[0].bytes() == 0 {
             return Ok(());
         }
-        let data = g.recv(root, tag::SCATTER, out.blocks[0].bytes())?;
-        out.put(0, &data);
-        return Ok(());
+        // SAFETY: the user's receive buffer, ours for the call; finish_recvs waits for it.
+        let q = unsafe { g.irecv_block(root, tag::SCATTER, out.mem.as_mut_ptr(), &out.blocks[0]) };
+        return g.finish_recvs(&[q]);
     }
     let s = send.expect("the root has a send buffer");
-    for i in (root + 1..n).chain(0..root) {
-        if s.blocks[i].bytes() > 0 {
-            g.send(i, tag::SCATTER, s.pack(i));
+    let src = in_ptr(&s);
+    g.with_sends(|g, sends| {
+        for i in (root + 1..n).chain(0..root) {
+            if s.blocks[i].bytes() > 0 {
+                // SAFETY: the user's send buffer, unchanged during the call.
+                sends.push(unsafe { g.isend_block(i, tag::SCATTER, src, &s.blocks[i]) });
+            }
         }
-    }
-    if let Some(mut out) = recv {
-        out.put(0, &s.pack(root));
-    }
-    Ok(())
+        if let Some(out) = recv {
+            // SAFETY: distinct user buffers (an overlapping input was copied).
+            unsafe { copy_block(src, &s.blocks[root], out.mem.as_mut_ptr(), &out.blocks[0]) };
+        }
+        Ok(())
+    })
+}
+
+/// Rooted collectives' choice: the binomial tree differs from the linear algorithm only from
+/// 4 members on (below, every non-root member is a leaf of the root).
+fn rooted_binomial(n: usize, block: usize) -> bool {
+    n > 3 && block > 0 && tune::get().rooted(block * n, true) == tune::Rooted::Binomial
 }
 
 /// MPI_Gather (every member's block has the same size): binomial tree for small totals,
@@ -559,46 +847,84 @@ pub fn gather_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root: 
         (None, Some(o)) => o.blocks[root].bytes(),
         (None, None) => unreachable!("a gather member without buffers"),
     };
-    if n == 1 || block == 0 || tune::get().rooted(block * n, true) == tune::Rooted::Linear {
+    if !rooted_binomial(n, block) {
         return gather(g, send, recv, root);
     }
-    // Relative rank vr holds the blocks of vr..vr + (subtree size), in that order: its own,
-    // then each child's subtree (children vr + 1, vr + 2, vr + 4, ... below its lowest set bit).
+    // Relative rank vr gathers the blocks of its subtree, vr..vr + (subtree size), in that
+    // order: its own, then each child's subtree (children vr + 1, vr + 2, vr + 4, ...).
     let vr = (r + n - root) % n;
     let real = |v: usize| (v + root) % n;
-    let mut buf = match (&send, &recv) {
-        (Some(s), _) => s.pack(0),
-        (None, Some(o)) => o.pack(root),
-        (None, None) => unreachable!(),
-    };
-    let mut children = Vec::new();
-    let mut mask = 1;
-    while mask < n && vr & mask == 0 {
-        if vr + mask < n {
-            let blocks = mask.min(n - vr - mask);
-            children.push(g.post_recv(real(vr + mask), tag::GATHER, blocks * block));
-        }
-        mask <<= 1;
-    }
-    for q in children {
-        g.wait_all(&[q]);
-        let got = g.take(q)?;
-        buf.extend_from_slice(&got);
+    let (low, children) = binomial_children(vr, n);
+    if vr != 0 && children.is_empty() {
+        // A leaf sends its block straight from the user's buffer.
+        let s = send.expect("non-root members send");
+        return g.with_sends(|g, sends| {
+            // SAFETY: the user's send buffer, unchanged during the call.
+            sends.push(unsafe { g.isend_block(real(vr - low), tag::GATHER, in_ptr(&s), &s.blocks[0]) });
+            Ok(())
+        });
     }
     if vr != 0 {
-        g.send(real(vr - mask), tag::GATHER, buf);
-        return Ok(());
+        let s = send.expect("non-root members send");
+        let blocks = low.min(n - vr);
+        let mut buf = scratch(blocks * block);
+        let at = buf.as_mut_ptr();
+        // SAFETY: `buf` holds `blocks` blocks; the receives are finished before it is read,
+        // the send before it is dropped.
+        let result = g.with_sends(|g, sends| unsafe {
+            let reqs: Vec<u32> = children
+                .iter()
+                .map(|&(c, k)| g.irecv_bytes(real(c), tag::GATHER, at.add((c - vr) * block), k * block))
+                .collect();
+            copy_block(in_ptr(&s), &s.blocks[0], at, &Block::bytes_at(0, block));
+            g.finish_recvs(&reqs)?;
+            sends.push(g.isend_bytes(real(vr - low), tag::GATHER, at, blocks * block));
+            Ok(())
+        });
+        recycle(buf);
+        return result;
     }
-    if buf.len() != n * block {
-        return err(MPI_ERR_TRUNCATE, "gather: members sent blocks of different sizes (counts or types differ)");
-    }
-    let mut out = recv.expect("the root has a receive buffer");
-    for (v, piece) in buf.chunks_exact(block).enumerate() {
-        if v != 0 || send.is_some() {
-            out.put(real(v), piece);
+    // The root: children's subtrees go straight into its buffer when its blocks are dense and
+    // the subtree's members are consecutive there; the others are staged.
+    let out = recv.expect("the root has a receive buffer");
+    let base = out.mem.as_mut_ptr();
+    let off: Vec<usize> = (0..=n).map(|i| i * block).collect();
+    let direct = dense_image(base, &out.blocks, &off);
+    let mut staging = Vec::new();
+    let mut staged = Vec::new();
+    let mut reqs = Vec::new();
+    for &(c, k) in &children {
+        let start = real(c);
+        match direct {
+            // SAFETY: the user's receive buffer, ours for the call; finished below.
+            Some(img) if start + k <= n => {
+                reqs.push(unsafe { g.irecv_bytes(real(c), tag::GATHER, img.add(start * block), k * block) })
+            }
+            _ => {
+                if staging.is_empty() {
+                    staging = scratch(n * block);
+                }
+                // SAFETY: `staging` holds n blocks; the receive is finished before it is read.
+                reqs.push(unsafe {
+                    g.irecv_bytes(real(c), tag::GATHER, staging.as_mut_ptr().add(c * block), k * block)
+                });
+                staged.push((c, k));
+            }
         }
     }
-    Ok(())
+    if let Some(s) = &send {
+        // SAFETY: distinct user buffers; the own block is not being received into.
+        unsafe { copy_block(in_ptr(s), &s.blocks[0], base, &out.blocks[root]) };
+    }
+    let result = g.finish_recvs(&reqs);
+    for (c, k) in staged {
+        for v in c..c + k {
+            // SAFETY: the staged blocks were received; the user's buffer is ours.
+            unsafe { copy_block(staging.as_ptr(), &Block::bytes_at(v * block, block), base, &out.blocks[real(v)]) };
+        }
+    }
+    recycle(staging);
+    result
 }
 
 /// MPI_Scatter (every member's block has the same size): binomial tree for small totals,
@@ -610,152 +936,334 @@ pub fn scatter_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root:
         (None, Some(o)) => o.blocks[0].bytes(),
         (None, None) => unreachable!("a scatter member without buffers"),
     };
-    if n == 1 || block == 0 || tune::get().rooted(block * n, true) == tune::Rooted::Linear {
+    if !rooted_binomial(n, block) {
         return scatter(g, send, recv, root);
     }
     // Relative rank vr gets the blocks of its subtree (vr..vr + size) from its parent, then
-    // hands each child (vr + 2^k, largest first) the child's subtree.
+    // hands each child (vr + 2^k) the child's subtree.
     let vr = (r + n - root) % n;
     let real = |v: usize| (v + root) % n;
-    let mut mask = 1;
-    let buf = if vr == 0 {
-        let s = send.as_ref().expect("the root has a send buffer");
-        while mask < n {
-            mask <<= 1;
-        }
-        (0..n).flat_map(|v| s.pack(real(v))).collect()
-    } else {
-        while vr & mask == 0 {
-            mask <<= 1;
-        }
-        let blocks = mask.min(n - vr);
-        let got = g.recv(real(vr - mask), tag::SCATTER, blocks * block)?;
-        if got.len() != blocks * block {
-            return err(MPI_ERR_TRUNCATE, "scatter: the root sent blocks of another size (counts or types differ)");
-        }
-        got
-    };
-    mask >>= 1;
-    while mask > 0 {
-        if vr + mask < n {
-            let blocks = mask.min(n - vr - mask);
-            g.send(real(vr + mask), tag::SCATTER, buf[mask * block..(mask + blocks) * block].to_vec());
-        }
-        mask >>= 1;
-    }
-    if let Some(mut out) = recv {
-        out.put(0, &buf[..block]);
-    }
-    Ok(())
-}
-
-/// MPI_Allgather(v): ring, recursive doubling (power-of-two sizes) or Bruck, by size. `send`
-/// is None for MPI_IN_PLACE (the own block is already in place in `recv`). Every member knows
-/// every block's size (allgatherv's counts are the same everywhere), so all agree.
-pub fn allgather(g: &mut Group, send: Option<In>, mut recv: Out) -> MpiResult<()> {
-    let (n, r) = (g.size(), g.rank());
-    // Counts are known to every rank: with nothing to move, return at once.
-    if recv.blocks.iter().all(|b| b.bytes() == 0) {
-        return Ok(());
-    }
-    let mine = match send {
-        Some(s) => {
-            let d = s.pack(0);
-            recv.put(r, &d);
-            d
-        }
-        None => recv.pack(r),
-    };
-    let total: usize = recv.blocks.iter().map(Block::bytes).sum();
-    match tune::get().allgather(total, n) {
-        tune::Allgather::Ring => allgather_ring(g, mine, &mut recv),
-        tune::Allgather::RecursiveDoubling if n.is_power_of_two() => allgather_recursive_doubling(g, mine, &mut recv),
-        _ => allgather_bruck(g, mine, &mut recv),
-    }
-}
-
-/// Ring allgather: in step k each member forwards the block it got in step k - 1.
-fn allgather_ring(g: &mut Group, mut current: Vec<u8>, recv: &mut Out) -> MpiResult<()> {
-    let (n, r) = (g.size(), g.rank());
-    let (left, right) = ((r + n - 1) % n, (r + 1) % n);
-    for step in 0..n.saturating_sub(1) {
-        let from = (r + n - step - 1) % n;
-        let (sent, len) = ((r + n - step) % n, recv.blocks[from].bytes());
-        let req = (len > 0).then(|| g.post_recv(left, tag::ALLGATHER, len));
-        if recv.blocks[sent].bytes() > 0 {
-            g.send(right, tag::ALLGATHER, current);
-        }
-        current = match req {
-            Some(q) => {
-                g.wait_all(&[q]);
-                let got = g.take(q)?;
-                recv.put(from, &got);
-                got
+    let (low, children) = binomial_children(vr, n);
+    if vr == 0 {
+        // The root sends straight from its buffer when its blocks are dense and a child's
+        // subtree is consecutive there; the other subtrees are packed first.
+        let s = send.expect("the root has a send buffer");
+        let src = in_ptr(&s);
+        let off: Vec<usize> = (0..=n).map(|i| i * block).collect();
+        let direct = dense_image(src as *mut u8, &s.blocks, &off);
+        let mut staging = Vec::new();
+        let result = g.with_sends(|g, sends| {
+            for &(c, k) in children.iter().rev() {
+                let start = real(c);
+                let (at, len) = match direct {
+                    Some(img) => (img.wrapping_add(start * block) as *const u8, k * block),
+                    None => (std::ptr::null(), 0),
+                };
+                if direct.is_some() && start + k <= n {
+                    // SAFETY: the user's send buffer, unchanged during the call.
+                    sends.push(unsafe { g.isend_bytes(real(c), tag::SCATTER, at, len) });
+                    continue;
+                }
+                if staging.is_empty() {
+                    staging = scratch(n * block);
+                }
+                let st = staging.as_mut_ptr();
+                for v in c..c + k {
+                    // SAFETY: the user's buffer and our staging, n blocks; not yet being sent.
+                    unsafe { copy_block(src, &s.blocks[real(v)], st, &Block::bytes_at(v * block, block)) };
+                }
+                // SAFETY: the staging buffer outlives the send (with_sends waits for it).
+                sends.push(unsafe { g.isend_bytes(real(c), tag::SCATTER, st.add(c * block), k * block) });
             }
-            None => Vec::new(),
-        };
+            if let Some(out) = recv {
+                // SAFETY: distinct user buffers.
+                unsafe { copy_block(src, &s.blocks[root], out.mem.as_mut_ptr(), &out.blocks[0]) };
+            }
+            Ok(())
+        });
+        recycle(staging);
+        return result;
     }
-    Ok(())
+    let out = recv.expect("non-root members receive");
+    let parent = real(vr - low);
+    if children.is_empty() {
+        // A leaf receives its block straight into the user's buffer.
+        // SAFETY: the user's receive buffer, ours for the call.
+        let q = unsafe { g.irecv_block(parent, tag::SCATTER, out.mem.as_mut_ptr(), &out.blocks[0]) };
+        return g.finish_recvs(&[q]);
+    }
+    let blocks = low.min(n - vr);
+    let mut buf = scratch(blocks * block);
+    let at = buf.as_mut_ptr();
+    // SAFETY: `buf` holds the subtree's blocks; received before it is forwarded, and the
+    // sends are waited for (with_sends) before it is dropped.
+    let result = g.with_sends(|g, sends| unsafe {
+        let q = g.irecv_bytes(parent, tag::SCATTER, at, blocks * block);
+        g.finish_recvs(&[q])?;
+        for &(c, k) in children.iter().rev() {
+            sends.push(g.isend_bytes(real(c), tag::SCATTER, at.add((c - vr) * block), k * block));
+        }
+        copy_block(at, &Block::bytes_at(0, block), out.mem.as_mut_ptr(), &out.blocks[0]);
+        Ok(())
+    });
+    recycle(buf);
+    result
 }
 
-/// Byte offsets of the packed blocks of `recv` laid end to end (one more entry: the total).
-fn offsets(recv: &Out) -> Vec<usize> {
+/// Byte offsets of packed blocks laid end to end (one more entry: the total).
+fn packed_offsets(blocks: &[Block]) -> Vec<usize> {
     std::iter::once(0)
-        .chain(recv.blocks.iter().scan(0, |at, b| {
+        .chain(blocks.iter().scan(0, |at, b| {
             *at += b.bytes();
             Some(*at)
         }))
         .collect()
 }
 
-/// Recursive-doubling allgather (power-of-two sizes): in round k members 2^k apart swap
-/// everything they have, an aligned run of 2^k blocks.
-fn allgather_recursive_doubling(g: &mut Group, mine: Vec<u8>, recv: &mut Out) -> MpiResult<()> {
+/// MPI_Allgather(v): ring, recursive doubling (power-of-two sizes) or Bruck, by size. `send`
+/// is None for MPI_IN_PLACE (the own block is already in place in `recv`). Every member knows
+/// every block's size (allgatherv's counts are the same everywhere), so all agree.
+pub fn allgather(g: &mut Group, send: Option<In>, recv: Out) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
-    let off = offsets(recv);
-    let mut all = vec![0u8; off[n]];
-    all[off[r]..off[r + 1]].copy_from_slice(&mine);
-    let mut mask = 1;
-    while mask < n {
-        let dst = r ^ mask;
-        let (base, dbase) = (r & !(mask - 1), dst & !(mask - 1));
-        let data = all[off[base]..off[base + mask]].to_vec();
-        let got = g.sendrecv(dst, data, dst, off[dbase + mask] - off[dbase], tag::ALLGATHER)?;
-        let at = off[dbase];
-        all[at..at + got.len()].copy_from_slice(&got);
-        mask <<= 1;
+    // Counts are known to every rank: with nothing to move, return at once.
+    if recv.blocks.iter().all(|b| b.bytes() == 0) {
+        return Ok(());
     }
-    for i in (0..n).filter(|&i| i != r) {
-        recv.put(i, &all[off[i]..off[i + 1]]);
+    let base = recv.mem.as_mut_ptr();
+    // The own block goes out straight from the send buffer in the first step (a peer reads it
+    // faster there than from a copy just written on this core); it is copied into the
+    // receive buffer while that first transfer runs.
+    let own = send.as_ref().map(|s| Own { mem: in_ptr(s), block: &s.blocks[0] });
+    if n == 1 {
+        if let Some(o) = &own {
+            // SAFETY: distinct user buffers (an overlapping input was copied).
+            unsafe { o.copy_to(base, &recv.blocks[r]) };
+        }
+        return Ok(());
     }
-    Ok(())
+    let blocks = &recv.blocks;
+    let total: usize = blocks.iter().map(Block::bytes).sum();
+    // SAFETY (all three): `base` is the user's receive buffer, ours for the call; `own` the
+    // user's send buffer, distinct from it and unchanged during the call.
+    unsafe {
+        match tune::get().allgather(total, n) {
+            tune::Allgather::Ring => allgather_ring(g, base, blocks, own),
+            tune::Allgather::RecursiveDoubling if n.is_power_of_two() => {
+                allgather_recursive_doubling(g, base, blocks, own)
+            }
+            _ => allgather_bruck(g, base, blocks, own),
+        }
+    }
+}
+
+/// An allgather's own block in the send buffer (not in place).
+struct Own<'a> {
+    mem: *const u8,
+    block: &'a Block,
+}
+
+impl Own<'_> {
+    /// Copies the block into block `db` of the memory at `dst`.
+    ///
+    /// # Safety
+    /// As `copy_block`.
+    unsafe fn copy_to(&self, dst: *mut u8, db: &Block) {
+        // SAFETY: caller contract.
+        unsafe { copy_block(self.mem, self.block, dst, db) }
+    }
+}
+
+/// Ring allgather: in step k each member forwards the block it got in step k - 1, straight
+/// from and into the user's buffer at `base` (own block in place, or in `own`).
+///
+/// # Safety
+/// `base` is memory holding `blocks`, ours (not otherwise accessed) for the call; `own` is
+/// separate memory, unchanged during the call.
+unsafe fn allgather_ring(g: &mut Group, base: *mut u8, blocks: &[Block], own: Option<Own>) -> MpiResult<()> {
+    let (n, r) = (g.size(), g.rank());
+    let (left, right) = ((r + n - 1) % n, (r + 1) % n);
+    g.with_sends(|g, sends| {
+        for step in 0..n - 1 {
+            let (from, sent) = ((r + n - step - 1) % n, (r + n - step) % n);
+            // SAFETY: the user's buffer; block `from` is written only by this receive, block
+            // `sent` only read from now on.
+            let req =
+                (blocks[from].bytes() > 0).then(|| unsafe { g.irecv_block(left, tag::ALLGATHER, base, &blocks[from]) });
+            match &own {
+                // SAFETY: as above, and the caller's contract on `own`; with_sends waits.
+                Some(o) if step == 0 => unsafe {
+                    if o.block.bytes() > 0 {
+                        sends.push(g.isend_block(right, tag::ALLGATHER, o.mem, o.block));
+                    }
+                    o.copy_to(base, &blocks[r]);
+                },
+                // SAFETY: as above; with_sends waits for the send.
+                _ if blocks[sent].bytes() > 0 => {
+                    sends.push(unsafe { g.isend_block(right, tag::ALLGATHER, base, &blocks[sent]) })
+                }
+                _ => {}
+            }
+            if let Some(q) = req {
+                g.finish_recvs(&[q])?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The packed image of all blocks, `off[i]..off[i + 1]` for block i: the user's buffer itself
+/// when dense (`dense_image`), else a scratch copy (the own block packed into it) that
+/// `unpack_image` writes back.
+///
+/// # Safety
+/// `base` is memory holding `blocks`, ours (not otherwise accessed) for the call.
+unsafe fn allgather_image(
+    base: *mut u8,
+    blocks: &[Block],
+    off: &[usize],
+    r: usize,
+    own: &Option<Own>,
+) -> (*mut u8, Vec<u8>) {
+    if let Some(img) = dense_image(base, blocks, off) {
+        return (img, Vec::new());
+    }
+    let mut all = scratch(off[blocks.len()]);
+    let at = Block::bytes_at(off[r], off[r + 1] - off[r]);
+    // SAFETY: the user's buffers and our scratch, which holds block r at off[r].
+    unsafe {
+        match own {
+            Some(o) => o.copy_to(all.as_mut_ptr(), &at),
+            None => copy_block(base, &blocks[r], all.as_mut_ptr(), &at),
+        }
+    }
+    (all.as_mut_ptr(), all)
+}
+
+/// Writes the blocks other than `r` of a scratch image back to the user's buffer.
+///
+/// # Safety
+/// `base` is memory holding `blocks`, ours (not otherwise accessed) for the call.
+unsafe fn unpack_image(base: *mut u8, blocks: &[Block], off: &[usize], r: usize, all: Vec<u8>) {
+    if all.is_empty() {
+        return;
+    }
+    for (i, b) in blocks.iter().enumerate().filter(|&(i, _)| i != r) {
+        // SAFETY: our scratch image and the user's buffer, ours for the call.
+        unsafe { copy_block(all.as_ptr(), &Block::bytes_at(off[i], off[i + 1] - off[i]), base, b) };
+    }
+    recycle(all);
+}
+
+/// Recursive-doubling allgather (power-of-two sizes): in round k members 2^k apart swap
+/// everything they have, an aligned run of 2^k blocks (one run of the image).
+///
+/// # Safety
+/// `base` is memory holding `blocks`, ours (not otherwise accessed) for the call; `own` is
+/// separate memory, unchanged during the call.
+unsafe fn allgather_recursive_doubling(
+    g: &mut Group,
+    base: *mut u8,
+    blocks: &[Block],
+    own: Option<Own>,
+) -> MpiResult<()> {
+    let (n, r) = (g.size(), g.rank());
+    let off = packed_offsets(blocks);
+    // SAFETY: caller contract.
+    let (img, all) = unsafe { allgather_image(base, blocks, &off, r, &own) };
+    let result = g.with_sends(|g, sends| {
+        let mut mask = 1;
+        while mask < n {
+            let dst = r ^ mask;
+            let (mine, theirs) = (r & !(mask - 1), dst & !(mask - 1));
+            let (rlo, rhi) = (off[theirs], off[theirs + mask]);
+            // SAFETY: the image (user buffer or scratch) holds every block; the run received
+            // is disjoint from every run sent so far and written only by this receive.
+            unsafe {
+                let q = (rhi > rlo).then(|| g.irecv_bytes(dst, tag::ALLGATHER, img.add(rlo), rhi - rlo));
+                let (slo, shi) = (off[mine], off[mine + mask]);
+                match &own {
+                    // The first round sends the own block alone: from the send buffer, copied
+                    // in meanwhile (a scratch image has it already).
+                    Some(o) if mask == 1 => {
+                        if shi > slo {
+                            sends.push(g.isend_block(dst, tag::ALLGATHER, o.mem, o.block));
+                        }
+                        o.copy_to(base, &blocks[r]);
+                    }
+                    _ if shi > slo => sends.push(g.isend_bytes(dst, tag::ALLGATHER, img.add(slo), shi - slo)),
+                    _ => {}
+                }
+                if let Some(q) = q {
+                    g.finish_recvs(&[q])?;
+                }
+            }
+            mask <<= 1;
+        }
+        Ok(())
+    });
+    // SAFETY: caller contract.
+    unsafe { unpack_image(base, blocks, &off, r, all) };
+    result
 }
 
 /// Bruck allgather (any size, ceil(log2 n) rounds): a member holds the blocks r, r + 1, ...
-/// in that order; in the round with distance d it sends its first min(d, n - d) blocks to
-/// r - d and appends the same number from r + d.
-fn allgather_bruck(g: &mut Group, mine: Vec<u8>, recv: &mut Out) -> MpiResult<()> {
+/// in that order in a scratch buffer; in the round with distance d it sends its first
+/// min(d, n - d) blocks to r - d and appends the same number from r + d.
+///
+/// # Safety
+/// `base` is memory holding `blocks`, ours (not otherwise accessed) for the call; `own` is
+/// separate memory, unchanged during the call.
+unsafe fn allgather_bruck(g: &mut Group, base: *mut u8, blocks: &[Block], own: Option<Own>) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
-    let size = |j: usize| recv.blocks[(r + j) % n].bytes();
+    let size = |j: usize| blocks[(r + j) % n].bytes();
     // ends[j]: end of relative block j in `buf`.
-    let mut buf = mine;
-    let mut ends = vec![buf.len()];
-    let mut dist = 1;
-    while dist < n {
-        let cnt = dist.min(n - dist);
-        let (dst, src) = ((r + n - dist) % n, (r + dist) % n);
-        let len: usize = (dist..dist + cnt).map(size).sum();
-        let got = g.sendrecv(dst, buf[..ends[cnt - 1]].to_vec(), src, len, tag::ALLGATHER)?;
-        buf.extend_from_slice(&got);
-        for j in dist..dist + cnt {
-            ends.push(ends[j - 1] + size(j));
+    let mut ends = Vec::with_capacity(n);
+    let mut at = 0;
+    for j in 0..n {
+        at += size(j);
+        ends.push(at);
+    }
+    let mut buf = scratch(at);
+    let b = buf.as_mut_ptr();
+    // SAFETY: the user's buffers and our scratch, which starts with the own block.
+    unsafe {
+        match &own {
+            Some(o) => {
+                o.copy_to(b, &Block::bytes_at(0, ends[0]));
+                o.copy_to(base, &blocks[r]);
+            }
+            None => copy_block(base, &blocks[r], b, &Block::bytes_at(0, ends[0])),
         }
-        dist <<= 1;
     }
-    for j in 1..n {
-        recv.put((r + j) % n, &buf[ends[j - 1]..ends[j]]);
+    let result = g.with_sends(|g, sends| {
+        let mut dist = 1;
+        while dist < n {
+            let cnt = dist.min(n - dist);
+            let (dst, src) = ((r + n - dist) % n, (r + dist) % n);
+            let (lo, hi) = (ends[dist - 1], ends[dist + cnt - 1]);
+            // SAFETY: `buf` holds every block; the part received is written only by this
+            // receive and sent only later; sends are waited for before `buf` goes.
+            unsafe {
+                let q = (hi > lo).then(|| g.irecv_bytes(src, tag::ALLGATHER, b.add(lo), hi - lo));
+                if ends[cnt - 1] > 0 {
+                    sends.push(g.isend_bytes(dst, tag::ALLGATHER, b, ends[cnt - 1]));
+                }
+                if let Some(q) = q {
+                    g.finish_recvs(&[q])?;
+                }
+            }
+            dist <<= 1;
+        }
+        Ok(())
+    });
+    if result.is_ok() {
+        for j in 1..n {
+            // SAFETY: our scratch and the user's buffer.
+            unsafe { copy_block(b, &Block::bytes_at(ends[j - 1], size(j)), base, &blocks[(r + j) % n]) };
+        }
     }
-    Ok(())
+    recycle(buf);
+    result
 }
 
 /// MPI_Alltoall(v,w): every receive posted then every send started (small blocks), or
@@ -772,94 +1280,157 @@ pub fn alltoall_uniform(g: &mut Group, send: Option<In>, recv: Out) -> MpiResult
     alltoall_with(g, send, recv, true)
 }
 
-fn alltoall_with(g: &mut Group, send: Option<In>, mut recv: Out, uniform: bool) -> MpiResult<()> {
+fn alltoall_with(g: &mut Group, send: Option<In>, recv: Out, uniform: bool) -> MpiResult<()> {
     let n = g.size();
-    let outgoing: Vec<Vec<u8>> = match &send {
-        Some(s) => (0..n).map(|i| s.pack(i)).collect(),
-        None => (0..n).map(|i| recv.pack(i)).collect(),
+    // A member whose blocks are all empty neither sends nor receives anything (matching
+    // counts mean nobody sends it data): done at once, as in MPICH.
+    let empty = |b: &[Block]| b.iter().all(|b| b.bytes() == 0);
+    if empty(&recv.blocks) && send.as_ref().is_none_or(|s| empty(&s.blocks)) {
+        return Ok(());
+    }
+    let base = recv.mem.as_mut_ptr();
+    // In place, what goes out is packed first: the same blocks are received into.
+    let mut packed = Vec::new();
+    let (src, sblocks): (*const u8, Vec<Block>) = match &send {
+        Some(s) => (in_ptr(s), s.blocks.clone()),
+        None => {
+            let off = packed_offsets(&recv.blocks);
+            packed = scratch(off[n]);
+            let sblocks: Vec<Block> = (0..n).map(|i| Block::bytes_at(off[i], off[i + 1] - off[i])).collect();
+            for (b, sb) in recv.blocks.iter().zip(&sblocks) {
+                // SAFETY: the user's buffer and our scratch.
+                unsafe { copy_block(base, b, packed.as_mut_ptr(), sb) };
+            }
+            (packed.as_ptr(), sblocks)
+        }
     };
     let block = recv.blocks.iter().map(Block::bytes).max().unwrap_or(0);
-    match tune::get().alltoall(block, n, uniform) {
-        tune::Alltoall::Bruck if n > 1 && block > 0 => alltoall_bruck(g, outgoing, &mut recv, block),
-        tune::Alltoall::Pairwise => alltoall_pairwise(g, outgoing, &mut recv),
-        _ => alltoall_post(g, outgoing, &mut recv),
-    }
+    // SAFETY (all three): `src` holds the outgoing blocks (user buffer or `packed`), unchanged
+    // until the call ends; `base` is the user's receive buffer, ours for the call.
+    let result = unsafe {
+        match tune::get().alltoall(block, n, uniform) {
+            tune::Alltoall::Bruck if n > 1 && block > 0 => alltoall_bruck(g, src, &sblocks, base, &recv.blocks, block),
+            tune::Alltoall::Pairwise => alltoall_pairwise(g, src, &sblocks, base, &recv.blocks),
+            _ => alltoall_post(g, src, &sblocks, base, &recv.blocks),
+        }
+    };
+    recycle(packed);
+    result
 }
 
 /// Every receive posted, then every send started (beginning with the next rank up, to spread
-/// the load), then one wait.
-fn alltoall_post(g: &mut Group, mut outgoing: Vec<Vec<u8>>, recv: &mut Out) -> MpiResult<()> {
+/// the load), then one wait; all straight from and into the buffers.
+///
+/// # Safety
+/// `src` holds the blocks `sb`, unchanged during the call; `base` holds the blocks `rb`, ours
+/// for the call.
+unsafe fn alltoall_post(g: &mut Group, src: *const u8, sb: &[Block], base: *mut u8, rb: &[Block]) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     let order: Vec<usize> = (1..n).map(|k| (r + k) % n).collect();
-    let reqs: Vec<(usize, u32)> = order
-        .iter()
-        .rev()
-        .filter(|&&i| recv.blocks[i].bytes() > 0)
-        .map(|&i| (i, g.post_recv(i, tag::ALLTOALL, recv.blocks[i].bytes())))
-        .collect();
-    for &i in &order {
-        let data = std::mem::take(&mut outgoing[i]);
-        if !data.is_empty() {
-            g.send(i, tag::ALLTOALL, data);
+    g.with_sends(|g, sends| {
+        let reqs: Vec<u32> = order
+            .iter()
+            .rev()
+            .filter(|&&i| rb[i].bytes() > 0)
+            // SAFETY: the receive buffer's blocks, each written only by its receive.
+            .map(|&i| unsafe { g.irecv_block(i, tag::ALLTOALL, base, &rb[i]) })
+            .collect();
+        for &i in &order {
+            if sb[i].bytes() > 0 {
+                // SAFETY: the outgoing blocks stay unchanged during the call.
+                sends.push(unsafe { g.isend_block(i, tag::ALLTOALL, src, &sb[i]) });
+            }
         }
-    }
-    recv.put(r, &outgoing[r]);
-    let ids: Vec<u32> = reqs.iter().map(|&(_, q)| q).collect();
-    g.wait_all(&ids);
-    for (i, q) in reqs {
-        let data = g.take(q)?;
-        recv.put(i, &data);
-    }
-    Ok(())
+        // SAFETY: distinct buffers (an overlapping or in-place input was copied).
+        unsafe { copy_block(src, &sb[r], base, &rb[r]) };
+        g.finish_recvs(&reqs)
+    })
 }
 
 /// Pairwise exchange: in step i a member sends to r + i and receives from r - i (partners
-/// r ^ i on power-of-two sizes), one transfer each way in flight.
-fn alltoall_pairwise(g: &mut Group, mut outgoing: Vec<Vec<u8>>, recv: &mut Out) -> MpiResult<()> {
+/// r ^ i on power-of-two sizes), one receive in flight.
+///
+/// # Safety
+/// `src` holds the blocks `sb`, unchanged during the call; `base` holds the blocks `rb`, ours
+/// for the call.
+unsafe fn alltoall_pairwise(g: &mut Group, src: *const u8, sb: &[Block], base: *mut u8, rb: &[Block]) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
-    recv.put(r, &outgoing[r]);
-    for i in 1..n {
-        let (dst, src) = if n.is_power_of_two() { (r ^ i, r ^ i) } else { ((r + i) % n, (r + n - i) % n) };
-        let len = recv.blocks[src].bytes();
-        let req = (len > 0).then(|| g.post_recv(src, tag::ALLTOALL, len));
-        let data = std::mem::take(&mut outgoing[dst]);
-        if !data.is_empty() {
-            g.send(dst, tag::ALLTOALL, data);
+    // SAFETY: distinct buffers (an overlapping or in-place input was copied).
+    unsafe { copy_block(src, &sb[r], base, &rb[r]) };
+    g.with_sends(|g, sends| {
+        for i in 1..n {
+            let (dst, from) = if n.is_power_of_two() { (r ^ i, r ^ i) } else { ((r + i) % n, (r + n - i) % n) };
+            // SAFETY: as in alltoall_post.
+            let req = (rb[from].bytes() > 0).then(|| unsafe { g.irecv_block(from, tag::ALLTOALL, base, &rb[from]) });
+            if sb[dst].bytes() > 0 {
+                // SAFETY: as in alltoall_post.
+                sends.push(unsafe { g.isend_block(dst, tag::ALLTOALL, src, &sb[dst]) });
+            }
+            if let Some(q) = req {
+                g.finish_recvs(&[q])?;
+            }
         }
-        if let Some(q) = req {
-            g.wait_all(&[q]);
-            let got = g.take(q)?;
-            recv.put(src, &got);
-        }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Bruck all-to-all (blocks of `block` bytes everywhere, ceil(log2 n) rounds): blocks are
 /// rotated so that slot i holds the block for r + i; in the round for bit k every slot with
 /// bit k set goes, in one message, to r + 2^k (and arrives from r - 2^k); slot i finally
 /// holds the block from r - i.
-fn alltoall_bruck(g: &mut Group, outgoing: Vec<Vec<u8>>, recv: &mut Out, block: usize) -> MpiResult<()> {
+///
+/// # Safety
+/// `src` holds the blocks `sb`, unchanged during the call; `base` holds the blocks `rb`, ours
+/// for the call.
+unsafe fn alltoall_bruck(
+    g: &mut Group,
+    src: *const u8,
+    sb: &[Block],
+    base: *mut u8,
+    rb: &[Block],
+    block: usize,
+) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
-    if outgoing.iter().any(|b| b.len() != block) || recv.blocks.iter().any(|b| b.bytes() != block) {
+    if sb.iter().chain(rb).any(|b| b.bytes() != block) {
         return err(MPI_ERR_TRUNCATE, "alltoall: blocks of different sizes (counts or types differ between ranks)");
     }
-    let mut slots: Vec<Vec<u8>> = (0..n).map(|i| outgoing[(r + i) % n].clone()).collect();
+    let mut slots = scratch(n * block);
+    let (mut out, mut inc) = (scratch(n.div_ceil(2) * block), scratch(n.div_ceil(2) * block));
+    for i in 0..n {
+        // SAFETY: the outgoing blocks and our scratch.
+        unsafe { copy_block(src, &sb[(r + i) % n], slots.as_mut_ptr(), &Block::bytes_at(i * block, block)) };
+    }
+    let mut result = Ok(());
     let mut bit = 1;
     while bit < n {
         let which: Vec<usize> = (0..n).filter(|i| i & bit != 0).collect();
-        let data: Vec<u8> = which.iter().flat_map(|&i| slots[i].iter().copied()).collect();
-        let got = g.sendrecv((r + bit) % n, data, (r + n - bit) % n, which.len() * block, tag::ALLTOALL)?;
-        if got.len() != which.len() * block {
-            return err(MPI_ERR_TRUNCATE, "alltoall: a rank sent a different amount of data (counts differ)");
+        for (k, &i) in which.iter().enumerate() {
+            out[k * block..(k + 1) * block].copy_from_slice(&slots[i * block..(i + 1) * block]);
+        }
+        let len = which.len() * block;
+        // SAFETY: `out` and `inc` are ours; the send and the receive finish before either is
+        // touched again.
+        result = g.with_sends(|g, sends| unsafe {
+            let q = g.irecv_bytes((r + n - bit) % n, tag::ALLTOALL, inc.as_mut_ptr(), len);
+            sends.push(g.isend_bytes((r + bit) % n, tag::ALLTOALL, out.as_ptr(), len));
+            g.finish_recvs(&[q])
+        });
+        if result.is_err() {
+            break;
         }
         for (k, &i) in which.iter().enumerate() {
-            slots[i] = got[k * block..(k + 1) * block].to_vec();
+            slots[i * block..(i + 1) * block].copy_from_slice(&inc[k * block..(k + 1) * block]);
         }
         bit <<= 1;
     }
-    for (i, s) in slots.iter().enumerate() {
-        recv.put((r + n - i) % n, s);
+    if result.is_ok() {
+        for i in 0..n {
+            // SAFETY: our scratch and the user's receive buffer.
+            unsafe { copy_block(slots.as_ptr(), &Block::bytes_at(i * block, block), base, &rb[(r + n - i) % n]) };
+        }
     }
-    Ok(())
+    recycle(slots);
+    recycle(out);
+    recycle(inc);
+    result
 }
