@@ -116,8 +116,9 @@ fn fold_out(g: &mut Group, acc: &mut Acc, v: &Vecs, newrank: Option<usize>, tag:
     Ok(())
 }
 
-/// The member (communicator rank) behind number `nr` of the power-of-two group.
-fn real_rank(nr: usize, rem: usize) -> usize {
+/// The member (communicator rank) behind number `nr` of the power-of-two group (also used by
+/// the schedules in `coll::sched`, which must split and pair exactly as this module does).
+pub(super) fn real_rank(nr: usize, rem: usize) -> usize {
     if nr < rem { nr * 2 + 1 } else { nr + rem }
 }
 
@@ -141,7 +142,7 @@ fn recursive_doubling(g: &mut Group, mut acc: Acc, v: &Vecs, tag: i32) -> MpiRes
 
 /// Element offsets of `parts` nearly equal pieces of `count` (the first `count % parts` one
 /// longer), with `count` at the end.
-fn pieces(count: usize, parts: usize) -> Vec<usize> {
+pub(super) fn pieces(count: usize, parts: usize) -> Vec<usize> {
     let (q, m) = (count / parts, count % parts);
     let mut d = Vec::with_capacity(parts + 1);
     let mut at = 0;

@@ -20,6 +20,7 @@
 //! `tag::NBC_BASE + seq * 8 + phase` on the collective context, above every blocking
 //! collective's tag, so collectives in flight together never take each other's messages.
 
+use super::allreduce::{pieces, real_rank};
 use super::tune::{self, pof2_below};
 use super::{Block, Group, tag};
 use crate::abi::consts::*;
@@ -853,12 +854,6 @@ pub fn allreduce(s: &mut Schedule, mine: Vec<u8>) {
     s.put(acc, 0);
 }
 
-/// The member (communicator rank) behind number `nr` of the power-of-two group left after
-/// `fold_in`.
-fn real_rank(nr: usize, rem: usize) -> usize {
-    if nr < rem { nr * 2 + 1 } else { nr + rem }
-}
-
 /// The first step of the power-of-two algorithms (as `coll::allreduce`'s): among the first
 /// `2 * rem` ranks each even rank hands its vector (slot `acc`, `len` bytes) to the odd rank
 /// above, which combines it as the lower operand. Returns this rank's number among the
@@ -918,20 +913,6 @@ fn allreduce_recursive_doubling(s: &mut Schedule, acc: usize, len: usize) {
         }
     }
     fold_out(s, acc, len, newrank);
-}
-
-/// Element offsets of `parts` nearly equal pieces of `count` (the first `count % parts` one
-/// longer), with `count` at the end (as the blocking allreduce splits the vector).
-fn pieces(count: usize, parts: usize) -> Vec<usize> {
-    let (q, m) = (count / parts, count % parts);
-    let mut d = Vec::with_capacity(parts + 1);
-    let mut at = 0;
-    for i in 0..parts {
-        d.push(at);
-        at += q + usize::from(i < m);
-    }
-    d.push(count);
-    d
 }
 
 /// Rabenseifner's allreduce (commutative operations, at least `pof2` elements), step for
