@@ -1,7 +1,7 @@
 /*
  * Body of the coll_shm_*.c tests: barrier, bcast, reduce and allreduce with checked results
  * over many consecutive calls (the shared area is reused without resets), at sizes around
- * the small lane (56 payload bytes), the shared-memory slot (32 KiB, 32752 payload bytes),
+ * the lane (56 payload bytes a line, 2 KiB at most), the shared-memory slot (32 KiB, 32752 payload bytes),
  * the allreduce split (2 KiB) and single copy (64 KiB, reduce 256 KiB), up to 1 MiB; bursts of consecutive
  * bcasts and reduces with changing roots and sizes and no synchronization between them
  * (roots run ahead through the rings: more calls than slots, with a late rank),
@@ -16,7 +16,8 @@
 
 #define SLOT_CAP 32752
 
-#define SMALL_CAP 56
+#define SMALL_CAP 56 /* payload bytes of a lane line */
+#define LANE_CAP 2048
 #define SINGLE_COPY_MIN 65536 /* reduce: 262144 */
 
 /* Sizes in bytes: around the small lane, the flat-allreduce limit, the slot, several slots,
@@ -27,9 +28,12 @@ static const int sizes[] = {4,
                             SMALL_CAP,
                             SMALL_CAP + 4,
                             64,
+                            2 * SMALL_CAP,
+                            2 * SMALL_CAP + 4,
                             1024,
-                            2048,
-                            2052,
+                            LANE_CAP - 4,
+                            LANE_CAP,
+                            LANE_CAP + 4,
                             4096,
                             SLOT_CAP - 4,
                             SLOT_CAP,
@@ -175,9 +179,9 @@ static void test_allreduce(MPI_Comm comm, int iters)
    the others fill the rings first. */
 static int burst_bytes(int k)
 {
-    static const int cycle[] = {4, SMALL_CAP, 8, SMALL_CAP + 8, 1000, 16, 24, 40000};
+    static const int cycle[] = {4, SMALL_CAP, 8, SMALL_CAP + 8, 1000, 16, LANE_CAP, 40000, 200, LANE_CAP + 4, 120};
     /* Large ones only now and then: the burst stays quick. */
-    return k % 50 == 6 ? SINGLE_COPY_MIN + 40 : cycle[k % 8];
+    return k % 50 == 6 ? SINGLE_COPY_MIN + 40 : cycle[k % (int)(sizeof(cycle) / sizeof(cycle[0]))];
 }
 
 static void test_bursts(MPI_Comm comm)
@@ -263,7 +267,8 @@ static void mat_op(void *in, void *inout, int *len, MPI_Datatype *dt)
 static void test_noncommutative(MPI_Comm comm)
 {
     int rank, size, i, r, k;
-    static const int counts[] = {1, 5, SLOT_CAP / 16, SLOT_CAP / 16 + 1, 5000};
+    /* 16-byte elements: 5 and 100 straddle lane lines (56 bytes each), LANE_CAP / 16 fills the lane. */
+    static const int counts[] = {1, 5, 100, LANE_CAP / 16, SLOT_CAP / 16, SLOT_CAP / 16 + 1, 5000};
     MPI_Datatype mt;
     MPI_Op op;
     MPI_Comm_rank(comm, &rank);

@@ -52,10 +52,14 @@ const SLOT_STRIDE: usize = 32 * 1024;
 const SLOT_HEADER: usize = 16;
 /// Payload bytes of one slot: the largest piece one step moves.
 pub const SLOT_CAP: usize = SLOT_STRIDE - SLOT_HEADER;
-/// Small-lane slots per rank (one cache line each): small steps a writer may run ahead.
-const SMALL_SLOTS: usize = 256;
-/// Payload bytes of a small slot (the line less its flag).
-const SMALL_CAP: usize = LINE - 8;
+/// Lines of each rank's lane ring: a writer runs up to this many one-line steps (fewer
+/// longer ones) ahead of the slowest reader. 64 KiB per rank and communicator.
+const LANE_LINES: usize = 1024;
+/// Payload bytes of a lane line (the line less its flag word).
+const LANE_LINE_CAP: usize = LINE - 8;
+/// Largest payload through the lane (37 lines): broadcasts and reductions up to this size
+/// pipeline as deep as the ring allows; larger ones go through the slots, 8 steps deep.
+pub const LANE_CAP: usize = 2048;
 /// Payloads from this size move by single copy where the area allows it (below, the pipeline
 /// through the slots lets a broadcast root return before its readers copied).
 const SINGLE_COPY_MIN: usize = 64 * 1024;
@@ -68,6 +72,16 @@ const SINGLE_COPY_PIECE: usize = 64 * 1024;
 /// Allreduce pieces up to this size: every rank combines every slot (one step, n reads per
 /// rank). Larger: each rank combines one segment of all slots, then all copy all segments.
 const ALLREDUCE_FLAT_MAX: usize = 2048;
+
+/// Where a lane step's entry lies in every rank's lane ring (`Area::lane_step`).
+struct LaneStep {
+    s: u64,
+    /// Ring index of its first line (the flag's), and its number of lines.
+    line: usize,
+    lines: usize,
+    /// Lane step that must be finished everywhere before a writer fills these lines.
+    reuses: u64,
+}
 
 /// One rank's view of a communicator's area on this node.
 pub struct Area {
@@ -83,10 +97,20 @@ pub struct Area {
     last_pub: [u64; BUFS],
     /// Every rank is known to have finished every step up to this one.
     done_floor: u64,
-    /// Small steps run so far, and every rank is known to have finished every small step up
-    /// to `small_floor`.
-    small_seq: u64,
-    small_floor: u64,
+    /// Lane steps run so far, and every rank is known to have finished every lane step up
+    /// to `lane_floor`.
+    lane_seq: u64,
+    lane_floor: u64,
+    /// Lines of the lane used so far (the same count in every rank's ring: every step takes
+    /// its lines in all of them, so every rank knows where every writer put a step).
+    lane_head: u64,
+    /// First line (counted from the start, not wrapped) of the recent lane steps, by step
+    /// number modulo `LANE_LINES` (each step takes a line at least, so the steps still
+    /// to be told apart fit).
+    lane_starts: Box<[u64]>,
+    /// The last lane step that starts before the lines the current step reuses: every rank
+    /// must have finished it before a writer fills them.
+    lane_reuse: u64,
     /// Process ids of the area's ranks when every rank can read every other's memory
     /// (decided at the first large collective, the same on every rank); empty: it cannot.
     single_copy: Option<Vec<u32>>,
@@ -105,11 +129,11 @@ fn control_bytes(n: usize) -> usize {
 }
 
 fn area_bytes(n: usize) -> usize {
-    small_offset(n) + n * SMALL_SLOTS * LINE
+    lane_offset(n) + n * LANE_LINES * LINE
 }
 
-/// Start of the small lanes.
-fn small_offset(n: usize) -> usize {
+/// Start of the lane rings.
+fn lane_offset(n: usize) -> usize {
     control_bytes(n) + n * BUFS * SLOT_STRIDE
 }
 
@@ -153,10 +177,27 @@ impl Area {
             seq: 0,
             last_pub: [0; BUFS],
             done_floor: 0,
-            small_seq: 0,
-            small_floor: 0,
+            lane_seq: 0,
+            lane_floor: 0,
+            lane_head: 0,
+            lane_starts: vec![0; LANE_LINES].into_boxed_slice(),
+            lane_reuse: 0,
             single_copy: None,
         };
+        // Map every rank's lane now (this rank writes its own, reads the others'): otherwise
+        // the first pass over the rings takes a page fault per page and rank, which shows in
+        // the first few hundred small collectives.
+        let lanes = lane_offset(n);
+        // SAFETY: the range lies inside the mapping (lane_offset is page-aligned). The advice
+        // only fills in page tables, writing no data; an old kernel's EINVAL leaves the faults
+        // to first use.
+        unsafe {
+            libc::madvise(
+                area.map.as_mut_ptr().add(lanes) as *mut libc::c_void,
+                area_bytes(n) - lanes,
+                libc::MADV_POPULATE_WRITE,
+            );
+        }
         // Before the attach mark, which publishes it.
         area.can_read_peers(me).store(if can_read_peers { 1 } else { 2 }, Ordering::Relaxed);
         area.attached(me).store(1, Ordering::Release);
@@ -199,28 +240,49 @@ impl Area {
         self.word(LINE * (1 + i) + 24)
     }
 
-    /// Small steps rank `i` finished.
-    fn small_done(&self, i: usize) -> &AtomicU64 {
+    /// Lane steps rank `i` finished.
+    fn lane_done(&self, i: usize) -> &AtomicU64 {
         assert!(i < self.n);
         self.word(LINE * (1 + i) + 16)
     }
 
-    fn small_slot_offset(&self, i: usize, s: u64) -> usize {
-        assert!(i < self.n);
-        small_offset(self.n) + (i * SMALL_SLOTS + (s % SMALL_SLOTS as u64) as usize) * LINE
+    /// Offset of line `line` (a ring index) of rank `i`'s lane.
+    fn lane_line_offset(&self, i: usize, line: usize) -> usize {
+        assert!(i < self.n && line < LANE_LINES);
+        lane_offset(self.n) + (i * LANE_LINES + line) * LINE
     }
 
-    /// Flag of rank `i`'s small slot for small step `s`.
-    fn small_flag(&self, i: usize, s: u64) -> &AtomicU64 {
-        self.word(self.small_slot_offset(i, s))
+    /// Flag of rank `i`'s lane line `line`: the lane step that last published an entry
+    /// starting there. Only ever a step number (payload bytes never touch a line's first
+    /// word), so it only grows.
+    fn lane_flag(&self, i: usize, line: usize) -> &AtomicU64 {
+        self.word(self.lane_line_offset(i, line))
     }
 
-    /// Payload of rank `i`'s small slot for small step `s` (after its flag says published).
-    fn small_data(&self, i: usize, s: u64, len: usize) -> &[u8] {
-        assert!(len <= SMALL_CAP);
-        // SAFETY: inside the mapping; the owner does not rewrite the slot before every rank
-        // finished step `s` (`small_publish`).
-        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(self.small_slot_offset(i, s) + 8), len) }
+    /// Copies the payload of rank `i`'s lane entry for step `st` into `out` (after its flag
+    /// says published; the owner does not rewrite it before every rank finished the step).
+    fn lane_read(&self, i: usize, st: &LaneStep, out: &mut [u8]) {
+        assert!(out.len() <= st.lines * LANE_LINE_CAP);
+        for (k, chunk) in out.chunks_mut(LANE_LINE_CAP).enumerate() {
+            let off = self.lane_line_offset(i, st.line + k) + 8;
+            // SAFETY: inside the mapping (the entry's lines do not wrap); see above.
+            let src = unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(off), chunk.len()) };
+            chunk.copy_from_slice(src);
+        }
+    }
+
+    /// The payload of rank `i`'s lane entry for step `st`: in place when it fits one line,
+    /// else gathered into `tmp`.
+    fn lane_bytes<'a>(&'a self, i: usize, st: &LaneStep, len: usize, tmp: &'a mut [u8; LANE_CAP]) -> &'a [u8] {
+        if st.lines == 1 {
+            assert!(len <= LANE_LINE_CAP);
+            // SAFETY: as in `lane_read`.
+            return unsafe {
+                std::slice::from_raw_parts(self.map.as_ptr().add(self.lane_line_offset(i, st.line) + 8), len)
+            };
+        }
+        self.lane_read(i, st, &mut tmp[..len]);
+        &tmp[..len]
     }
 
     fn slot_offset(&self, i: usize, b: usize) -> usize {
@@ -282,52 +344,76 @@ impl Area {
         }
     }
 
-    /// Starts a small step: its number.
-    fn small_step(&mut self) -> u64 {
-        self.small_seq += 1;
-        self.small_seq
+    /// Starts a lane step for `len` bytes (at most `LANE_CAP`): its number, where its lines
+    /// are, and which earlier step must be finished everywhere before a writer fills them.
+    /// Every rank runs the same steps with the same lengths, so all agree on the layout.
+    fn lane_step(&mut self, len: usize) -> LaneStep {
+        assert!(len <= LANE_CAP);
+        let ring = LANE_LINES as u64;
+        let lines = len.div_ceil(LANE_LINE_CAP).max(1) as u64;
+        let mut start = self.lane_head;
+        if start % ring + lines > ring {
+            // Entries do not wrap: skip to the ring's first line.
+            start += ring - start % ring;
+        }
+        self.lane_head = start + lines;
+        self.lane_seq += 1;
+        let s = self.lane_seq;
+        // The steps that used these lines before all start before `start + lines - ring`;
+        // the last of them is the one to wait for. Steps after `lane_reuse` all start within
+        // the last `ring` lines, so their starts are still recorded.
+        while self.lane_reuse + 1 < s
+            && self.lane_starts[((self.lane_reuse + 1) % ring) as usize] + ring < start + lines
+        {
+            self.lane_reuse += 1;
+        }
+        self.lane_starts[(s % ring) as usize] = start;
+        LaneStep { s, line: (start % ring) as usize, lines: lines as usize, reuses: self.lane_reuse }
     }
 
-    /// Ends small step `s` (as `finish`).
-    fn small_finish(&self, e: &Engine, s: u64) {
-        self.small_done(self.me).store(s, Ordering::Release);
+    /// Ends lane step `s` (as `finish`).
+    fn lane_finish(&self, e: &Engine, s: u64) {
+        self.lane_done(self.me).store(s, Ordering::Release);
         self.ring_waiting_writers(e);
     }
 
-    /// Publishes `bytes` in this rank's small slot for small step `s`, once no rank may still
-    /// read the step that used the slot before (every rank finished it).
-    fn small_publish(&mut self, e: &mut Engine, s: u64, bytes: &[u8]) {
-        let previous = s.saturating_sub(SMALL_SLOTS as u64);
-        if previous > self.small_floor {
+    /// Publishes `bytes` in this rank's lane entry for step `st`, once no rank may still read
+    /// a step that used its lines before (every rank finished it).
+    fn lane_publish(&mut self, e: &mut Engine, st: &LaneStep, bytes: &[u8]) {
+        if st.reuses > self.lane_floor {
             let others_done =
-                |a: &Area| (0..a.n).filter(|&j| j != a.me).map(|j| a.small_done(j).load(Ordering::Acquire)).min();
+                |a: &Area| (0..a.n).filter(|&j| j != a.me).map(|j| a.lane_done(j).load(Ordering::Acquire)).min();
             let floor = |a: &Area| others_done(a).unwrap_or(u64::MAX);
-            if floor(self) < previous {
+            if floor(self) < st.reuses {
                 self.done_waiters().fetch_add(1, Ordering::SeqCst);
                 fence(Ordering::SeqCst);
-                wait(e, || floor(self) >= previous);
+                wait(e, || floor(self) >= st.reuses);
                 self.done_waiters().fetch_sub(1, Ordering::SeqCst);
             }
-            self.small_floor = floor(self);
+            self.lane_floor = floor(self);
         }
-        let off = self.small_slot_offset(self.me, s);
-        // SAFETY: this rank's own slot, inside the mapping; no rank reads it (see above).
-        let payload = unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(off + 8), bytes.len()) };
-        payload.copy_from_slice(bytes);
-        self.small_flag(self.me, s).store(s, Ordering::Release);
+        for (k, chunk) in bytes.chunks(LANE_LINE_CAP).enumerate() {
+            let off = self.lane_line_offset(self.me, st.line + k) + 8;
+            // SAFETY: this rank's own lane lines, inside the mapping (entries do not wrap),
+            // past the flag word; no rank reads them any more (see above).
+            let dst = unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(off), chunk.len()) };
+            dst.copy_from_slice(chunk);
+        }
+        self.lane_flag(self.me, st.line).store(st.s, Ordering::Release);
     }
 
-    /// Waits for rank `i`'s small slot to be published for small step `s`.
-    fn small_wait(&self, e: &mut Engine, i: usize, s: u64) {
-        let f = self.small_flag(i, s);
-        if f.load(Ordering::Acquire) < s {
-            wait(e, || f.load(Ordering::Acquire) >= s);
+    /// Waits for rank `i`'s lane entry of step `st` to be published.
+    fn lane_wait(&self, e: &mut Engine, i: usize, st: &LaneStep) {
+        let f = self.lane_flag(i, st.line);
+        if f.load(Ordering::Acquire) < st.s {
+            wait(e, || f.load(Ordering::Acquire) >= st.s);
         }
     }
 
-    /// Starts loading rank `i`'s small slot for the small step after `s` (see `prefetch_next`).
-    fn small_prefetch_next(&self, i: usize, s: u64) {
-        prefetch(self.small_flag(i, s + 1));
+    /// Starts loading the line of rank `i`'s lane where the next step most likely starts
+    /// (see `prefetch_next`).
+    fn lane_prefetch_next(&self, i: usize) {
+        prefetch(self.lane_flag(i, (self.lane_head % LANE_LINES as u64) as usize));
     }
 
     /// Starts a step: its number and slot.
@@ -608,17 +694,17 @@ impl Area {
         if self.single_copy(e, data.len()) {
             return self.bcast_single_copy(e, data, root);
         }
-        if data.len() <= SMALL_CAP {
-            let s = self.small_step();
+        if data.len() <= LANE_CAP {
+            let st = self.lane_step(data.len());
             if self.me == root {
-                self.small_publish(e, s, data);
+                self.lane_publish(e, &st, data);
                 self.notify_others(e);
             } else {
-                self.small_wait(e, root, s);
-                data.copy_from_slice(self.small_data(root, s, data.len()));
-                self.small_prefetch_next(root, s);
+                self.lane_wait(e, root, &st);
+                self.lane_read(root, &st, data);
+                self.lane_prefetch_next(root);
             }
-            self.small_finish(e, s);
+            self.lane_finish(e, st.s);
             return Ok(());
         }
         for piece in data.chunks_mut(SLOT_CAP) {
@@ -649,27 +735,37 @@ impl Area {
         if red.is_builtin() && input.len() >= REDUCE_SINGLE_COPY_MIN && self.single_copy(e, input.len()) {
             return self.reduce_single_copy(e, input, out, red, Some(root));
         }
-        if input.len() <= SMALL_CAP {
-            let s = self.small_step();
+        if input.len() <= LANE_CAP {
+            let st = self.lane_step(input.len());
             if self.me != root {
-                self.small_publish(e, s, input);
+                self.lane_publish(e, &st, input);
                 self.notify(e, root);
             } else {
                 let out = out.expect("the root has a result buffer");
                 let len = input.len();
                 for j in (0..self.n).filter(|&j| j != root) {
-                    self.small_wait(e, j, s);
+                    self.lane_wait(e, j, &st);
                 }
-                let src = |j: usize| if j == root { input } else { self.small_data(j, s, len) };
-                out.copy_from_slice(src(self.n - 1));
-                for j in (0..self.n - 1).rev() {
-                    red.apply(src(j), out);
+                let mut tmp = [0u8; LANE_CAP];
+                // a0 op (a1 op (... op a(n-1))): rank order for non-commutative operations.
+                let last = self.n - 1;
+                if last == root {
+                    out.copy_from_slice(input);
+                } else {
+                    self.lane_read(last, &st, out);
+                }
+                for j in (0..last).rev() {
+                    if j == root {
+                        red.apply(input, out);
+                    } else {
+                        red.apply(self.lane_bytes(j, &st, len, &mut tmp), out);
+                    }
                 }
                 for j in (0..self.n).filter(|&j| j != root) {
-                    self.small_prefetch_next(j, s);
+                    self.lane_prefetch_next(j);
                 }
             }
-            self.small_finish(e, s);
+            self.lane_finish(e, st.s);
             return Ok(());
         }
         let piece = SLOT_CAP / red.elem_size() * red.elem_size();
@@ -806,9 +902,9 @@ mod tests {
             assert_eq!(control_bytes(n) % 4096, 0);
             assert!(control_bytes(n) >= LINE * (1 + n));
             assert_eq!(SLOT_STRIDE % LINE, 0);
-            assert_eq!(small_offset(n), control_bytes(n) + n * BUFS * SLOT_STRIDE);
-            assert_eq!(area_bytes(n), small_offset(n) + n * SMALL_SLOTS * LINE);
-            assert_eq!(small_offset(n) % LINE, 0);
+            assert_eq!(lane_offset(n), control_bytes(n) + n * BUFS * SLOT_STRIDE);
+            assert_eq!(area_bytes(n), lane_offset(n) + n * LANE_LINES * LINE);
+            assert_eq!(lane_offset(n) % 4096, 0);
         }
     }
 }
