@@ -12,6 +12,8 @@
  * the environment (OXMPI_FAKE_NODES) in its metadata.
  */
 #include "mtest.h"
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define SLOT_CAP 32752
@@ -468,10 +470,60 @@ static void test_split_type(void)
     MPI_Comm_free(&node);
 }
 
+/* Barrier semantics through memory: every rank stores the round number in its own line of a
+   shared file before each barrier; after it, every rank must see every line at that round or
+   later. Ranks take turns arriving late (spinning or sleeping), so every rank is sometimes
+   the last to arrive (the one that releases the others). */
+static void test_barrier_memory(MPI_Comm comm, int rounds)
+{
+    int rank, size, it, r, fd, pid = (int)getpid();
+    char path[128];
+    volatile long *lines;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Bcast(&pid, 1, MPI_INT, 0, comm);
+    snprintf(path, sizeof path, "/dev/shm/oxmpi-ctest-barrier-%d", pid);
+    if (rank == 0) {
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+        CHECK(fd >= 0 && ftruncate(fd, 64 * size) == 0, "cannot create %s", path);
+        close(fd);
+    }
+    MPI_Barrier(comm);
+    fd = open(path, O_RDWR);
+    CHECK(fd >= 0, "cannot open %s", path);
+    lines = mmap(NULL, 64 * size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    CHECK(lines != MAP_FAILED, "cannot map %s", path);
+    close(fd);
+    MPI_Barrier(comm);
+    if (rank == 0)
+        unlink(path);
+    for (it = 1; it <= rounds; it++) {
+        if (it % size == rank) {
+            if (it % 7 == 0)
+                usleep(200);
+            else
+                for (r = 0; r < 2000; r++)
+                    __atomic_load_n(&lines[8 * rank], __ATOMIC_RELAXED);
+        }
+        __atomic_store_n(&lines[8 * rank], it, __ATOMIC_RELEASE);
+        MPI_Barrier(comm);
+        for (r = 0; r < size; r++) {
+            long got = __atomic_load_n(&lines[8 * r], __ATOMIC_ACQUIRE);
+            if (got < it) {
+                CHECK(0, "barrier round %d: rank %d left before rank %d arrived (it wrote %ld)", it, rank, r, got);
+                it = rounds;
+                break;
+            }
+        }
+    }
+    munmap((void *)lines, 64 * size);
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv);
     test_barrier(MPI_COMM_WORLD, 200);
+    test_barrier_memory(MPI_COMM_WORLD, 300);
     test_bcast(MPI_COMM_WORLD, 6);
     test_reduce(MPI_COMM_WORLD, 6);
     test_allreduce(MPI_COMM_WORLD, 6);

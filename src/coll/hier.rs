@@ -292,10 +292,11 @@ pub fn barrier(g: &mut Group) -> Option<MpiResult<()>> {
     let ctx = h.leader_ctx(g.ctx, None)?;
     let (my_node, many) = (h.my_node, h.nodes.len() > 1);
     let leaders: Vec<usize> = if many { h.leaders(None).iter().map(|&r| g.members[r]).collect() } else { Vec::new() };
-    let between = |e: &mut Engine| if many { as_leader(e, ctx, &leaders, my_node, super::barrier) } else { Ok(()) };
-    Some(match &mut h.area {
-        Some(a) => a.barrier(g.engine, between),
-        None => between(g.engine),
+    let mut between = |e: &mut Engine| as_leader(e, ctx, &leaders, my_node, super::barrier);
+    Some(match (&mut h.area, many) {
+        (Some(a), true) => a.barrier(g.engine, Some(&mut between)),
+        (Some(a), false) => a.barrier(g.engine, None),
+        (None, _) => between(g.engine),
     })
 }
 

@@ -103,6 +103,8 @@ pub struct Area {
     last_pub: [u64; BUFS],
     /// Every rank is known to have finished every step up to this one.
     done_floor: u64,
+    /// Barriers run so far.
+    barriers: u64,
     /// Lane steps run so far, and every rank is known to have finished every lane step up
     /// to `lane_floor`.
     lane_seq: u64,
@@ -131,7 +133,7 @@ fn shm_error(what: String, e: std::io::Error) -> MpiError {
 }
 
 fn control_bytes(n: usize) -> usize {
-    (LINE * (1 + n)).div_ceil(4096) * 4096
+    (LINE * (3 + n)).div_ceil(4096) * 4096
 }
 
 fn area_bytes(n: usize) -> usize {
@@ -183,6 +185,7 @@ impl Area {
             seq: 0,
             last_pub: [0; BUFS],
             done_floor: 0,
+            barriers: 0,
             lane_seq: 0,
             lane_floor: 0,
             lane_head: 0,
@@ -228,6 +231,16 @@ impl Area {
     /// Writers waiting for `done` stores (they want doorbells).
     fn done_waiters(&self) -> &AtomicU64 {
         self.word(0)
+    }
+
+    /// Barrier arrivals so far, all barriers counted (a line of its own: every rank adds).
+    fn arrivals(&self) -> &AtomicU64 {
+        self.word(LINE * (1 + self.n))
+    }
+
+    /// The last barrier released (a line of its own: the waiters read it).
+    fn released(&self) -> &AtomicU64 {
+        self.word(LINE * (2 + self.n))
     }
 
     fn done(&self, i: usize) -> &AtomicU64 {
@@ -674,23 +687,48 @@ impl Area {
 
     // ----- the collectives -----
 
-    /// Barrier: everyone marks its slot, index 0 waits for all marks, runs `between` (the
-    /// inter-node step) and releases everyone with its own mark.
-    pub fn barrier(&mut self, e: &mut Engine, between: impl FnOnce(&mut Engine) -> MpiResult<()>) -> MpiResult<()> {
-        let (s, b) = self.step();
+    /// Barrier: everyone counts its arrival on the shared counter. Alone on the node (no
+    /// `between`), the last to arrive releases everyone at once: one wake-up on the critical
+    /// path instead of two (to index 0, then from it), which counts when ranks outnumber cores
+    /// and each wake-up waits for a core. With `between` (the inter-node step), the last to
+    /// arrive wakes index 0, which runs it and then releases everyone.
+    pub fn barrier(
+        &mut self,
+        e: &mut Engine,
+        between: Option<&mut dyn FnMut(&mut Engine) -> MpiResult<()>>,
+    ) -> MpiResult<()> {
+        let (s, _) = self.step();
+        self.barriers += 1;
+        let (nb, all) = (self.barriers, self.barriers * self.n as u64);
         let mut result = Ok(());
-        if self.me == 0 {
-            self.wait_all_flags(e, b, s);
-            result = between(e);
-            self.flag(0, b).store(s, Ordering::Release);
-            self.notify_others(e);
-        } else {
-            self.flag(self.me, b).store(s, Ordering::Release);
-            self.notify(e, 0);
-            self.wait_flag(e, 0, b, s);
+        let arrived = self.arrivals().fetch_add(1, Ordering::AcqRel) + 1;
+        let released = |a: &Area| a.released().load(Ordering::Acquire) >= nb;
+        match between {
+            None if arrived == all => {
+                self.released().store(nb, Ordering::Release);
+                self.notify_others(e);
+            }
+            Some(between) if self.me == 0 => {
+                let arrivals = self.arrivals();
+                if arrivals.load(Ordering::Acquire) < all {
+                    wait(e, || arrivals.load(Ordering::Acquire) >= all);
+                }
+                result = between(e);
+                self.released().store(nb, Ordering::Release);
+                self.notify_others(e);
+            }
+            between => {
+                if between.is_some() && arrived == all {
+                    self.notify(e, 0);
+                }
+                if !released(self) {
+                    wait(e, || released(self));
+                }
+            }
         }
-        // Everyone arrived at step s, so everyone finished the steps before it.
+        // Everyone arrived at step s, so everyone finished the steps (and lane steps) before it.
         self.done_floor = self.done_floor.max(s - 1);
+        self.lane_floor = self.lane_floor.max(self.lane_seq);
         self.finish(e, s);
         result
     }
@@ -906,7 +944,7 @@ mod tests {
     fn slots_and_lines_are_cache_line_aligned_and_disjoint() {
         for n in [1, 2, 3, 8, 65] {
             assert_eq!(control_bytes(n) % 4096, 0);
-            assert!(control_bytes(n) >= LINE * (1 + n));
+            assert!(control_bytes(n) >= LINE * (3 + n));
             assert_eq!(SLOT_STRIDE % LINE, 0);
             assert_eq!(lane_offset(n), control_bytes(n) + n * BUFS * SLOT_STRIDE);
             assert_eq!(area_bytes(n), lane_offset(n) + n * LANE_LINES * LINE);
