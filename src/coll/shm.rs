@@ -73,6 +73,12 @@ const SINGLE_COPY_MIN: usize = 64 * 1024;
 /// slots and return at once beat the parallel combining, which ends in a synchronization
 /// (measured at 64 KiB, np 2: 6 µs through the slots, 14 µs by single copy).
 const REDUCE_SINGLE_COPY_MIN: usize = 256 * 1024;
+/// Broadcasts move by single copy from this size when ranks outnumber cores: the root
+/// waits for every reader, each a scheduling round away, while through the slots it runs
+/// 4 calls of 64 KiB ahead (np 4 and 8 on 2 loaded cores, 64 KiB: 91 and 349 µs through
+/// the slots, 194 and 718 µs by single copy; 1 MiB: 1,740 and 6,068 µs against 695 and
+/// 3,978).
+const BCAST_SINGLE_COPY_MIN_OVERSUBSCRIBED: usize = 256 * 1024;
 /// Piece of a single-copy reduction: read into a buffer that stays in cache, then combined.
 const SINGLE_COPY_PIECE: usize = 64 * 1024;
 /// Allreduce pieces up to this size: every rank combines every slot (one step, n reads per
@@ -122,6 +128,8 @@ pub struct Area {
     /// Process ids of the area's ranks when every rank can read every other's memory
     /// (decided at the first large collective, the same on every rank); empty: it cannot.
     single_copy: Option<Vec<u32>>,
+    /// Broadcasts move by single copy from this size (`set_policy`).
+    bcast_single_copy_min: usize,
 }
 
 // SAFETY: the mapping is only accessed through atomics and slot bytes whose ownership the
@@ -150,7 +158,9 @@ impl Area {
     /// touched) and maps it; the creator is local index 0.
     /// `can_read_peers`: this rank can read the memory of every other rank of the area
     /// (`probe_peer_reads`).
-    pub fn create(path: &str, worlds: Vec<usize>, can_read_peers: bool) -> MpiResult<Area> {
+    /// `oversubscribed`: the node runs more ranks than it has cores (the creator decides for
+    /// all, so every rank takes the same paths).
+    pub fn create(path: &str, worlds: Vec<usize>, can_read_peers: bool, oversubscribed: bool) -> MpiResult<Area> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -158,7 +168,11 @@ impl Area {
             .open(path)
             .map_err(|e| shm_error(format!("cannot create {path}"), e))?;
         file.set_len(area_bytes(worlds.len()) as u64).map_err(|e| shm_error(format!("cannot size {path}"), e))?;
-        Area::map(&file, path, worlds, 0, can_read_peers)
+        let mut area = Area::map(&file, path, worlds, 0, can_read_peers)?;
+        // Before the creator sends the area's name to the others, which publishes it.
+        area.oversubscribed_word().store(oversubscribed as u64, Ordering::Relaxed);
+        area.set_policy(oversubscribed);
+        Ok(area)
     }
 
     /// Maps the area a peer created, as local index `me`.
@@ -168,7 +182,19 @@ impl Area {
             .write(true)
             .open(path)
             .map_err(|e| shm_error(format!("cannot open {path}"), e))?;
-        Area::map(&file, path, worlds, me, can_read_peers)
+        let mut area = Area::map(&file, path, worlds, me, can_read_peers)?;
+        let oversubscribed = area.oversubscribed_word().load(Ordering::Acquire) == 1;
+        area.set_policy(oversubscribed);
+        Ok(area)
+    }
+
+    /// Header word: whether the creator found the node oversubscribed.
+    fn oversubscribed_word(&self) -> &AtomicU64 {
+        self.word(8)
+    }
+
+    fn set_policy(&mut self, oversubscribed: bool) {
+        self.bcast_single_copy_min = if oversubscribed { BCAST_SINGLE_COPY_MIN_OVERSUBSCRIBED } else { SINGLE_COPY_MIN };
     }
 
     fn map(file: &std::fs::File, path: &str, worlds: Vec<usize>, me: usize, can_read_peers: bool) -> MpiResult<Area> {
@@ -192,6 +218,7 @@ impl Area {
             lane_starts: vec![0; LANE_LINES].into_boxed_slice(),
             lane_reuse: 0,
             single_copy: None,
+            bcast_single_copy_min: SINGLE_COPY_MIN,
         };
         // Map every rank's lane now (this rank writes its own, reads the others'): otherwise
         // the first pass over the rings takes a page fault per page and rank, which shows in
@@ -735,7 +762,7 @@ impl Area {
 
     /// Broadcast of `data` (packed bytes, the same length everywhere) from local `root`.
     pub fn bcast(&mut self, e: &mut Engine, data: &mut [u8], root: usize) -> MpiResult<()> {
-        if self.single_copy(e, data.len()) {
+        if data.len() >= self.bcast_single_copy_min && self.single_copy(e, data.len()) {
             return self.bcast_single_copy(e, data, root);
         }
         if data.len() <= LANE_CAP {
