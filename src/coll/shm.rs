@@ -85,6 +85,9 @@ const SINGLE_COPY_PIECE: usize = 64 * 1024;
 /// rank). Larger: each rank combines one segment of all slots, then all copy all segments.
 const ALLREDUCE_FLAT_MAX: usize = 2048;
 
+/// The inter-node step of a barrier, run by index 0 between gathering and releasing.
+pub type InterNodeStep<'a> = &'a mut dyn FnMut(&mut Engine) -> MpiResult<()>;
+
 /// Where a lane step's entry lies in every rank's lane ring (`Area::lane_step`).
 struct LaneStep {
     s: u64,
@@ -758,11 +761,7 @@ impl Area {
     /// path instead of two (to index 0, then from it), which counts when ranks outnumber cores
     /// and each wake-up waits for a core. With `between` (the inter-node step), the last to
     /// arrive wakes index 0, which runs it and then releases everyone.
-    pub fn barrier(
-        &mut self,
-        e: &mut Engine,
-        between: Option<&mut dyn FnMut(&mut Engine) -> MpiResult<()>>,
-    ) -> MpiResult<()> {
+    pub fn barrier(&mut self, e: &mut Engine, between: Option<InterNodeStep<'_>>) -> MpiResult<()> {
         let (s, _) = self.step();
         self.barriers += 1;
         let (nb, all) = (self.barriers, self.barriers * self.n as u64);
