@@ -1,7 +1,7 @@
 /*
  * Body of the coll_shm_*.c tests: barrier, bcast, reduce and allreduce with checked results
  * over many consecutive calls (the shared area is reused without resets), at sizes around
- * the small lane (56 payload bytes), the shared-memory slot (32 KiB, 32752 payload bytes),
+ * the lane (56 payload bytes a line, 2 KiB at most), the shared-memory slot (32 KiB, 32752 payload bytes),
  * the allreduce split (2 KiB) and single copy (64 KiB, reduce 256 KiB), up to 1 MiB; bursts of consecutive
  * bcasts and reduces with changing roots and sizes and no synchronization between them
  * (roots run ahead through the rings: more calls than slots, with a late rank),
@@ -12,11 +12,14 @@
  * the environment (OXMPI_FAKE_NODES) in its metadata.
  */
 #include "mtest.h"
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define SLOT_CAP 32752
 
-#define SMALL_CAP 56
+#define SMALL_CAP 56 /* payload bytes of a lane line */
+#define LANE_CAP 2048
 #define SINGLE_COPY_MIN 65536 /* reduce: 262144 */
 
 /* Sizes in bytes: around the small lane, the flat-allreduce limit, the slot, several slots,
@@ -27,9 +30,12 @@ static const int sizes[] = {4,
                             SMALL_CAP,
                             SMALL_CAP + 4,
                             64,
+                            2 * SMALL_CAP,
+                            2 * SMALL_CAP + 4,
                             1024,
-                            2048,
-                            2052,
+                            LANE_CAP - 4,
+                            LANE_CAP,
+                            LANE_CAP + 4,
                             4096,
                             SLOT_CAP - 4,
                             SLOT_CAP,
@@ -175,9 +181,9 @@ static void test_allreduce(MPI_Comm comm, int iters)
    the others fill the rings first. */
 static int burst_bytes(int k)
 {
-    static const int cycle[] = {4, SMALL_CAP, 8, SMALL_CAP + 8, 1000, 16, 24, 40000};
+    static const int cycle[] = {4, SMALL_CAP, 8, SMALL_CAP + 8, 1000, 16, LANE_CAP, 40000, 200, LANE_CAP + 4, 120};
     /* Large ones only now and then: the burst stays quick. */
-    return k % 50 == 6 ? SINGLE_COPY_MIN + 40 : cycle[k % 8];
+    return k % 50 == 6 ? SINGLE_COPY_MIN + 40 : cycle[k % (int)(sizeof(cycle) / sizeof(cycle[0]))];
 }
 
 static void test_bursts(MPI_Comm comm)
@@ -263,7 +269,8 @@ static void mat_op(void *in, void *inout, int *len, MPI_Datatype *dt)
 static void test_noncommutative(MPI_Comm comm)
 {
     int rank, size, i, r, k;
-    static const int counts[] = {1, 5, SLOT_CAP / 16, SLOT_CAP / 16 + 1, 5000};
+    /* 16-byte elements: 5 and 100 straddle lane lines (56 bytes each), LANE_CAP / 16 fills the lane. */
+    static const int counts[] = {1, 5, 100, LANE_CAP / 16, SLOT_CAP / 16, SLOT_CAP / 16 + 1, 5000};
     MPI_Datatype mt;
     MPI_Op op;
     MPI_Comm_rank(comm, &rank);
@@ -463,10 +470,60 @@ static void test_split_type(void)
     MPI_Comm_free(&node);
 }
 
+/* Barrier semantics through memory: every rank stores the round number in its own line of a
+   shared file before each barrier; after it, every rank must see every line at that round or
+   later. Ranks take turns arriving late (spinning or sleeping), so every rank is sometimes
+   the last to arrive (the one that releases the others). */
+static void test_barrier_memory(MPI_Comm comm, int rounds)
+{
+    int rank, size, it, r, fd, pid = (int)getpid();
+    char path[128];
+    volatile long *lines;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Bcast(&pid, 1, MPI_INT, 0, comm);
+    snprintf(path, sizeof path, "/dev/shm/oxmpi-ctest-barrier-%d", pid);
+    if (rank == 0) {
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+        CHECK(fd >= 0 && ftruncate(fd, 64 * size) == 0, "cannot create %s", path);
+        close(fd);
+    }
+    MPI_Barrier(comm);
+    fd = open(path, O_RDWR);
+    CHECK(fd >= 0, "cannot open %s", path);
+    lines = mmap(NULL, 64 * size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    CHECK(lines != MAP_FAILED, "cannot map %s", path);
+    close(fd);
+    MPI_Barrier(comm);
+    if (rank == 0)
+        unlink(path);
+    for (it = 1; it <= rounds; it++) {
+        if (it % size == rank) {
+            if (it % 7 == 0)
+                usleep(200);
+            else
+                for (r = 0; r < 2000; r++)
+                    __atomic_load_n(&lines[8 * rank], __ATOMIC_RELAXED);
+        }
+        __atomic_store_n(&lines[8 * rank], it, __ATOMIC_RELEASE);
+        MPI_Barrier(comm);
+        for (r = 0; r < size; r++) {
+            long got = __atomic_load_n(&lines[8 * r], __ATOMIC_ACQUIRE);
+            if (got < it) {
+                CHECK(0, "barrier round %d: rank %d left before rank %d arrived (it wrote %ld)", it, rank, r, got);
+                it = rounds;
+                break;
+            }
+        }
+    }
+    munmap((void *)lines, 64 * size);
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv);
     test_barrier(MPI_COMM_WORLD, 200);
+    test_barrier_memory(MPI_COMM_WORLD, 300);
     test_bcast(MPI_COMM_WORLD, 6);
     test_reduce(MPI_COMM_WORLD, 6);
     test_allreduce(MPI_COMM_WORLD, 6);

@@ -195,7 +195,9 @@ fn setup_area(g: &mut Group, local: &[usize]) -> MpiResult<Area> {
     if me == 0 {
         let id = AREAS_CREATED.fetch_add(1, Ordering::Relaxed);
         let path = name(id);
-        let created = Area::create(&path, worlds.clone(), super::shm::probe_peer_reads(g.engine, &worlds, me));
+        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+        let can_read = super::shm::probe_peer_reads(g.engine, &worlds, me);
+        let created = Area::create(&path, worlds.clone(), can_read, g.engine.nranks > cores);
         let sent = if created.is_ok() { id } else { FAILED };
         for &r in &local[1..] {
             g.send(r, TAG_SETUP, sent.to_le_bytes().to_vec());
@@ -292,10 +294,11 @@ pub fn barrier(g: &mut Group) -> Option<MpiResult<()>> {
     let ctx = h.leader_ctx(g.ctx, None)?;
     let (my_node, many) = (h.my_node, h.nodes.len() > 1);
     let leaders: Vec<usize> = if many { h.leaders(None).iter().map(|&r| g.members[r]).collect() } else { Vec::new() };
-    let between = |e: &mut Engine| if many { as_leader(e, ctx, &leaders, my_node, super::barrier) } else { Ok(()) };
-    Some(match &mut h.area {
-        Some(a) => a.barrier(g.engine, between),
-        None => between(g.engine),
+    let mut between = |e: &mut Engine| as_leader(e, ctx, &leaders, my_node, super::barrier);
+    Some(match (&mut h.area, many) {
+        (Some(a), true) => a.barrier(g.engine, Some(&mut between)),
+        (Some(a), false) => a.barrier(g.engine, None),
+        (None, _) => between(g.engine),
     })
 }
 

@@ -3,8 +3,8 @@
 //!
 //! Layout: a header line, one control line per rank (its `done` sequences, its attach mark
 //! and whether it can read its peers' memory), then per rank `BUFS` slots of `SLOT_STRIDE`
-//! bytes, then per rank a ring of `SMALL_SLOTS` one-line slots for payloads of up to
-//! `SMALL_CAP` bytes. A slot starts with its flag (the sequence number of the collective that
+//! bytes, then per rank a lane: a ring of `LANE_LINES` lines for payloads of up to
+//! `LANE_CAP` bytes. A slot starts with its flag (the sequence number of the collective that
 //! last published it), a second flag for two-phase algorithms, then the payload, so a small
 //! payload shares the flag's cache line and moves in the same coherence transfer. Every
 //! rank's lines and slots are its own: only the owner writes them, so no flag shares a line
@@ -19,12 +19,16 @@
 //! doorbell. Large payloads go in slot-sized pieces, each a step of its own, so up to `BUFS`
 //! pieces are in flight (a pipeline).
 //!
-//! Small lane: broadcasts and reductions of at most `SMALL_CAP` bytes take their own
-//! sequence (the same on every rank too) through the ring of one-line slots, flag and
-//! payload in one line. The ring is deep, so a broadcast root or reduce contributors run far
-//! ahead of slow readers (consecutive small collectives pipeline, which matters most when
-//! ranks outnumber cores and readers are descheduled for whole time slices). A rank reuses
-//! a small slot once every rank finished the small step that last could have read it.
+//! Lane: broadcasts and reductions of at most `LANE_CAP` bytes take their own sequence (the
+//! same on every rank too) through the lane. A step's entry takes consecutive lines (never
+//! wrapping), at the same place in every rank's ring, so all know where a writer put it; every
+//! line starts with a flag word and carries `LANE_LINE_CAP` payload bytes after it, so up to
+//! 56 bytes share the flag's line, and a line's first word only ever holds step numbers
+//! (entries of different lengths start at different lines over time). The ring is deep, so a
+//! broadcast root or reduce contributors run hundreds of calls ahead of slow readers
+//! (consecutive collectives pipeline, which matters most when ranks outnumber cores and
+//! readers are descheduled for whole time slices). A rank reuses lines once every rank
+//! finished the last lane step that used them.
 //!
 //! Single copy: payloads of at least `SINGLE_COPY_MIN` bytes do not go through the slots
 //! when every rank of the area can read every other's memory (process_vm_readv, probed when
@@ -52,10 +56,16 @@ const SLOT_STRIDE: usize = 32 * 1024;
 const SLOT_HEADER: usize = 16;
 /// Payload bytes of one slot: the largest piece one step moves.
 pub const SLOT_CAP: usize = SLOT_STRIDE - SLOT_HEADER;
-/// Small-lane slots per rank (one cache line each): small steps a writer may run ahead.
-const SMALL_SLOTS: usize = 256;
-/// Payload bytes of a small slot (the line less its flag).
-const SMALL_CAP: usize = LINE - 8;
+/// Lines of each rank's lane ring: a writer runs up to this many one-line steps (fewer
+/// longer ones: 110 of 2 KiB) ahead of the slowest reader. 256 KiB per rank and
+/// communicator. (1024 lines held 27 entries of 2 KiB: at np 8 on 2 cores, batches of 10
+/// bcasts of 2 KiB took 5.5 µs a call against 1.4 µs with 4096.)
+const LANE_LINES: usize = 4096;
+/// Payload bytes of a lane line (the line less its flag word).
+const LANE_LINE_CAP: usize = LINE - 8;
+/// Largest payload through the lane (37 lines): broadcasts and reductions up to this size
+/// pipeline as deep as the ring allows; larger ones go through the slots, 8 steps deep.
+pub const LANE_CAP: usize = 2048;
 /// Payloads from this size move by single copy where the area allows it (below, the pipeline
 /// through the slots lets a broadcast root return before its readers copied).
 const SINGLE_COPY_MIN: usize = 64 * 1024;
@@ -63,11 +73,30 @@ const SINGLE_COPY_MIN: usize = 64 * 1024;
 /// slots and return at once beat the parallel combining, which ends in a synchronization
 /// (measured at 64 KiB, np 2: 6 µs through the slots, 14 µs by single copy).
 const REDUCE_SINGLE_COPY_MIN: usize = 256 * 1024;
+/// Broadcasts move by single copy from this size when ranks outnumber cores: the root
+/// waits for every reader, each a scheduling round away, while through the slots it runs
+/// 4 calls of 64 KiB ahead (np 4 and 8 on 2 loaded cores, 64 KiB: 91 and 349 µs through
+/// the slots, 194 and 718 µs by single copy; 1 MiB: 1,740 and 6,068 µs against 695 and
+/// 3,978).
+const BCAST_SINGLE_COPY_MIN_OVERSUBSCRIBED: usize = 256 * 1024;
 /// Piece of a single-copy reduction: read into a buffer that stays in cache, then combined.
 const SINGLE_COPY_PIECE: usize = 64 * 1024;
 /// Allreduce pieces up to this size: every rank combines every slot (one step, n reads per
 /// rank). Larger: each rank combines one segment of all slots, then all copy all segments.
 const ALLREDUCE_FLAT_MAX: usize = 2048;
+
+/// The inter-node step of a barrier, run by index 0 between gathering and releasing.
+pub type InterNodeStep<'a> = &'a mut dyn FnMut(&mut Engine) -> MpiResult<()>;
+
+/// Where a lane step's entry lies in every rank's lane ring (`Area::lane_step`).
+struct LaneStep {
+    s: u64,
+    /// Ring index of its first line (the flag's), and its number of lines.
+    line: usize,
+    lines: usize,
+    /// Lane step that must be finished everywhere before a writer fills these lines.
+    reuses: u64,
+}
 
 /// One rank's view of a communicator's area on this node.
 pub struct Area {
@@ -83,13 +112,27 @@ pub struct Area {
     last_pub: [u64; BUFS],
     /// Every rank is known to have finished every step up to this one.
     done_floor: u64,
-    /// Small steps run so far, and every rank is known to have finished every small step up
-    /// to `small_floor`.
-    small_seq: u64,
-    small_floor: u64,
+    /// Barriers run so far.
+    barriers: u64,
+    /// Lane steps run so far, and every rank is known to have finished every lane step up
+    /// to `lane_floor`.
+    lane_seq: u64,
+    lane_floor: u64,
+    /// Lines of the lane used so far (the same count in every rank's ring: every step takes
+    /// its lines in all of them, so every rank knows where every writer put a step).
+    lane_head: u64,
+    /// First line (counted from the start, not wrapped) of the recent lane steps, by step
+    /// number modulo `LANE_LINES` (each step takes a line at least, so the steps still
+    /// to be told apart fit).
+    lane_starts: Box<[u64]>,
+    /// The last lane step that starts before the lines the current step reuses: every rank
+    /// must have finished it before a writer fills them.
+    lane_reuse: u64,
     /// Process ids of the area's ranks when every rank can read every other's memory
     /// (decided at the first large collective, the same on every rank); empty: it cannot.
     single_copy: Option<Vec<u32>>,
+    /// Broadcasts move by single copy from this size (`set_policy`).
+    bcast_single_copy_min: usize,
 }
 
 // SAFETY: the mapping is only accessed through atomics and slot bytes whose ownership the
@@ -101,15 +144,15 @@ fn shm_error(what: String, e: std::io::Error) -> MpiError {
 }
 
 fn control_bytes(n: usize) -> usize {
-    (LINE * (1 + n)).div_ceil(4096) * 4096
+    (LINE * (4 + n)).div_ceil(4096) * 4096
 }
 
 fn area_bytes(n: usize) -> usize {
-    small_offset(n) + n * SMALL_SLOTS * LINE
+    lane_offset(n) + n * LANE_LINES * LINE
 }
 
-/// Start of the small lanes.
-fn small_offset(n: usize) -> usize {
+/// Start of the lane rings.
+fn lane_offset(n: usize) -> usize {
     control_bytes(n) + n * BUFS * SLOT_STRIDE
 }
 
@@ -118,7 +161,9 @@ impl Area {
     /// touched) and maps it; the creator is local index 0.
     /// `can_read_peers`: this rank can read the memory of every other rank of the area
     /// (`probe_peer_reads`).
-    pub fn create(path: &str, worlds: Vec<usize>, can_read_peers: bool) -> MpiResult<Area> {
+    /// `oversubscribed`: the node runs more ranks than it has cores (the creator decides for
+    /// all, so every rank takes the same paths).
+    pub fn create(path: &str, worlds: Vec<usize>, can_read_peers: bool, oversubscribed: bool) -> MpiResult<Area> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -126,7 +171,11 @@ impl Area {
             .open(path)
             .map_err(|e| shm_error(format!("cannot create {path}"), e))?;
         file.set_len(area_bytes(worlds.len()) as u64).map_err(|e| shm_error(format!("cannot size {path}"), e))?;
-        Area::map(&file, path, worlds, 0, can_read_peers)
+        let mut area = Area::map(&file, path, worlds, 0, can_read_peers)?;
+        // Before the creator sends the area's name to the others, which publishes it.
+        area.oversubscribed_word().store(oversubscribed as u64, Ordering::Relaxed);
+        area.set_policy(oversubscribed);
+        Ok(area)
     }
 
     /// Maps the area a peer created, as local index `me`.
@@ -136,7 +185,20 @@ impl Area {
             .write(true)
             .open(path)
             .map_err(|e| shm_error(format!("cannot open {path}"), e))?;
-        Area::map(&file, path, worlds, me, can_read_peers)
+        let mut area = Area::map(&file, path, worlds, me, can_read_peers)?;
+        let oversubscribed = area.oversubscribed_word().load(Ordering::Acquire) == 1;
+        area.set_policy(oversubscribed);
+        Ok(area)
+    }
+
+    /// Header word: whether the creator found the node oversubscribed.
+    fn oversubscribed_word(&self) -> &AtomicU64 {
+        self.word(8)
+    }
+
+    fn set_policy(&mut self, oversubscribed: bool) {
+        self.bcast_single_copy_min =
+            if oversubscribed { BCAST_SINGLE_COPY_MIN_OVERSUBSCRIBED } else { SINGLE_COPY_MIN };
     }
 
     fn map(file: &std::fs::File, path: &str, worlds: Vec<usize>, me: usize, can_read_peers: bool) -> MpiResult<Area> {
@@ -153,10 +215,29 @@ impl Area {
             seq: 0,
             last_pub: [0; BUFS],
             done_floor: 0,
-            small_seq: 0,
-            small_floor: 0,
+            barriers: 0,
+            lane_seq: 0,
+            lane_floor: 0,
+            lane_head: 0,
+            lane_starts: vec![0; LANE_LINES].into_boxed_slice(),
+            lane_reuse: 0,
             single_copy: None,
+            bcast_single_copy_min: SINGLE_COPY_MIN,
         };
+        // Map every rank's lane now (this rank writes its own, reads the others'): otherwise
+        // the first pass over the rings takes a page fault per page and rank, which shows in
+        // the first few hundred small collectives.
+        let lanes = lane_offset(n);
+        // SAFETY: the range lies inside the mapping (lane_offset is page-aligned). The advice
+        // only fills in page tables, writing no data; an old kernel's EINVAL leaves the faults
+        // to first use.
+        unsafe {
+            libc::madvise(
+                area.map.as_mut_ptr().add(lanes) as *mut libc::c_void,
+                area_bytes(n) - lanes,
+                libc::MADV_POPULATE_WRITE,
+            );
+        }
         // Before the attach mark, which publishes it.
         area.can_read_peers(me).store(if can_read_peers { 1 } else { 2 }, Ordering::Relaxed);
         area.attached(me).store(1, Ordering::Release);
@@ -183,6 +264,21 @@ impl Area {
         self.word(0)
     }
 
+    /// Ranks inside `wait` now (a line of its own).
+    fn waiting(&self) -> &AtomicU64 {
+        self.word(LINE * (3 + self.n))
+    }
+
+    /// Barrier arrivals so far, all barriers counted (a line of its own: every rank adds).
+    fn arrivals(&self) -> &AtomicU64 {
+        self.word(LINE * (1 + self.n))
+    }
+
+    /// The last barrier released (a line of its own: the waiters read it).
+    fn released(&self) -> &AtomicU64 {
+        self.word(LINE * (2 + self.n))
+    }
+
     fn done(&self, i: usize) -> &AtomicU64 {
         assert!(i < self.n);
         self.word(LINE * (1 + i))
@@ -199,28 +295,49 @@ impl Area {
         self.word(LINE * (1 + i) + 24)
     }
 
-    /// Small steps rank `i` finished.
-    fn small_done(&self, i: usize) -> &AtomicU64 {
+    /// Lane steps rank `i` finished.
+    fn lane_done(&self, i: usize) -> &AtomicU64 {
         assert!(i < self.n);
         self.word(LINE * (1 + i) + 16)
     }
 
-    fn small_slot_offset(&self, i: usize, s: u64) -> usize {
-        assert!(i < self.n);
-        small_offset(self.n) + (i * SMALL_SLOTS + (s % SMALL_SLOTS as u64) as usize) * LINE
+    /// Offset of line `line` (a ring index) of rank `i`'s lane.
+    fn lane_line_offset(&self, i: usize, line: usize) -> usize {
+        assert!(i < self.n && line < LANE_LINES);
+        lane_offset(self.n) + (i * LANE_LINES + line) * LINE
     }
 
-    /// Flag of rank `i`'s small slot for small step `s`.
-    fn small_flag(&self, i: usize, s: u64) -> &AtomicU64 {
-        self.word(self.small_slot_offset(i, s))
+    /// Flag of rank `i`'s lane line `line`: the lane step that last published an entry
+    /// starting there. Only ever a step number (payload bytes never touch a line's first
+    /// word), so it only grows.
+    fn lane_flag(&self, i: usize, line: usize) -> &AtomicU64 {
+        self.word(self.lane_line_offset(i, line))
     }
 
-    /// Payload of rank `i`'s small slot for small step `s` (after its flag says published).
-    fn small_data(&self, i: usize, s: u64, len: usize) -> &[u8] {
-        assert!(len <= SMALL_CAP);
-        // SAFETY: inside the mapping; the owner does not rewrite the slot before every rank
-        // finished step `s` (`small_publish`).
-        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(self.small_slot_offset(i, s) + 8), len) }
+    /// Copies the payload of rank `i`'s lane entry for step `st` into `out` (after its flag
+    /// says published; the owner does not rewrite it before every rank finished the step).
+    fn lane_read(&self, i: usize, st: &LaneStep, out: &mut [u8]) {
+        assert!(out.len() <= st.lines * LANE_LINE_CAP);
+        for (k, chunk) in out.chunks_mut(LANE_LINE_CAP).enumerate() {
+            let off = self.lane_line_offset(i, st.line + k) + 8;
+            // SAFETY: inside the mapping (the entry's lines do not wrap); see above.
+            let src = unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(off), chunk.len()) };
+            chunk.copy_from_slice(src);
+        }
+    }
+
+    /// The payload of rank `i`'s lane entry for step `st`: in place when it fits one line,
+    /// else gathered into `tmp`.
+    fn lane_bytes<'a>(&'a self, i: usize, st: &LaneStep, len: usize, tmp: &'a mut [u8; LANE_CAP]) -> &'a [u8] {
+        if st.lines == 1 {
+            assert!(len <= LANE_LINE_CAP);
+            // SAFETY: as in `lane_read`.
+            return unsafe {
+                std::slice::from_raw_parts(self.map.as_ptr().add(self.lane_line_offset(i, st.line) + 8), len)
+            };
+        }
+        self.lane_read(i, st, &mut tmp[..len]);
+        &tmp[..len]
     }
 
     fn slot_offset(&self, i: usize, b: usize) -> usize {
@@ -266,68 +383,125 @@ impl Area {
 
     /// Tells the creator (waiting for every rank to map the area) that this rank did.
     pub fn announce_attached(&self, e: &Engine) {
-        self.notify(e, 0);
+        if let Some(seg) = e.segment() {
+            seg.notify(self.worlds[0]);
+        }
+    }
+
+    /// Whether a rank of the area may be waiting (after a flag store, before ringing
+    /// doorbells): one shared word instead of every peer's sleep mark, which at 8 ranks was 7
+    /// cache-line reads per published step. Pairs with the increment in `wait`: the barrier
+    /// here is the doorbell's (a compiler fence when every rank registered for membarrier,
+    /// as a rank rechecks what it waits for behind a heavy barrier before it sleeps).
+    /// With one peer, its sleep mark is one line too: the shared word would only add a
+    /// read-modify-write per wait and a line transfer per notification (barrier at np 2:
+    /// 0.23-0.25 µs without it, 0.31-0.42 with it).
+    fn anyone_waiting(&self, e: &Engine) -> bool {
+        if self.n <= 2 {
+            return true;
+        }
+        match e.segment() {
+            Some(seg) => seg.notify_many(std::iter::empty()),
+            None => fence(Ordering::SeqCst),
+        }
+        self.waiting().load(Ordering::Relaxed) != 0
     }
 
     /// Rings the doorbell of local rank `i` if it sleeps (after a flag store it waits for).
     fn notify(&self, e: &Engine, i: usize) {
-        if let Some(seg) = e.segment() {
+        if let Some(seg) = e.segment().filter(|_| self.anyone_waiting(e)) {
             seg.notify(self.worlds[i]);
         }
     }
 
     fn notify_others(&self, e: &Engine) {
-        if let Some(seg) = e.segment() {
+        if let Some(seg) = e.segment().filter(|_| self.anyone_waiting(e)) {
             seg.notify_many((0..self.n).filter(|&i| i != self.me).map(|i| self.worlds[i]));
         }
     }
 
-    /// Starts a small step: its number.
-    fn small_step(&mut self) -> u64 {
-        self.small_seq += 1;
-        self.small_seq
+    /// Waits for `ready` (see the free `wait`), counted in `waiting` so that notifiers know
+    /// to ring doorbells.
+    fn wait(&self, e: &mut Engine, ready: impl FnMut() -> bool) {
+        if self.n <= 2 {
+            return wait(e, ready);
+        }
+        // SeqCst read-modify-write: a full barrier before `ready` is checked again.
+        self.waiting().fetch_add(1, Ordering::SeqCst);
+        wait(e, ready);
+        self.waiting().fetch_sub(1, Ordering::Release);
     }
 
-    /// Ends small step `s` (as `finish`).
-    fn small_finish(&self, e: &Engine, s: u64) {
-        self.small_done(self.me).store(s, Ordering::Release);
+    /// Starts a lane step for `len` bytes (at most `LANE_CAP`): its number, where its lines
+    /// are, and which earlier step must be finished everywhere before a writer fills them.
+    /// Every rank runs the same steps with the same lengths, so all agree on the layout.
+    fn lane_step(&mut self, len: usize) -> LaneStep {
+        assert!(len <= LANE_CAP);
+        let ring = LANE_LINES as u64;
+        let lines = len.div_ceil(LANE_LINE_CAP).max(1) as u64;
+        let mut start = self.lane_head;
+        if start % ring + lines > ring {
+            // Entries do not wrap: skip to the ring's first line.
+            start += ring - start % ring;
+        }
+        self.lane_head = start + lines;
+        self.lane_seq += 1;
+        let s = self.lane_seq;
+        // The steps that used these lines before all start before `start + lines - ring`;
+        // the last of them is the one to wait for. Steps after `lane_reuse` all start within
+        // the last `ring` lines, so their starts are still recorded.
+        while self.lane_reuse + 1 < s
+            && self.lane_starts[((self.lane_reuse + 1) % ring) as usize] + ring < start + lines
+        {
+            self.lane_reuse += 1;
+        }
+        self.lane_starts[(s % ring) as usize] = start;
+        LaneStep { s, line: (start % ring) as usize, lines: lines as usize, reuses: self.lane_reuse }
+    }
+
+    /// Ends lane step `s` (as `finish`).
+    fn lane_finish(&self, e: &Engine, s: u64) {
+        self.lane_done(self.me).store(s, Ordering::Release);
         self.ring_waiting_writers(e);
     }
 
-    /// Publishes `bytes` in this rank's small slot for small step `s`, once no rank may still
-    /// read the step that used the slot before (every rank finished it).
-    fn small_publish(&mut self, e: &mut Engine, s: u64, bytes: &[u8]) {
-        let previous = s.saturating_sub(SMALL_SLOTS as u64);
-        if previous > self.small_floor {
+    /// Publishes `bytes` in this rank's lane entry for step `st`, once no rank may still read
+    /// a step that used its lines before (every rank finished it).
+    fn lane_publish(&mut self, e: &mut Engine, st: &LaneStep, bytes: &[u8]) {
+        if st.reuses > self.lane_floor {
             let others_done =
-                |a: &Area| (0..a.n).filter(|&j| j != a.me).map(|j| a.small_done(j).load(Ordering::Acquire)).min();
+                |a: &Area| (0..a.n).filter(|&j| j != a.me).map(|j| a.lane_done(j).load(Ordering::Acquire)).min();
             let floor = |a: &Area| others_done(a).unwrap_or(u64::MAX);
-            if floor(self) < previous {
+            if floor(self) < st.reuses {
                 self.done_waiters().fetch_add(1, Ordering::SeqCst);
                 fence(Ordering::SeqCst);
-                wait(e, || floor(self) >= previous);
+                self.wait(e, || floor(self) >= st.reuses);
                 self.done_waiters().fetch_sub(1, Ordering::SeqCst);
             }
-            self.small_floor = floor(self);
+            self.lane_floor = floor(self);
         }
-        let off = self.small_slot_offset(self.me, s);
-        // SAFETY: this rank's own slot, inside the mapping; no rank reads it (see above).
-        let payload = unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(off + 8), bytes.len()) };
-        payload.copy_from_slice(bytes);
-        self.small_flag(self.me, s).store(s, Ordering::Release);
+        for (k, chunk) in bytes.chunks(LANE_LINE_CAP).enumerate() {
+            let off = self.lane_line_offset(self.me, st.line + k) + 8;
+            // SAFETY: this rank's own lane lines, inside the mapping (entries do not wrap),
+            // past the flag word; no rank reads them any more (see above).
+            let dst = unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(off), chunk.len()) };
+            dst.copy_from_slice(chunk);
+        }
+        self.lane_flag(self.me, st.line).store(st.s, Ordering::Release);
     }
 
-    /// Waits for rank `i`'s small slot to be published for small step `s`.
-    fn small_wait(&self, e: &mut Engine, i: usize, s: u64) {
-        let f = self.small_flag(i, s);
-        if f.load(Ordering::Acquire) < s {
-            wait(e, || f.load(Ordering::Acquire) >= s);
+    /// Waits for rank `i`'s lane entry of step `st` to be published.
+    fn lane_wait(&self, e: &mut Engine, i: usize, st: &LaneStep) {
+        let f = self.lane_flag(i, st.line);
+        if f.load(Ordering::Acquire) < st.s {
+            self.wait(e, || f.load(Ordering::Acquire) >= st.s);
         }
     }
 
-    /// Starts loading rank `i`'s small slot for the small step after `s` (see `prefetch_next`).
-    fn small_prefetch_next(&self, i: usize, s: u64) {
-        prefetch(self.small_flag(i, s + 1));
+    /// Starts loading the line of rank `i`'s lane where the next step most likely starts
+    /// (see `prefetch_next`).
+    fn lane_prefetch_next(&self, i: usize) {
+        prefetch(self.lane_flag(i, (self.lane_head % LANE_LINES as u64) as usize));
     }
 
     /// Starts a step: its number and slot.
@@ -369,7 +543,7 @@ impl Area {
             self.done_waiters().fetch_add(1, Ordering::SeqCst);
             // The other half of the pairing in `finish` (store `done`, fence, load waiters).
             fence(Ordering::SeqCst);
-            wait(e, || all_done(self));
+            self.wait(e, || all_done(self));
             self.done_waiters().fetch_sub(1, Ordering::SeqCst);
         }
     }
@@ -399,7 +573,7 @@ impl Area {
     fn wait_flag(&self, e: &mut Engine, i: usize, b: usize, s: u64) {
         let f = self.flag(i, b);
         if f.load(Ordering::Acquire) < s {
-            wait(e, || f.load(Ordering::Acquire) >= s);
+            self.wait(e, || f.load(Ordering::Acquire) >= s);
         }
     }
 
@@ -420,7 +594,7 @@ impl Area {
     fn wait_all_flags(&self, e: &mut Engine, b: usize, s: u64) {
         let ready = |a: &Area| (0..a.n).all(|j| j == a.me || a.flag(j, b).load(Ordering::Acquire) >= s);
         if !ready(self) {
-            wait(e, || ready(self));
+            self.wait(e, || ready(self));
         }
     }
 
@@ -436,7 +610,7 @@ impl Area {
             // Every rank attaches at its first collective on the communicator, so they all
             // will: this one runs on all of them.
             if !self.all_attached() {
-                wait(e, || self.all_attached());
+                self.wait(e, || self.all_attached());
             }
             let all_can = (0..self.n).all(|i| self.can_read_peers(i).load(Ordering::Acquire) == 1);
             let pids = match e.segment() {
@@ -565,7 +739,7 @@ impl Area {
             for k in (1..n).map(|d| (self.me + d) % n) {
                 let f = self.flag2(k, b);
                 if f.load(Ordering::Acquire) < s {
-                    wait(e, || f.load(Ordering::Acquire) >= s);
+                    self.wait(e, || f.load(Ordering::Acquire) >= s);
                 }
                 let r = seg(k);
                 if result.is_ok() && !r.is_empty() {
@@ -582,43 +756,64 @@ impl Area {
 
     // ----- the collectives -----
 
-    /// Barrier: everyone marks its slot, index 0 waits for all marks, runs `between` (the
-    /// inter-node step) and releases everyone with its own mark.
-    pub fn barrier(&mut self, e: &mut Engine, between: impl FnOnce(&mut Engine) -> MpiResult<()>) -> MpiResult<()> {
-        let (s, b) = self.step();
+    /// Barrier: everyone counts its arrival on the shared counter. Alone on the node (no
+    /// `between`), the last to arrive releases everyone at once: one wake-up on the critical
+    /// path instead of two (to index 0, then from it), which counts when ranks outnumber cores
+    /// and each wake-up waits for a core. With `between` (the inter-node step), the last to
+    /// arrive wakes index 0, which runs it and then releases everyone.
+    pub fn barrier(&mut self, e: &mut Engine, between: Option<InterNodeStep<'_>>) -> MpiResult<()> {
+        let (s, _) = self.step();
+        self.barriers += 1;
+        let (nb, all) = (self.barriers, self.barriers * self.n as u64);
         let mut result = Ok(());
-        if self.me == 0 {
-            self.wait_all_flags(e, b, s);
-            result = between(e);
-            self.flag(0, b).store(s, Ordering::Release);
-            self.notify_others(e);
-        } else {
-            self.flag(self.me, b).store(s, Ordering::Release);
-            self.notify(e, 0);
-            self.wait_flag(e, 0, b, s);
+        let arrived = self.arrivals().fetch_add(1, Ordering::AcqRel) + 1;
+        let released = |a: &Area| a.released().load(Ordering::Acquire) >= nb;
+        match between {
+            None if arrived == all => {
+                self.released().store(nb, Ordering::Release);
+                self.notify_others(e);
+            }
+            Some(between) if self.me == 0 => {
+                let arrivals = self.arrivals();
+                if arrivals.load(Ordering::Acquire) < all {
+                    self.wait(e, || arrivals.load(Ordering::Acquire) >= all);
+                }
+                result = between(e);
+                self.released().store(nb, Ordering::Release);
+                self.notify_others(e);
+            }
+            between => {
+                if between.is_some() && arrived == all {
+                    self.notify(e, 0);
+                }
+                if !released(self) {
+                    self.wait(e, || released(self));
+                }
+            }
         }
-        // Everyone arrived at step s, so everyone finished the steps before it.
+        // Everyone arrived at step s, so everyone finished the steps (and lane steps) before it.
         self.done_floor = self.done_floor.max(s - 1);
+        self.lane_floor = self.lane_floor.max(self.lane_seq);
         self.finish(e, s);
         result
     }
 
     /// Broadcast of `data` (packed bytes, the same length everywhere) from local `root`.
     pub fn bcast(&mut self, e: &mut Engine, data: &mut [u8], root: usize) -> MpiResult<()> {
-        if self.single_copy(e, data.len()) {
+        if data.len() >= self.bcast_single_copy_min && self.single_copy(e, data.len()) {
             return self.bcast_single_copy(e, data, root);
         }
-        if data.len() <= SMALL_CAP {
-            let s = self.small_step();
+        if data.len() <= LANE_CAP {
+            let st = self.lane_step(data.len());
             if self.me == root {
-                self.small_publish(e, s, data);
+                self.lane_publish(e, &st, data);
                 self.notify_others(e);
             } else {
-                self.small_wait(e, root, s);
-                data.copy_from_slice(self.small_data(root, s, data.len()));
-                self.small_prefetch_next(root, s);
+                self.lane_wait(e, root, &st);
+                self.lane_read(root, &st, data);
+                self.lane_prefetch_next(root);
             }
-            self.small_finish(e, s);
+            self.lane_finish(e, st.s);
             return Ok(());
         }
         for piece in data.chunks_mut(SLOT_CAP) {
@@ -649,27 +844,37 @@ impl Area {
         if red.is_builtin() && input.len() >= REDUCE_SINGLE_COPY_MIN && self.single_copy(e, input.len()) {
             return self.reduce_single_copy(e, input, out, red, Some(root));
         }
-        if input.len() <= SMALL_CAP {
-            let s = self.small_step();
+        if input.len() <= LANE_CAP {
+            let st = self.lane_step(input.len());
             if self.me != root {
-                self.small_publish(e, s, input);
+                self.lane_publish(e, &st, input);
                 self.notify(e, root);
             } else {
                 let out = out.expect("the root has a result buffer");
                 let len = input.len();
                 for j in (0..self.n).filter(|&j| j != root) {
-                    self.small_wait(e, j, s);
+                    self.lane_wait(e, j, &st);
                 }
-                let src = |j: usize| if j == root { input } else { self.small_data(j, s, len) };
-                out.copy_from_slice(src(self.n - 1));
-                for j in (0..self.n - 1).rev() {
-                    red.apply(src(j), out);
+                let mut tmp = [0u8; LANE_CAP];
+                // a0 op (a1 op (... op a(n-1))): rank order for non-commutative operations.
+                let last = self.n - 1;
+                if last == root {
+                    out.copy_from_slice(input);
+                } else {
+                    self.lane_read(last, &st, out);
+                }
+                for j in (0..last).rev() {
+                    if j == root {
+                        red.apply(input, out);
+                    } else {
+                        red.apply(self.lane_bytes(j, &st, len, &mut tmp), out);
+                    }
                 }
                 for j in (0..self.n).filter(|&j| j != root) {
-                    self.small_prefetch_next(j, s);
+                    self.lane_prefetch_next(j);
                 }
             }
-            self.small_finish(e, s);
+            self.lane_finish(e, st.s);
             return Ok(());
         }
         let piece = SLOT_CAP / red.elem_size() * red.elem_size();
@@ -740,7 +945,7 @@ impl Area {
                 for k in (1..self.n).map(|d| (self.me + d) % self.n) {
                     let f = self.flag2(k, b);
                     if f.load(Ordering::Acquire) < s {
-                        wait(e, || f.load(Ordering::Acquire) >= s);
+                        self.wait(e, || f.load(Ordering::Acquire) >= s);
                     }
                     let r = seg(k);
                     out[r.clone()].copy_from_slice(&self.data(k, b, len)[r]);
@@ -804,11 +1009,11 @@ mod tests {
     fn slots_and_lines_are_cache_line_aligned_and_disjoint() {
         for n in [1, 2, 3, 8, 65] {
             assert_eq!(control_bytes(n) % 4096, 0);
-            assert!(control_bytes(n) >= LINE * (1 + n));
+            assert!(control_bytes(n) >= LINE * (4 + n));
             assert_eq!(SLOT_STRIDE % LINE, 0);
-            assert_eq!(small_offset(n), control_bytes(n) + n * BUFS * SLOT_STRIDE);
-            assert_eq!(area_bytes(n), small_offset(n) + n * SMALL_SLOTS * LINE);
-            assert_eq!(small_offset(n) % LINE, 0);
+            assert_eq!(lane_offset(n), control_bytes(n) + n * BUFS * SLOT_STRIDE);
+            assert_eq!(area_bytes(n), lane_offset(n) + n * LANE_LINES * LINE);
+            assert_eq!(lane_offset(n) % 4096, 0);
         }
     }
 }
