@@ -161,6 +161,48 @@ impl<'a> Group<'a> {
         self.engine.isend(self.members[to], env, buf, SendMode::Standard, MPI_COMM_NULL)
     }
 
+    /// Sends block `b` of the memory at `mem` without holding the call for it when the block
+    /// is small (`tune::Tuning::detach_max`): it goes into the peer's ring now, or else a copy
+    /// is queued and completes on its own. A member then runs ahead of a receiver whose ring is
+    /// full (descheduled, when ranks outnumber cores) instead of waiting for it. Larger blocks
+    /// are sent in place and listed in `sends` (`finish_sends`).
+    ///
+    /// # Safety
+    /// As `isend_block`.
+    unsafe fn send_block(&mut self, to: usize, tag: i32, mem: *const u8, b: &Block, sends: &mut Vec<u32>) {
+        let len = b.bytes();
+        if len > tune::get().detach_max {
+            // SAFETY: caller contract.
+            sends.push(unsafe { self.isend_block(to, tag, mem, b) });
+            return;
+        }
+        let env = Envelope { ctx: self.ctx, src: self.rank as i32, tag };
+        let dst = self.members[to];
+        let data = match b.layout.contiguous_at() {
+            Some(at) => {
+                // SAFETY: caller contract: the block's `len` bytes lie from its base + `at`.
+                let bytes = unsafe { std::slice::from_raw_parts(b.base(mem).wrapping_offset(at), len) };
+                if self.engine.try_send_eager_now(dst, env, bytes) {
+                    return;
+                }
+                bytes.to_vec()
+            }
+            // SAFETY: caller contract.
+            None => unsafe { b.layout.pack_to_vec(b.base(mem), b.count, 0..len) },
+        };
+        let req = self.engine.isend(dst, env, SendBuf::owned(data), SendMode::Standard, MPI_COMM_NULL);
+        self.engine.free_request(req);
+    }
+
+    /// `send_block` of the `len` bytes at `data`.
+    ///
+    /// # Safety
+    /// As `isend_block`.
+    unsafe fn send_bytes(&mut self, to: usize, tag: i32, data: *const u8, len: usize, sends: &mut Vec<u32>) {
+        // SAFETY: caller contract.
+        unsafe { self.send_block(to, tag, data, &Block::bytes_at(0, len), sends) }
+    }
+
     /// Starts a send of the `len` bytes at `data`; returns the request (`finish_sends`).
     ///
     /// # Safety
@@ -669,8 +711,9 @@ pub fn reduce_scatter(
         (None, None) => unreachable!("in-place reduce-scatter without its input block"),
     };
     let tag = tag::REDUCE_SCATTER;
-    match tune::get().reduce_scatter(input.len(), red.is_commutative()) {
+    match tune::get().reduce_scatter(input.len(), n, red.is_commutative()) {
         _ if n == 1 => recv.put(0, input),
+        tune::ReduceScatter::Direct => allreduce::reduce_scatter_direct(g, input, red, counts, tag, &mut recv)?,
         tune::ReduceScatter::Halving => allreduce::reduce_scatter_halving(g, input, red, counts, tag, &mut recv)?,
         tune::ReduceScatter::Pairwise => allreduce::reduce_scatter_pairwise(g, input, red, counts, tag, &mut recv)?,
         tune::ReduceScatter::ReduceThenScatter => {
@@ -782,7 +825,7 @@ pub fn gather(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) -
         }
         return g.with_sends(|g, sends| {
             // SAFETY: the user's send buffer, unchanged during the call; waited for by with_sends.
-            sends.push(unsafe { g.isend_block(root, tag::GATHER, in_ptr(&s), &s.blocks[0]) });
+            unsafe { g.send_block(root, tag::GATHER, in_ptr(&s), &s.blocks[0], sends) };
             Ok(())
         });
     }
@@ -821,7 +864,7 @@ pub fn scatter(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) 
         for i in (root + 1..n).chain(0..root) {
             if s.blocks[i].bytes() > 0 {
                 // SAFETY: the user's send buffer, unchanged during the call.
-                sends.push(unsafe { g.isend_block(i, tag::SCATTER, src, &s.blocks[i]) });
+                unsafe { g.send_block(i, tag::SCATTER, src, &s.blocks[i], sends) };
             }
         }
         if let Some(out) = recv {
@@ -860,7 +903,7 @@ pub fn gather_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root: 
         let s = send.expect("non-root members send");
         return g.with_sends(|g, sends| {
             // SAFETY: the user's send buffer, unchanged during the call.
-            sends.push(unsafe { g.isend_block(real(vr - low), tag::GATHER, in_ptr(&s), &s.blocks[0]) });
+            unsafe { g.send_block(real(vr - low), tag::GATHER, in_ptr(&s), &s.blocks[0], sends) };
             Ok(())
         });
     }
@@ -878,7 +921,7 @@ pub fn gather_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root: 
                 .collect();
             copy_block(in_ptr(&s), &s.blocks[0], at, &Block::bytes_at(0, block));
             g.finish_recvs(&reqs)?;
-            sends.push(g.isend_bytes(real(vr - low), tag::GATHER, at, blocks * block));
+            g.send_bytes(real(vr - low), tag::GATHER, at, blocks * block, sends);
             Ok(())
         });
         recycle(buf);
@@ -961,7 +1004,7 @@ pub fn scatter_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root:
                 };
                 if direct.is_some() && start + k <= n {
                     // SAFETY: the user's send buffer, unchanged during the call.
-                    sends.push(unsafe { g.isend_bytes(real(c), tag::SCATTER, at, len) });
+                    unsafe { g.send_bytes(real(c), tag::SCATTER, at, len, sends) };
                     continue;
                 }
                 if staging.is_empty() {
@@ -973,7 +1016,7 @@ pub fn scatter_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root:
                     unsafe { copy_block(src, &s.blocks[real(v)], st, &Block::bytes_at(v * block, block)) };
                 }
                 // SAFETY: the staging buffer outlives the send (with_sends waits for it).
-                sends.push(unsafe { g.isend_bytes(real(c), tag::SCATTER, st.add(c * block), k * block) });
+                unsafe { g.send_bytes(real(c), tag::SCATTER, st.add(c * block), k * block, sends) };
             }
             if let Some(out) = recv {
                 // SAFETY: distinct user buffers.
@@ -1001,7 +1044,7 @@ pub fn scatter_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root:
         let q = g.irecv_bytes(parent, tag::SCATTER, at, blocks * block);
         g.finish_recvs(&[q])?;
         for &(c, k) in children.iter().rev() {
-            sends.push(g.isend_bytes(real(c), tag::SCATTER, at.add((c - vr) * block), k * block));
+            g.send_bytes(real(c), tag::SCATTER, at.add((c - vr) * block), k * block, sends);
         }
         copy_block(at, &Block::bytes_at(0, block), out.mem.as_mut_ptr(), &out.blocks[0]);
         Ok(())
@@ -1048,6 +1091,7 @@ pub fn allgather(g: &mut Group, send: Option<In>, recv: Out) -> MpiResult<()> {
     unsafe {
         match tune::get().allgather(total, n) {
             tune::Allgather::Ring => allgather_ring(g, base, blocks, own),
+            tune::Allgather::Direct => allgather_direct(g, base, blocks, own),
             tune::Allgather::RecursiveDoubling if n.is_power_of_two() => {
                 allgather_recursive_doubling(g, base, blocks, own)
             }
@@ -1108,6 +1152,41 @@ unsafe fn allgather_ring(g: &mut Group, base: *mut u8, blocks: &[Block], own: Op
             }
         }
         Ok(())
+    })
+}
+
+/// Direct allgather: every receive posted at once, straight into the user's blocks, and the
+/// own block sent to every other member. One round, so when ranks outnumber cores a member
+/// needs to run about once per call (the logarithmic algorithms wait on partners that may not
+/// have run yet, a scheduling round each); n - 1 messages each way.
+///
+/// # Safety
+/// As `allgather_ring`.
+unsafe fn allgather_direct(g: &mut Group, base: *mut u8, blocks: &[Block], own: Option<Own>) -> MpiResult<()> {
+    let (n, r) = (g.size(), g.rank());
+    let peers = (r + 1..n).chain(0..r);
+    g.with_sends(|g, sends| {
+        // SAFETY: the user's buffer; each block other than r is written only by its receive.
+        let reqs: Vec<u32> = peers
+            .clone()
+            .filter(|&i| blocks[i].bytes() > 0)
+            .map(|i| unsafe { g.irecv_block(i, tag::ALLGATHER, base, &blocks[i]) })
+            .collect();
+        let (mem, block) = match &own {
+            Some(o) => (o.mem, o.block),
+            None => (base as *const u8, &blocks[r]),
+        };
+        if block.bytes() > 0 {
+            for i in peers {
+                // SAFETY: the own block (send buffer, or block r, only read during the call).
+                unsafe { g.send_block(i, tag::ALLGATHER, mem, block, sends) };
+            }
+        }
+        if let Some(o) = &own {
+            // SAFETY: as above; block r is not being received into.
+            unsafe { o.copy_to(base, &blocks[r]) };
+        }
+        g.finish_recvs(&reqs)
     })
 }
 

@@ -30,6 +30,8 @@ pub enum Allgather {
     Ring,
     RecursiveDoubling,
     Bruck,
+    /// Every block sent to every member at once (one round).
+    Direct,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +59,8 @@ pub enum ReduceScatter {
     Halving,
     /// Pairwise exchange (commutative operations).
     Pairwise,
+    /// Every block sent to its member at once, combined in rank order there (any operation).
+    Direct,
 }
 
 /// The thresholds and forced choices (None: choose by size).
@@ -77,6 +81,10 @@ pub struct Tuning {
     pub allgather_short: usize,
     /// Total gathered bytes below which recursive doubling runs on power-of-two sizes.
     pub allgather_long: usize,
+    /// Total gathered bytes below which the direct algorithm runs (up to `direct_procs`).
+    pub allgather_direct: usize,
+    /// The one-round (direct) allgather and reduce-scatter run on at most this many members.
+    pub direct_procs: usize,
     pub alltoall: Option<Alltoall>,
     /// Per-peer block bytes up to which Bruck runs (from `alltoall_min_procs` members).
     pub alltoall_short: usize,
@@ -86,9 +94,13 @@ pub struct Tuning {
     pub gather: Option<Rooted>,
     /// Total bytes (all blocks) below which gather and scatter use the binomial tree.
     pub gather_large: usize,
+    /// Sends of at most this many bytes never hold a call (`Group::send_block`).
+    pub detach_max: usize,
     pub reduce_scatter: Option<ReduceScatter>,
     /// Total bytes below which commutative reduce-scatter uses recursive halving (pairwise above).
     pub reduce_scatter_long: usize,
+    /// Total bytes below which reduce-scatter runs direct (up to `direct_procs` members).
+    pub reduce_scatter_direct: usize,
     /// Sparse-aware reductions (see `sparse`).
     pub sparse: bool,
     /// Smallest vector (bytes) checked for sparsity.
@@ -109,14 +121,18 @@ impl Default for Tuning {
             allgather: None,
             allgather_short: 81920,
             allgather_long: 524288,
+            allgather_direct: 16384,
+            direct_procs: 8,
             alltoall: None,
             alltoall_short: 256,
             alltoall_min_procs: 8,
             alltoall_medium: 32768,
             gather: None,
             gather_large: 65536,
+            detach_max: 4096,
             reduce_scatter: None,
             reduce_scatter_long: 524288,
+            reduce_scatter_direct: 16384,
             sparse: true,
             sparse_min: 1024,
             sparse_ratio: 50,
@@ -165,10 +181,17 @@ impl Tuning {
             bcast_min_procs: num(c::BCAST_MIN_PROCS, d.bcast_min_procs),
             allgather: choice(
                 c::ALLGATHER_ALG,
-                &[("ring", Allgather::Ring), ("recdbl", Allgather::RecursiveDoubling), ("bruck", Allgather::Bruck)],
+                &[
+                    ("ring", Allgather::Ring),
+                    ("recdbl", Allgather::RecursiveDoubling),
+                    ("bruck", Allgather::Bruck),
+                    ("direct", Allgather::Direct),
+                ],
             ),
             allgather_short: num(c::ALLGATHER_SHORT, d.allgather_short),
             allgather_long: num(c::ALLGATHER_LONG, d.allgather_long),
+            allgather_direct: num(c::ALLGATHER_DIRECT, d.allgather_direct),
+            direct_procs: num(c::COLL_DIRECT_PROCS, d.direct_procs),
             alltoall: choice(
                 c::ALLTOALL_ALG,
                 &[("post", Alltoall::Post), ("pairwise", Alltoall::Pairwise), ("bruck", Alltoall::Bruck)],
@@ -178,15 +201,18 @@ impl Tuning {
             alltoall_medium: num(c::ALLTOALL_MEDIUM, d.alltoall_medium),
             gather: choice(c::GATHER_ALG, &[("linear", Rooted::Linear), ("binomial", Rooted::Binomial)]),
             gather_large: num(c::GATHER_LARGE, d.gather_large),
+            detach_max: num(c::COLL_DETACH_MAX, d.detach_max),
             reduce_scatter: choice(
                 c::REDUCE_SCATTER_ALG,
                 &[
                     ("reduce_scatter", ReduceScatter::ReduceThenScatter),
                     ("halving", ReduceScatter::Halving),
                     ("pairwise", ReduceScatter::Pairwise),
+                    ("direct", ReduceScatter::Direct),
                 ],
             ),
             reduce_scatter_long: num(c::REDUCE_SCATTER_LONG, d.reduce_scatter_long),
+            reduce_scatter_direct: num(c::REDUCE_SCATTER_DIRECT, d.reduce_scatter_direct),
             sparse: num(c::SPARSE, 1) != 0,
             sparse_min: num(c::SPARSE_MIN, d.sparse_min),
             sparse_ratio: num(c::SPARSE_RATIO, d.sparse_ratio).min(100),
@@ -235,7 +261,9 @@ impl Tuning {
         if let Some(a) = self.allgather {
             return a;
         }
-        if n.is_power_of_two() && total < self.allgather_long {
+        if n <= self.direct_procs && total < self.allgather_direct {
+            Allgather::Direct
+        } else if n.is_power_of_two() && total < self.allgather_long {
             Allgather::RecursiveDoubling
         } else if !n.is_power_of_two() && total < self.allgather_short {
             Allgather::Bruck
@@ -271,14 +299,23 @@ impl Tuning {
         if total < self.gather_large { Rooted::Binomial } else { Rooted::Linear }
     }
 
-    pub fn reduce_scatter(&self, total: usize, commutative: bool) -> ReduceScatter {
-        if !commutative {
-            return ReduceScatter::ReduceThenScatter;
+    /// Reduce-scatter of `total` input bytes on `n` members.
+    pub fn reduce_scatter(&self, total: usize, n: usize, commutative: bool) -> ReduceScatter {
+        match self.reduce_scatter {
+            // Halving and pairwise combine out of rank order.
+            Some(ReduceScatter::Halving | ReduceScatter::Pairwise) if !commutative => {}
+            Some(a) => return a,
+            None => {}
         }
-        if let Some(a) = self.reduce_scatter {
-            return a;
+        if n <= self.direct_procs && total < self.reduce_scatter_direct {
+            ReduceScatter::Direct
+        } else if !commutative {
+            ReduceScatter::ReduceThenScatter
+        } else if total < self.reduce_scatter_long {
+            ReduceScatter::Halving
+        } else {
+            ReduceScatter::Pairwise
         }
-        if total < self.reduce_scatter_long { ReduceScatter::Halving } else { ReduceScatter::Pairwise }
     }
 }
 
@@ -314,8 +351,11 @@ mod tests {
         assert_eq!(t.allreduce(4096, 3, 8, true), Allreduce::RecursiveDoubling);
         assert_eq!(t.bcast(1 << 20, 4), Bcast::Binomial);
         assert_eq!(t.bcast(1 << 20, 8), Bcast::ScatterAllgather);
-        assert_eq!(t.allgather(1024, 4), Allgather::RecursiveDoubling);
-        assert_eq!(t.allgather(1024, 6), Allgather::Bruck);
+        assert_eq!(t.allgather(1024, 4), Allgather::Direct);
+        assert_eq!(t.allgather(16384, 4), Allgather::RecursiveDoubling);
+        assert_eq!(t.allgather(1024, 16), Allgather::RecursiveDoubling);
+        assert_eq!(t.allgather(1024, 12), Allgather::Bruck);
+        assert_eq!(t.allgather(16384, 6), Allgather::Bruck);
         assert_eq!(t.allgather(1 << 20, 6), Allgather::Ring);
         assert_eq!(t.alltoall(64, 8, true), Alltoall::Bruck);
         assert_eq!(t.alltoall(64, 8, false), Alltoall::Post);
@@ -323,9 +363,12 @@ mod tests {
         assert_eq!(t.rooted(1024, true), Rooted::Binomial);
         assert_eq!(t.rooted(1024, false), Rooted::Linear);
         assert_eq!(t.rooted(1 << 20, true), Rooted::Linear);
-        assert_eq!(t.reduce_scatter(1024, true), ReduceScatter::Halving);
-        assert_eq!(t.reduce_scatter(1 << 20, true), ReduceScatter::Pairwise);
-        assert_eq!(t.reduce_scatter(1024, false), ReduceScatter::ReduceThenScatter);
+        assert_eq!(t.reduce_scatter(1024, 8, true), ReduceScatter::Direct);
+        assert_eq!(t.reduce_scatter(1024, 8, false), ReduceScatter::Direct);
+        assert_eq!(t.reduce_scatter(1024, 16, true), ReduceScatter::Halving);
+        assert_eq!(t.reduce_scatter(16384, 4, true), ReduceScatter::Halving);
+        assert_eq!(t.reduce_scatter(1 << 20, 4, true), ReduceScatter::Pairwise);
+        assert_eq!(t.reduce_scatter(16384, 4, false), ReduceScatter::ReduceThenScatter);
     }
 
     #[test]
@@ -341,6 +384,10 @@ mod tests {
         assert_eq!(t.allreduce(1 << 16, 8192, 4, true), Allreduce::Ring);
         assert_eq!(t.alltoall(64, 8, false), Alltoall::Post);
         assert_eq!(t.bcast(3, 8), Bcast::Binomial);
+        let t = Tuning { reduce_scatter: Some(ReduceScatter::Halving), ..Tuning::default() };
+        assert_eq!(t.reduce_scatter(1 << 20, 4, false), ReduceScatter::ReduceThenScatter);
+        let t = Tuning { reduce_scatter: Some(ReduceScatter::Direct), ..Tuning::default() };
+        assert_eq!(t.reduce_scatter(1 << 20, 64, false), ReduceScatter::Direct);
         assert_eq!(pof2_below(1), 1);
         assert_eq!(pof2_below(7), 4);
     }
