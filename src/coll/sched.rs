@@ -1050,11 +1050,11 @@ fn reduce_scatter_direct(s: &mut Schedule, input: usize, disp: &[usize]) {
     if own > 0 {
         s.fence();
         // acc = x_r op x_(r+1) op ... op x_(n-1), then x_k op acc for k = r - 1 down to 0.
-        for k in r + 1..n {
-            s.combine(got[k], acc, 0, false);
+        for &b in &got[r + 1..] {
+            s.combine(b, acc, 0, false);
         }
-        for k in (0..r).rev() {
-            s.combine(got[k], acc, 0, true);
+        for &b in got[..r].iter().rev() {
+            s.combine(b, acc, 0, true);
         }
     }
     s.put(acc, 0);
