@@ -12,7 +12,7 @@
 
 use super::sparse::{Acc, Vecs};
 use super::tune::{self, Allreduce};
-use super::{Group, Out, bcast_packed, tag};
+use super::{Block, Group, Out, bcast_packed, tag};
 use crate::error::MpiResult;
 
 /// Allreduce of `acc` (this member's contribution); returns the result.
@@ -450,15 +450,13 @@ pub(super) fn reduce_scatter_direct(
     // Block k of `all` holds member k's contribution to this member's block.
     let mut all = super::scratch(n * len);
     let at = all.as_mut_ptr();
+    // Block k of the scratch, from member k.
+    let parts: Vec<Block> = (0..n).map(|k| Block::bytes_at(k * len, len)).collect();
     let result = g.with_sends(|g, sends| {
         let peers = (r + 1..n).chain(0..r);
         // SAFETY: distinct `len`-byte blocks of our scratch, read only after the receives
         // finished (finish_recvs waits for all of them, also on error).
-        let reqs: Vec<u32> = if len == 0 {
-            Vec::new()
-        } else {
-            peers.clone().map(|k| unsafe { g.irecv_bytes(k, tag, at.add(k * len), len) }).collect()
-        };
+        let reqs = unsafe { g.recv_each(peers.clone().map(|k| (k, &parts[k])), tag, at) };
         for k in peers {
             if disp[k + 1] > disp[k] {
                 // SAFETY: `input` outlives the call's sends (with_sends waits for those it lists).

@@ -223,6 +223,72 @@ impl<'a> Group<'a> {
         self.engine.irecv(Envelope { ctx: self.ctx, src: from as i32, tag }, buf, MPI_COMM_NULL)
     }
 
+    /// Takes the message for block `b` of the memory at `mem` from member `from` now, when it
+    /// already waits at the head of that member's ring and nothing may match before it (see
+    /// `Engine::try_recv_eager_now`); returns whether it did. A member that was descheduled
+    /// finds most of its messages there, and copies them without a request.
+    ///
+    /// # Safety
+    /// As `irecv_block`.
+    unsafe fn recv_now(&mut self, from: usize, tag: i32, mem: *mut u8, b: &Block) -> bool {
+        let Some(at) = b.layout.contiguous_at() else { return false };
+        let len = b.bytes();
+        // SAFETY: caller contract: the block's `len` bytes lie from its base + `at`, ours.
+        let dst = unsafe { std::slice::from_raw_parts_mut(b.base(mem).wrapping_offset(at) as *mut u8, len) };
+        let env = Envelope { ctx: self.ctx, src: from as i32, tag };
+        self.engine.try_recv_eager_now(self.members[from], env, dst).is_some()
+    }
+
+    /// Receives each part `(member, block of the memory at mem)`: those whose messages are
+    /// there already now (`recv_now`), the others by posted receives, returned
+    /// (`finish_recvs`). Every part is tried before any is posted, since the fast path needs
+    /// an empty posted queue; nothing is allocated when all were there.
+    ///
+    /// # Safety
+    /// As `irecv_block`, for every part; the parts do not overlap.
+    unsafe fn recv_each<'b>(
+        &mut self,
+        parts: impl Iterator<Item = (usize, &'b Block)> + Clone,
+        tag: i32,
+        mem: *mut u8,
+    ) -> Vec<u32> {
+        // Indices of the parts still to receive, then their requests in their place.
+        let mut late: Vec<u32> = Vec::new();
+        for (k, (from, b)) in parts.clone().enumerate() {
+            // SAFETY: caller contract.
+            if b.bytes() > 0 && !unsafe { self.recv_now(from, tag, mem, b) } {
+                late.push(k as u32);
+            }
+        }
+        let mut next = 0;
+        for (k, (from, b)) in parts.enumerate() {
+            if next == late.len() {
+                break;
+            }
+            if late[next] == k as u32 {
+                // SAFETY: caller contract.
+                late[next] = unsafe { self.irecv_block(from, tag, mem, b) };
+                next += 1;
+            }
+        }
+        late
+    }
+
+    /// Receives block `b` of the memory at `mem` from member `from` (`recv_now`, else a posted
+    /// receive waited for).
+    ///
+    /// # Safety
+    /// As `irecv_block`.
+    unsafe fn recv_one(&mut self, from: usize, tag: i32, mem: *mut u8, b: &Block) -> MpiResult<()> {
+        // SAFETY: caller contract.
+        if b.bytes() == 0 || unsafe { self.recv_now(from, tag, mem, b) } {
+            return Ok(());
+        }
+        // SAFETY: caller contract.
+        let q = unsafe { self.irecv_block(from, tag, mem, b) };
+        self.finish_recvs(&[q])
+    }
+
     /// Posts a receive of up to `len` bytes into `data`; returns the request (`finish_recvs`).
     ///
     /// # Safety
@@ -831,11 +897,9 @@ pub fn gather(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) -
     }
     let out = recv.expect("the root has a receive buffer");
     let base = out.mem.as_mut_ptr();
-    let reqs: Vec<u32> = (0..n)
-        .filter(|&i| i != root && out.blocks[i].bytes() > 0)
-        // SAFETY: the user's receive buffer, ours for the call; finish_recvs waits for them.
-        .map(|i| unsafe { g.irecv_block(i, tag::GATHER, base, &out.blocks[i]) })
-        .collect();
+    // SAFETY: the user's receive buffer, ours for the call; finish_recvs waits for them.
+    let blocks = &out.blocks;
+    let reqs = unsafe { g.recv_each((root + 1..n).chain(0..root).map(|i| (i, &blocks[i])), tag::GATHER, base) };
     if let Some(s) = &send {
         // SAFETY: distinct user buffers (an overlapping input was copied); the own block is
         // not being received into.
@@ -854,9 +918,8 @@ pub fn scatter(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) 
         if out.blocks[0].bytes() == 0 {
             return Ok(());
         }
-        // SAFETY: the user's receive buffer, ours for the call; finish_recvs waits for it.
-        let q = unsafe { g.irecv_block(root, tag::SCATTER, out.mem.as_mut_ptr(), &out.blocks[0]) };
-        return g.finish_recvs(&[q]);
+        // SAFETY: the user's receive buffer, ours for the call.
+        return unsafe { g.recv_one(root, tag::SCATTER, out.mem.as_mut_ptr(), &out.blocks[0]) };
     }
     let s = send.expect("the root has a send buffer");
     let src = in_ptr(&s);
@@ -915,10 +978,9 @@ pub fn gather_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root: 
         // SAFETY: `buf` holds `blocks` blocks; the receives are finished before it is read,
         // the send before it is dropped.
         let result = g.with_sends(|g, sends| unsafe {
-            let reqs: Vec<u32> = children
-                .iter()
-                .map(|&(c, k)| g.irecv_bytes(real(c), tag::GATHER, at.add((c - vr) * block), k * block))
-                .collect();
+            let parts: Vec<(usize, Block)> =
+                children.iter().map(|&(c, k)| (real(c), Block::bytes_at((c - vr) * block, k * block))).collect();
+            let reqs = g.recv_each(parts.iter().map(|(i, b)| (*i, b)), tag::GATHER, at);
             copy_block(in_ptr(&s), &s.blocks[0], at, &Block::bytes_at(0, block));
             g.finish_recvs(&reqs)?;
             g.send_bytes(real(vr - low), tag::GATHER, at, blocks * block, sends);
@@ -936,24 +998,29 @@ pub fn gather_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root: 
     let mut staging = Vec::new();
     let mut staged = Vec::new();
     let mut reqs = Vec::new();
+    // Where each child's subtree lands: straight in the user's buffer, or staged.
+    let mut places = Vec::with_capacity(children.len());
     for &(c, k) in &children {
         let start = real(c);
-        match direct {
-            // SAFETY: the user's receive buffer, ours for the call; finished below.
-            Some(img) if start + k <= n => {
-                reqs.push(unsafe { g.irecv_bytes(real(c), tag::GATHER, img.add(start * block), k * block) })
-            }
+        let at = match direct {
+            Some(img) if start + k <= n => img.wrapping_add(start * block),
             _ => {
                 if staging.is_empty() {
                     staging = scratch(n * block);
                 }
-                // SAFETY: `staging` holds n blocks; the receive is finished before it is read.
-                reqs.push(unsafe {
-                    g.irecv_bytes(real(c), tag::GATHER, staging.as_mut_ptr().add(c * block), k * block)
-                });
                 staged.push((c, k));
+                staging.as_mut_ptr().wrapping_add(c * block)
             }
-        }
+        };
+        places.push((real(c), at, Block::bytes_at(0, k * block)));
+    }
+    // Subtrees already there first (the fast path needs an empty posted queue), then the rest.
+    // SAFETY: the user's receive buffer or our staging, ours for the call; every part is
+    // written only by its receive, finished below before it is read.
+    places.retain(|(from, at, b)| !unsafe { g.recv_now(*from, tag::GATHER, *at, b) });
+    for (from, at, b) in &places {
+        // SAFETY: as above.
+        reqs.push(unsafe { g.irecv_block(*from, tag::GATHER, *at, b) });
     }
     if let Some(s) = &send {
         // SAFETY: distinct user buffers; the own block is not being received into.
@@ -1032,8 +1099,7 @@ pub fn scatter_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root:
     if children.is_empty() {
         // A leaf receives its block straight into the user's buffer.
         // SAFETY: the user's receive buffer, ours for the call.
-        let q = unsafe { g.irecv_block(parent, tag::SCATTER, out.mem.as_mut_ptr(), &out.blocks[0]) };
-        return g.finish_recvs(&[q]);
+        return unsafe { g.recv_one(parent, tag::SCATTER, out.mem.as_mut_ptr(), &out.blocks[0]) };
     }
     let blocks = low.min(n - vr);
     let mut buf = scratch(blocks * block);
@@ -1041,8 +1107,7 @@ pub fn scatter_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root:
     // SAFETY: `buf` holds the subtree's blocks; received before it is forwarded, and the
     // sends are waited for (with_sends) before it is dropped.
     let result = g.with_sends(|g, sends| unsafe {
-        let q = g.irecv_bytes(parent, tag::SCATTER, at, blocks * block);
-        g.finish_recvs(&[q])?;
+        g.recv_one(parent, tag::SCATTER, at, &Block::bytes_at(0, blocks * block))?;
         for &(c, k) in children.iter().rev() {
             g.send_bytes(real(c), tag::SCATTER, at.add((c - vr) * block), k * block, sends);
         }
@@ -1167,11 +1232,7 @@ unsafe fn allgather_direct(g: &mut Group, base: *mut u8, blocks: &[Block], own: 
     let peers = (r + 1..n).chain(0..r);
     g.with_sends(|g, sends| {
         // SAFETY: the user's buffer; each block other than r is written only by its receive.
-        let reqs: Vec<u32> = peers
-            .clone()
-            .filter(|&i| blocks[i].bytes() > 0)
-            .map(|i| unsafe { g.irecv_block(i, tag::ALLGATHER, base, &blocks[i]) })
-            .collect();
+        let reqs = unsafe { g.recv_each(peers.clone().map(|i| (i, &blocks[i])), tag::ALLGATHER, base) };
         let (mem, block) = match &own {
             Some(o) => (o.mem, o.block),
             None => (base as *const u8, &blocks[r]),
@@ -1407,17 +1468,12 @@ unsafe fn alltoall_post(g: &mut Group, src: *const u8, sb: &[Block], base: *mut 
     let (n, r) = (g.size(), g.rank());
     let order: Vec<usize> = (1..n).map(|k| (r + k) % n).collect();
     g.with_sends(|g, sends| {
-        let reqs: Vec<u32> = order
-            .iter()
-            .rev()
-            .filter(|&&i| rb[i].bytes() > 0)
-            // SAFETY: the receive buffer's blocks, each written only by its receive.
-            .map(|&i| unsafe { g.irecv_block(i, tag::ALLTOALL, base, &rb[i]) })
-            .collect();
+        // SAFETY: the receive buffer's blocks, each written only by its receive.
+        let reqs = unsafe { g.recv_each(order.iter().rev().map(|&i| (i, &rb[i])), tag::ALLTOALL, base) };
         for &i in &order {
             if sb[i].bytes() > 0 {
                 // SAFETY: the outgoing blocks stay unchanged during the call.
-                sends.push(unsafe { g.isend_block(i, tag::ALLTOALL, src, &sb[i]) });
+                unsafe { g.send_block(i, tag::ALLTOALL, src, &sb[i], sends) };
             }
         }
         // SAFETY: distinct buffers (an overlapping or in-place input was copied).
