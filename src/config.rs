@@ -134,7 +134,7 @@ pub const TUNABLES: &[Tunable] = &[
         default: "256",
         what: "alltoall blocks of at most this many bytes use Bruck (with OXMPI_ALLTOALL_MIN_PROCS ranks)",
     },
-    Tunable { name: ALLTOALL_MIN_PROCS, default: "8", what: "fewest ranks for Bruck alltoall" },
+    Tunable { name: ALLTOALL_MIN_PROCS, default: "16", what: "fewest ranks for Bruck alltoall" },
     Tunable {
         name: ALLTOALL_MEDIUM,
         default: "32768",

@@ -125,7 +125,7 @@ impl Default for Tuning {
             direct_procs: 8,
             alltoall: None,
             alltoall_short: 256,
-            alltoall_min_procs: 8,
+            alltoall_min_procs: 16,
             alltoall_medium: 32768,
             gather: None,
             gather_large: 65536,
@@ -357,7 +357,8 @@ mod tests {
         assert_eq!(t.allgather(1024, 12), Allgather::Bruck);
         assert_eq!(t.allgather(16384, 6), Allgather::Bruck);
         assert_eq!(t.allgather(1 << 20, 6), Allgather::Ring);
-        assert_eq!(t.alltoall(64, 8, true), Alltoall::Bruck);
+        assert_eq!(t.alltoall(64, 16, true), Alltoall::Bruck);
+        assert_eq!(t.alltoall(64, 8, true), Alltoall::Post);
         assert_eq!(t.alltoall(64, 8, false), Alltoall::Post);
         assert_eq!(t.alltoall(1 << 16, 8, true), Alltoall::Pairwise);
         assert_eq!(t.rooted(1024, true), Rooted::Binomial);
