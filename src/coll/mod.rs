@@ -1431,8 +1431,8 @@ fn alltoall_with(g: &mut Group, send: Option<In>, recv: Out, uniform: bool) -> M
     let base = recv.mem.as_mut_ptr();
     // In place, what goes out is packed first: the same blocks are received into.
     let mut packed = Vec::new();
-    let (src, sblocks): (*const u8, Vec<Block>) = match &send {
-        Some(s) => (in_ptr(s), s.blocks.clone()),
+    let (src, sblocks): (*const u8, std::borrow::Cow<[Block]>) = match &send {
+        Some(s) => (in_ptr(s), std::borrow::Cow::Borrowed(&s.blocks)),
         None => {
             let off = packed_offsets(&recv.blocks);
             packed = scratch(off[n]);
@@ -1441,7 +1441,7 @@ fn alltoall_with(g: &mut Group, send: Option<In>, recv: Out, uniform: bool) -> M
                 // SAFETY: the user's buffer and our scratch.
                 unsafe { copy_block(base, b, packed.as_mut_ptr(), sb) };
             }
-            (packed.as_ptr(), sblocks)
+            (packed.as_ptr(), std::borrow::Cow::Owned(sblocks))
         }
     };
     let block = recv.blocks.iter().map(Block::bytes).max().unwrap_or(0);
