@@ -162,16 +162,16 @@ impl<'a> Group<'a> {
     }
 
     /// Sends block `b` of the memory at `mem` without holding the call for it when the block
-    /// is small (`tune::Tuning::detach_max`): it goes into the peer's ring now, or else a copy
-    /// is queued and completes on its own. A member then runs ahead of a receiver whose ring is
-    /// full (descheduled, when ranks outnumber cores) instead of waiting for it. Larger blocks
-    /// are sent in place and listed in `sends` (`finish_sends`).
+    /// is small and ranks outnumber cores (`tune::Tuning::detach_limit`): it goes into the
+    /// peer's ring now, or else a copy is queued and completes on its own. A member then runs
+    /// ahead of a receiver whose ring is full (descheduled) instead of waiting for it. Other
+    /// blocks are sent in place and listed in `sends` (`finish_sends`).
     ///
     /// # Safety
     /// As `isend_block`.
     unsafe fn send_block(&mut self, to: usize, tag: i32, mem: *const u8, b: &Block, sends: &mut Vec<u32>) {
         let len = b.bytes();
-        if len > tune::get().detach_max {
+        if len > tune::get().detach_limit(self.engine.nranks) {
             // SAFETY: caller contract.
             sends.push(unsafe { self.isend_block(to, tag, mem, b) });
             return;

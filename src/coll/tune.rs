@@ -94,8 +94,11 @@ pub struct Tuning {
     pub gather: Option<Rooted>,
     /// Total bytes (all blocks) below which gather and scatter use the binomial tree.
     pub gather_large: usize,
-    /// Sends of at most this many bytes never hold a call (`Group::send_block`).
+    /// When ranks outnumber cores, sends of at most this many bytes never hold a call
+    /// (`Group::send_block`).
     pub detach_max: usize,
+    /// Cores of this machine (ranks beyond them share cores).
+    pub cores: usize,
     pub reduce_scatter: Option<ReduceScatter>,
     /// Total bytes below which commutative reduce-scatter uses recursive halving (pairwise above).
     pub reduce_scatter_long: usize,
@@ -130,6 +133,7 @@ impl Default for Tuning {
             gather: None,
             gather_large: 65536,
             detach_max: 4096,
+            cores: 1,
             reduce_scatter: None,
             reduce_scatter_long: 524288,
             reduce_scatter_direct: 16384,
@@ -202,6 +206,7 @@ impl Tuning {
             gather: choice(c::GATHER_ALG, &[("linear", Rooted::Linear), ("binomial", Rooted::Binomial)]),
             gather_large: num(c::GATHER_LARGE, d.gather_large),
             detach_max: num(c::COLL_DETACH_MAX, d.detach_max),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             reduce_scatter: choice(
                 c::REDUCE_SCATTER_ALG,
                 &[
@@ -288,6 +293,15 @@ impl Tuning {
         }
     }
 
+    /// Bytes up to which a send to a full ring is copied and left to complete on its own
+    /// (`Group::send_block`), with `ranks` ranks on the machine: only when they outnumber the
+    /// cores. Then a receiver may be descheduled for a whole time slice, and a sender that
+    /// waits for it loses its own; otherwise the receiver drains its ring at once and the copy
+    /// (and the second one from the queue into the ring) would cost more than the wait.
+    pub fn detach_limit(&self, ranks: usize) -> usize {
+        if ranks > self.cores { self.detach_max } else { 0 }
+    }
+
     /// Gather or scatter of `total` bytes; `uniform`: MPI_Gather/MPI_Scatter (not the v forms).
     pub fn rooted(&self, total: usize, uniform: bool) -> Rooted {
         if !uniform {
@@ -370,6 +384,13 @@ mod tests {
         assert_eq!(t.reduce_scatter(16384, 4, true), ReduceScatter::Halving);
         assert_eq!(t.reduce_scatter(1 << 20, 4, true), ReduceScatter::Pairwise);
         assert_eq!(t.reduce_scatter(16384, 4, false), ReduceScatter::ReduceThenScatter);
+    }
+
+    #[test]
+    fn detaching_needs_more_ranks_than_cores() {
+        let t = Tuning { cores: 2, ..Tuning::default() };
+        assert_eq!(t.detach_limit(2), 0);
+        assert_eq!(t.detach_limit(3), 4096);
     }
 
     #[test]
