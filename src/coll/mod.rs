@@ -18,11 +18,19 @@
 //! for large messages, binomial scatter + ring allgather; binomial reduce (rank order kept
 //! for non-commutative operations); allreduce by recursive doubling, Rabenseifner, ring or
 //! reduce + broadcast (`allreduce`), sparse-aware for predefined operations (`sparse`);
-//! allgather(v) by ring, recursive doubling or Bruck; all-to-all by posting everything,
-//! pairwise exchange, or Bruck (uniform blocks); reduce-scatter by recursive halving or
-//! pairwise exchange (commutative operations) or reduce + scatter; gather/scatter linear or,
-//! for small totals on 4 members or more, by binomial tree;
-//! scan/exscan by recursive doubling.
+//! allgather(v) by ring, recursive doubling, Bruck or, for small totals on up to 8 members,
+//! directly (every block to every member in one round); all-to-all by posting everything,
+//! pairwise exchange, or Bruck (uniform blocks, from 16 members); reduce-scatter directly
+//! (small totals, any operation, combined in rank order), by recursive halving or pairwise
+//! exchange (commutative operations) or reduce + scatter; gather/scatter linear or, for small
+//! totals on 4 members or more, by binomial tree; scan/exscan by recursive doubling.
+//!
+//! When ranks outnumber cores a rank runs only part of the time, and every wait for a peer
+//! that is not running costs a scheduling round. So the small-message algorithms are the
+//! one-round ones (a member needs to run about once per call), messages that already wait in
+//! a ring are taken at once without a request (`Group::recv_now`), and small sends to a full
+//! ring are copied and left to complete on their own (`Group::send_block`), so a member runs
+//! ahead of a descheduled receiver instead of waiting for it.
 
 use crate::abi::consts::*;
 use crate::comm::Comm;

@@ -2,8 +2,11 @@
 //! environment once (the first collective) and consulted by every call.
 //!
 //! Defaults are MPICH's (MPIR_CVAR_* of MPICH 4: short/long message sizes, minimum process
-//! counts) until they are measured for oxmpi on a quiet machine; every threshold and every
-//! algorithm choice can be overridden by its `OXMPI_*` variable (see `config::TUNABLES`).
+//! counts) until they are measured for oxmpi on a quiet machine, except where measured here
+//! (docs/perf-r5-collp2p.md): the direct allgather and reduce-scatter below 16 KiB on up to
+//! 8 ranks, Bruck all-to-all from 16 ranks (not 8), detached sends up to 4 KiB when ranks
+//! outnumber cores. Every threshold and every algorithm choice can be overridden by its
+//! `OXMPI_*` variable (see `config::TUNABLES`).
 //! A forced algorithm that cannot run on a call (Rabenseifner with a non-commutative
 //! operation, Bruck all-to-all on Alltoallv) falls back to the automatic choice for it.
 
