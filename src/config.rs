@@ -153,7 +153,7 @@ pub const TUNABLES: &[Tunable] = &[
     Tunable {
         name: COLL_DETACH_MAX,
         default: "4096",
-        what: "when ranks outnumber cores, collective sends of at most this many bytes are copied when the peer's ring is full, so the call returns without waiting for the receiver",
+        what: "when ranks outnumber cores, scatter sends of at most this many bytes are copied when the peer's ring is full, so the root returns without waiting for the receiver",
     },
     Tunable {
         name: REDUCE_SCATTER_ALG,

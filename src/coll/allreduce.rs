@@ -460,7 +460,7 @@ pub(super) fn reduce_scatter_direct(
         for k in peers {
             if disp[k + 1] > disp[k] {
                 // SAFETY: `input` outlives the call's sends (with_sends waits for those it lists).
-                unsafe { g.send_bytes(k, tag, input.as_ptr().add(disp[k]), disp[k + 1] - disp[k], sends) };
+                sends.push(unsafe { g.isend_bytes(k, tag, input.as_ptr().add(disp[k]), disp[k + 1] - disp[k]) });
             }
         }
         g.finish_recvs(&reqs)

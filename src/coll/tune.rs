@@ -97,7 +97,7 @@ pub struct Tuning {
     pub gather: Option<Rooted>,
     /// Total bytes (all blocks) below which gather and scatter use the binomial tree.
     pub gather_large: usize,
-    /// When ranks outnumber cores, sends of at most this many bytes never hold a call
+    /// When ranks outnumber cores, scatter sends of at most this many bytes never hold a call
     /// (`Group::send_block`).
     pub detach_max: usize,
     /// Cores of this machine (ranks beyond them share cores).
