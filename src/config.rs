@@ -24,14 +24,18 @@ pub const BCAST_MIN_PROCS: &str = "OXMPI_BCAST_MIN_PROCS";
 pub const ALLGATHER_ALG: &str = "OXMPI_ALLGATHER_ALG";
 pub const ALLGATHER_SHORT: &str = "OXMPI_ALLGATHER_SHORT";
 pub const ALLGATHER_LONG: &str = "OXMPI_ALLGATHER_LONG";
+pub const ALLGATHER_DIRECT: &str = "OXMPI_ALLGATHER_DIRECT";
+pub const COLL_DIRECT_PROCS: &str = "OXMPI_COLL_DIRECT_PROCS";
 pub const ALLTOALL_ALG: &str = "OXMPI_ALLTOALL_ALG";
 pub const ALLTOALL_SHORT: &str = "OXMPI_ALLTOALL_SHORT";
 pub const ALLTOALL_MIN_PROCS: &str = "OXMPI_ALLTOALL_MIN_PROCS";
 pub const ALLTOALL_MEDIUM: &str = "OXMPI_ALLTOALL_MEDIUM";
 pub const GATHER_ALG: &str = "OXMPI_GATHER_ALG";
 pub const GATHER_LARGE: &str = "OXMPI_GATHER_LARGE";
+pub const COLL_DETACH_MAX: &str = "OXMPI_COLL_DETACH_MAX";
 pub const REDUCE_SCATTER_ALG: &str = "OXMPI_REDUCE_SCATTER_ALG";
 pub const REDUCE_SCATTER_LONG: &str = "OXMPI_REDUCE_SCATTER_LONG";
+pub const REDUCE_SCATTER_DIRECT: &str = "OXMPI_REDUCE_SCATTER_DIRECT";
 pub const SPARSE: &str = "OXMPI_SPARSE";
 pub const SPARSE_MIN: &str = "OXMPI_SPARSE_MIN";
 pub const SPARSE_RATIO: &str = "OXMPI_SPARSE_RATIO";
@@ -99,7 +103,7 @@ pub const TUNABLES: &[Tunable] = &[
         what: "bcast of at least this many bytes uses scatter + ring allgather (with OXMPI_BCAST_MIN_PROCS ranks)",
     },
     Tunable { name: BCAST_MIN_PROCS, default: "8", what: "fewest ranks for scatter + allgather bcast" },
-    Tunable { name: ALLGATHER_ALG, default: "auto", what: "allgather(v) algorithm: ring, recdbl, bruck" },
+    Tunable { name: ALLGATHER_ALG, default: "auto", what: "allgather(v) algorithm: ring, recdbl, bruck, direct" },
     Tunable {
         name: ALLGATHER_SHORT,
         default: "81920",
@@ -111,6 +115,16 @@ pub const TUNABLES: &[Tunable] = &[
         what: "allgather of fewer total bytes on a power-of-two size uses recursive doubling; ring above",
     },
     Tunable {
+        name: ALLGATHER_DIRECT,
+        default: "16384",
+        what: "allgather of fewer total bytes uses the direct algorithm (every block to every rank at once), up to OXMPI_COLL_DIRECT_PROCS ranks",
+    },
+    Tunable {
+        name: COLL_DIRECT_PROCS,
+        default: "8",
+        what: "most ranks for the direct (one-round) allgather and reduce_scatter",
+    },
+    Tunable {
         name: ALLTOALL_ALG,
         default: "auto",
         what: "alltoall algorithm: post (all transfers at once), pairwise, bruck (MPI_Alltoall only)",
@@ -120,7 +134,7 @@ pub const TUNABLES: &[Tunable] = &[
         default: "256",
         what: "alltoall blocks of at most this many bytes use Bruck (with OXMPI_ALLTOALL_MIN_PROCS ranks)",
     },
-    Tunable { name: ALLTOALL_MIN_PROCS, default: "8", what: "fewest ranks for Bruck alltoall" },
+    Tunable { name: ALLTOALL_MIN_PROCS, default: "16", what: "fewest ranks for Bruck alltoall" },
     Tunable {
         name: ALLTOALL_MEDIUM,
         default: "32768",
@@ -137,14 +151,24 @@ pub const TUNABLES: &[Tunable] = &[
         what: "gather/scatter of fewer total bytes uses the binomial tree; linear above",
     },
     Tunable {
+        name: COLL_DETACH_MAX,
+        default: "4096",
+        what: "when ranks outnumber cores, scatter sends of at most this many bytes are copied when the peer's ring is full, so the root returns without waiting for the receiver",
+    },
+    Tunable {
         name: REDUCE_SCATTER_ALG,
         default: "auto",
-        what: "reduce_scatter(_block) algorithm for commutative ops: halving, pairwise, reduce_scatter",
+        what: "reduce_scatter(_block) algorithm: direct, reduce_scatter (any op); halving, pairwise (commutative ops)",
     },
     Tunable {
         name: REDUCE_SCATTER_LONG,
         default: "524288",
         what: "reduce_scatter of at least this many total bytes uses pairwise exchange; recursive halving below",
+    },
+    Tunable {
+        name: REDUCE_SCATTER_DIRECT,
+        default: "16384",
+        what: "reduce_scatter of fewer total bytes uses the direct algorithm (every block to its rank at once, combined in rank order), up to OXMPI_COLL_DIRECT_PROCS ranks",
     },
     Tunable {
         name: SPARSE,

@@ -138,6 +138,18 @@ unsafe fn spread_blocks(spread: Spread, n: usize, layout: Layout, what: &str) ->
     }
 }
 
+/// The region of a buffer split among `n` members as `spread` says.
+///
+/// # Safety
+/// As `spread_blocks`.
+unsafe fn spread_region(p: *const c_void, spread: Spread, n: usize, layout: Layout, what: &str) -> MpiResult<Region> {
+    match spread {
+        Spread::Uniform(c) => Ok(Region::uniform(p, n, check_count(c, what)?, layout)),
+        // SAFETY: forwarded from the caller.
+        Spread::Varying { .. } => Ok(Region::new(p, &unsafe { spread_blocks(spread, n, layout, what)? })),
+    }
+}
+
 /// A user buffer's extent in memory, computed from its blocks; not yet borrowed.
 pub(super) struct Region {
     base: *const u8,
@@ -163,6 +175,33 @@ impl Region {
             .collect();
         let span = (hi - lo).max(0) as usize;
         Region { base: (p as *const u8).wrapping_offset(lo as isize), span, blocks }
+    }
+
+    /// One block of `count` elements at `p` (the common single-buffer case, without the
+    /// general bounds search).
+    pub(super) fn one(p: *const c_void, count: usize, layout: Layout) -> Region {
+        let (lower, span) = (layout.lower(count), layout.span(count));
+        Region { base: (p as *const u8).wrapping_offset(lower), span, blocks: vec![Block { offset: 0, count, layout }] }
+    }
+
+    /// `n` blocks of `count` elements each, block i at `i * count` extents from `p`
+    /// (MPI_Gather/Scatter/Allgather/Alltoall buffers), built in one pass: block i's data
+    /// starts `i * count * extent` bytes after block 0's.
+    fn uniform(p: *const c_void, n: usize, count: usize, layout: Layout) -> Region {
+        let mut blocks = Vec::with_capacity(n);
+        if count == 0 || layout.size == 0 || n == 0 {
+            blocks.extend((0..n).map(|_| Block { offset: 0, count, layout: layout.clone() }));
+            return Region { base: p as *const u8, span: 0, blocks };
+        }
+        let stride = count * layout.extent;
+        let (lower, span) = (layout.lower(count), layout.span(count));
+        blocks.extend((0..n).map(|i| Block { offset: i * stride, count, layout: layout.clone() }));
+        Region { base: (p as *const u8).wrapping_offset(lower), span: (n - 1) * stride + span, blocks }
+    }
+
+    /// Bytes of data in all blocks.
+    fn bytes(&self) -> usize {
+        self.blocks.iter().map(Block::bytes).sum()
     }
 
     /// MPI_ERR_BUFFER when the data would start at address 0: a NULL pointer is only
@@ -379,7 +418,7 @@ pub unsafe fn MPI_Bcast_c(
             return Ok(());
         }
         // SAFETY: the caller's buffer, used only for this call.
-        let region = Region::new(buffer, &[(0, count, layout)]);
+        let region = Region::one(buffer, count, layout);
         let root = match root {
             Rooted::Inter(role) => {
                 // SAFETY: the caller's buffer, valid until the operation completes.
@@ -445,9 +484,8 @@ pub unsafe fn MPI_Reduce_c(
         if nothing_to_move(g, &mode, || Ok(bytes))? {
             return Ok(());
         }
-        let block = [(0, count, layout)];
-        let send = (sends && !in_place).then(|| Region::new(sendbuf, &block));
-        let recv = is_root.then(|| Region::new(recvbuf, &block));
+        let send = (sends && !in_place).then(|| Region::one(sendbuf, count, layout.clone()));
+        let recv = is_root.then(|| Region::one(recvbuf, count, layout));
         let root = match root {
             Rooted::Inter(role) => {
                 // SAFETY: the caller's buffers, valid until the operation completes.
@@ -523,10 +561,8 @@ unsafe fn all_reduce_like(
         if nothing_to_move(g, &mode, || Ok(bytes))? {
             return Ok(());
         }
-        let block = [(0, count, layout)];
-        let send = (!in_place).then(|| Region::new(sendbuf, &block));
-        // SAFETY: the caller's buffers, valid for this call.
-        let recv = Some(Region::new(recvbuf, &block));
+        let send = (!in_place).then(|| Region::one(sendbuf, count, layout.clone()));
+        let recv = Some(Region::one(recvbuf, count, layout));
         if let Some(nb) = nb_inter.filter(|_| g.is_inter()) {
             // SAFETY: the caller's buffers, valid until the operation completes.
             let (send, recv) = unsafe { keep_pair(send, recv) };
@@ -655,7 +691,7 @@ unsafe fn reduce_scatter(
         if nothing_to_move(g, &mode, || Ok(total * layout.size))? {
             return Ok(());
         }
-        let send = (!in_place).then(|| Region::new(sendbuf, &[(0, total, layout.clone())]));
+        let send = (!in_place).then(|| Region::one(sendbuf, total, layout.clone()));
         // With MPI_IN_PLACE the receive buffer also holds the whole input vector (block 1).
         let recv_blocks: Vec<(i64, usize, Layout)> = if in_place {
             vec![(0, counts[r], layout.clone()), (0, total, layout.clone())]
@@ -765,23 +801,22 @@ unsafe fn gather(
             let count = check_count(sendcount, "sendcount")?;
             let layout = datatype::layout(sendtype)?;
             check_buf(sendbuf, count * layout.size, "sendbuf")?;
-            Some(Region::new(sendbuf, &[(0, count, layout)]))
+            Some(Region::one(sendbuf, count, layout))
         };
         // MPI_Gather's blocks have the same size on every rank (the binomial tree may run).
         let uniform = matches!(recv, Spread::Uniform(_));
         let recv = if is_root {
             let layout = datatype::layout(recvtype)?;
             // SAFETY: the caller's arrays, significant at the root.
-            let blocks = unsafe { spread_blocks(recv, g.peer_count(), layout.clone(), "recvcount")? };
-            let bytes: usize = blocks.iter().map(|b| b.1 * layout.size).sum();
-            check_buf(recvbuf, bytes, "recvbuf")?;
+            let region = unsafe { spread_region(recvbuf, recv, g.peer_count(), layout, "recvcount")? };
+            check_buf(recvbuf, region.bytes(), "recvbuf")?;
             check_not_in_place(recvbuf, "recvbuf")?;
             if let Some(s) = &send
                 && s.span > 0
             {
                 check_alias(sendbuf, recvbuf)?;
             }
-            Some(Region::new(recvbuf, &blocks))
+            Some(region)
         } else {
             None
         };
@@ -878,11 +913,10 @@ unsafe fn scatter(
         let send = if is_root {
             let layout = datatype::layout(sendtype)?;
             // SAFETY: the caller's arrays, significant at the root.
-            let blocks = unsafe { spread_blocks(send, g.peer_count(), layout.clone(), "sendcount")? };
-            let bytes: usize = blocks.iter().map(|b| b.1 * layout.size).sum();
-            check_buf(sendbuf, bytes, "sendbuf")?;
+            let region = unsafe { spread_region(sendbuf, send, g.peer_count(), layout, "sendcount")? };
+            check_buf(sendbuf, region.bytes(), "sendbuf")?;
             check_not_in_place(sendbuf, "sendbuf")?;
-            Some(Region::new(sendbuf, &blocks))
+            Some(region)
         } else {
             None
         };
@@ -895,7 +929,7 @@ unsafe fn scatter(
             if is_root && count * layout.size > 0 {
                 check_alias(sendbuf, recvbuf)?;
             }
-            Some(Region::new(recvbuf, &[(0, count, layout)]))
+            Some(Region::one(recvbuf, count, layout))
         };
         let n = g.peer_count();
         let root = match root {
@@ -984,21 +1018,19 @@ unsafe fn allgather(
             let count = check_count(sendcount, "sendcount")?;
             let layout = datatype::layout(sendtype)?;
             check_buf(sendbuf, count * layout.size, "sendbuf")?;
-            Some(Region::new(sendbuf, &[(0, count, layout)]))
+            Some(Region::one(sendbuf, count, layout))
         };
         let layout = datatype::layout(recvtype)?;
         // SAFETY: the caller's arrays of communicator size.
-        let blocks = unsafe { spread_blocks(recv, g.peer_count(), layout.clone(), "recvcount")? };
-        let bytes: usize = blocks.iter().map(|b| b.1 * layout.size).sum();
-        check_buf(recvbuf, bytes, "recvbuf")?;
+        let region = unsafe { spread_region(recvbuf, recv, g.peer_count(), layout, "recvcount")? };
+        check_buf(recvbuf, region.bytes(), "recvbuf")?;
         check_not_in_place(recvbuf, "recvbuf")?;
         if let Some(s) = &send
             && s.span > 0
         {
             check_alias(sendbuf, recvbuf)?;
         }
-        // SAFETY: the caller's buffers, valid for this call.
-        let recv = Some(Region::new(recvbuf, &blocks));
+        let recv = Some(region);
         if g.is_inter() {
             // SAFETY: the caller's buffers, valid until the operation completes.
             let (send, recv) = unsafe { keep_pair(send, recv) };
@@ -1100,6 +1132,19 @@ pub(super) unsafe fn alltoall_blocks(
     }
 }
 
+/// The region of an all-to-all buffer.
+///
+/// # Safety
+/// As `alltoall_blocks`.
+unsafe fn alltoall_region(p: *const c_void, spread: Spread, types: Types, n: usize, what: &str) -> MpiResult<Region> {
+    match types {
+        // SAFETY: forwarded from the caller.
+        Types::One(dt) => unsafe { spread_region(p, spread, n, datatype::layout(dt)?, what) },
+        // SAFETY: forwarded from the caller.
+        Types::PerRank(_) => Ok(Region::new(p, &unsafe { alltoall_blocks(spread, types, n, what)? })),
+    }
+}
+
 /// Alltoall(v,w).
 ///
 /// # Safety
@@ -1130,24 +1175,22 @@ unsafe fn alltoall(
             None
         } else {
             // SAFETY: the caller's arrays of communicator size.
-            let blocks = unsafe { alltoall_blocks(send, sendtypes, n, "sendcount")? };
-            let region = Region::new(sendbuf, &blocks);
+            let region = unsafe { alltoall_region(sendbuf, send, sendtypes, n, "sendcount")? };
             region.check_not_null("sendbuf")?;
             Some(region)
         };
         // SAFETY: the caller's arrays of communicator size.
-        let blocks = unsafe { alltoall_blocks(recv, recvtypes, n, "recvcount")? };
+        let region = unsafe { alltoall_region(recvbuf, recv, recvtypes, n, "recvcount")? };
         // MPI_Alltoall's blocks have the same size on every rank (Bruck's algorithm may run).
         let uniform = matches!((recv, recvtypes), (Spread::Uniform(_), Types::One(_)));
-        Region::new(recvbuf, &blocks).check_not_null("recvbuf")?;
+        region.check_not_null("recvbuf")?;
         check_not_in_place(recvbuf, "recvbuf")?;
         if let Some(s) = &send
             && s.span > 0
         {
             check_alias(sendbuf, recvbuf)?;
         }
-        // SAFETY: the caller's buffers, valid for this call.
-        let recv = Some(Region::new(recvbuf, &blocks));
+        let recv = Some(region);
         if g.is_inter() {
             // SAFETY: the caller's buffers, valid until the operation completes.
             let (send, recv) = unsafe { keep_pair(send, recv) };

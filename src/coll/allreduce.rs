@@ -12,7 +12,7 @@
 
 use super::sparse::{Acc, Vecs};
 use super::tune::{self, Allreduce};
-use super::{Group, Out, bcast_packed, tag};
+use super::{Block, Group, Out, bcast_packed, tag};
 use crate::error::MpiResult;
 
 /// Allreduce of `acc` (this member's contribution); returns the result.
@@ -428,4 +428,55 @@ pub(super) fn reduce_scatter_pairwise(
     }
     super::recycle(tmp);
     result
+}
+
+/// Direct reduce-scatter (any operation): every member sends each other member that
+/// member's block of its input, all at once, and combines the n blocks it gets in rank order.
+/// One round: when ranks outnumber cores each member needs to run about once per call (a
+/// tree or halving round waits on partners that may not have run yet). Small vectors: every
+/// member moves its whole input once, in n - 1 messages.
+pub(super) fn reduce_scatter_direct(
+    g: &mut Group,
+    input: &[u8],
+    red: &crate::op::Reduction,
+    counts: &[usize],
+    tag: i32,
+    out: &mut Out,
+) -> MpiResult<()> {
+    let (n, r) = (g.size(), g.rank());
+    let size = red.elem_size();
+    let disp: Vec<usize> = displacements(counts).iter().map(|d| d * size).collect();
+    let len = disp[r + 1] - disp[r];
+    // Block k of `all` holds member k's contribution to this member's block.
+    let mut all = super::scratch(n * len);
+    let at = all.as_mut_ptr();
+    // Block k of the scratch, from member k.
+    let parts: Vec<Block> = (0..n).map(|k| Block::bytes_at(k * len, len)).collect();
+    let result = g.with_sends(|g, sends| {
+        let peers = (r + 1..n).chain(0..r);
+        // SAFETY: distinct `len`-byte blocks of our scratch, read only after the receives
+        // finished (finish_recvs waits for all of them, also on error).
+        let reqs = unsafe { g.recv_each(peers.clone().map(|k| (k, &parts[k])), tag, at) };
+        for k in peers {
+            if disp[k + 1] > disp[k] {
+                // SAFETY: `input` outlives the call's sends (with_sends waits for those it lists).
+                sends.push(unsafe { g.isend_bytes(k, tag, input.as_ptr().add(disp[k]), disp[k + 1] - disp[k]) });
+            }
+        }
+        g.finish_recvs(&reqs)
+    });
+    result?;
+    if len == 0 {
+        super::recycle(all);
+        return Ok(());
+    }
+    all[r * len..(r + 1) * len].copy_from_slice(&input[disp[r]..disp[r + 1]]);
+    // Right to left, each block the first operand: x0 op (x1 op (... op x(n-1))).
+    let (lower, acc) = all.split_at_mut((n - 1) * len);
+    for k in (0..n - 1).rev() {
+        red.apply(&lower[k * len..(k + 1) * len], acc);
+    }
+    out.put(0, &all[(n - 1) * len..]);
+    super::recycle(all);
+    Ok(())
 }

@@ -18,11 +18,19 @@
 //! for large messages, binomial scatter + ring allgather; binomial reduce (rank order kept
 //! for non-commutative operations); allreduce by recursive doubling, Rabenseifner, ring or
 //! reduce + broadcast (`allreduce`), sparse-aware for predefined operations (`sparse`);
-//! allgather(v) by ring, recursive doubling or Bruck; all-to-all by posting everything,
-//! pairwise exchange, or Bruck (uniform blocks); reduce-scatter by recursive halving or
-//! pairwise exchange (commutative operations) or reduce + scatter; gather/scatter linear or,
-//! for small totals on 4 members or more, by binomial tree;
-//! scan/exscan by recursive doubling.
+//! allgather(v) by ring, recursive doubling, Bruck or, for small totals on up to 8 members,
+//! directly (every block to every member in one round); all-to-all by posting everything,
+//! pairwise exchange, or Bruck (uniform blocks, from 16 members); reduce-scatter directly
+//! (small totals, any operation, combined in rank order), by recursive halving or pairwise
+//! exchange (commutative operations) or reduce + scatter; gather/scatter linear or, for small
+//! totals on 4 members or more, by binomial tree; scan/exscan by recursive doubling.
+//!
+//! When ranks outnumber cores a rank runs only part of the time, and every wait for a peer
+//! that is not running costs a scheduling round. So the small-message algorithms are the
+//! one-round ones (a member needs to run about once per call), messages that already wait in
+//! a ring are taken at once without a request (`Group::recv_now`), and a scatter's small sends
+//! to a full ring are copied and left to complete on their own (`Group::send_block`), so the
+//! root runs ahead of a descheduled receiver instead of waiting for it.
 
 use crate::abi::consts::*;
 use crate::comm::Comm;
@@ -161,6 +169,52 @@ impl<'a> Group<'a> {
         self.engine.isend(self.members[to], env, buf, SendMode::Standard, MPI_COMM_NULL)
     }
 
+    /// Sends block `b` of the memory at `mem` without holding the call for it when the block
+    /// is small and ranks outnumber cores (`tune::Tuning::detach_limit`): it goes into the
+    /// peer's ring now, or else a copy is queued and completes on its own. Other blocks are
+    /// sent in place and listed in `sends` (`finish_sends`). For senders to many receivers
+    /// (scatter's root and inner nodes): one receiver that is descheduled with a full ring then
+    /// holds up neither the others nor the sender's return. Where the receiver is the
+    /// bottleneck (gather towards the root, the symmetric exchanges), a sender that runs ahead
+    /// only spends on copies the core that receiver needs (gather at np 4 took 1.2-1.5x longer
+    /// with detached sends), so those wait as before.
+    ///
+    /// # Safety
+    /// As `isend_block`.
+    unsafe fn send_block(&mut self, to: usize, tag: i32, mem: *const u8, b: &Block, sends: &mut Vec<u32>) {
+        let len = b.bytes();
+        if len > tune::get().detach_limit(self.engine.nranks) {
+            // SAFETY: caller contract.
+            sends.push(unsafe { self.isend_block(to, tag, mem, b) });
+            return;
+        }
+        let env = Envelope { ctx: self.ctx, src: self.rank as i32, tag };
+        let dst = self.members[to];
+        let data = match b.layout.contiguous_at() {
+            Some(at) => {
+                // SAFETY: caller contract: the block's `len` bytes lie from its base + `at`.
+                let bytes = unsafe { std::slice::from_raw_parts(b.base(mem).wrapping_offset(at), len) };
+                if self.engine.try_send_eager_now(dst, env, bytes) {
+                    return;
+                }
+                bytes.to_vec()
+            }
+            // SAFETY: caller contract.
+            None => unsafe { b.layout.pack_to_vec(b.base(mem), b.count, 0..len) },
+        };
+        let req = self.engine.isend(dst, env, SendBuf::owned(data), SendMode::Standard, MPI_COMM_NULL);
+        self.engine.free_request(req);
+    }
+
+    /// `send_block` of the `len` bytes at `data`.
+    ///
+    /// # Safety
+    /// As `isend_block`.
+    unsafe fn send_bytes(&mut self, to: usize, tag: i32, data: *const u8, len: usize, sends: &mut Vec<u32>) {
+        // SAFETY: caller contract.
+        unsafe { self.send_block(to, tag, data, &Block::bytes_at(0, len), sends) }
+    }
+
     /// Starts a send of the `len` bytes at `data`; returns the request (`finish_sends`).
     ///
     /// # Safety
@@ -179,6 +233,72 @@ impl<'a> Group<'a> {
         // SAFETY: caller contract.
         let buf = unsafe { RecvBuf::new(b.base(mem) as *mut u8, b.layout.clone(), b.count) };
         self.engine.irecv(Envelope { ctx: self.ctx, src: from as i32, tag }, buf, MPI_COMM_NULL)
+    }
+
+    /// Takes the message for block `b` of the memory at `mem` from member `from` now, when it
+    /// already waits at the head of that member's ring and nothing may match before it (see
+    /// `Engine::try_recv_eager_now`); returns whether it did. A member that was descheduled
+    /// finds most of its messages there, and copies them without a request.
+    ///
+    /// # Safety
+    /// As `irecv_block`.
+    unsafe fn recv_now(&mut self, from: usize, tag: i32, mem: *mut u8, b: &Block) -> bool {
+        let Some(at) = b.layout.contiguous_at() else { return false };
+        let len = b.bytes();
+        // SAFETY: caller contract: the block's `len` bytes lie from its base + `at`, ours.
+        let dst = unsafe { std::slice::from_raw_parts_mut(b.base(mem).wrapping_offset(at) as *mut u8, len) };
+        let env = Envelope { ctx: self.ctx, src: from as i32, tag };
+        self.engine.try_recv_eager_now(self.members[from], env, dst).is_some()
+    }
+
+    /// Receives each part `(member, block of the memory at mem)`: those whose messages are
+    /// there already now (`recv_now`), the others by posted receives, returned
+    /// (`finish_recvs`). Every part is tried before any is posted, since the fast path needs
+    /// an empty posted queue; nothing is allocated when all were there.
+    ///
+    /// # Safety
+    /// As `irecv_block`, for every part; the parts do not overlap.
+    unsafe fn recv_each<'b>(
+        &mut self,
+        parts: impl Iterator<Item = (usize, &'b Block)> + Clone,
+        tag: i32,
+        mem: *mut u8,
+    ) -> Vec<u32> {
+        // Indices of the parts still to receive, then their requests in their place.
+        let mut late: Vec<u32> = Vec::new();
+        for (k, (from, b)) in parts.clone().enumerate() {
+            // SAFETY: caller contract.
+            if b.bytes() > 0 && !unsafe { self.recv_now(from, tag, mem, b) } {
+                late.push(k as u32);
+            }
+        }
+        let mut next = 0;
+        for (k, (from, b)) in parts.enumerate() {
+            if next == late.len() {
+                break;
+            }
+            if late[next] == k as u32 {
+                // SAFETY: caller contract.
+                late[next] = unsafe { self.irecv_block(from, tag, mem, b) };
+                next += 1;
+            }
+        }
+        late
+    }
+
+    /// Receives block `b` of the memory at `mem` from member `from` (`recv_now`, else a posted
+    /// receive waited for).
+    ///
+    /// # Safety
+    /// As `irecv_block`.
+    unsafe fn recv_one(&mut self, from: usize, tag: i32, mem: *mut u8, b: &Block) -> MpiResult<()> {
+        // SAFETY: caller contract.
+        if b.bytes() == 0 || unsafe { self.recv_now(from, tag, mem, b) } {
+            return Ok(());
+        }
+        // SAFETY: caller contract.
+        let q = unsafe { self.irecv_block(from, tag, mem, b) };
+        self.finish_recvs(&[q])
     }
 
     /// Posts a receive of up to `len` bytes into `data`; returns the request (`finish_recvs`).
@@ -669,8 +789,9 @@ pub fn reduce_scatter(
         (None, None) => unreachable!("in-place reduce-scatter without its input block"),
     };
     let tag = tag::REDUCE_SCATTER;
-    match tune::get().reduce_scatter(input.len(), red.is_commutative()) {
+    match tune::get().reduce_scatter(input.len(), n, red.is_commutative()) {
         _ if n == 1 => recv.put(0, input),
+        tune::ReduceScatter::Direct => allreduce::reduce_scatter_direct(g, input, red, counts, tag, &mut recv)?,
         tune::ReduceScatter::Halving => allreduce::reduce_scatter_halving(g, input, red, counts, tag, &mut recv)?,
         tune::ReduceScatter::Pairwise => allreduce::reduce_scatter_pairwise(g, input, red, counts, tag, &mut recv)?,
         tune::ReduceScatter::ReduceThenScatter => {
@@ -788,11 +909,9 @@ pub fn gather(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) -
     }
     let out = recv.expect("the root has a receive buffer");
     let base = out.mem.as_mut_ptr();
-    let reqs: Vec<u32> = (0..n)
-        .filter(|&i| i != root && out.blocks[i].bytes() > 0)
-        // SAFETY: the user's receive buffer, ours for the call; finish_recvs waits for them.
-        .map(|i| unsafe { g.irecv_block(i, tag::GATHER, base, &out.blocks[i]) })
-        .collect();
+    // SAFETY: the user's receive buffer, ours for the call; finish_recvs waits for them.
+    let blocks = &out.blocks;
+    let reqs = unsafe { g.recv_each((root + 1..n).chain(0..root).map(|i| (i, &blocks[i])), tag::GATHER, base) };
     if let Some(s) = &send {
         // SAFETY: distinct user buffers (an overlapping input was copied); the own block is
         // not being received into.
@@ -811,9 +930,8 @@ pub fn scatter(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) 
         if out.blocks[0].bytes() == 0 {
             return Ok(());
         }
-        // SAFETY: the user's receive buffer, ours for the call; finish_recvs waits for it.
-        let q = unsafe { g.irecv_block(root, tag::SCATTER, out.mem.as_mut_ptr(), &out.blocks[0]) };
-        return g.finish_recvs(&[q]);
+        // SAFETY: the user's receive buffer, ours for the call.
+        return unsafe { g.recv_one(root, tag::SCATTER, out.mem.as_mut_ptr(), &out.blocks[0]) };
     }
     let s = send.expect("the root has a send buffer");
     let src = in_ptr(&s);
@@ -821,7 +939,7 @@ pub fn scatter(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) 
         for i in (root + 1..n).chain(0..root) {
             if s.blocks[i].bytes() > 0 {
                 // SAFETY: the user's send buffer, unchanged during the call.
-                sends.push(unsafe { g.isend_block(i, tag::SCATTER, src, &s.blocks[i]) });
+                unsafe { g.send_block(i, tag::SCATTER, src, &s.blocks[i], sends) };
             }
         }
         if let Some(out) = recv {
@@ -872,10 +990,9 @@ pub fn gather_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root: 
         // SAFETY: `buf` holds `blocks` blocks; the receives are finished before it is read,
         // the send before it is dropped.
         let result = g.with_sends(|g, sends| unsafe {
-            let reqs: Vec<u32> = children
-                .iter()
-                .map(|&(c, k)| g.irecv_bytes(real(c), tag::GATHER, at.add((c - vr) * block), k * block))
-                .collect();
+            let parts: Vec<(usize, Block)> =
+                children.iter().map(|&(c, k)| (real(c), Block::bytes_at((c - vr) * block, k * block))).collect();
+            let reqs = g.recv_each(parts.iter().map(|(i, b)| (*i, b)), tag::GATHER, at);
             copy_block(in_ptr(&s), &s.blocks[0], at, &Block::bytes_at(0, block));
             g.finish_recvs(&reqs)?;
             sends.push(g.isend_bytes(real(vr - low), tag::GATHER, at, blocks * block));
@@ -893,24 +1010,29 @@ pub fn gather_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root: 
     let mut staging = Vec::new();
     let mut staged = Vec::new();
     let mut reqs = Vec::new();
+    // Where each child's subtree lands: straight in the user's buffer, or staged.
+    let mut places = Vec::with_capacity(children.len());
     for &(c, k) in &children {
         let start = real(c);
-        match direct {
-            // SAFETY: the user's receive buffer, ours for the call; finished below.
-            Some(img) if start + k <= n => {
-                reqs.push(unsafe { g.irecv_bytes(real(c), tag::GATHER, img.add(start * block), k * block) })
-            }
+        let at = match direct {
+            Some(img) if start + k <= n => img.wrapping_add(start * block),
             _ => {
                 if staging.is_empty() {
                     staging = scratch(n * block);
                 }
-                // SAFETY: `staging` holds n blocks; the receive is finished before it is read.
-                reqs.push(unsafe {
-                    g.irecv_bytes(real(c), tag::GATHER, staging.as_mut_ptr().add(c * block), k * block)
-                });
                 staged.push((c, k));
+                staging.as_mut_ptr().wrapping_add(c * block)
             }
-        }
+        };
+        places.push((real(c), at, Block::bytes_at(0, k * block)));
+    }
+    // Subtrees already there first (the fast path needs an empty posted queue), then the rest.
+    // SAFETY: the user's receive buffer or our staging, ours for the call; every part is
+    // written only by its receive, finished below before it is read.
+    places.retain(|(from, at, b)| !unsafe { g.recv_now(*from, tag::GATHER, *at, b) });
+    for (from, at, b) in &places {
+        // SAFETY: as above.
+        reqs.push(unsafe { g.irecv_block(*from, tag::GATHER, *at, b) });
     }
     if let Some(s) = &send {
         // SAFETY: distinct user buffers; the own block is not being received into.
@@ -961,7 +1083,7 @@ pub fn scatter_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root:
                 };
                 if direct.is_some() && start + k <= n {
                     // SAFETY: the user's send buffer, unchanged during the call.
-                    sends.push(unsafe { g.isend_bytes(real(c), tag::SCATTER, at, len) });
+                    unsafe { g.send_bytes(real(c), tag::SCATTER, at, len, sends) };
                     continue;
                 }
                 if staging.is_empty() {
@@ -973,7 +1095,7 @@ pub fn scatter_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root:
                     unsafe { copy_block(src, &s.blocks[real(v)], st, &Block::bytes_at(v * block, block)) };
                 }
                 // SAFETY: the staging buffer outlives the send (with_sends waits for it).
-                sends.push(unsafe { g.isend_bytes(real(c), tag::SCATTER, st.add(c * block), k * block) });
+                unsafe { g.send_bytes(real(c), tag::SCATTER, st.add(c * block), k * block, sends) };
             }
             if let Some(out) = recv {
                 // SAFETY: distinct user buffers.
@@ -989,8 +1111,7 @@ pub fn scatter_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root:
     if children.is_empty() {
         // A leaf receives its block straight into the user's buffer.
         // SAFETY: the user's receive buffer, ours for the call.
-        let q = unsafe { g.irecv_block(parent, tag::SCATTER, out.mem.as_mut_ptr(), &out.blocks[0]) };
-        return g.finish_recvs(&[q]);
+        return unsafe { g.recv_one(parent, tag::SCATTER, out.mem.as_mut_ptr(), &out.blocks[0]) };
     }
     let blocks = low.min(n - vr);
     let mut buf = scratch(blocks * block);
@@ -998,10 +1119,9 @@ pub fn scatter_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root:
     // SAFETY: `buf` holds the subtree's blocks; received before it is forwarded, and the
     // sends are waited for (with_sends) before it is dropped.
     let result = g.with_sends(|g, sends| unsafe {
-        let q = g.irecv_bytes(parent, tag::SCATTER, at, blocks * block);
-        g.finish_recvs(&[q])?;
+        g.recv_one(parent, tag::SCATTER, at, &Block::bytes_at(0, blocks * block))?;
         for &(c, k) in children.iter().rev() {
-            sends.push(g.isend_bytes(real(c), tag::SCATTER, at.add((c - vr) * block), k * block));
+            g.send_bytes(real(c), tag::SCATTER, at.add((c - vr) * block), k * block, sends);
         }
         copy_block(at, &Block::bytes_at(0, block), out.mem.as_mut_ptr(), &out.blocks[0]);
         Ok(())
@@ -1048,6 +1168,7 @@ pub fn allgather(g: &mut Group, send: Option<In>, recv: Out) -> MpiResult<()> {
     unsafe {
         match tune::get().allgather(total, n) {
             tune::Allgather::Ring => allgather_ring(g, base, blocks, own),
+            tune::Allgather::Direct => allgather_direct(g, base, blocks, own),
             tune::Allgather::RecursiveDoubling if n.is_power_of_two() => {
                 allgather_recursive_doubling(g, base, blocks, own)
             }
@@ -1108,6 +1229,37 @@ unsafe fn allgather_ring(g: &mut Group, base: *mut u8, blocks: &[Block], own: Op
             }
         }
         Ok(())
+    })
+}
+
+/// Direct allgather: every receive posted at once, straight into the user's blocks, and the
+/// own block sent to every other member. One round, so when ranks outnumber cores a member
+/// needs to run about once per call (the logarithmic algorithms wait on partners that may not
+/// have run yet, a scheduling round each); n - 1 messages each way.
+///
+/// # Safety
+/// As `allgather_ring`.
+unsafe fn allgather_direct(g: &mut Group, base: *mut u8, blocks: &[Block], own: Option<Own>) -> MpiResult<()> {
+    let (n, r) = (g.size(), g.rank());
+    let peers = (r + 1..n).chain(0..r);
+    g.with_sends(|g, sends| {
+        // SAFETY: the user's buffer; each block other than r is written only by its receive.
+        let reqs = unsafe { g.recv_each(peers.clone().map(|i| (i, &blocks[i])), tag::ALLGATHER, base) };
+        let (mem, block) = match &own {
+            Some(o) => (o.mem, o.block),
+            None => (base as *const u8, &blocks[r]),
+        };
+        if block.bytes() > 0 {
+            for i in peers {
+                // SAFETY: the own block (send buffer, or block r, only read during the call).
+                sends.push(unsafe { g.isend_block(i, tag::ALLGATHER, mem, block) });
+            }
+        }
+        if let Some(o) = &own {
+            // SAFETY: as above; block r is not being received into.
+            unsafe { o.copy_to(base, &blocks[r]) };
+        }
+        g.finish_recvs(&reqs)
     })
 }
 
@@ -1291,8 +1443,8 @@ fn alltoall_with(g: &mut Group, send: Option<In>, recv: Out, uniform: bool) -> M
     let base = recv.mem.as_mut_ptr();
     // In place, what goes out is packed first: the same blocks are received into.
     let mut packed = Vec::new();
-    let (src, sblocks): (*const u8, Vec<Block>) = match &send {
-        Some(s) => (in_ptr(s), s.blocks.clone()),
+    let (src, sblocks): (*const u8, std::borrow::Cow<[Block]>) = match &send {
+        Some(s) => (in_ptr(s), std::borrow::Cow::Borrowed(&s.blocks)),
         None => {
             let off = packed_offsets(&recv.blocks);
             packed = scratch(off[n]);
@@ -1301,7 +1453,7 @@ fn alltoall_with(g: &mut Group, send: Option<In>, recv: Out, uniform: bool) -> M
                 // SAFETY: the user's buffer and our scratch.
                 unsafe { copy_block(base, b, packed.as_mut_ptr(), sb) };
             }
-            (packed.as_ptr(), sblocks)
+            (packed.as_ptr(), std::borrow::Cow::Owned(sblocks))
         }
     };
     let block = recv.blocks.iter().map(Block::bytes).max().unwrap_or(0);
@@ -1328,13 +1480,8 @@ unsafe fn alltoall_post(g: &mut Group, src: *const u8, sb: &[Block], base: *mut 
     let (n, r) = (g.size(), g.rank());
     let order: Vec<usize> = (1..n).map(|k| (r + k) % n).collect();
     g.with_sends(|g, sends| {
-        let reqs: Vec<u32> = order
-            .iter()
-            .rev()
-            .filter(|&&i| rb[i].bytes() > 0)
-            // SAFETY: the receive buffer's blocks, each written only by its receive.
-            .map(|&i| unsafe { g.irecv_block(i, tag::ALLTOALL, base, &rb[i]) })
-            .collect();
+        // SAFETY: the receive buffer's blocks, each written only by its receive.
+        let reqs = unsafe { g.recv_each(order.iter().rev().map(|&i| (i, &rb[i])), tag::ALLTOALL, base) };
         for &i in &order {
             if sb[i].bytes() > 0 {
                 // SAFETY: the outgoing blocks stay unchanged during the call.

@@ -1019,11 +1019,45 @@ pub fn reduce_scatter(s: &mut Schedule, mine: Vec<u8>, counts: &[usize]) {
         s.put(acc, 0);
         return;
     }
-    match tune::get().reduce_scatter(len, s.commutative()) {
+    match tune::get().reduce_scatter(len, n, s.commutative()) {
+        tune::ReduceScatter::Direct => reduce_scatter_direct(s, acc, &disp),
         tune::ReduceScatter::Halving => reduce_scatter_halving(s, acc, &disp),
         tune::ReduceScatter::Pairwise => reduce_scatter_pairwise(s, acc, &disp),
         tune::ReduceScatter::ReduceThenScatter => reduce_then_scatter(s, acc, &disp),
     }
+}
+
+/// Every member sends each other member its block at once and combines the n blocks it gets
+/// in rank order (any operation), as `coll::allreduce::reduce_scatter_direct`.
+fn reduce_scatter_direct(s: &mut Schedule, input: usize, disp: &[usize]) {
+    let (n, r) = (s.size(), s.rank);
+    let own = disp[r + 1] - disp[r];
+    let acc = s.slice(input, disp[r]..disp[r + 1]);
+    let peers: Vec<usize> = (r + 1..n).chain(0..r).collect();
+    let mut got = vec![usize::MAX; n];
+    if own > 0 {
+        for &k in &peers {
+            got[k] = s.slot(Vec::new());
+            s.recv(k, PH_MAIN, got[k], own);
+        }
+    }
+    for &k in &peers {
+        if disp[k + 1] > disp[k] {
+            let part = s.slice(input, disp[k]..disp[k + 1]);
+            s.send(k, PH_MAIN, part, false);
+        }
+    }
+    if own > 0 {
+        s.fence();
+        // acc = x_r op x_(r+1) op ... op x_(n-1), then x_k op acc for k = r - 1 down to 0.
+        for &b in &got[r + 1..] {
+            s.combine(b, acc, 0, false);
+        }
+        for &b in got[..r].iter().rev() {
+            s.combine(b, acc, 0, true);
+        }
+    }
+    s.put(acc, 0);
 }
 
 /// Reduce to rank 0, which splits the result and sends each member its piece.
@@ -1332,6 +1366,7 @@ pub fn allgather(s: &mut Schedule, mine: Option<Vec<u8>>) {
     };
     match tune::get().allgather(total, n) {
         tune::Allgather::Ring => allgather_ring(s, current),
+        tune::Allgather::Direct => allgather_direct(s, current),
         tune::Allgather::RecursiveDoubling if n.is_power_of_two() => allgather_recursive_doubling(s, current),
         _ => allgather_bruck(s, current),
     }
@@ -1356,6 +1391,32 @@ fn allgather_ring(s: &mut Schedule, mut current: usize) {
             s.put(next, from);
         }
         current = next;
+    }
+}
+
+/// Direct allgather: every receive posted, the own block sent to every member, one fence.
+fn allgather_direct(s: &mut Schedule, mine: usize) {
+    let (n, r) = (s.size(), s.rank);
+    let peers: Vec<usize> = (r + 1..n).chain(0..r).collect();
+    let mut got = Vec::new();
+    for &i in &peers {
+        let len = s.out_bytes(i);
+        if len > 0 {
+            let b = s.slot(Vec::new());
+            s.recv(i, PH_MAIN, b, len);
+            got.push((i, b));
+        }
+    }
+    if s.out_bytes(r) > 0 {
+        for &i in &peers {
+            s.send(i, PH_MAIN, mine, true);
+        }
+    }
+    if !got.is_empty() {
+        s.fence();
+    }
+    for (i, b) in got {
+        s.put(b, i);
     }
 }
 

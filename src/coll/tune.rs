@@ -2,8 +2,11 @@
 //! environment once (the first collective) and consulted by every call.
 //!
 //! Defaults are MPICH's (MPIR_CVAR_* of MPICH 4: short/long message sizes, minimum process
-//! counts) until they are measured for oxmpi on a quiet machine; every threshold and every
-//! algorithm choice can be overridden by its `OXMPI_*` variable (see `config::TUNABLES`).
+//! counts) until they are measured for oxmpi on a quiet machine, except where measured here
+//! (docs/perf-r5-collp2p.md): the direct allgather and reduce-scatter below 16 KiB on up to
+//! 8 ranks, Bruck all-to-all from 16 ranks (not 8), detached sends up to 4 KiB when ranks
+//! outnumber cores. Every threshold and every algorithm choice can be overridden by its
+//! `OXMPI_*` variable (see `config::TUNABLES`).
 //! A forced algorithm that cannot run on a call (Rabenseifner with a non-commutative
 //! operation, Bruck all-to-all on Alltoallv) falls back to the automatic choice for it.
 
@@ -30,6 +33,8 @@ pub enum Allgather {
     Ring,
     RecursiveDoubling,
     Bruck,
+    /// Every block sent to every member at once (one round).
+    Direct,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +62,8 @@ pub enum ReduceScatter {
     Halving,
     /// Pairwise exchange (commutative operations).
     Pairwise,
+    /// Every block sent to its member at once, combined in rank order there (any operation).
+    Direct,
 }
 
 /// The thresholds and forced choices (None: choose by size).
@@ -77,6 +84,10 @@ pub struct Tuning {
     pub allgather_short: usize,
     /// Total gathered bytes below which recursive doubling runs on power-of-two sizes.
     pub allgather_long: usize,
+    /// Total gathered bytes below which the direct algorithm runs (up to `direct_procs`).
+    pub allgather_direct: usize,
+    /// The one-round (direct) allgather and reduce-scatter run on at most this many members.
+    pub direct_procs: usize,
     pub alltoall: Option<Alltoall>,
     /// Per-peer block bytes up to which Bruck runs (from `alltoall_min_procs` members).
     pub alltoall_short: usize,
@@ -86,9 +97,16 @@ pub struct Tuning {
     pub gather: Option<Rooted>,
     /// Total bytes (all blocks) below which gather and scatter use the binomial tree.
     pub gather_large: usize,
+    /// When ranks outnumber cores, scatter sends of at most this many bytes never hold a call
+    /// (`Group::send_block`).
+    pub detach_max: usize,
+    /// Cores of this machine (ranks beyond them share cores).
+    pub cores: usize,
     pub reduce_scatter: Option<ReduceScatter>,
     /// Total bytes below which commutative reduce-scatter uses recursive halving (pairwise above).
     pub reduce_scatter_long: usize,
+    /// Total bytes below which reduce-scatter runs direct (up to `direct_procs` members).
+    pub reduce_scatter_direct: usize,
     /// Sparse-aware reductions (see `sparse`).
     pub sparse: bool,
     /// Smallest vector (bytes) checked for sparsity.
@@ -109,14 +127,19 @@ impl Default for Tuning {
             allgather: None,
             allgather_short: 81920,
             allgather_long: 524288,
+            allgather_direct: 16384,
+            direct_procs: 8,
             alltoall: None,
             alltoall_short: 256,
-            alltoall_min_procs: 8,
+            alltoall_min_procs: 16,
             alltoall_medium: 32768,
             gather: None,
             gather_large: 65536,
+            detach_max: 4096,
+            cores: 1,
             reduce_scatter: None,
             reduce_scatter_long: 524288,
+            reduce_scatter_direct: 16384,
             sparse: true,
             sparse_min: 1024,
             sparse_ratio: 50,
@@ -165,10 +188,17 @@ impl Tuning {
             bcast_min_procs: num(c::BCAST_MIN_PROCS, d.bcast_min_procs),
             allgather: choice(
                 c::ALLGATHER_ALG,
-                &[("ring", Allgather::Ring), ("recdbl", Allgather::RecursiveDoubling), ("bruck", Allgather::Bruck)],
+                &[
+                    ("ring", Allgather::Ring),
+                    ("recdbl", Allgather::RecursiveDoubling),
+                    ("bruck", Allgather::Bruck),
+                    ("direct", Allgather::Direct),
+                ],
             ),
             allgather_short: num(c::ALLGATHER_SHORT, d.allgather_short),
             allgather_long: num(c::ALLGATHER_LONG, d.allgather_long),
+            allgather_direct: num(c::ALLGATHER_DIRECT, d.allgather_direct),
+            direct_procs: num(c::COLL_DIRECT_PROCS, d.direct_procs),
             alltoall: choice(
                 c::ALLTOALL_ALG,
                 &[("post", Alltoall::Post), ("pairwise", Alltoall::Pairwise), ("bruck", Alltoall::Bruck)],
@@ -178,15 +208,19 @@ impl Tuning {
             alltoall_medium: num(c::ALLTOALL_MEDIUM, d.alltoall_medium),
             gather: choice(c::GATHER_ALG, &[("linear", Rooted::Linear), ("binomial", Rooted::Binomial)]),
             gather_large: num(c::GATHER_LARGE, d.gather_large),
+            detach_max: num(c::COLL_DETACH_MAX, d.detach_max),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             reduce_scatter: choice(
                 c::REDUCE_SCATTER_ALG,
                 &[
                     ("reduce_scatter", ReduceScatter::ReduceThenScatter),
                     ("halving", ReduceScatter::Halving),
                     ("pairwise", ReduceScatter::Pairwise),
+                    ("direct", ReduceScatter::Direct),
                 ],
             ),
             reduce_scatter_long: num(c::REDUCE_SCATTER_LONG, d.reduce_scatter_long),
+            reduce_scatter_direct: num(c::REDUCE_SCATTER_DIRECT, d.reduce_scatter_direct),
             sparse: num(c::SPARSE, 1) != 0,
             sparse_min: num(c::SPARSE_MIN, d.sparse_min),
             sparse_ratio: num(c::SPARSE_RATIO, d.sparse_ratio).min(100),
@@ -235,7 +269,9 @@ impl Tuning {
         if let Some(a) = self.allgather {
             return a;
         }
-        if n.is_power_of_two() && total < self.allgather_long {
+        if n <= self.direct_procs && total < self.allgather_direct {
+            Allgather::Direct
+        } else if n.is_power_of_two() && total < self.allgather_long {
             Allgather::RecursiveDoubling
         } else if !n.is_power_of_two() && total < self.allgather_short {
             Allgather::Bruck
@@ -260,6 +296,15 @@ impl Tuning {
         }
     }
 
+    /// Bytes up to which a send to a full ring is copied and left to complete on its own
+    /// (`Group::send_block`), with `ranks` ranks on the machine: only when they outnumber the
+    /// cores. Then a receiver may be descheduled for a whole time slice, and a sender that
+    /// waits for it loses its own; otherwise the receiver drains its ring at once and the copy
+    /// (and the second one from the queue into the ring) would cost more than the wait.
+    pub fn detach_limit(&self, ranks: usize) -> usize {
+        if ranks > self.cores { self.detach_max } else { 0 }
+    }
+
     /// Gather or scatter of `total` bytes; `uniform`: MPI_Gather/MPI_Scatter (not the v forms).
     pub fn rooted(&self, total: usize, uniform: bool) -> Rooted {
         if !uniform {
@@ -271,14 +316,23 @@ impl Tuning {
         if total < self.gather_large { Rooted::Binomial } else { Rooted::Linear }
     }
 
-    pub fn reduce_scatter(&self, total: usize, commutative: bool) -> ReduceScatter {
-        if !commutative {
-            return ReduceScatter::ReduceThenScatter;
+    /// Reduce-scatter of `total` input bytes on `n` members.
+    pub fn reduce_scatter(&self, total: usize, n: usize, commutative: bool) -> ReduceScatter {
+        match self.reduce_scatter {
+            // Halving and pairwise combine out of rank order.
+            Some(ReduceScatter::Halving | ReduceScatter::Pairwise) if !commutative => {}
+            Some(a) => return a,
+            None => {}
         }
-        if let Some(a) = self.reduce_scatter {
-            return a;
+        if n <= self.direct_procs && total < self.reduce_scatter_direct {
+            ReduceScatter::Direct
+        } else if !commutative {
+            ReduceScatter::ReduceThenScatter
+        } else if total < self.reduce_scatter_long {
+            ReduceScatter::Halving
+        } else {
+            ReduceScatter::Pairwise
         }
-        if total < self.reduce_scatter_long { ReduceScatter::Halving } else { ReduceScatter::Pairwise }
     }
 }
 
@@ -314,18 +368,32 @@ mod tests {
         assert_eq!(t.allreduce(4096, 3, 8, true), Allreduce::RecursiveDoubling);
         assert_eq!(t.bcast(1 << 20, 4), Bcast::Binomial);
         assert_eq!(t.bcast(1 << 20, 8), Bcast::ScatterAllgather);
-        assert_eq!(t.allgather(1024, 4), Allgather::RecursiveDoubling);
-        assert_eq!(t.allgather(1024, 6), Allgather::Bruck);
+        assert_eq!(t.allgather(1024, 4), Allgather::Direct);
+        assert_eq!(t.allgather(16384, 4), Allgather::RecursiveDoubling);
+        assert_eq!(t.allgather(1024, 16), Allgather::RecursiveDoubling);
+        assert_eq!(t.allgather(1024, 12), Allgather::Bruck);
+        assert_eq!(t.allgather(16384, 6), Allgather::Bruck);
         assert_eq!(t.allgather(1 << 20, 6), Allgather::Ring);
-        assert_eq!(t.alltoall(64, 8, true), Alltoall::Bruck);
+        assert_eq!(t.alltoall(64, 16, true), Alltoall::Bruck);
+        assert_eq!(t.alltoall(64, 8, true), Alltoall::Post);
         assert_eq!(t.alltoall(64, 8, false), Alltoall::Post);
         assert_eq!(t.alltoall(1 << 16, 8, true), Alltoall::Pairwise);
         assert_eq!(t.rooted(1024, true), Rooted::Binomial);
         assert_eq!(t.rooted(1024, false), Rooted::Linear);
         assert_eq!(t.rooted(1 << 20, true), Rooted::Linear);
-        assert_eq!(t.reduce_scatter(1024, true), ReduceScatter::Halving);
-        assert_eq!(t.reduce_scatter(1 << 20, true), ReduceScatter::Pairwise);
-        assert_eq!(t.reduce_scatter(1024, false), ReduceScatter::ReduceThenScatter);
+        assert_eq!(t.reduce_scatter(1024, 8, true), ReduceScatter::Direct);
+        assert_eq!(t.reduce_scatter(1024, 8, false), ReduceScatter::Direct);
+        assert_eq!(t.reduce_scatter(1024, 16, true), ReduceScatter::Halving);
+        assert_eq!(t.reduce_scatter(16384, 4, true), ReduceScatter::Halving);
+        assert_eq!(t.reduce_scatter(1 << 20, 4, true), ReduceScatter::Pairwise);
+        assert_eq!(t.reduce_scatter(16384, 4, false), ReduceScatter::ReduceThenScatter);
+    }
+
+    #[test]
+    fn detaching_needs_more_ranks_than_cores() {
+        let t = Tuning { cores: 2, ..Tuning::default() };
+        assert_eq!(t.detach_limit(2), 0);
+        assert_eq!(t.detach_limit(3), 4096);
     }
 
     #[test]
@@ -341,6 +409,10 @@ mod tests {
         assert_eq!(t.allreduce(1 << 16, 8192, 4, true), Allreduce::Ring);
         assert_eq!(t.alltoall(64, 8, false), Alltoall::Post);
         assert_eq!(t.bcast(3, 8), Bcast::Binomial);
+        let t = Tuning { reduce_scatter: Some(ReduceScatter::Halving), ..Tuning::default() };
+        assert_eq!(t.reduce_scatter(1 << 20, 4, false), ReduceScatter::ReduceThenScatter);
+        let t = Tuning { reduce_scatter: Some(ReduceScatter::Direct), ..Tuning::default() };
+        assert_eq!(t.reduce_scatter(1 << 20, 64, false), ReduceScatter::Direct);
         assert_eq!(pof2_below(1), 1);
         assert_eq!(pof2_below(7), 4);
     }
