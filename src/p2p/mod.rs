@@ -178,6 +178,13 @@ impl WaitPolicy {
 /// Idle polls between two looks at the clock while waiting.
 const POLLS_PER_CLOCK_READ: u32 = 32;
 
+/// How long a blocking receive watches its sender's ring before it posts a request
+/// (`Engine::recv_eager_arriving`): a few ping-pong round trips.
+const ARRIVAL_WATCH: Duration = Duration::from_micros(4);
+
+/// Polls of the watch per prefetch of the slot's second line (see `Segment::has_incoming`).
+const ARRIVAL_PREFETCH_EVERY: u32 = 8;
+
 pub struct Engine {
     pub me: usize,
     pub nranks: usize,
@@ -368,6 +375,43 @@ impl Engine {
         seg.release(from);
         seg.notify(from);
         Some(Status { source: msg.src, tag: msg.tag, bytes: n, cancelled: false, error: MPI_SUCCESS })
+    }
+
+    /// Blocking receive fast path for a message on its way: when `try_recv_eager_now` found
+    /// nothing yet, watches the head of `from`'s ring for a few microseconds (in a ping-pong
+    /// the reply is that close) and takes the message as `try_recv_eager_now` does, without
+    /// posting a request and going through the progress loop. Only when the receiver would
+    /// spin anyway (a core of its own, no rank of the job queued on its CPU) and nothing else
+    /// needs progress meanwhile (no queued work, shared copies, schedules, pairs or tasks).
+    /// None: the caller posts the receive and waits as usual.
+    pub fn recv_eager_arriving(&mut self, from: usize, env: Envelope, dst: &mut [u8]) -> Option<Status> {
+        if self.wait.spin.is_zero()
+            || from == self.me
+            || self.pending_peers > 0
+            || !self.posted.is_empty()
+            || !self.splits.is_empty()
+            || !self.scheds.is_empty()
+            || !self.pairs.is_empty()
+            || !self.tasks.is_empty()
+        {
+            return None;
+        }
+        let seg = self.shm.as_ref()?;
+        if seg.track_cpu() {
+            return None;
+        }
+        let start = Instant::now();
+        loop {
+            for i in 0..POLLS_PER_CLOCK_READ {
+                if seg.has_incoming(from, i % ARRIVAL_PREFETCH_EVERY == 0) {
+                    return self.try_recv_eager_now(from, env, dst);
+                }
+                std::hint::spin_loop();
+            }
+            if start.elapsed() >= ARRIVAL_WATCH {
+                return None;
+            }
+        }
     }
 
     /// (Re)starts the send held by request `req`.
@@ -1137,10 +1181,19 @@ impl Engine {
             }
             let idle = idle_since.get_or_insert_with(Instant::now).elapsed();
             if idle < self.wait.spin {
-                std::hint::spin_loop();
+                // Another rank of the job on this CPU (the scheduler put both ranks on one
+                // core) runs only when this one gives the CPU up: yield at once instead of
+                // spinning the budget away on every hand-off.
+                if self.shm.as_ref().is_some_and(|seg| seg.track_cpu()) {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
             } else if idle < self.wait.spin_then_yield {
                 std::thread::yield_now();
             } else if let Some(seg) = &self.shm {
+                // Asleep, this rank no longer competes for its CPU.
+                seg.untrack_cpu();
                 // A shared transfer's sender may finish its chunks at any moment: stay awake.
                 let blocked_out = !self.splits.is_empty()
                     || self.pending_peers > 0 && (0..self.nranks).any(|d| !self.outq[d].is_empty() && seg.can_send(d));
