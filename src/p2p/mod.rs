@@ -225,6 +225,10 @@ pub struct Engine {
     split_gen: u32,
     /// Shared transfers waiting for the sender's last chunks.
     splits: Vec<Split>,
+    /// Per peer: rendezvous sends to it announced and not finished yet. A peer that still has
+    /// messages of ours to copy is busy, so it is not asked to share the copy of its own
+    /// messages to us (in bidirectional traffic each rank reads its own, in one call).
+    rndv_out: Vec<u32>,
 }
 
 /// Value peers read at init to find out whether single-copy reads are allowed.
@@ -253,6 +257,7 @@ impl Engine {
             board_busy: vec![0; nranks],
             split_gen: 0,
             splits: Vec::new(),
+            rndv_out: vec![0; nranks],
             reqs: Slab::default(),
             plans: buffers::PlanCache::default(),
             unpack_stage: Vec::new(),
@@ -620,8 +625,18 @@ impl Engine {
     /// `req` together with the sender (`Split`), when the message is large enough and a board
     /// entry is free; returns whether it did (the receive is then done or in `splits`).
     fn start_split(&mut self, req: u32, from: usize, pid: u32, remote: u64, sreq: u32, n: usize) -> bool {
-        if n < self.split_min || !self.split_peer[from] || self.board_busy[from] == u8::MAX {
+        if n < self.split_min || !self.split_peer[from] || self.rndv_out[from] > 0 {
             return false;
+        }
+        if self.board_busy[from] == u8::MAX {
+            // Entries are given back by `advance_splits`, which runs only between passes over
+            // the rings: a window of messages announced at once (all in the ring now) would
+            // otherwise find the board full after its first eight and leave the rest of them
+            // to this rank alone.
+            self.advance_splits();
+            if self.board_busy[from] == u8::MAX {
+                return false;
+            }
         }
         let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
         // One block in our memory for the sender to write to: the user's contiguous buffer,
@@ -832,6 +847,7 @@ impl Engine {
                     continue;
                 }
                 Out::Rts { req } => {
+                    self.rndv_out[dst] += 1;
                     let Op::Send { env, buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
                     // Send-gather: a dense non-contiguous send offers its blocks, in the slot
                     // or, when more than fit, as a list the receiver reads from this process
@@ -903,6 +919,7 @@ impl Engine {
                     *offset += n;
                     done = *offset >= bytes.len();
                     if done {
+                        self.rndv_out[dst] = self.rndv_out[dst].saturating_sub(1);
                         self.outq[dst].pop_front();
                         self.complete_send(req);
                         continue;
@@ -982,7 +999,11 @@ impl Engine {
                 let body = Body::Rts { addr: pk.addr, sreq: pk.sreq, blocks, packed_upto };
                 self.on_message(Unexpected { env, from: src, len: pk.len as usize, body })
             }
-            kind::ACK | kind::FIN => self.complete_send(pk.sreq),
+            kind::ACK => self.complete_send(pk.sreq),
+            kind::FIN => {
+                self.rndv_out[src] = self.rndv_out[src].saturating_sub(1);
+                self.complete_send(pk.sreq)
+            }
             kind::HELP => self.help_split(src, &pk),
             kind::CTS => {
                 // Streaming copies contiguous bytes out of the send buffer.
