@@ -182,9 +182,6 @@ const POLLS_PER_CLOCK_READ: u32 = 32;
 /// (`Engine::recv_eager_arriving`): a few ping-pong round trips.
 const ARRIVAL_WATCH: Duration = Duration::from_micros(4);
 
-/// Polls of the watch per prefetch of the slot's second line (see `Segment::has_incoming`).
-const ARRIVAL_PREFETCH_EVERY: u32 = 8;
-
 pub struct Engine {
     pub me: usize,
     pub nranks: usize,
@@ -407,8 +404,8 @@ impl Engine {
         }
         let start = Instant::now();
         loop {
-            for i in 0..POLLS_PER_CLOCK_READ {
-                if seg.has_incoming(from, i % ARRIVAL_PREFETCH_EVERY == 0) {
+            for _ in 0..POLLS_PER_CLOCK_READ {
+                if seg.peek(from).is_some() {
                     return self.try_recv_eager_now(from, env, dst);
                 }
                 std::hint::spin_loop();
