@@ -1210,8 +1210,6 @@ impl Engine {
             } else if idle < self.wait.spin_then_yield {
                 std::thread::yield_now();
             } else if let Some(seg) = &self.shm {
-                // Asleep, this rank no longer competes for its CPU.
-                seg.untrack_cpu();
                 // A shared transfer's sender may finish its chunks at any moment: stay awake.
                 let blocked_out = !self.splits.is_empty()
                     || self.pending_peers > 0 && (0..self.nranks).any(|d| !self.outq[d].is_empty() && seg.can_send(d));

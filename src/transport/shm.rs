@@ -689,6 +689,8 @@ impl Segment {
         // (peers that skip their fence could not wake us reliably).
         let barrier_ok = !self.registered || membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED);
         if barrier_ok && idle() {
+            // Asleep, this rank no longer competes for its CPU (see `track_cpu`).
+            self.untrack_cpu();
             return Some(SleepTicket { info, seen });
         }
         info.sleeping.fetch_sub(1, Ordering::Relaxed);
