@@ -7,7 +7,8 @@
  *   2. a message with another tag arriving first (not taken by the watch; received after);
  *   3. a synchronous send arriving (MPI_Ssend must complete);
  *   4. a rendezvous message (1 MiB) arriving during the watch;
- *   5. a truncated message (MPI_ERR_TRUNCATE with MPI_ERRORS_RETURN; oxmpi delivers what fits);
+ *   5. truncated messages, eager and rendezvous (MPI_ERR_TRUNCATE with MPI_ERRORS_RETURN; oxmpi
+ *      delivers what fits);
  *   6. a message from a third rank arriving while rank 0 watches rank 1 (np >= 4);
  *   7. bad arguments on the blocking receive (MPI_ERR_TAG, MPI_ERR_RANK, MPI_ERR_COUNT). */
 #include "mtest.h"
@@ -140,6 +141,20 @@ int main(int argc, char **argv)
         fill(sbuf, 16, 7);
         delay(1);
         MPI_CHECK(MPI_Send(sbuf, 16, MPI_BYTE, peer, 7, MPI_COMM_WORLD));
+    }
+
+    /* 5b. a rendezvous message (20000 B) arriving for a 4 KiB buffer (watched): truncated */
+    if (first) {
+        memset(rbuf, 0, 4096 + 64);
+        code = MPI_Recv(rbuf, 4096, MPI_BYTE, peer, 9, MPI_COMM_WORLD, &st);
+        MPI_Error_class(code, &cls);
+        CHECK(cls == MPI_ERR_TRUNCATE, "rendezvous truncation: class %d", cls);
+        CHECK(rbuf[4096] == 0, "rendezvous truncation: wrote past the buffer");
+        CHECK_STRICT(verify(rbuf, 4096, 9) < 0, "rendezvous truncation: delivered bytes wrong");
+    } else {
+        fill(sbuf, 20000, 9);
+        delay(1);
+        MPI_CHECK(MPI_Send(sbuf, 20000, MPI_BYTE, peer, 9, MPI_COMM_WORLD));
     }
 
     /* 6. rank 0 watches rank 1 while rank 2 sends to it; both messages arrive */

@@ -383,11 +383,16 @@ impl Engine {
     /// nothing yet, watches the head of `from`'s ring for a few microseconds (in a ping-pong
     /// the reply is that close) and takes the message as `try_recv_eager_now` does, without
     /// posting a request and going through the progress loop. Only when the receiver would
-    /// spin anyway (a core of its own, no rank of the job queued on its CPU) and nothing else
-    /// needs progress meanwhile (no queued work, shared copies, schedules, pairs or tasks).
-    /// None: the caller posts the receive and waits as usual.
+    /// spin anyway (a core of its own, no rank of the job queued on its CPU), for buffers up
+    /// to the eager limit, and when nothing else needs progress meanwhile (no queued work,
+    /// shared copies, schedules, pairs or tasks). None: the caller posts the receive and waits
+    /// as usual.
     pub fn recv_eager_arriving(&mut self, from: usize, env: Envelope, dst: &mut [u8]) -> Option<Status> {
+        // A buffer larger than the eager limit likely waits for a rendezvous request: then the
+        // receive is better posted at once, so that its request is ready when the request to
+        // send arrives (ping-pong of 16 KiB: 1.75 against 1.85 us with the watch).
         if self.wait.spin.is_zero()
+            || dst.len() > self.eager_limit
             || from == self.me
             || self.pending_peers > 0
             || !self.posted.is_empty()
