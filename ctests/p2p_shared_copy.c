@@ -11,7 +11,10 @@
  *      MPI_ERR_TRUNCATE and nothing written past it (on oxmpi also the prefix and its count);
  *   4. wildcard source and tag receives of large messages from every other rank;
  *   5. a non-contiguous receive (vector type) and a synchronous send of large messages;
- *   6. a sender busy outside MPI while the receiver waits (the receiver copies everything). */
+ *   6. a sender busy outside MPI while the receiver waits (the receiver copies everything);
+ *   7. windows of large messages both ways at once between pairs (each rank then reads its own
+ *      messages alone while it has sends of its own to that peer in progress), alternating with
+ *      windows one way (shared again), every message checked. */
 #include "mtest.h"
 #include <unistd.h>
 
@@ -217,6 +220,45 @@ static void busy_sender(void)
     }
 }
 
+/* 7. Pairs (2k, 2k+1): a window both ways (receives posted first, as bench_bibw does), then a
+ * window from the even rank only, then from the odd rank only; three rounds. */
+static void windows_both_ways(void)
+{
+    MPI_Request rq[2 * INFLIGHT];
+    MPI_Status st[2 * INFLIGHT];
+    int peer = mt_rank ^ 1, round, i, n;
+    if (peer >= mt_size)
+        return;
+    for (round = 0; round < 3; round++) {
+        int phase;
+        for (phase = 0; phase < 3; phase++) {
+            int sends = phase == 0 || (phase == 1) == (mt_rank % 2 == 0);
+            int recvs = phase == 0 || !sends;
+            int tag = 200 + phase;
+            n = 0;
+            memset(rbuf, GUARD, (size_t)INFLIGHT * MANY_LEN + 1);
+            if (recvs)
+                for (i = 0; i < INFLIGHT; i++)
+                    MPI_CHECK(MPI_Irecv(rbuf + (size_t)i * MANY_LEN, MANY_LEN, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                                        &rq[n++]));
+            if (sends)
+                for (i = 0; i < INFLIGHT; i++) {
+                    mt_fill_bytes(sbuf + (size_t)i * MANY_LEN, MANY_LEN, seed_of(MANY_LEN, mt_rank, round * 64 + i));
+                    MPI_CHECK(MPI_Isend(sbuf + (size_t)i * MANY_LEN, MANY_LEN, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                                        &rq[n++]));
+                }
+            MPI_CHECK(MPI_Waitall(n, rq, st));
+            if (recvs) {
+                for (i = 0; i < INFLIGHT; i++) {
+                    check_data(rbuf + (size_t)i * MANY_LEN, MANY_LEN, peer, round * 64 + i, "windows");
+                    check_status(&st[i], MANY_LEN, peer, tag, "windows");
+                }
+                CHECK(rbuf[(size_t)INFLIGHT * MANY_LEN] == GUARD, "windows: byte after the last message overwritten");
+            }
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv);
@@ -234,6 +276,8 @@ int main(int argc, char **argv)
     vector_and_ssend();
     mt_barrier();
     busy_sender();
+    mt_barrier();
+    windows_both_ways();
     free(sbuf);
     free(rbuf);
     return mt_finalize();

@@ -82,6 +82,7 @@ ctests! {
     p2p_wildcard => "p2p_wildcard.c",
     p2p_order => "p2p_order.c",
     p2p_eager_paths => "p2p_eager_paths.c",
+    p2p_recv_arriving => "p2p_recv_arriving.c",
     p2p_shared_copy => "p2p_shared_copy.c",
     p2p_nonblocking => "p2p_nonblocking.c",
     p2p_null_requests => "p2p_null_requests.c",

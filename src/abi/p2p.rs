@@ -406,7 +406,11 @@ unsafe fn blocking_recv(
         let fast = direct_args(rt, buf, count, datatype, source, tag, comm, true).and_then(|d| {
             // SAFETY: the caller's buffer holds `bytes` writable bytes during the call.
             let dst = unsafe { raw_bytes_mut(buf, d.bytes) };
-            rt.engine.try_recv_eager_now(d.world, d.env, dst)
+            // Watching the ring holds the library: not with other threads in it.
+            let watch = !runtime::multiple();
+            rt.engine
+                .try_recv_eager_now(d.world, d.env, dst)
+                .or_else(|| if watch { rt.engine.recv_eager_arriving(d.world, d.env, dst) } else { None })
         });
         Ok(match fast {
             Some(s) => Started::Done(s),
