@@ -35,14 +35,10 @@ impl Envelope {
 /// Bytes of one (address, length) entry of a block list carried by a rendezvous request.
 const RTS_BLOCK_BYTES: usize = 16;
 
-/// Piece a receiver reads and unpacks at a time when its layout is too sparse to read into
-/// directly (small enough to stay in cache between the read and the unpack), and piece a
-/// sender packs at a time before publishing it (see `SendBuf::pack_announced`).
-const UNPACK_PIECE: usize = 64 << 10;
-
-/// `rreq` of a request-to-send whose sender is still packing: the slot starts with the
-/// address of its packed-bytes counter.
-const RTS_PACKING: u32 = u32::MAX;
+/// `rreq` of a request-to-send whose data is too sparse to be read in place (neither
+/// contiguous nor offered as a block list): the receiver asks for a stream (CTS), which the
+/// sender packs straight into ring slots.
+const RTS_STREAM: u32 = u32::MAX;
 
 mod kind {
     /// The kind compact eager slots decode to (the transport writes them).
@@ -70,10 +66,9 @@ pub enum Body {
     /// The payload, copied out of the ring; `ack` is the sender's request id for a sync send.
     Eager { data: Vec<u8>, ack: Option<u32> },
     /// A rendezvous request: the data is still in the sender, at `addr` (contiguous) or in
-    /// `blocks` (address, length) when the sender offers its non-contiguous layout. When
-    /// `packed_upto` is not 0 the sender is still packing into `addr`: that address in the
-    /// sender holds the bytes ready so far (a u64).
-    Rts { addr: u64, sreq: u32, blocks: Vec<(u64, u64)>, packed_upto: u64 },
+    /// `blocks` (address, length) when the sender offers its non-contiguous layout; `stream`:
+    /// neither (too sparse), the data can only be streamed.
+    Rts { addr: u64, sreq: u32, blocks: Vec<(u64, u64)>, stream: bool },
 }
 
 /// Work queued for a peer because its ring was full, kept in order.
@@ -131,31 +126,6 @@ fn split_chunk(len: usize) -> usize {
     chunk.next_multiple_of(4096)
 }
 
-/// Waits until the rendezvous sender `pid`, packing its message, has packed `upto` bytes: its
-/// counter at `counter` (0: nothing to wait for) is read with single-copy reads.
-fn wait_packed(pid: u32, counter: u64, upto: usize) -> std::io::Result<()> {
-    if counter == 0 {
-        return Ok(());
-    }
-    let mut polls = 0u32;
-    loop {
-        let mut word = [0u8; 8];
-        shm::cma_read(pid, counter, &mut word)?;
-        if u64::from_ne_bytes(word) >= upto as u64 {
-            // The kernel's copy of the counter came before its copy of the data that follows
-            // (x86-64 keeps loads in order; the syscall boundary orders them elsewhere), and the
-            // sender published the counter with Release after the bytes.
-            return Ok(());
-        }
-        polls += 1;
-        if polls.is_multiple_of(16) {
-            std::thread::yield_now();
-        } else {
-            std::hint::spin_loop();
-        }
-    }
-}
-
 /// How long a waiting rank spins, then yields, before it sleeps on its doorbell; chosen once
 /// from ranks per core. Limits are times, not counts, so a rank whose core is taken by
 /// another process (a loaded machine) gives it up after microseconds either way.
@@ -188,8 +158,6 @@ pub struct Engine {
     pub reqs: Slab,
     /// Block lists of recent non-contiguous buffers (single-copy transfers).
     pub plans: buffers::PlanCache,
-    /// Buffer of rendezvous pieces read then unpacked into sparse layouts (`UNPACK_PIECE`).
-    unpack_stage: Vec<u8>,
     /// Posted receives in order, with their envelopes (matching reads no request).
     posted: VecDeque<(Envelope, u32)>,
     /// Buffers for eager payloads that arrive before their receive, reused so the unexpected
@@ -248,7 +216,6 @@ impl Engine {
             splits: Vec::new(),
             reqs: Slab::default(),
             plans: buffers::PlanCache::default(),
-            unpack_stage: Vec::new(),
             posted: VecDeque::new(),
             payload_pool: Vec::new(),
             unexpected: VecDeque::new(),
@@ -318,11 +285,15 @@ impl Engine {
     /// Starts a send of `buf` to world rank `dst`; returns the request id. Sends that fit a
     /// slot and find it free complete at once.
     pub fn isend(&mut self, dst: usize, env: Envelope, buf: SendBuf, mode: SendMode, comm: i32) -> u32 {
-        if matches!(mode, SendMode::Standard | SendMode::Ready)
-            && buf.is_contiguous()
-            && self.try_send_eager_now(dst, env, buf.bytes())
-        {
-            return COMPLETED_SEND;
+        if matches!(mode, SendMode::Standard | SendMode::Ready) {
+            let sent = if buf.is_contiguous() {
+                self.try_send_eager_now(dst, env, buf.bytes())
+            } else {
+                self.try_send_packed_now(dst, env, &buf)
+            };
+            if sent {
+                return COMPLETED_SEND;
+            }
         }
         let req = self.reqs.insert(Request::started(Op::Send { dst, env, buf, mode, bsend_bytes: 0 }, comm));
         self.start_send(req);
@@ -341,6 +312,21 @@ impl Engine {
             return false;
         }
         seg.send_eager(dst, env.ctx, env.src, env.tag, bytes);
+        seg.notify(dst);
+        true
+    }
+
+    /// `try_send_eager_now` for non-contiguous data: packs it straight into the slot (no packed
+    /// copy, no request).
+    fn try_send_packed_now(&mut self, dst: usize, env: Envelope, buf: &SendBuf) -> bool {
+        if dst == self.me || buf.len() > self.eager_limit || !self.outq[dst].is_empty() {
+            return false;
+        }
+        let Some(seg) = self.shm.as_mut() else { return false };
+        if !seg.can_send(dst) {
+            return false;
+        }
+        seg.send_eager_with(dst, env.ctx, env.src, env.tag, buf.len(), |slot| buf.copy_to(0, slot));
         seg.notify(dst);
         true
     }
@@ -376,10 +362,6 @@ impl Engine {
             unreachable!("start_send on a request that is not a send")
         };
         let (dst, env, mode, len) = (*dst, *env, *mode, buf.len());
-        if dst == self.me || len <= self.eager_limit {
-            // Copied whole into a slot or a queue: needs contiguous bytes.
-            buf.ensure_packed();
-        }
         if dst == self.me {
             self.send_to_self(req, env, mode);
         } else if len <= self.eager_limit {
@@ -502,40 +484,34 @@ impl Engine {
                 self.complete_eager(req, msg.env, &data, ack, msg.from);
                 self.recycle_payload(data);
             }
-            Body::Rts { addr, sreq, blocks, packed_upto } => {
+            Body::Rts { addr, sreq, blocks, stream } => {
                 let n = self.set_matched_status(req, msg.env, msg.len);
-                if let Some(pid) = self.cma_pid[msg.from] {
-                    // A sender still packing (packed_upto != 0) cannot help: its bytes are not
-                    // all there yet.
-                    if blocks.is_empty() && packed_upto == 0 && self.start_split(req, msg.from, pid, addr, sreq, n) {
+                // Data too sparse to read in place on either side streams through the ring:
+                // the sender packs each slot, this rank unpacks it (one copy each, the two
+                // overlapping) instead of a pack there, a read and an unpack here.
+                let sparse_here = match &self.reqs.get(req).unwrap().op {
+                    Op::Recv { buf, .. } => buf.is_scattered() && buf.block_list(n, &mut self.plans).is_none(),
+                    _ => unreachable!(),
+                };
+                if !stream
+                    && !sparse_here
+                    && let Some(pid) = self.cma_pid[msg.from]
+                {
+                    if blocks.is_empty() && self.start_split(req, msg.from, pid, addr, sreq, n) {
                         return;
                     }
                     let remote = if blocks.is_empty() { vec![(addr, n as u64)] } else { blocks };
-                    let ready = |upto: usize| wait_packed(pid, packed_upto, upto);
                     let ok = match &mut self.reqs.get_mut(req).unwrap().op {
                         Op::Recv { buf, .. } => match buf.block_list(n, &mut self.plans) {
                             // Receive-scatter straight into the user's blocks.
                             // SAFETY: the blocks lie in the receive buffer, which the MPI rules
                             // reserve for this receive until it completes.
-                            Some(local) => {
-                                ready(n).is_ok() && unsafe { shm::cma_readv(pid, &local, &remote, n) }.is_ok()
-                            }
-                            // Blocks too small to scatter into: read by pieces through a small
-                            // buffer, each unpacked while in cache (no message-sized staging),
-                            // each as soon as the sender has packed it.
-                            None if buf.is_scattered() => {
-                                let stage = &mut self.unpack_stage;
-                                stage.resize(n.min(UNPACK_PIECE), 0);
-                                shm::cma_read_staged(pid, &remote, n, stage, ready, |off, piece| {
-                                    buf.unpack_at(off, piece)
-                                })
-                                .is_ok()
-                            }
+                            Some(local) => unsafe { shm::cma_readv(pid, &local, &remote, n) }.is_ok(),
                             None => {
                                 let staged = buf.slice_mut(0, n);
                                 let local = [(staged.as_mut_ptr() as usize, n)];
                                 // SAFETY: `local` is the staging slice borrowed just above.
-                                ready(n).is_ok() && unsafe { shm::cma_readv(pid, &local, &remote, n) }.is_ok()
+                                unsafe { shm::cma_readv(pid, &local, &remote, n) }.is_ok()
                             }
                         },
                         _ => unreachable!(),
@@ -717,7 +693,7 @@ impl Engine {
         let Op::Recv { buf, .. } = &mut r.op else { unreachable!("a match for a request that is not a receive") };
         let cap = buf.capacity();
         let n = data.len().min(cap);
-        shm::copy_small(buf.slice_mut(0, n), &data[..n]);
+        buf.put(0, &data[..n]);
         buf.finish(n);
         let error = if data.len() > cap { MPI_ERR_TRUNCATE } else { MPI_SUCCESS };
         r.status = Status { source: env.src, tag: env.tag, bytes: n, cancelled: false, error };
@@ -765,7 +741,7 @@ impl Engine {
                     let r = self.reqs.get(req).unwrap();
                     let Op::Send { env, buf, mode, .. } = &r.op else { unreachable!() };
                     let sync = *mode == SendMode::Sync;
-                    let bytes = buf.bytes();
+                    let len = buf.len();
                     if sync {
                         // The acknowledgement needs the request id: full header.
                         let pk = Packet {
@@ -774,12 +750,15 @@ impl Engine {
                             src: env.src,
                             tag: env.tag,
                             sreq: req,
-                            len: bytes.len() as u64,
+                            len: len as u64,
                             ..Default::default()
                         };
-                        seg.send(dst, &pk, |slot| shm::copy_small(&mut slot[..bytes.len()], bytes));
+                        seg.send(dst, &pk, |slot| buf.copy_to(0, &mut slot[..len]));
+                    } else if buf.is_contiguous() {
+                        seg.send_eager(dst, env.ctx, env.src, env.tag, buf.bytes());
                     } else {
-                        seg.send_eager(dst, env.ctx, env.src, env.tag, bytes);
+                        // Packed straight into the slot.
+                        seg.send_eager_with(dst, env.ctx, env.src, env.tag, len, |slot| buf.copy_to(0, slot));
                     }
                     self.outq[dst].pop_front();
                     if !sync {
@@ -791,7 +770,7 @@ impl Engine {
                     let Op::Send { env, buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
                     // Send-gather: a dense non-contiguous send offers its blocks, in the slot
                     // or, when more than fit, as a list the receiver reads from this process
-                    // (`addr`); a sparse one offers packed bytes.
+                    // (`addr`); a sparse one offers a stream.
                     let plan = buf.block_list(&mut self.plans);
                     let blocks: &[(usize, usize)] = plan.as_deref().unwrap_or(&[]);
                     let inline = blocks.len() <= seg.geometry().payload_capacity() / RTS_BLOCK_BYTES;
@@ -806,13 +785,8 @@ impl Engine {
                         addr: 0,
                     };
                     if blocks.is_empty() && !buf.is_contiguous() {
-                        // Packed while the receiver reads: announced before the first piece.
-                        buf.pack_announced(UNPACK_PIECE, |addr, upto| {
-                            pk.addr = addr;
-                            pk.rreq = RTS_PACKING;
-                            seg.send(dst, &pk, |slot| slot[..8].copy_from_slice(&upto.to_ne_bytes()));
-                            seg.notify(dst);
-                        });
+                        pk.rreq = RTS_STREAM;
+                        seg.send(dst, &pk, |_| {});
                     } else {
                         pk.addr = if blocks.is_empty() {
                             buf.addr()
@@ -850,14 +824,13 @@ impl Engine {
                 }
                 Out::Data { req, rreq, ref mut offset } => {
                     let Op::Send { buf, .. } = &self.reqs.get(req).unwrap().op else { unreachable!() };
-                    let bytes = buf.bytes();
-                    let n = (bytes.len() - *offset).min(seg.geometry().payload_capacity());
-                    let chunk = &bytes[*offset..*offset + n];
-                    let pk =
-                        Packet { kind: kind::DATA, rreq, len: n as u64, addr: *offset as u64, ..Default::default() };
-                    seg.send(dst, &pk, |slot| slot[..n].copy_from_slice(chunk));
+                    let (at, total) = (*offset, buf.len());
+                    let n = (total - at).min(seg.geometry().payload_capacity());
+                    let pk = Packet { kind: kind::DATA, rreq, len: n as u64, addr: at as u64, ..Default::default() };
+                    // Non-contiguous data is packed straight into the slot.
+                    seg.send(dst, &pk, |slot| buf.copy_to(at, &mut slot[..n]));
                     *offset += n;
-                    done = *offset >= bytes.len();
+                    done = *offset >= total;
                     if done {
                         self.outq[dst].pop_front();
                         self.complete_send(req);
@@ -923,30 +896,24 @@ impl Engine {
             }
             kind::RTS => {
                 let word = |b: &[u8]| u64::from_ne_bytes(b[..8].try_into().unwrap());
-                let (blocks, packed_upto) = if pk.rreq == RTS_PACKING {
-                    (Vec::new(), word(payload))
+                let stream = pk.rreq == RTS_STREAM;
+                let blocks = if stream {
+                    Vec::new()
                 } else if pk.rreq as usize * RTS_BLOCK_BYTES <= payload.len() {
-                    let blocks = payload
+                    payload
                         .chunks_exact(RTS_BLOCK_BYTES)
                         .take(pk.rreq as usize)
                         .map(|b| (word(&b[..8]), word(&b[8..])))
-                        .collect();
-                    (blocks, 0)
+                        .collect()
                 } else {
-                    (self.read_block_list(src, pk.addr, pk.rreq as usize), 0)
+                    self.read_block_list(src, pk.addr, pk.rreq as usize)
                 };
-                let body = Body::Rts { addr: pk.addr, sreq: pk.sreq, blocks, packed_upto };
+                let body = Body::Rts { addr: pk.addr, sreq: pk.sreq, blocks, stream };
                 self.on_message(Unexpected { env, from: src, len: pk.len as usize, body })
             }
             kind::ACK | kind::FIN => self.complete_send(pk.sreq),
             kind::HELP => self.help_split(src, &pk),
-            kind::CTS => {
-                // Streaming copies contiguous bytes out of the send buffer.
-                if let Some(Request { op: Op::Send { buf, .. }, .. }) = self.reqs.get_mut(pk.sreq) {
-                    buf.ensure_packed();
-                }
-                self.push_out(src, Out::Data { req: pk.sreq, rreq: pk.rreq, offset: 0 })
-            }
+            kind::CTS => self.push_out(src, Out::Data { req: pk.sreq, rreq: pk.rreq, offset: 0 }),
             kind::DATA => {
                 let req = pk.rreq;
                 let r = self.reqs.get_mut(req).expect("data for an unknown receive");
@@ -955,7 +922,7 @@ impl Engine {
                 let cap = buf.capacity();
                 if off < cap {
                     let n = payload.len().min(cap - off);
-                    buf.slice_mut(off, n).copy_from_slice(&payload[..n]);
+                    buf.put(off, &payload[..n]);
                 }
                 *arrived += payload.len();
                 if *arrived >= *expected {

@@ -510,6 +510,37 @@ impl Segment {
         Self::advance(&mut self.send_rings[dst], self.geo.nslots);
     }
 
+    /// `send_eager` of `len` bytes written by `fill` (it gets exactly `len` bytes of the slot)
+    /// instead of copied from a slice: a sender packs non-contiguous data straight into the
+    /// slot. Same contract as `send`.
+    pub fn send_eager_with(
+        &mut self,
+        dst: usize,
+        context: u32,
+        src: i32,
+        tag: i32,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) {
+        debug_assert!(len <= self.geo.payload_capacity());
+        if len > COMPACT_MAX_LEN {
+            let pk = Packet { kind: EAGER_KIND, context, src, tag, len: len as u64, ..Default::default() };
+            return self.send(dst, &pk, |slot| fill(&mut slot[..len]));
+        }
+        let p = self.slot_at(self.send_rings[dst]);
+        let h = p as *mut CompactHeader;
+        // SAFETY: as in `send_eager`: the slot is empty (caller checked `can_send`), header and
+        // `len` payload bytes lie inside it.
+        unsafe {
+            (*h).context = context;
+            (*h).src = src;
+            (*h).tag = tag;
+            fill(std::slice::from_raw_parts_mut(p.add(COMPACT_HEADER), len));
+            (*h).flag.store(FLAG_FULL | FLAG_COMPACT | ((len as u32) << COMPACT_LEN_SHIFT), Ordering::Release);
+        }
+        Self::advance(&mut self.send_rings[dst], self.geo.nslots);
+    }
+
     /// The next full slot from `src`, if any.
     #[inline]
     pub fn peek(&self, src: usize) -> Option<Incoming<'_>> {
