@@ -83,13 +83,16 @@ enum Out {
 }
 
 /// Asks the sender of `sreq` to write chunks of board entry `entry` (generation `generation`)
-/// of a shared transfer of `len` bytes to `addr` (the receive buffer).
+/// of a shared transfer of `len` bytes to `addr` (the receive buffer); when `nblocks` is not
+/// 0, `addr` is instead a list of that many (address, length) blocks in the receiver (its
+/// non-contiguous destination), which the sender reads out of band.
 struct Help {
     sreq: u32,
     entry: u32,
     generation: u32,
     addr: u64,
     len: usize,
+    nblocks: u32,
 }
 
 /// A large contiguous rendezvous transfer copied by both ranks (see `shm::BoardEntry`): the
@@ -109,6 +112,18 @@ struct Split {
     nchunks: usize,
     /// Chunks this rank copied.
     own: usize,
+    /// The blocks on both sides when either side is not contiguous (else `remote`, `local`).
+    lists: Option<Box<SplitLists>>,
+}
+
+/// Block lists of a shared transfer of non-contiguous data: chunks are byte ranges of the data
+/// they describe, each rank copying its chunks with scatter/gather single-copy calls.
+struct SplitLists {
+    /// The sender's blocks (its offer) and ours.
+    remote: Vec<(u64, u64)>,
+    local: buffers::Blocks,
+    /// Our blocks in wire form, read by the sender (kept until the transfer completes).
+    wire: Vec<[u64; 2]>,
 }
 
 /// Smallest message whose single-copy transfer the sender helps with, by default (measured,
@@ -124,6 +139,14 @@ const SPLIT_CHUNK_MIN: usize = 32768;
 fn split_chunk(len: usize) -> usize {
     let chunk = (len / 8).max(len.div_ceil(shm::SPLIT_MAX_CHUNKS)).max(SPLIT_CHUNK_MIN);
     chunk.next_multiple_of(4096)
+}
+
+/// Reads a block list of `n` (address, length) entries in wire form at `addr` in process `pid`.
+fn fetch_block_list(pid: u32, addr: u64, n: usize) -> std::io::Result<Vec<(u64, u64)>> {
+    let mut raw = vec![0u8; n * RTS_BLOCK_BYTES];
+    shm::cma_read(pid, addr, &mut raw)?;
+    let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().unwrap());
+    Ok(raw.chunks_exact(RTS_BLOCK_BYTES).map(|b| (word(&b[..8]), word(&b[8..]))).collect())
 }
 
 /// How long a waiting rank spins, then yields, before it sleeps on its doorbell; chosen once
@@ -497,10 +520,10 @@ impl Engine {
                     && !sparse_here
                     && let Some(pid) = self.cma_pid[msg.from]
                 {
-                    if blocks.is_empty() && self.start_split(req, msg.from, pid, addr, sreq, n) {
+                    let remote = if blocks.is_empty() { vec![(addr, n as u64)] } else { blocks };
+                    if self.start_split(req, msg.from, pid, &remote, sreq, n) {
                         return;
                     }
-                    let remote = if blocks.is_empty() { vec![(addr, n as u64)] } else { blocks };
                     let ok = match &mut self.reqs.get_mut(req).unwrap().op {
                         Op::Recv { buf, .. } => match buf.block_list(n, &mut self.plans) {
                             // Receive-scatter straight into the user's blocks.
@@ -538,30 +561,37 @@ impl Engine {
     /// from it are turned off, so the message streams (the sender then packs).
     fn read_block_list(&mut self, from: usize, addr: u64, n: usize) -> Vec<(u64, u64)> {
         let Some(pid) = self.cma_pid[from] else { return Vec::new() };
-        let mut raw = vec![0u8; n * RTS_BLOCK_BYTES];
-        if shm::cma_read(pid, addr, &mut raw).is_err() {
+        fetch_block_list(pid, addr, n).unwrap_or_else(|_| {
             log::debug!("reading the block list of rank {from} failed; streaming instead");
             self.cma_pid[from] = None;
-            return Vec::new();
-        }
-        let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().unwrap());
-        raw.chunks_exact(RTS_BLOCK_BYTES).map(|b| (word(&b[..8]), word(&b[8..]))).collect()
+            Vec::new()
+        })
     }
 
-    /// Starts copying the `n` contiguous bytes at `remote` in the sender `from` into receive
-    /// `req` together with the sender (`Split`), when the message is large enough and a board
-    /// entry is free; returns whether it did (the receive is then done or in `splits`).
-    fn start_split(&mut self, req: u32, from: usize, pid: u32, remote: u64, sreq: u32, n: usize) -> bool {
+    /// Starts copying the `n` bytes in the blocks `remote` of the sender `from` (one block when
+    /// contiguous) into receive `req` together with the sender (`Split`), when the message is
+    /// large enough and a board entry is free; returns whether it did (the receive is then
+    /// done or in `splits`).
+    fn start_split(&mut self, req: u32, from: usize, pid: u32, remote: &[(u64, u64)], sreq: u32, n: usize) -> bool {
         if n < self.split_min || !self.split_peer[from] || self.board_busy[from] == u8::MAX {
             return false;
         }
         let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
-        // One block in our memory for the sender to write to: the user's contiguous buffer,
-        // else staging (unpacked on completion).
+        // Our destination: the user's contiguous buffer or dense blocks, else staging
+        // (unpacked on completion).
         let local = match buf.block_list(n, &mut self.plans) {
-            Some(list) if list.len() == 1 => list[0].0,
-            Some(_) => return false,
-            None => buf.slice_mut(0, n).as_mut_ptr() as usize,
+            Some(list) => list,
+            None => std::sync::Arc::new([(buf.slice_mut(0, n).as_mut_ptr() as usize, n)]),
+        };
+        // Blocks on either side: both ranks copy with block lists, the sender writing its
+        // blocks into ours (it reads our list out of band).
+        let lists = (remote.len() > 1 || local.len() > 1).then(|| {
+            let wire = local.iter().map(|&(a, l)| [a as u64, l as u64]).collect();
+            Box::new(SplitLists { remote: remote.to_vec(), local: local.clone(), wire })
+        });
+        let (help_addr, nblocks) = match &lists {
+            Some(l) => (l.wire.as_ptr() as u64, l.wire.len() as u32),
+            None => (local[0].0 as u64, 0),
         };
         let entry = self.board_busy[from].trailing_ones() as usize;
         self.board_busy[from] |= 1 << entry;
@@ -570,8 +600,22 @@ impl Engine {
         let chunk = split_chunk(n);
         let nchunks = n.div_ceil(chunk);
         self.shm.as_ref().unwrap().split_open(from, entry, generation, nchunks);
-        self.push_out(from, Out::Help(Help { sreq, entry: entry as u32, generation, addr: local as u64, len: n }));
-        let split = Split { req, from, sreq, entry, pid, remote, local, len: n, chunk, nchunks, own: 0 };
+        let help = Help { sreq, entry: entry as u32, generation, addr: help_addr, len: n, nblocks };
+        self.push_out(from, Out::Help(help));
+        let split = Split {
+            req,
+            from,
+            sreq,
+            entry,
+            pid,
+            remote: remote[0].0,
+            local: local[0].0,
+            len: n,
+            chunk,
+            nchunks,
+            own: 0,
+            lists,
+        };
         self.splits.push(split);
         let i = self.splits.len() - 1;
         self.advance_split(i);
@@ -587,10 +631,18 @@ impl Engine {
         let mut copy = |c: usize| {
             let off = c * s.chunk;
             let n = s.chunk.min(s.len - off);
-            // SAFETY: [local, local + len) is the receive's buffer (user memory or staging),
-            // reserved for this receive until it completes; chunks are disjoint.
-            let dst = unsafe { std::slice::from_raw_parts_mut((s.local + off) as *mut u8, n) };
-            failed |= shm::cma_read(s.pid, s.remote + off as u64, dst).is_err();
+            failed |= match &s.lists {
+                // SAFETY: the local blocks are the receive's (user memory), reserved for this
+                // receive until it completes; chunks are disjoint byte ranges of them.
+                Some(l) => unsafe { shm::cma_readv_range(s.pid, &l.local, &l.remote, off..off + n) }.is_err(),
+                None => {
+                    // SAFETY: [local, local + len) is the receive's buffer (user memory or
+                    // staging), reserved for this receive until it completes; chunks are
+                    // disjoint.
+                    let dst = unsafe { std::slice::from_raw_parts_mut((s.local + off) as *mut u8, n) };
+                    shm::cma_read(s.pid, s.remote + off as u64, dst).is_err()
+                }
+            };
         };
         while let Some(c) = seg.split_claim_front(s.from, s.entry) {
             copy(c);
@@ -639,6 +691,9 @@ impl Engine {
         if !self.split_peer[to] {
             return;
         }
+        if pk.tag != 0 {
+            return self.help_split_lists(to, pid, pk);
+        }
         let Some(Request { op: Op::Send { buf, .. }, .. }) = self.reqs.get(pk.sreq) else { return };
         let (entry, generation, len) = (pk.rreq as usize, pk.context, pk.len as usize);
         let bytes = buf.bytes();
@@ -652,6 +707,46 @@ impl Engine {
             let off = c * chunk;
             let n = chunk.min(len - off);
             let ok = shm::cma_write(pid, pk.addr + off as u64, &bytes[off..off + n]).is_ok();
+            seg.split_chunk_done(to, entry, c, ok);
+            wrote = true;
+            if !ok {
+                log::debug!("single-copy write to rank {to} failed; no more shared copies with it");
+                self.split_peer[to] = false;
+                break;
+            }
+        }
+        if wrote {
+            seg.notify(to);
+        }
+    }
+
+    /// `help_split` of a transfer with blocks on either side: reads the receiver's block list
+    /// (`pk.tag` entries at `pk.addr`), then writes chunks from the back, each a byte range of
+    /// our blocks into the same range of the receiver's.
+    fn help_split_lists(&mut self, to: usize, pid: u32, pk: &Packet) {
+        let (entry, generation, len) = (pk.rreq as usize, pk.context, pk.len as usize);
+        // The list may be gone already (the receiver copied every chunk itself and completed):
+        // then there is nothing left to claim either.
+        let Ok(theirs) = fetch_block_list(pid, pk.addr, pk.tag as u32 as usize) else { return };
+        let Some(Request { op: Op::Send { buf, .. }, .. }) = self.reqs.get(pk.sreq) else { return };
+        let mine = if buf.is_contiguous() {
+            std::sync::Arc::new([(buf.addr() as usize, buf.len())])
+        } else {
+            match buf.block_list(&mut self.plans) {
+                Some(list) => list,
+                None => return,
+            }
+        };
+        if theirs.is_empty() || buf.len() < len {
+            return;
+        }
+        let seg = self.shm.as_ref().unwrap();
+        let chunk = split_chunk(len);
+        let mut wrote = false;
+        while let Some(c) = seg.split_claim_back(to, entry, generation) {
+            let off = c * chunk;
+            let n = chunk.min(len - off);
+            let ok = shm::cma_writev_range(pid, &mine, &theirs, off..off + n).is_ok();
             seg.split_chunk_done(to, entry, c, ok);
             wrote = true;
             if !ok {
@@ -818,6 +913,7 @@ impl Engine {
                         rreq: h.entry,
                         len: h.len as u64,
                         addr: h.addr,
+                        tag: h.nblocks as i32,
                         ..Default::default()
                     };
                     seg.send(dst, &pk, |_| {})

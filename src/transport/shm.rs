@@ -885,7 +885,51 @@ impl<'a, A: Copy + TryInto<usize>> BlockCursor<'a, A> {
 /// Every local block must be memory this process may write and nothing else reads or writes
 /// during the call.
 pub unsafe fn cma_readv(pid: u32, local: &[(usize, usize)], remote: &[(u64, u64)], len: usize) -> io::Result<()> {
+    // SAFETY: forwarded from the caller.
+    unsafe { cma_rwv(pid, local, remote, 0..len, false) }
+}
+
+/// `cma_readv` of bytes `range` of the data the two lists describe (a chunk of a transfer
+/// shared with the peer).
+///
+/// # Safety
+/// As for `cma_readv`, for the local blocks holding `range`.
+pub unsafe fn cma_readv_range(
+    pid: u32,
+    local: &[(usize, usize)],
+    remote: &[(u64, u64)],
+    range: std::ops::Range<usize>,
+) -> io::Result<()> {
+    // SAFETY: forwarded from the caller.
+    unsafe { cma_rwv(pid, local, remote, range, false) }
+}
+
+/// Single-copy scatter/gather write of bytes `range` of the data described by the blocks
+/// `local` of this process into the blocks `remote` of process `pid` (process_vm_writev).
+pub fn cma_writev_range(
+    pid: u32,
+    local: &[(usize, usize)],
+    remote: &[(u64, u64)],
+    range: std::ops::Range<usize>,
+) -> io::Result<()> {
+    // SAFETY: a write only reads local memory; the kernel checks the remote blocks.
+    unsafe { cma_rwv(pid, local, remote, range, true) }
+}
+
+/// # Safety
+/// When reading (`write` false), every local block holding `range` must be memory this
+/// process may write and nothing else accesses during the call; when writing, readable.
+unsafe fn cma_rwv(
+    pid: u32,
+    local: &[(usize, usize)],
+    remote: &[(u64, u64)],
+    range: std::ops::Range<usize>,
+    write: bool,
+) -> io::Result<()> {
     let (mut l, mut r) = (BlockCursor::new(local), BlockCursor::new(remote));
+    l.advance(range.start);
+    r.advance(range.start);
+    let len = range.len();
     let mut done = 0;
     while done < len {
         let (_, rbytes) = r.batch(len - done);
@@ -894,10 +938,11 @@ pub unsafe fn cma_readv(pid: u32, local: &[(usize, usize)], remote: &[(u64, u64)
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "block lists shorter than the message"));
         }
         let (riov, _) = r.batch(lbytes);
-        // SAFETY: local iovecs cover writable memory (caller contract); the kernel checks the
-        // remote ones against the other process.
+        let call = if write { libc::process_vm_writev } else { libc::process_vm_readv };
+        // SAFETY: local iovecs cover memory we may access that way (caller contract); the
+        // kernel checks the remote ones against the other process.
         let n = unsafe {
-            libc::process_vm_readv(
+            call(
                 pid as libc::pid_t,
                 liov.as_ptr(),
                 liov.len() as libc::c_ulong,
