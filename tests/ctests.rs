@@ -169,6 +169,8 @@ ctests! {
     dtype_blocklists_split => "dtype_blocklists_split.c",
     dtype_sgrs_thresholds_split => "dtype_sgrs_thresholds_split.c",
     dtype_sgrs_thresholds_nosplit => "dtype_sgrs_thresholds_nosplit.c",
+    dtype_stream => "dtype_stream.c",
+    dtype_stream_small_rings => "dtype_stream_small_rings.c",
     coll_mixed_order => "coll_mixed_order.c",
     coll_nonblocking => "coll_nonblocking.c",
     coll_persistent => "coll_persistent.c",
