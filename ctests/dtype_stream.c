@@ -17,11 +17,19 @@
 #define GAP 0xA5
 
 /* Layout: blocks of `bl` bytes every `stride` bytes holding `n` bytes (the last block shorter),
- * or contiguous when bl == 0. Sets *span to the bytes the buffer must have. */
+ * or contiguous when bl == 0, or when bl < 0 one block of `n` bytes in a type resized to a
+ * larger extent (one block, yet not a contiguous type). Sets *span to the bytes the buffer must
+ * have. */
 static MPI_Datatype make_layout(long bl, long stride, long n, long *span)
 {
     MPI_Datatype t;
-    if (bl == 0 || n == 0) {
+    if (bl < 0 && n > 0) {
+        MPI_Datatype c;
+        MPI_Type_contiguous((int)n, MPI_BYTE, &c);
+        MPI_Type_create_resized(c, 0, n + 64, &t);
+        MPI_Type_free(&c);
+        *span = n;
+    } else if (bl <= 0 || n == 0) {
         MPI_Type_contiguous((int)n, MPI_BYTE, &t);
         *span = n;
     } else {
@@ -52,7 +60,7 @@ static void fill(unsigned char *buf, long bl, long stride, long n, long span, un
     long k;
     memset(buf, gap, span);
     for (k = 0; k < n; k++) {
-        long at = bl ? (k / bl) * stride + k % bl : k;
+        long at = bl > 0 ? (k / bl) * stride + k % bl : k;
         buf[at] = expect(seed, k);
     }
 }
@@ -68,7 +76,7 @@ static int verify(const unsigned char *buf, long bl, long stride, long n, long s
     int errs = 0;
     memset(seen, 0, span);
     for (k = 0; k < got && k < n; k++) {
-        long at = bl ? (k / bl) * stride + k % bl : k;
+        long at = bl > 0 ? (k / bl) * stride + k % bl : k;
         seen[at] = 1;
         if (buf[at] != expect(seed, k) && (MT_OXMPI || !strict) && errs++ < 3)
             CHECK(0, "%s: byte %ld of the message = %d, want %d", what, k, buf[at], expect(seed, k));
@@ -156,8 +164,9 @@ static void transfer(int peer, long sbl, long sstride, long rbl, long rstride, l
 
 int main(int argc, char **argv)
 {
-    /* Blocks (bytes) and strides: contiguous, 1-byte blocks, 8-byte, 128-byte, 4 KiB (dense). */
-    static const long shapes[][2] = {{0, 0}, {1, 3}, {8, 16}, {128, 256}, {4096, 6144}};
+    /* Blocks (bytes) and strides: contiguous, 1-byte blocks, 8-byte, 128-byte, 4 KiB (dense),
+     * one block in a resized type. */
+    static const long shapes[][2] = {{0, 0}, {1, 3}, {8, 16}, {128, 256}, {4096, 6144}, {-1, 0}};
     static const long sizes[] = {1, 12280, 12288, 12296, 16392, 16400, 16408, 32800, 32801, 100003, (1 << 20) + 3};
     const int nshapes = (int)(sizeof shapes / sizeof shapes[0]), nsizes = (int)(sizeof sizes / sizeof sizes[0]);
     int peer, s, a, b, m;

@@ -520,8 +520,9 @@ impl Engine {
                     && !sparse_here
                     && let Some(pid) = self.cma_pid[msg.from]
                 {
-                    let remote = if blocks.is_empty() { vec![(addr, n as u64)] } else { blocks };
-                    if self.start_split(req, msg.from, pid, &remote, sreq, n) {
+                    let contiguous = blocks.is_empty();
+                    let remote = if contiguous { vec![(addr, n as u64)] } else { blocks };
+                    if self.start_split(req, msg.from, pid, &remote, contiguous, sreq, n) {
                         return;
                     }
                     let ok = match &mut self.reqs.get_mut(req).unwrap().op {
@@ -568,11 +569,20 @@ impl Engine {
         })
     }
 
-    /// Starts copying the `n` bytes in the blocks `remote` of the sender `from` (one block when
-    /// contiguous) into receive `req` together with the sender (`Split`), when the message is
-    /// large enough and a board entry is free; returns whether it did (the receive is then
-    /// done or in `splits`).
-    fn start_split(&mut self, req: u32, from: usize, pid: u32, remote: &[(u64, u64)], sreq: u32, n: usize) -> bool {
+    /// Starts copying the `n` bytes in the blocks `remote` of the sender `from` (its offer, or
+    /// one block when `contiguous`) into receive `req` together with the sender (`Split`), when
+    /// the message is large enough and a board entry is free; returns whether it did (the
+    /// receive is then done or in `splits`).
+    fn start_split(
+        &mut self,
+        req: u32,
+        from: usize,
+        pid: u32,
+        remote: &[(u64, u64)],
+        contiguous: bool,
+        sreq: u32,
+        n: usize,
+    ) -> bool {
         if n < self.split_min || !self.split_peer[from] || self.board_busy[from] == u8::MAX {
             return false;
         }
@@ -583,9 +593,10 @@ impl Engine {
             Some(list) => list,
             None => std::sync::Arc::new([(buf.slice_mut(0, n).as_mut_ptr() as usize, n)]),
         };
-        // Blocks on either side: both ranks copy with block lists, the sender writing its
-        // blocks into ours (it reads our list out of band).
-        let lists = (remote.len() > 1 || local.len() > 1).then(|| {
+        // Blocks on either side (even a single one: a non-contiguous sender copies through its
+        // block list): both ranks copy with block lists, the sender writing its blocks into
+        // ours (it reads our list out of band).
+        let lists = (!contiguous || local.len() > 1).then(|| {
             let wire = local.iter().map(|&(a, l)| [a as u64, l as u64]).collect();
             Box::new(SplitLists { remote: remote.to_vec(), local: local.clone(), wire })
         });
