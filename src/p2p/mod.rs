@@ -1,5 +1,7 @@
 //! Point-to-point engine: matching (posted and unexpected queues), protocols (eager through
-//! the rings, rendezvous with a single-copy read or a streamed fallback), progress and waiting.
+//! the rings, rendezvous with a single-copy read, or streamed through the rings: sparse
+//! non-contiguous data, packed into and unpacked from the slots, and the fallback without
+//! single-copy reads), progress and waiting.
 //!
 //! Message order between a pair of ranks is the ring order, and both queues are searched
 //! front to back, so MPI's non-overtaking rule holds per (source, communicator).
@@ -95,9 +97,10 @@ struct Help {
     nblocks: u32,
 }
 
-/// A large contiguous rendezvous transfer copied by both ranks (see `shm::BoardEntry`): the
-/// receiver reads chunks from the front while the sender, asked by a HELP packet, writes
-/// chunks from the back. Kept here while the sender still copies its last chunks.
+/// A large rendezvous transfer copied by both ranks (see `shm::BoardEntry`): the receiver reads
+/// chunks from the front while the sender, asked by a HELP packet, writes chunks from the back
+/// (contiguous data, or dense block lists on either side: `lists`). Kept here while the sender
+/// still copies its last chunks.
 struct Split {
     req: u32,
     from: usize,
@@ -559,7 +562,7 @@ impl Engine {
 
     /// Reads a rendezvous sender's block list of `n` entries at `addr` in rank `from` (a list
     /// longer than a slot). On failure the sender's memory is out of reach: single-copy reads
-    /// from it are turned off, so the message streams (the sender then packs).
+    /// from it are turned off, so the message streams (the sender packs it into the slots).
     fn read_block_list(&mut self, from: usize, addr: u64, n: usize) -> Vec<(u64, u64)> {
         let Some(pid) = self.cma_pid[from] else { return Vec::new() };
         fetch_block_list(pid, addr, n).unwrap_or_else(|_| {
