@@ -525,7 +525,7 @@ impl Engine {
                 {
                     let contiguous = blocks.is_empty();
                     let remote = if contiguous { vec![(addr, n as u64)] } else { blocks };
-                    if self.start_split(req, msg.from, pid, &remote, contiguous, sreq, n) {
+                    if self.start_split(req, msg.from, &remote, contiguous, sreq, n) {
                         return;
                     }
                     let ok = match &mut self.reqs.get_mut(req).unwrap().op {
@@ -580,7 +580,6 @@ impl Engine {
         &mut self,
         req: u32,
         from: usize,
-        pid: u32,
         remote: &[(u64, u64)],
         contiguous: bool,
         sreq: u32,
@@ -589,6 +588,7 @@ impl Engine {
         if n < self.split_min || !self.split_peer[from] || self.board_busy[from] == u8::MAX {
             return false;
         }
+        let Some(pid) = self.cma_pid[from] else { return false };
         let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
         // Our destination: the user's contiguous buffer or dense blocks, else staging
         // (unpacked on completion).
