@@ -236,8 +236,9 @@ impl SendBuf {
 }
 
 /// Where the bytes of a receive go: straight into the user's memory when the data is
-/// contiguous or moved as a block list, else into a staging vector unpacked when the receive
-/// completes.
+/// contiguous or moved as a block list, unpacked piece by piece as they arrive (`put`) into a
+/// sparse layout, else (a single-copy read needing one contiguous destination) into a staging
+/// vector unpacked when the receive completes.
 pub struct RecvBuf {
     /// Start of the data in the user's memory when it is contiguous (else unused).
     direct: *mut u8,
