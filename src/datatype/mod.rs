@@ -22,7 +22,7 @@ use crate::error::{MpiError, MpiResult, err};
 use flat::{Blocks, Flat, FlatBuilder, Gather, Node, Scatter, Visit};
 use sig::{Sig, SigBuilder};
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, RwLock, Weak};
 
 /// How communication sees `count` elements of a datatype at a buffer address.
@@ -556,11 +556,32 @@ pub fn layout(dt: MPI_Datatype) -> MpiResult<Layout> {
     if let Some(i) = builtin::PAIRS.iter().position(|p| p.handle == dt) {
         return Ok(PAIR_LAYOUTS[i].clone());
     }
+    // Programs send the same derived type again and again: the last layout looked up by this
+    // thread, valid while no type was freed since (a freed handle may name another type next),
+    // spares the table's lock and the object's reference count.
+    let generation = FREES.load(Ordering::Acquire);
+    let hit = LAST_LAYOUT.with(|last| match &*last.borrow() {
+        Some((h, g, l)) if *h == dt && *g == generation => Some(l.clone()),
+        _ => None,
+    });
+    if let Some(l) = hit {
+        return Ok(l);
+    }
     let obj = derived(dt)?;
     if !obj.is_committed() {
         return err(MPI_ERR_TYPE, format!("datatype 0x{:08x} has not been committed (MPI_Type_commit)", dt as u32));
     }
-    Ok(Layout::of(&obj.data))
+    let l = Layout::of(&obj.data);
+    LAST_LAYOUT.with(|last| *last.borrow_mut() = Some((dt, generation, l.clone())));
+    Ok(l)
+}
+
+/// Derived-type frees so far: a cached layout taken before the last free may be stale.
+static FREES: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The last derived layout `layout` looked up on this thread: (handle, `FREES` then, layout).
+    static LAST_LAYOUT: std::cell::RefCell<Option<(MPI_Datatype, u64, Layout)>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Size in bytes of one element (committed or not).
@@ -598,6 +619,8 @@ pub fn free(dt: MPI_Datatype) -> MpiResult<()> {
             let i = slot_index(dt).expect("derived handles have an index");
             let mut t = table_write();
             let slot = t.slots[i].as_mut().ok_or_else(|| bad_type(dt))?;
+            // Layouts cached before this point may name a type this handle no longer does.
+            FREES.fetch_add(1, Ordering::Release);
             slot.handle_refs = slot.handle_refs.saturating_sub(1);
             if slot.handle_refs == 0 {
                 slot.strong = None;

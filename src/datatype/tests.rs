@@ -118,3 +118,24 @@ fn cursor_resumes_inside_elements() {
     assert_eq!(iov, vec![(base + 1, 1), (base + 8, 10)]);
     free(s).unwrap();
 }
+
+#[test]
+fn cached_layouts_follow_frees_and_reused_handles() {
+    let a = vector(4, 1, 2, MPI_INT, false).unwrap();
+    commit(a).unwrap();
+    let la = layout(a).unwrap();
+    assert!(layout(a).unwrap().same_as(&la), "the same type gives the same layout");
+    free(a).unwrap();
+    assert!(layout(a).is_err(), "a freed handle has no layout, cached or not");
+    // New types may take the freed handle: each must get its own layout.
+    for stride in 3..8 {
+        let b = vector(4, 1, stride, MPI_INT, false).unwrap();
+        assert!(layout(b).is_err(), "uncommitted");
+        commit(b).unwrap();
+        let lb = layout(b).unwrap();
+        assert_eq!(lb.span(1), (3 * stride as usize + 1) * 4);
+        assert!(!lb.same_as(&la));
+        assert!(layout(b).unwrap().same_as(&lb));
+        free(b).unwrap();
+    }
+}

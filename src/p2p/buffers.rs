@@ -3,7 +3,6 @@
 //! sound; the constructors are `unsafe` because the caller vouches for them.
 
 use crate::datatype::Layout;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Smallest average block (bytes) for which a sender offers its non-contiguous data as a list
 /// of blocks the receiver reads in place (send-gather) rather than packing it first. The
@@ -122,9 +121,6 @@ pub struct SendBuf {
     /// A block list too long for the rendezvous slot, in wire form, kept alive here for the
     /// receiver to read out of band (see `offer_out_of_band`).
     offered: Option<Vec<[u64; 2]>>,
-    /// Packed bytes so far of a pack a receiver reads while it runs (`pack_announced`); boxed
-    /// so its address, which the receiver reads, stays put.
-    packed_upto: Option<Box<AtomicU64>>,
 }
 
 impl SendBuf {
@@ -134,19 +130,12 @@ impl SendBuf {
     pub unsafe fn new(base: *const u8, layout: Layout, count: usize) -> SendBuf {
         let len = layout.size * count;
         if len == 0 {
-            return SendBuf { ptr: base, len, owned: None, scattered: None, offered: None, packed_upto: None };
+            return SendBuf { ptr: base, len, owned: None, scattered: None, offered: None };
         }
         if let Some(at) = layout.contiguous_at() {
             // Contiguous data (perhaps starting away from the buffer pointer, lb != 0): send
             // it in place. `wrapping_offset` because MPI_BOTTOM is a null base.
-            return SendBuf {
-                ptr: base.wrapping_offset(at),
-                len,
-                owned: None,
-                scattered: None,
-                offered: None,
-                packed_upto: None,
-            };
+            return SendBuf { ptr: base.wrapping_offset(at), len, owned: None, scattered: None, offered: None };
         }
         SendBuf {
             ptr: std::ptr::null(),
@@ -154,20 +143,12 @@ impl SendBuf {
             owned: None,
             scattered: Some(Box::new((base, layout, count))),
             offered: None,
-            packed_upto: None,
         }
     }
 
     /// A send of bytes the engine owns (buffered sends, internal messages).
     pub fn owned(data: Vec<u8>) -> SendBuf {
-        SendBuf {
-            ptr: data.as_ptr(),
-            len: data.len(),
-            owned: Some(data),
-            scattered: None,
-            offered: None,
-            packed_upto: None,
-        }
+        SendBuf { ptr: data.as_ptr(), len: data.len(), owned: Some(data), scattered: None, offered: None }
     }
 
     /// The engine-owned bytes back (of `owned`, or a packed copy), for reuse once sent.
@@ -200,31 +181,20 @@ impl SendBuf {
         }
     }
 
-    /// Packs non-contiguous data piece by piece, so a receiver can read each piece while the
-    /// next is packed (the pack and the copy overlap on two cores): allocates the packed
-    /// buffer, calls `announce(buffer address, counter address)` (the counter holds the bytes
-    /// packed so far, published with Release after each piece), then packs. A no-op for
-    /// contiguous or already packed data.
-    pub fn pack_announced(&mut self, piece: usize, announce: impl FnOnce(u64, u64)) {
-        let Some(scattered) = self.scattered.take() else { return };
-        let (base, layout, count) = *scattered;
-        let len = self.len;
-        let mut packed: Vec<u8> = Vec::with_capacity(len);
-        let upto = self.packed_upto.insert(Box::new(AtomicU64::new(0)));
-        announce(packed.as_ptr() as u64, &**upto as *const AtomicU64 as u64);
-        let mut at = 0;
-        while at < len {
-            let n = piece.min(len - at);
-            // SAFETY: the constructor's caller vouches for `count` readable elements at
-            // `base`; bytes [at, at + n) lie within the capacity of `packed`.
-            unsafe { layout.pack_to_ptr(base, count, at..at + n, packed.as_mut_ptr().add(at)) };
-            at += n;
-            upto.store(at as u64, Ordering::Release);
+    /// Copies bytes `[offset, offset + out.len())` of the message into `out`: straight from the
+    /// user's blocks when the data is non-contiguous and not packed (a sender streaming through
+    /// the ring packs each slot in place: one copy, no packed buffer).
+    #[inline]
+    pub fn copy_to(&self, offset: usize, out: &mut [u8]) {
+        assert!(offset + out.len() <= self.len);
+        match self.scattered.as_deref() {
+            // SAFETY: the constructor's caller vouches for `count` readable elements at `base`
+            // until the send completes; `out` is separate memory with room for the range.
+            Some((base, layout, count)) => unsafe {
+                layout.pack_to_ptr(*base, *count, offset..offset + out.len(), out.as_mut_ptr())
+            },
+            None => crate::transport::shm::copy_small(out, &self.bytes()[offset..offset + out.len()]),
         }
-        // SAFETY: the loop wrote all `len` bytes.
-        unsafe { packed.set_len(len) };
-        self.ptr = packed.as_ptr();
-        self.owned = Some(packed);
     }
 
     /// The blocks of a non-contiguous send as (address, length) in this process, when they are
@@ -266,8 +236,9 @@ impl SendBuf {
 }
 
 /// Where the bytes of a receive go: straight into the user's memory when the data is
-/// contiguous or moved as a block list, else into a staging vector unpacked when the receive
-/// completes.
+/// contiguous or moved as a block list, unpacked piece by piece as they arrive (`put`) into a
+/// sparse layout, else (a single-copy read needing one contiguous destination) into a staging
+/// vector unpacked when the receive completes.
 pub struct RecvBuf {
     /// Start of the data in the user's memory when it is contiguous (else unused).
     direct: *mut u8,
@@ -362,20 +333,24 @@ impl RecvBuf {
         }
     }
 
-    /// Whether arriving bytes must be unpacked into a non-contiguous layout (then a
-    /// receiver may unpack piece by piece with `unpack_at` instead of staging the message).
+    /// Whether arriving bytes must be unpacked into a non-contiguous layout (then `put`
+    /// unpacks each piece as it arrives instead of staging the message).
     pub fn is_scattered(&self) -> bool {
         matches!(self.dest, Dest::Scattered(_))
     }
 
-    /// Unpacks `bytes`, bytes `[offset, offset + bytes.len())` of the message, into the user's
-    /// non-contiguous layout now (no staging); a no-op for other destinations.
-    pub fn unpack_at(&mut self, offset: usize, bytes: &[u8]) {
+    /// Writes `bytes`, bytes `[offset, offset + bytes.len())` of the message (within capacity),
+    /// to their destination: copied, or unpacked straight into a non-contiguous layout (no
+    /// staging).
+    #[inline]
+    pub fn put(&mut self, offset: usize, bytes: &[u8]) {
         if let Dest::Scattered(s) = &self.dest {
             assert!(offset + bytes.len() <= self.capacity);
             // SAFETY: the user's `count` elements at `base` are writable and ours until
             // completion (constructor contract); `bytes` is separate memory.
             unsafe { s.layout.unpack(s.base, s.count, offset, bytes) };
+        } else {
+            crate::transport::shm::copy_small(self.slice_mut(offset, bytes.len()), bytes);
         }
     }
 

@@ -1,5 +1,7 @@
 //! Point-to-point engine: matching (posted and unexpected queues), protocols (eager through
-//! the rings, rendezvous with a single-copy read or a streamed fallback), progress and waiting.
+//! the rings, rendezvous with a single-copy read, or streamed through the rings: sparse
+//! non-contiguous data, packed into and unpacked from the slots, and the fallback without
+//! single-copy reads), progress and waiting.
 //!
 //! Message order between a pair of ranks is the ring order, and both queues are searched
 //! front to back, so MPI's non-overtaking rule holds per (source, communicator).
@@ -35,14 +37,10 @@ impl Envelope {
 /// Bytes of one (address, length) entry of a block list carried by a rendezvous request.
 const RTS_BLOCK_BYTES: usize = 16;
 
-/// Piece a receiver reads and unpacks at a time when its layout is too sparse to read into
-/// directly (small enough to stay in cache between the read and the unpack), and piece a
-/// sender packs at a time before publishing it (see `SendBuf::pack_announced`).
-const UNPACK_PIECE: usize = 64 << 10;
-
-/// `rreq` of a request-to-send whose sender is still packing: the slot starts with the
-/// address of its packed-bytes counter.
-const RTS_PACKING: u32 = u32::MAX;
+/// `rreq` of a request-to-send whose data is too sparse to be read in place (neither
+/// contiguous nor offered as a block list): the receiver asks for a stream (CTS), which the
+/// sender packs straight into ring slots.
+const RTS_STREAM: u32 = u32::MAX;
 
 mod kind {
     /// The kind compact eager slots decode to (the transport writes them).
@@ -70,10 +68,9 @@ pub enum Body {
     /// The payload, copied out of the ring; `ack` is the sender's request id for a sync send.
     Eager { data: Vec<u8>, ack: Option<u32> },
     /// A rendezvous request: the data is still in the sender, at `addr` (contiguous) or in
-    /// `blocks` (address, length) when the sender offers its non-contiguous layout. When
-    /// `packed_upto` is not 0 the sender is still packing into `addr`: that address in the
-    /// sender holds the bytes ready so far (a u64).
-    Rts { addr: u64, sreq: u32, blocks: Vec<(u64, u64)>, packed_upto: u64 },
+    /// `blocks` (address, length) when the sender offers its non-contiguous layout; `stream`:
+    /// neither (too sparse), the data can only be streamed.
+    Rts { addr: u64, sreq: u32, blocks: Vec<(u64, u64)>, stream: bool },
 }
 
 /// Work queued for a peer because its ring was full, kept in order.
@@ -88,18 +85,22 @@ enum Out {
 }
 
 /// Asks the sender of `sreq` to write chunks of board entry `entry` (generation `generation`)
-/// of a shared transfer of `len` bytes to `addr` (the receive buffer).
+/// of a shared transfer of `len` bytes to `addr` (the receive buffer); when `nblocks` is not
+/// 0, `addr` is instead a list of that many (address, length) blocks in the receiver (its
+/// non-contiguous destination), which the sender reads out of band.
 struct Help {
     sreq: u32,
     entry: u32,
     generation: u32,
     addr: u64,
     len: usize,
+    nblocks: u32,
 }
 
-/// A large contiguous rendezvous transfer copied by both ranks (see `shm::BoardEntry`): the
-/// receiver reads chunks from the front while the sender, asked by a HELP packet, writes
-/// chunks from the back. Kept here while the sender still copies its last chunks.
+/// A large rendezvous transfer copied by both ranks (see `shm::BoardEntry`): the receiver reads
+/// chunks from the front while the sender, asked by a HELP packet, writes chunks from the back
+/// (contiguous data, or dense block lists on either side: `lists`). Kept here while the sender
+/// still copies its last chunks.
 struct Split {
     req: u32,
     from: usize,
@@ -114,6 +115,18 @@ struct Split {
     nchunks: usize,
     /// Chunks this rank copied.
     own: usize,
+    /// The blocks on both sides when either side is not contiguous (else `remote`, `local`).
+    lists: Option<Box<SplitLists>>,
+}
+
+/// Block lists of a shared transfer of non-contiguous data: chunks are byte ranges of the data
+/// they describe, each rank copying its chunks with scatter/gather single-copy calls.
+struct SplitLists {
+    /// The sender's blocks (its offer) and ours.
+    remote: Vec<(u64, u64)>,
+    local: buffers::Blocks,
+    /// Our blocks in wire form, read by the sender (kept until the transfer completes).
+    wire: Vec<[u64; 2]>,
 }
 
 /// Smallest message whose single-copy transfer the sender helps with, by default (measured,
@@ -131,29 +144,12 @@ fn split_chunk(len: usize) -> usize {
     chunk.next_multiple_of(4096)
 }
 
-/// Waits until the rendezvous sender `pid`, packing its message, has packed `upto` bytes: its
-/// counter at `counter` (0: nothing to wait for) is read with single-copy reads.
-fn wait_packed(pid: u32, counter: u64, upto: usize) -> std::io::Result<()> {
-    if counter == 0 {
-        return Ok(());
-    }
-    let mut polls = 0u32;
-    loop {
-        let mut word = [0u8; 8];
-        shm::cma_read(pid, counter, &mut word)?;
-        if u64::from_ne_bytes(word) >= upto as u64 {
-            // The kernel's copy of the counter came before its copy of the data that follows
-            // (x86-64 keeps loads in order; the syscall boundary orders them elsewhere), and the
-            // sender published the counter with Release after the bytes.
-            return Ok(());
-        }
-        polls += 1;
-        if polls.is_multiple_of(16) {
-            std::thread::yield_now();
-        } else {
-            std::hint::spin_loop();
-        }
-    }
+/// Reads a block list of `n` (address, length) entries in wire form at `addr` in process `pid`.
+fn fetch_block_list(pid: u32, addr: u64, n: usize) -> std::io::Result<Vec<(u64, u64)>> {
+    let mut raw = vec![0u8; n * RTS_BLOCK_BYTES];
+    shm::cma_read(pid, addr, &mut raw)?;
+    let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().unwrap());
+    Ok(raw.chunks_exact(RTS_BLOCK_BYTES).map(|b| (word(&b[..8]), word(&b[8..]))).collect())
 }
 
 /// How long a waiting rank spins, then yields, before it sleeps on its doorbell; chosen once
@@ -192,8 +188,6 @@ pub struct Engine {
     pub reqs: Slab,
     /// Block lists of recent non-contiguous buffers (single-copy transfers).
     pub plans: buffers::PlanCache,
-    /// Buffer of rendezvous pieces read then unpacked into sparse layouts (`UNPACK_PIECE`).
-    unpack_stage: Vec<u8>,
     /// Posted receives in order, with their envelopes (matching reads no request).
     posted: VecDeque<(Envelope, u32)>,
     /// Buffers for eager payloads that arrive before their receive, reused so the unexpected
@@ -257,7 +251,6 @@ impl Engine {
             rndv_out: vec![0; nranks],
             reqs: Slab::default(),
             plans: buffers::PlanCache::default(),
-            unpack_stage: Vec::new(),
             posted: VecDeque::new(),
             payload_pool: Vec::new(),
             unexpected: VecDeque::new(),
@@ -327,11 +320,15 @@ impl Engine {
     /// Starts a send of `buf` to world rank `dst`; returns the request id. Sends that fit a
     /// slot and find it free complete at once.
     pub fn isend(&mut self, dst: usize, env: Envelope, buf: SendBuf, mode: SendMode, comm: i32) -> u32 {
-        if matches!(mode, SendMode::Standard | SendMode::Ready)
-            && buf.is_contiguous()
-            && self.try_send_eager_now(dst, env, buf.bytes())
-        {
-            return COMPLETED_SEND;
+        if matches!(mode, SendMode::Standard | SendMode::Ready) {
+            let sent = if buf.is_contiguous() {
+                self.try_send_eager_now(dst, env, buf.bytes())
+            } else {
+                self.try_send_packed_now(dst, env, &buf)
+            };
+            if sent {
+                return COMPLETED_SEND;
+            }
         }
         let req = self.reqs.insert(Request::started(Op::Send { dst, env, buf, mode, bsend_bytes: 0 }, comm));
         self.start_send(req);
@@ -350,6 +347,21 @@ impl Engine {
             return false;
         }
         seg.send_eager(dst, env.ctx, env.src, env.tag, bytes);
+        seg.notify(dst);
+        true
+    }
+
+    /// `try_send_eager_now` for non-contiguous data: packs it straight into the slot (no packed
+    /// copy, no request).
+    fn try_send_packed_now(&mut self, dst: usize, env: Envelope, buf: &SendBuf) -> bool {
+        if dst == self.me || buf.len() > self.eager_limit || !self.outq[dst].is_empty() {
+            return false;
+        }
+        let Some(seg) = self.shm.as_mut() else { return false };
+        if !seg.can_send(dst) {
+            return false;
+        }
+        seg.send_eager_with(dst, env.ctx, env.src, env.tag, buf.len(), |slot| buf.copy_to(0, slot));
         seg.notify(dst);
         true
     }
@@ -427,10 +439,6 @@ impl Engine {
             unreachable!("start_send on a request that is not a send")
         };
         let (dst, env, mode, len) = (*dst, *env, *mode, buf.len());
-        if dst == self.me || len <= self.eager_limit {
-            // Copied whole into a slot or a queue: needs contiguous bytes.
-            buf.ensure_packed();
-        }
         if dst == self.me {
             self.send_to_self(req, env, mode);
         } else if len <= self.eager_limit {
@@ -553,40 +561,35 @@ impl Engine {
                 self.complete_eager(req, msg.env, &data, ack, msg.from);
                 self.recycle_payload(data);
             }
-            Body::Rts { addr, sreq, blocks, packed_upto } => {
+            Body::Rts { addr, sreq, blocks, stream } => {
                 let n = self.set_matched_status(req, msg.env, msg.len);
-                if let Some(pid) = self.cma_pid[msg.from] {
-                    // A sender still packing (packed_upto != 0) cannot help: its bytes are not
-                    // all there yet.
-                    if blocks.is_empty() && packed_upto == 0 && self.start_split(req, msg.from, pid, addr, sreq, n) {
+                // Data too sparse to read in place on either side streams through the ring:
+                // the sender packs each slot, this rank unpacks it (one copy each, the two
+                // overlapping) instead of a pack there, a read and an unpack here.
+                let sparse_here = match &self.reqs.get(req).unwrap().op {
+                    Op::Recv { buf, .. } => buf.is_scattered() && buf.block_list(n, &mut self.plans).is_none(),
+                    _ => unreachable!(),
+                };
+                if !stream
+                    && !sparse_here
+                    && let Some(pid) = self.cma_pid[msg.from]
+                {
+                    let contiguous = blocks.is_empty();
+                    let remote = if contiguous { vec![(addr, n as u64)] } else { blocks };
+                    if self.start_split(req, msg.from, &remote, contiguous, sreq, n) {
                         return;
                     }
-                    let remote = if blocks.is_empty() { vec![(addr, n as u64)] } else { blocks };
-                    let ready = |upto: usize| wait_packed(pid, packed_upto, upto);
                     let ok = match &mut self.reqs.get_mut(req).unwrap().op {
                         Op::Recv { buf, .. } => match buf.block_list(n, &mut self.plans) {
                             // Receive-scatter straight into the user's blocks.
                             // SAFETY: the blocks lie in the receive buffer, which the MPI rules
                             // reserve for this receive until it completes.
-                            Some(local) => {
-                                ready(n).is_ok() && unsafe { shm::cma_readv(pid, &local, &remote, n) }.is_ok()
-                            }
-                            // Blocks too small to scatter into: read by pieces through a small
-                            // buffer, each unpacked while in cache (no message-sized staging),
-                            // each as soon as the sender has packed it.
-                            None if buf.is_scattered() => {
-                                let stage = &mut self.unpack_stage;
-                                stage.resize(n.min(UNPACK_PIECE), 0);
-                                shm::cma_read_staged(pid, &remote, n, stage, ready, |off, piece| {
-                                    buf.unpack_at(off, piece)
-                                })
-                                .is_ok()
-                            }
+                            Some(local) => unsafe { shm::cma_readv(pid, &local, &remote, n) }.is_ok(),
                             None => {
                                 let staged = buf.slice_mut(0, n);
                                 let local = [(staged.as_mut_ptr() as usize, n)];
                                 // SAFETY: `local` is the staging slice borrowed just above.
-                                ready(n).is_ok() && unsafe { shm::cma_readv(pid, &local, &remote, n) }.is_ok()
+                                unsafe { shm::cma_readv(pid, &local, &remote, n) }.is_ok()
                             }
                         },
                         _ => unreachable!(),
@@ -610,23 +613,29 @@ impl Engine {
 
     /// Reads a rendezvous sender's block list of `n` entries at `addr` in rank `from` (a list
     /// longer than a slot). On failure the sender's memory is out of reach: single-copy reads
-    /// from it are turned off, so the message streams (the sender then packs).
+    /// from it are turned off, so the message streams (the sender packs it into the slots).
     fn read_block_list(&mut self, from: usize, addr: u64, n: usize) -> Vec<(u64, u64)> {
         let Some(pid) = self.cma_pid[from] else { return Vec::new() };
-        let mut raw = vec![0u8; n * RTS_BLOCK_BYTES];
-        if shm::cma_read(pid, addr, &mut raw).is_err() {
+        fetch_block_list(pid, addr, n).unwrap_or_else(|_| {
             log::debug!("reading the block list of rank {from} failed; streaming instead");
             self.cma_pid[from] = None;
-            return Vec::new();
-        }
-        let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().unwrap());
-        raw.chunks_exact(RTS_BLOCK_BYTES).map(|b| (word(&b[..8]), word(&b[8..]))).collect()
+            Vec::new()
+        })
     }
 
-    /// Starts copying the `n` contiguous bytes at `remote` in the sender `from` into receive
-    /// `req` together with the sender (`Split`), when the message is large enough and a board
-    /// entry is free; returns whether it did (the receive is then done or in `splits`).
-    fn start_split(&mut self, req: u32, from: usize, pid: u32, remote: u64, sreq: u32, n: usize) -> bool {
+    /// Starts copying the `n` bytes in the blocks `remote` of the sender `from` (its offer, or
+    /// one block when `contiguous`) into receive `req` together with the sender (`Split`), when
+    /// the message is large enough and a board entry is free; returns whether it did (the
+    /// receive is then done or in `splits`).
+    fn start_split(
+        &mut self,
+        req: u32,
+        from: usize,
+        remote: &[(u64, u64)],
+        contiguous: bool,
+        sreq: u32,
+        n: usize,
+    ) -> bool {
         if n < self.split_min || !self.split_peer[from] || self.rndv_out[from] > 0 {
             return false;
         }
@@ -640,13 +649,24 @@ impl Engine {
                 return false;
             }
         }
+        let Some(pid) = self.cma_pid[from] else { return false };
         let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
-        // One block in our memory for the sender to write to: the user's contiguous buffer,
-        // else staging (unpacked on completion).
+        // Our destination: the user's contiguous buffer or dense blocks, else staging
+        // (unpacked on completion).
         let local = match buf.block_list(n, &mut self.plans) {
-            Some(list) if list.len() == 1 => list[0].0,
-            Some(_) => return false,
-            None => buf.slice_mut(0, n).as_mut_ptr() as usize,
+            Some(list) => list,
+            None => std::sync::Arc::new([(buf.slice_mut(0, n).as_mut_ptr() as usize, n)]),
+        };
+        // Blocks on either side (even a single one: a non-contiguous sender copies through its
+        // block list): both ranks copy with block lists, the sender writing its blocks into
+        // ours (it reads our list out of band).
+        let lists = (!contiguous || local.len() > 1).then(|| {
+            let wire = local.iter().map(|&(a, l)| [a as u64, l as u64]).collect();
+            Box::new(SplitLists { remote: remote.to_vec(), local: local.clone(), wire })
+        });
+        let (help_addr, nblocks) = match &lists {
+            Some(l) => (l.wire.as_ptr() as u64, l.wire.len() as u32),
+            None => (local[0].0 as u64, 0),
         };
         let entry = self.board_busy[from].trailing_ones() as usize;
         self.board_busy[from] |= 1 << entry;
@@ -655,8 +675,22 @@ impl Engine {
         let chunk = split_chunk(n);
         let nchunks = n.div_ceil(chunk);
         self.shm.as_ref().unwrap().split_open(from, entry, generation, nchunks);
-        self.push_out(from, Out::Help(Help { sreq, entry: entry as u32, generation, addr: local as u64, len: n }));
-        let split = Split { req, from, sreq, entry, pid, remote, local, len: n, chunk, nchunks, own: 0 };
+        let help = Help { sreq, entry: entry as u32, generation, addr: help_addr, len: n, nblocks };
+        self.push_out(from, Out::Help(help));
+        let split = Split {
+            req,
+            from,
+            sreq,
+            entry,
+            pid,
+            remote: remote[0].0,
+            local: local[0].0,
+            len: n,
+            chunk,
+            nchunks,
+            own: 0,
+            lists,
+        };
         self.splits.push(split);
         let i = self.splits.len() - 1;
         self.advance_split(i);
@@ -672,10 +706,18 @@ impl Engine {
         let mut copy = |c: usize| {
             let off = c * s.chunk;
             let n = s.chunk.min(s.len - off);
-            // SAFETY: [local, local + len) is the receive's buffer (user memory or staging),
-            // reserved for this receive until it completes; chunks are disjoint.
-            let dst = unsafe { std::slice::from_raw_parts_mut((s.local + off) as *mut u8, n) };
-            failed |= shm::cma_read(s.pid, s.remote + off as u64, dst).is_err();
+            failed |= match &s.lists {
+                // SAFETY: the local blocks are the receive's (user memory), reserved for this
+                // receive until it completes; chunks are disjoint byte ranges of them.
+                Some(l) => unsafe { shm::cma_readv_range(s.pid, &l.local, &l.remote, off..off + n) }.is_err(),
+                None => {
+                    // SAFETY: [local, local + len) is the receive's buffer (user memory or
+                    // staging), reserved for this receive until it completes; chunks are
+                    // disjoint.
+                    let dst = unsafe { std::slice::from_raw_parts_mut((s.local + off) as *mut u8, n) };
+                    shm::cma_read(s.pid, s.remote + off as u64, dst).is_err()
+                }
+            };
         };
         while let Some(c) = seg.split_claim_front(s.from, s.entry) {
             copy(c);
@@ -724,6 +766,9 @@ impl Engine {
         if !self.split_peer[to] {
             return;
         }
+        if pk.tag != 0 {
+            return self.help_split_lists(to, pid, pk);
+        }
         let Some(Request { op: Op::Send { buf, .. }, .. }) = self.reqs.get(pk.sreq) else { return };
         let (entry, generation, len) = (pk.rreq as usize, pk.context, pk.len as usize);
         let bytes = buf.bytes();
@@ -737,6 +782,46 @@ impl Engine {
             let off = c * chunk;
             let n = chunk.min(len - off);
             let ok = shm::cma_write(pid, pk.addr + off as u64, &bytes[off..off + n]).is_ok();
+            seg.split_chunk_done(to, entry, c, ok);
+            wrote = true;
+            if !ok {
+                log::debug!("single-copy write to rank {to} failed; no more shared copies with it");
+                self.split_peer[to] = false;
+                break;
+            }
+        }
+        if wrote {
+            seg.notify(to);
+        }
+    }
+
+    /// `help_split` of a transfer with blocks on either side: reads the receiver's block list
+    /// (`pk.tag` entries at `pk.addr`), then writes chunks from the back, each a byte range of
+    /// our blocks into the same range of the receiver's.
+    fn help_split_lists(&mut self, to: usize, pid: u32, pk: &Packet) {
+        let (entry, generation, len) = (pk.rreq as usize, pk.context, pk.len as usize);
+        // The list may be gone already (the receiver copied every chunk itself and completed):
+        // then there is nothing left to claim either.
+        let Ok(theirs) = fetch_block_list(pid, pk.addr, pk.tag as u32 as usize) else { return };
+        let Some(Request { op: Op::Send { buf, .. }, .. }) = self.reqs.get(pk.sreq) else { return };
+        let mine = if buf.is_contiguous() {
+            std::sync::Arc::new([(buf.addr() as usize, buf.len())])
+        } else {
+            match buf.block_list(&mut self.plans) {
+                Some(list) => list,
+                None => return,
+            }
+        };
+        if theirs.is_empty() || buf.len() < len {
+            return;
+        }
+        let seg = self.shm.as_ref().unwrap();
+        let chunk = split_chunk(len);
+        let mut wrote = false;
+        while let Some(c) = seg.split_claim_back(to, entry, generation) {
+            let off = c * chunk;
+            let n = chunk.min(len - off);
+            let ok = shm::cma_writev_range(pid, &mine, &theirs, off..off + n).is_ok();
             seg.split_chunk_done(to, entry, c, ok);
             wrote = true;
             if !ok {
@@ -778,7 +863,7 @@ impl Engine {
         let Op::Recv { buf, .. } = &mut r.op else { unreachable!("a match for a request that is not a receive") };
         let cap = buf.capacity();
         let n = data.len().min(cap);
-        shm::copy_small(buf.slice_mut(0, n), &data[..n]);
+        buf.put(0, &data[..n]);
         buf.finish(n);
         let error = if data.len() > cap { MPI_ERR_TRUNCATE } else { MPI_SUCCESS };
         r.status = Status { source: env.src, tag: env.tag, bytes: n, cancelled: false, error };
@@ -826,7 +911,7 @@ impl Engine {
                     let r = self.reqs.get(req).unwrap();
                     let Op::Send { env, buf, mode, .. } = &r.op else { unreachable!() };
                     let sync = *mode == SendMode::Sync;
-                    let bytes = buf.bytes();
+                    let len = buf.len();
                     if sync {
                         // The acknowledgement needs the request id: full header.
                         let pk = Packet {
@@ -835,12 +920,15 @@ impl Engine {
                             src: env.src,
                             tag: env.tag,
                             sreq: req,
-                            len: bytes.len() as u64,
+                            len: len as u64,
                             ..Default::default()
                         };
-                        seg.send(dst, &pk, |slot| shm::copy_small(&mut slot[..bytes.len()], bytes));
+                        seg.send(dst, &pk, |slot| buf.copy_to(0, &mut slot[..len]));
+                    } else if buf.is_contiguous() {
+                        seg.send_eager(dst, env.ctx, env.src, env.tag, buf.bytes());
                     } else {
-                        seg.send_eager(dst, env.ctx, env.src, env.tag, bytes);
+                        // Packed straight into the slot.
+                        seg.send_eager_with(dst, env.ctx, env.src, env.tag, len, |slot| buf.copy_to(0, slot));
                     }
                     self.outq[dst].pop_front();
                     if !sync {
@@ -853,7 +941,7 @@ impl Engine {
                     let Op::Send { env, buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
                     // Send-gather: a dense non-contiguous send offers its blocks, in the slot
                     // or, when more than fit, as a list the receiver reads from this process
-                    // (`addr`); a sparse one offers packed bytes.
+                    // (`addr`); a sparse one offers a stream.
                     let plan = buf.block_list(&mut self.plans);
                     let blocks: &[(usize, usize)] = plan.as_deref().unwrap_or(&[]);
                     let inline = blocks.len() <= seg.geometry().payload_capacity() / RTS_BLOCK_BYTES;
@@ -868,13 +956,8 @@ impl Engine {
                         addr: 0,
                     };
                     if blocks.is_empty() && !buf.is_contiguous() {
-                        // Packed while the receiver reads: announced before the first piece.
-                        buf.pack_announced(UNPACK_PIECE, |addr, upto| {
-                            pk.addr = addr;
-                            pk.rreq = RTS_PACKING;
-                            seg.send(dst, &pk, |slot| slot[..8].copy_from_slice(&upto.to_ne_bytes()));
-                            seg.notify(dst);
-                        });
+                        pk.rreq = RTS_STREAM;
+                        seg.send(dst, &pk, |_| {});
                     } else {
                         pk.addr = if blocks.is_empty() {
                             buf.addr()
@@ -906,20 +989,20 @@ impl Engine {
                         rreq: h.entry,
                         len: h.len as u64,
                         addr: h.addr,
+                        tag: h.nblocks as i32,
                         ..Default::default()
                     };
                     seg.send(dst, &pk, |_| {})
                 }
                 Out::Data { req, rreq, ref mut offset } => {
                     let Op::Send { buf, .. } = &self.reqs.get(req).unwrap().op else { unreachable!() };
-                    let bytes = buf.bytes();
-                    let n = (bytes.len() - *offset).min(seg.geometry().payload_capacity());
-                    let chunk = &bytes[*offset..*offset + n];
-                    let pk =
-                        Packet { kind: kind::DATA, rreq, len: n as u64, addr: *offset as u64, ..Default::default() };
-                    seg.send(dst, &pk, |slot| slot[..n].copy_from_slice(chunk));
+                    let (at, total) = (*offset, buf.len());
+                    let n = (total - at).min(seg.geometry().payload_capacity());
+                    let pk = Packet { kind: kind::DATA, rreq, len: n as u64, addr: at as u64, ..Default::default() };
+                    // Non-contiguous data is packed straight into the slot.
+                    seg.send(dst, &pk, |slot| buf.copy_to(at, &mut slot[..n]));
                     *offset += n;
-                    done = *offset >= bytes.len();
+                    done = *offset >= total;
                     if done {
                         self.rndv_out[dst] = self.rndv_out[dst].saturating_sub(1);
                         self.outq[dst].pop_front();
@@ -986,19 +1069,19 @@ impl Engine {
             }
             kind::RTS => {
                 let word = |b: &[u8]| u64::from_ne_bytes(b[..8].try_into().unwrap());
-                let (blocks, packed_upto) = if pk.rreq == RTS_PACKING {
-                    (Vec::new(), word(payload))
+                let stream = pk.rreq == RTS_STREAM;
+                let blocks = if stream {
+                    Vec::new()
                 } else if pk.rreq as usize * RTS_BLOCK_BYTES <= payload.len() {
-                    let blocks = payload
+                    payload
                         .chunks_exact(RTS_BLOCK_BYTES)
                         .take(pk.rreq as usize)
                         .map(|b| (word(&b[..8]), word(&b[8..])))
-                        .collect();
-                    (blocks, 0)
+                        .collect()
                 } else {
-                    (self.read_block_list(src, pk.addr, pk.rreq as usize), 0)
+                    self.read_block_list(src, pk.addr, pk.rreq as usize)
                 };
-                let body = Body::Rts { addr: pk.addr, sreq: pk.sreq, blocks, packed_upto };
+                let body = Body::Rts { addr: pk.addr, sreq: pk.sreq, blocks, stream };
                 self.on_message(Unexpected { env, from: src, len: pk.len as usize, body })
             }
             kind::ACK => self.complete_send(pk.sreq),
@@ -1007,13 +1090,7 @@ impl Engine {
                 self.complete_send(pk.sreq)
             }
             kind::HELP => self.help_split(src, &pk),
-            kind::CTS => {
-                // Streaming copies contiguous bytes out of the send buffer.
-                if let Some(Request { op: Op::Send { buf, .. }, .. }) = self.reqs.get_mut(pk.sreq) {
-                    buf.ensure_packed();
-                }
-                self.push_out(src, Out::Data { req: pk.sreq, rreq: pk.rreq, offset: 0 })
-            }
+            kind::CTS => self.push_out(src, Out::Data { req: pk.sreq, rreq: pk.rreq, offset: 0 }),
             kind::DATA => {
                 let req = pk.rreq;
                 let r = self.reqs.get_mut(req).expect("data for an unknown receive");
@@ -1022,7 +1099,7 @@ impl Engine {
                 let cap = buf.capacity();
                 if off < cap {
                     let n = payload.len().min(cap - off);
-                    buf.slice_mut(off, n).copy_from_slice(&payload[..n]);
+                    buf.put(off, &payload[..n]);
                 }
                 *arrived += payload.len();
                 if *arrived >= *expected {

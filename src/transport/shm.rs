@@ -575,6 +575,37 @@ impl Segment {
         Self::advance(&mut self.send_rings[dst], self.geo.nslots);
     }
 
+    /// `send_eager` of `len` bytes written by `fill` (it gets exactly `len` bytes of the slot)
+    /// instead of copied from a slice: a sender packs non-contiguous data straight into the
+    /// slot. Same contract as `send`.
+    pub fn send_eager_with(
+        &mut self,
+        dst: usize,
+        context: u32,
+        src: i32,
+        tag: i32,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) {
+        debug_assert!(len <= self.geo.payload_capacity());
+        if len > COMPACT_MAX_LEN {
+            let pk = Packet { kind: EAGER_KIND, context, src, tag, len: len as u64, ..Default::default() };
+            return self.send(dst, &pk, |slot| fill(&mut slot[..len]));
+        }
+        let p = self.slot_at(self.send_rings[dst]);
+        let h = p as *mut CompactHeader;
+        // SAFETY: as in `send_eager`: the slot is empty (caller checked `can_send`), header and
+        // `len` payload bytes lie inside it.
+        unsafe {
+            (*h).context = context;
+            (*h).src = src;
+            (*h).tag = tag;
+            fill(std::slice::from_raw_parts_mut(p.add(COMPACT_HEADER), len));
+            (*h).flag.store(FLAG_FULL | FLAG_COMPACT | ((len as u32) << COMPACT_LEN_SHIFT), Ordering::Release);
+        }
+        Self::advance(&mut self.send_rings[dst], self.geo.nslots);
+    }
+
     /// The next full slot from `src`, if any.
     #[inline]
     pub fn peek(&self, src: usize) -> Option<Incoming<'_>> {
@@ -927,7 +958,51 @@ impl<'a, A: Copy + TryInto<usize>> BlockCursor<'a, A> {
 /// Every local block must be memory this process may write and nothing else reads or writes
 /// during the call.
 pub unsafe fn cma_readv(pid: u32, local: &[(usize, usize)], remote: &[(u64, u64)], len: usize) -> io::Result<()> {
+    // SAFETY: forwarded from the caller.
+    unsafe { cma_rwv(pid, local, remote, 0..len, false) }
+}
+
+/// `cma_readv` of bytes `range` of the data the two lists describe (a chunk of a transfer
+/// shared with the peer).
+///
+/// # Safety
+/// As for `cma_readv`, for the local blocks holding `range`.
+pub unsafe fn cma_readv_range(
+    pid: u32,
+    local: &[(usize, usize)],
+    remote: &[(u64, u64)],
+    range: std::ops::Range<usize>,
+) -> io::Result<()> {
+    // SAFETY: forwarded from the caller.
+    unsafe { cma_rwv(pid, local, remote, range, false) }
+}
+
+/// Single-copy scatter/gather write of bytes `range` of the data described by the blocks
+/// `local` of this process into the blocks `remote` of process `pid` (process_vm_writev).
+pub fn cma_writev_range(
+    pid: u32,
+    local: &[(usize, usize)],
+    remote: &[(u64, u64)],
+    range: std::ops::Range<usize>,
+) -> io::Result<()> {
+    // SAFETY: a write only reads local memory; the kernel checks the remote blocks.
+    unsafe { cma_rwv(pid, local, remote, range, true) }
+}
+
+/// # Safety
+/// When reading (`write` false), every local block holding `range` must be memory this
+/// process may write and nothing else accesses during the call; when writing, readable.
+unsafe fn cma_rwv(
+    pid: u32,
+    local: &[(usize, usize)],
+    remote: &[(u64, u64)],
+    range: std::ops::Range<usize>,
+    write: bool,
+) -> io::Result<()> {
     let (mut l, mut r) = (BlockCursor::new(local), BlockCursor::new(remote));
+    l.advance(range.start);
+    r.advance(range.start);
+    let len = range.len();
     let mut done = 0;
     while done < len {
         let (_, rbytes) = r.batch(len - done);
@@ -936,10 +1011,11 @@ pub unsafe fn cma_readv(pid: u32, local: &[(usize, usize)], remote: &[(u64, u64)
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "block lists shorter than the message"));
         }
         let (riov, _) = r.batch(lbytes);
-        // SAFETY: local iovecs cover writable memory (caller contract); the kernel checks the
-        // remote ones against the other process.
+        let call = if write { libc::process_vm_writev } else { libc::process_vm_readv };
+        // SAFETY: local iovecs cover memory we may access that way (caller contract); the
+        // kernel checks the remote ones against the other process.
         let n = unsafe {
-            libc::process_vm_readv(
+            call(
                 pid as libc::pid_t,
                 liov.as_ptr(),
                 liov.len() as libc::c_ulong,
