@@ -51,7 +51,7 @@ pub const TUNABLES: &[Tunable] = &[
     },
     Tunable {
         name: SHM_SLOTS,
-        default: "128/ranks, within 4..64",
+        default: "256/ranks, within 4..64",
         what: "slots per ring between two ranks (memory: ranks^2 * slots * slot size)",
     },
     Tunable {

@@ -156,9 +156,12 @@ impl Geometry {
     /// Default geometry: slots of SLOT_PAYLOAD_MIN payload bytes (more when the eager limit is
     /// larger); fewer slots per ring as ranks grow so the segment stays O(ranks^2 * small).
     pub fn for_ranks(nranks: usize) -> Geometry {
-        // 64 slots at np 2: a window of 64 messages in flight fits the ring (windowed bandwidth
-        // of 1-4 KiB messages 1.4-1.5x that of 16 slots, docs/performance.md).
-        let nslots = config::usize_var(config::SHM_SLOTS).unwrap_or((128 / nranks.max(1)).clamp(4, 64));
+        // 64 slots at np 2 and 4: a window of 64 messages in flight fits the ring (windowed
+        // bandwidth of 1-4 KiB messages 1.4-1.5x that of 16 slots); 32 at np 8: with 8 ranks on
+        // 2 cores the members of a small gather or scatter run that many calls ahead of a
+        // descheduled root before they block (gather of 1 B at np 8: 9-73 us per call with 16
+        // slots, about 1 us with 32 or 64; docs/performance.md).
+        let nslots = config::usize_var(config::SHM_SLOTS).unwrap_or((256 / nranks.max(1)).clamp(4, 64));
         let payload = config::usize_var(config::EAGER_LIMIT).unwrap_or(EAGER_LIMIT_DEFAULT).max(SLOT_PAYLOAD_MIN);
         let slot_size = (SLOT_HEADER + payload).div_ceil(CACHE_LINE) * CACHE_LINE;
         Geometry { nranks, nslots, slot_size }
