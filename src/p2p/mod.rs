@@ -171,6 +171,10 @@ impl WaitPolicy {
     }
 }
 
+/// Shortest time between two moves off a CPU shared with another rank
+/// (`Segment::move_off_shared_cpu`): each costs two system calls and a migration.
+const MOVE_OFF_INTERVAL: Duration = Duration::from_millis(2);
+
 /// Idle polls between two looks at the clock while waiting.
 const POLLS_PER_CLOCK_READ: u32 = 32;
 
@@ -216,6 +220,8 @@ pub struct Engine {
     split_gen: u32,
     /// Shared transfers waiting for the sender's last chunks.
     splits: Vec<Split>,
+    /// When this rank last moved off a CPU it shared with another rank (`wait_until`).
+    last_move_off: Option<Instant>,
     /// Per peer: rendezvous sends to it announced and not finished yet. A peer that still has
     /// messages of ours to copy is busy, so it is not asked to share the copy of its own
     /// messages to us (in bidirectional traffic each rank reads its own, in one call).
@@ -248,6 +254,7 @@ impl Engine {
             board_busy: vec![0; nranks],
             split_gen: 0,
             splits: Vec::new(),
+            last_move_off: None,
             rndv_out: vec![0; nranks],
             reqs: Slab::default(),
             plans: buffers::PlanCache::default(),
@@ -1285,6 +1292,15 @@ impl Engine {
                 // core) runs only when this one gives the CPU up: yield at once instead of
                 // spinning the budget away on every hand-off.
                 if self.shm.as_ref().is_some_and(|seg| seg.track_cpu()) {
+                    // Now and then, also leave the shared CPU for one where no rank of the job
+                    // runs (at most once per `MOVE_OFF_INTERVAL`).
+                    let now = Instant::now();
+                    if self.last_move_off.is_none_or(|t| now.duration_since(t) >= MOVE_OFF_INTERVAL) {
+                        self.last_move_off = Some(now);
+                        if let Some(seg) = &self.shm {
+                            seg.move_off_shared_cpu();
+                        }
+                    }
                     std::thread::yield_now();
                 } else {
                     std::hint::spin_loop();
