@@ -171,6 +171,37 @@ impl WaitPolicy {
     }
 }
 
+/// Sender side of shared transfer `entry` to `to`: claims chunks from the back of the `len`
+/// bytes until the two ranks meet, writing each byte range with `write`, then rings the
+/// receiver (it may be about to sleep). False when a write failed (no more shared copies with
+/// that peer; the receiver copies the chunk itself).
+fn write_claimed_chunks(
+    seg: &Segment,
+    to: usize,
+    entry: usize,
+    generation: u32,
+    len: usize,
+    mut write: impl FnMut(std::ops::Range<usize>) -> bool,
+) -> bool {
+    let chunk = split_chunk(len);
+    let mut wrote = false;
+    let mut ok = true;
+    while let Some(c) = seg.split_claim_back(to, entry, generation) {
+        let off = c * chunk;
+        ok = write(off..off + chunk.min(len - off));
+        seg.split_chunk_done(to, entry, c, ok);
+        wrote = true;
+        if !ok {
+            log::debug!("single-copy write to rank {to} failed; no more shared copies with it");
+            break;
+        }
+    }
+    if wrote {
+        seg.notify(to);
+    }
+    ok
+}
+
 /// Shortest time between two moves off a CPU shared with another rank
 /// (`Segment::move_off_shared_cpu`): each costs two system calls and a migration.
 const MOVE_OFF_INTERVAL: Duration = Duration::from_millis(2);
@@ -782,23 +813,12 @@ impl Engine {
         if bytes.len() < len {
             return;
         }
+        let addr = pk.addr;
         let seg = self.shm.as_ref().unwrap();
-        let chunk = split_chunk(len);
-        let mut wrote = false;
-        while let Some(c) = seg.split_claim_back(to, entry, generation) {
-            let off = c * chunk;
-            let n = chunk.min(len - off);
-            let ok = shm::cma_write(pid, pk.addr + off as u64, &bytes[off..off + n]).is_ok();
-            seg.split_chunk_done(to, entry, c, ok);
-            wrote = true;
-            if !ok {
-                log::debug!("single-copy write to rank {to} failed; no more shared copies with it");
-                self.split_peer[to] = false;
-                break;
-            }
-        }
-        if wrote {
-            seg.notify(to);
+        if !write_claimed_chunks(seg, to, entry, generation, len, |r| {
+            shm::cma_write(pid, addr + r.start as u64, &bytes[r]).is_ok()
+        }) {
+            self.split_peer[to] = false;
         }
     }
 
@@ -823,22 +843,10 @@ impl Engine {
             return;
         }
         let seg = self.shm.as_ref().unwrap();
-        let chunk = split_chunk(len);
-        let mut wrote = false;
-        while let Some(c) = seg.split_claim_back(to, entry, generation) {
-            let off = c * chunk;
-            let n = chunk.min(len - off);
-            let ok = shm::cma_writev_range(pid, &mine, &theirs, off..off + n).is_ok();
-            seg.split_chunk_done(to, entry, c, ok);
-            wrote = true;
-            if !ok {
-                log::debug!("single-copy write to rank {to} failed; no more shared copies with it");
-                self.split_peer[to] = false;
-                break;
-            }
-        }
-        if wrote {
-            seg.notify(to);
+        if !write_claimed_chunks(seg, to, entry, generation, len, |r| {
+            shm::cma_writev_range(pid, &mine, &theirs, r).is_ok()
+        }) {
+            self.split_peer[to] = false;
         }
     }
 
