@@ -116,6 +116,44 @@ fn fold_out(g: &mut Group, acc: &mut Acc, v: &Vecs, newrank: Option<usize>, tag:
     Ok(())
 }
 
+/// One step of recursive halving (`halving_steps`): the partner's folded rank and the windows
+/// of pieces, `[lo, hi)` indices into the folded displacements, this member sends and keeps.
+pub(super) struct HalvingStep {
+    pub partner: usize,
+    pub send: (usize, usize),
+    pub recv: (usize, usize),
+}
+
+/// The steps of recursive halving for folded rank `nr` among `pof2` members (partners at
+/// distance pof2/2 first): every step halves the window of pieces this member still reduces.
+pub(super) fn halving_steps(nr: usize, pof2: usize) -> impl Iterator<Item = HalvingStep> {
+    let (mut send_idx, mut recv_idx, mut last_idx) = (0, 0, pof2);
+    let mut mask = pof2 >> 1;
+    std::iter::from_fn(move || {
+        if mask == 0 {
+            return None;
+        }
+        let partner = nr ^ mask;
+        let (send, recv) = if nr < partner {
+            send_idx = recv_idx + mask;
+            ((send_idx, last_idx), (recv_idx, send_idx))
+        } else {
+            recv_idx = send_idx + mask;
+            ((send_idx, recv_idx), (recv_idx, last_idx))
+        };
+        send_idx = recv_idx;
+        last_idx = recv_idx + mask;
+        mask >>= 1;
+        Some(HalvingStep { partner, send, recv })
+    })
+}
+
+/// Element displacements of the `pof2` pieces after folding `rem` pairs (`fold_in`): a folded
+/// pair owns both its members' blocks; `total` closes the list.
+pub(super) fn folded_displacements(disp: &[usize], pof2: usize, rem: usize, total: usize) -> Vec<usize> {
+    (0..pof2).map(|i| disp[if i < rem { 2 * i } else { i + rem }]).chain(std::iter::once(total)).collect()
+}
+
 /// The member (communicator rank) behind number `nr` of the power-of-two group (also used by
 /// the schedules in `coll::sched`, which must split and pair exactly as this module does).
 pub(super) fn real_rank(nr: usize, rem: usize) -> usize {
@@ -307,21 +345,9 @@ pub(super) fn reduce_scatter_halving(
         } else {
             r - rem
         };
-        // The pieces of the power-of-two group: a folded pair owns both its members' blocks.
-        let newdisp: Vec<usize> =
-            (0..pof2).map(|i| disp[if i < rem { 2 * i } else { i + rem }]).chain(std::iter::once(total)).collect();
-        let (mut send_idx, mut recv_idx, mut last_idx) = (0, 0, pof2);
-        let mut mask = pof2 >> 1;
-        while mask > 0 {
-            let newdst = nr ^ mask;
-            let dst = real_rank(newdst, rem);
-            let (send, recv) = if nr < newdst {
-                send_idx = recv_idx + mask;
-                ((send_idx, last_idx), (recv_idx, send_idx))
-            } else {
-                recv_idx = send_idx + mask;
-                ((send_idx, recv_idx), (recv_idx, last_idx))
-            };
+        let newdisp = folded_displacements(&disp, pof2, rem, total);
+        for HalvingStep { partner, send, recv } in halving_steps(nr, pof2) {
+            let dst = real_rank(partner, rem);
             let (slo, shi, rlo, rhi) = (newdisp[send.0], newdisp[send.1], newdisp[recv.0], newdisp[recv.1]);
             // The partner's half of the window comes into `tmp`, or for the first exchange
             // straight into `acc`, where the input is then combined in.
@@ -344,9 +370,6 @@ pub(super) fn reduce_scatter_halving(
                 red.apply(input_part(rlo, rhi), part(accp, rlo, rhi));
             }
             combined = true;
-            send_idx = recv_idx;
-            last_idx = recv_idx + mask;
-            mask >>= 1;
         }
         if r < 2 * rem {
             let (lo, hi) = (disp[r - 1], disp[r]);

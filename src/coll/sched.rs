@@ -20,7 +20,7 @@
 //! `tag::NBC_BASE + seq * 8 + phase` on the collective context, above every blocking
 //! collective's tag, so collectives in flight together never take each other's messages.
 
-use super::allreduce::{pieces, real_rank};
+use super::allreduce::{HalvingStep, folded_displacements, halving_steps, pieces, real_rank};
 use super::tune::{self, pof2_below};
 use super::{Block, Group, tag};
 use crate::abi::consts::*;
@@ -1095,26 +1095,12 @@ fn reduce_scatter_halving(s: &mut Schedule, acc: usize, disp: &[usize]) {
         s.put(mine, 0);
         return;
     };
-    let newdisp: Vec<usize> =
-        (0..pof2).map(|i| disp[if i < rem { 2 * i } else { i + rem }]).chain(std::iter::once(total)).collect();
-    let (mut send_idx, mut recv_idx, mut last_idx) = (0, 0, pof2);
-    let mut mask = pof2 >> 1;
-    while mask > 0 {
-        let newdst = nr ^ mask;
-        let dst = real_rank(newdst, rem);
-        let (send, recv) = if nr < newdst {
-            send_idx = recv_idx + mask;
-            ((send_idx, last_idx), (recv_idx, send_idx))
-        } else {
-            recv_idx = send_idx + mask;
-            ((send_idx, recv_idx), (recv_idx, last_idx))
-        };
+    let newdisp = folded_displacements(&disp, pof2, rem, total);
+    for HalvingStep { partner, send, recv } in halving_steps(nr, pof2) {
+        let dst = real_rank(partner, rem);
         let part = s.slice(acc, newdisp[send.0]..newdisp[send.1]);
         let got = s.exchange(dst, part, dst, newdisp[recv.1] - newdisp[recv.0], PH_MAIN);
         s.combine(got, acc, newdisp[recv.0], dst < r);
-        send_idx = recv_idx;
-        last_idx = recv_idx + mask;
-        mask >>= 1;
     }
     if r < 2 * rem {
         let lower = s.slice(acc, disp[r - 1]..disp[r]);
