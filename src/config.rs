@@ -33,6 +33,8 @@ pub const ALLTOALL_MEDIUM: &str = "OXMPI_ALLTOALL_MEDIUM";
 pub const GATHER_ALG: &str = "OXMPI_GATHER_ALG";
 pub const GATHER_LARGE: &str = "OXMPI_GATHER_LARGE";
 pub const COLL_DETACH_MAX: &str = "OXMPI_COLL_DETACH_MAX";
+pub const COLL_PIECE_MAX: &str = "OXMPI_COLL_PIECE_MAX";
+pub const COLL_PIECES: &str = "OXMPI_COLL_PIECES";
 pub const REDUCE_SCATTER_ALG: &str = "OXMPI_REDUCE_SCATTER_ALG";
 pub const REDUCE_SCATTER_LONG: &str = "OXMPI_REDUCE_SCATTER_LONG";
 pub const REDUCE_SCATTER_DIRECT: &str = "OXMPI_REDUCE_SCATTER_DIRECT";
@@ -154,6 +156,16 @@ pub const TUNABLES: &[Tunable] = &[
         name: COLL_DETACH_MAX,
         default: "4096",
         what: "when ranks outnumber cores, scatter sends of at most this many bytes are copied when the peer's ring is full, so the root returns without waiting for the receiver",
+    },
+    Tunable {
+        name: COLL_PIECE_MAX,
+        default: "524288",
+        what: "when ranks outnumber cores, gather and scatter blocks above the eager limit travel as eager pieces instead of one rendezvous message while block bytes times members are at most this; 0: off",
+    },
+    Tunable {
+        name: COLL_PIECES,
+        default: "auto",
+        what: "1: gather and scatter blocks travel in eager pieces (as OXMPI_COLL_PIECE_MAX allows) at any rank count; 0: never; auto: when ranks outnumber cores",
     },
     Tunable {
         name: REDUCE_SCATTER_ALG,

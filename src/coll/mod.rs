@@ -206,15 +206,6 @@ impl<'a> Group<'a> {
         self.engine.free_request(req);
     }
 
-    /// `send_block` of the `len` bytes at `data`.
-    ///
-    /// # Safety
-    /// As `isend_block`.
-    unsafe fn send_bytes(&mut self, to: usize, tag: i32, data: *const u8, len: usize, sends: &mut Vec<u32>) {
-        // SAFETY: caller contract.
-        unsafe { self.send_block(to, tag, data, &Block::bytes_at(0, len), sends) }
-    }
-
     /// Starts a send of the `len` bytes at `data`; returns the request (`finish_sends`).
     ///
     /// # Safety
@@ -301,6 +292,167 @@ impl<'a> Group<'a> {
         self.finish_recvs(&[q])
     }
 
+    /// The piece size a gather or scatter block of `len` bytes travels in (`tune::Tuning::piece`).
+    fn piece(&self, len: usize) -> Option<usize> {
+        tune::get().piece(len, self.size(), self.engine.nranks, self.engine.eager_limit())
+    }
+
+    /// Sends block `b` of the memory at `mem` to `to` as a gather or scatter block: in eager
+    /// pieces where `piece` says so (each copied into the peer's ring now when it has room,
+    /// else sent in place and listed in `sends`), otherwise as one message, detached when
+    /// `detach` (`send_block`) or in place.
+    ///
+    /// # Safety
+    /// As `isend_block`.
+    unsafe fn send_rooted(
+        &mut self,
+        to: usize,
+        tag: i32,
+        mem: *const u8,
+        b: &Block,
+        detach: bool,
+        sends: &mut Vec<u32>,
+    ) {
+        let len = b.bytes();
+        let Some(piece) = self.piece(len) else {
+            // SAFETY: caller contract.
+            return unsafe {
+                if detach {
+                    self.send_block(to, tag, mem, b, sends)
+                } else {
+                    sends.push(self.isend_block(to, tag, mem, b))
+                }
+            };
+        };
+        let env = Envelope { ctx: self.ctx, src: self.rank as i32, tag };
+        let dst = self.members[to];
+        let Some(at) = b.layout.contiguous_at() else {
+            // Rare: packed once, the pieces sent from the copy and left to complete.
+            // SAFETY: caller contract.
+            let packed = unsafe { b.layout.pack_to_vec(b.base(mem), b.count, 0..len) };
+            for c in packed.chunks(piece) {
+                self.send(to, tag, c.to_vec());
+            }
+            return;
+        };
+        let data = b.base(mem).wrapping_offset(at);
+        let mut start = 0;
+        while start < len {
+            let n = piece.min(len - start);
+            // SAFETY: caller contract: the block's `len` bytes lie from `data`.
+            let bytes = unsafe { std::slice::from_raw_parts(data.add(start), n) };
+            if !self.engine.try_send_eager_now(dst, env, bytes) {
+                // SAFETY: as above; the caller waits for `sends`.
+                sends.push(unsafe { self.isend_bytes(to, tag, data.add(start), n) });
+            }
+            start += n;
+        }
+    }
+
+    /// Starts receiving each part `(member, memory, block of that memory)` of a gather or
+    /// scatter: as one message, or as the pieces `send_rooted` sends (straight into the block
+    /// when it is contiguous, else staged); messages already there are taken at once
+    /// (`recv_now`), receives posted for the others. Finish with `finish_rooted`.
+    ///
+    /// # Safety
+    /// As `irecv_block`, for every part; the parts do not overlap.
+    unsafe fn start_rooted(&mut self, parts: &[(usize, *mut u8, Block)], tag: i32) -> Incoming {
+        let mut inc = Incoming::default();
+        // (member, memory, block, bytes it must bring or None).
+        let mut pieces: Vec<(usize, *mut u8, Block, Option<usize>)> = Vec::new();
+        let eager = self.engine.eager_limit();
+        for (from, mem, b) in parts {
+            let len = b.bytes();
+            match self.piece(len) {
+                _ if len == 0 => {}
+                // A message above the eager limit whose sender used pieces would be short.
+                None => pieces.push((*from, *mem, b.clone(), (len > eager).then_some(len))),
+                Some(piece) => {
+                    let (at, offset) = if b.is_contiguous() {
+                        (*mem, b.offset)
+                    } else {
+                        let mut s = scratch(len);
+                        let at = s.as_mut_ptr();
+                        inc.staged.push((s, *mem, b.clone()));
+                        (at, 0)
+                    };
+                    let mut start = 0;
+                    while start < len {
+                        let n = piece.min(len - start);
+                        pieces.push((*from, at, Block::bytes_at(offset + start, n), Some(n)));
+                        start += n;
+                    }
+                }
+            }
+        }
+        // Every part is tried before any is posted: the fast path needs an empty posted queue.
+        // Once a member's piece is not there, its later pieces are posted too: the missing
+        // one may arrive meanwhile, and the fast path would take it for a later one.
+        // SAFETY (both loops): caller contract; staging buffers are ours until finished.
+        let mut late: Vec<usize> = Vec::new();
+        pieces.retain(|(from, mem, b, _)| {
+            let taken = !late.contains(from) && unsafe { self.recv_now(*from, tag, *mem, b) };
+            if !taken {
+                late.push(*from);
+            }
+            !taken
+        });
+        for (from, mem, b, len) in &pieces {
+            inc.reqs.push((unsafe { self.irecv_block(*from, tag, *mem, b) }, *len));
+        }
+        inc
+    }
+
+    /// Receives block `b` of the memory at `mem` from `from` as a gather or scatter block (in
+    /// pieces where `piece` says so, else as `recv_one`).
+    ///
+    /// # Safety
+    /// As `irecv_block`.
+    unsafe fn recv_rooted(&mut self, from: usize, tag: i32, mem: *mut u8, b: &Block) -> MpiResult<()> {
+        if self.piece(b.bytes()).is_none() {
+            // SAFETY: caller contract.
+            return unsafe { self.recv_one(from, tag, mem, b) };
+        }
+        // SAFETY: caller contract.
+        let inc = unsafe { self.start_rooted(&[(from, mem, b.clone())], tag) };
+        self.finish_rooted(inc)
+    }
+
+    /// Waits for the receives of `start_rooted` and unpacks the staged blocks.
+    /// A message shorter than its part is an error too: both ends choose pieces alike unless
+    /// their machines or settings differ (see `tune::Tuning::piece`).
+    fn finish_rooted(&mut self, inc: Incoming) -> MpiResult<()> {
+        self.engine.wait_until(|e| inc.reqs.iter().all(|&(r, _)| e.is_complete(r)));
+        let mut result = Ok(());
+        for &(q, len) in &inc.reqs {
+            let r = self.engine.reqs.remove(q).expect("collective receive request vanished");
+            if result.is_ok() {
+                result = check_truncation(&r.status);
+            }
+            if result.is_ok() && len.is_some_and(|len| r.status.bytes != len) {
+                result = err(
+                    MPI_ERR_TRUNCATE,
+                    format!(
+                        "rank {} sent {} bytes where {} were expected (counts or types differ between ranks, \
+                         or the ranks disagree on {})",
+                        r.status.source,
+                        r.status.bytes,
+                        len.unwrap_or(0),
+                        crate::config::COLL_PIECE_MAX
+                    ),
+                );
+            }
+        }
+        for (s, mem, b) in inc.staged {
+            if result.is_ok() {
+                // SAFETY: the staged bytes were received; `mem` holds block `b` (start_rooted).
+                unsafe { copy_block(s.as_ptr(), &Block::bytes_at(0, s.len()), mem, &b) };
+            }
+            recycle(s);
+        }
+        result
+    }
+
     /// Posts a receive of up to `len` bytes into `data`; returns the request (`finish_recvs`).
     ///
     /// # Safety
@@ -367,6 +519,15 @@ impl<'a> Group<'a> {
         self.wait_all(&[r]);
         self.take(r)
     }
+}
+
+/// Receives under way for a gather or scatter (`Group::start_rooted`): the requests, and the
+/// staging buffers of pieces bound for non-contiguous blocks `(staging, memory, block)`.
+#[derive(Default)]
+struct Incoming {
+    /// Requests and the bytes each must bring (None: up to its size).
+    reqs: Vec<(u32, Option<usize>)>,
+    staged: Vec<(Vec<u8>, *mut u8, Block)>,
 }
 
 /// One block of a user buffer: `count` elements of `layout` at byte `offset`.
@@ -903,20 +1064,31 @@ pub fn gather(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) -
         }
         return g.with_sends(|g, sends| {
             // SAFETY: the user's send buffer, unchanged during the call; waited for by with_sends.
-            sends.push(unsafe { g.isend_block(root, tag::GATHER, in_ptr(&s), &s.blocks[0]) });
+            unsafe { g.send_rooted(root, tag::GATHER, in_ptr(&s), &s.blocks[0], false, sends) };
             Ok(())
         });
     }
     let out = recv.expect("the root has a receive buffer");
     let base = out.mem.as_mut_ptr();
-    // SAFETY: the user's receive buffer, ours for the call; finish_recvs waits for them.
     let blocks = &out.blocks;
-    let reqs = unsafe { g.recv_each((root + 1..n).chain(0..root).map(|i| (i, &blocks[i])), tag::GATHER, base) };
-    if let Some(s) = &send {
-        // SAFETY: distinct user buffers (an overlapping input was copied); the own block is
-        // not being received into.
-        unsafe { copy_block(in_ptr(s), &s.blocks[0], base, &out.blocks[root]) };
+    let own = |s: &Option<In>| {
+        if let Some(s) = s {
+            // SAFETY: distinct user buffers (an overlapping input was copied); the own block is
+            // not being received into.
+            unsafe { copy_block(in_ptr(s), &s.blocks[0], base, &blocks[root]) };
+        }
+    };
+    let others = (root + 1..n).chain(0..root);
+    if others.clone().any(|i| g.piece(blocks[i].bytes()).is_some()) {
+        let parts: Vec<(usize, *mut u8, Block)> = others.map(|i| (i, base, blocks[i].clone())).collect();
+        // SAFETY: the user's receive buffer, ours for the call; finish_rooted waits for them.
+        let inc = unsafe { g.start_rooted(&parts, tag::GATHER) };
+        own(&send);
+        return g.finish_rooted(inc);
     }
+    // SAFETY: the user's receive buffer, ours for the call; finish_recvs waits for them.
+    let reqs = unsafe { g.recv_each(others.map(|i| (i, &blocks[i])), tag::GATHER, base) };
+    own(&send);
     g.finish_recvs(&reqs)
 }
 
@@ -931,7 +1103,7 @@ pub fn scatter(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) 
             return Ok(());
         }
         // SAFETY: the user's receive buffer, ours for the call.
-        return unsafe { g.recv_one(root, tag::SCATTER, out.mem.as_mut_ptr(), &out.blocks[0]) };
+        return unsafe { g.recv_rooted(root, tag::SCATTER, out.mem.as_mut_ptr(), &out.blocks[0]) };
     }
     let s = send.expect("the root has a send buffer");
     let src = in_ptr(&s);
@@ -939,7 +1111,7 @@ pub fn scatter(g: &mut Group, send: Option<In>, recv: Option<Out>, root: usize) 
         for i in (root + 1..n).chain(0..root) {
             if s.blocks[i].bytes() > 0 {
                 // SAFETY: the user's send buffer, unchanged during the call.
-                unsafe { g.send_block(i, tag::SCATTER, src, &s.blocks[i], sends) };
+                unsafe { g.send_rooted(i, tag::SCATTER, src, &s.blocks[i], true, sends) };
             }
         }
         if let Some(out) = recv {
@@ -978,7 +1150,7 @@ pub fn gather_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root: 
         let s = send.expect("non-root members send");
         return g.with_sends(|g, sends| {
             // SAFETY: the user's send buffer, unchanged during the call.
-            sends.push(unsafe { g.isend_block(real(vr - low), tag::GATHER, in_ptr(&s), &s.blocks[0]) });
+            unsafe { g.send_rooted(real(vr - low), tag::GATHER, in_ptr(&s), &s.blocks[0], false, sends) };
             Ok(())
         });
     }
@@ -990,12 +1162,12 @@ pub fn gather_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root: 
         // SAFETY: `buf` holds `blocks` blocks; the receives are finished before it is read,
         // the send before it is dropped.
         let result = g.with_sends(|g, sends| unsafe {
-            let parts: Vec<(usize, Block)> =
-                children.iter().map(|&(c, k)| (real(c), Block::bytes_at((c - vr) * block, k * block))).collect();
-            let reqs = g.recv_each(parts.iter().map(|(i, b)| (*i, b)), tag::GATHER, at);
+            let parts: Vec<(usize, *mut u8, Block)> =
+                children.iter().map(|&(c, k)| (real(c), at, Block::bytes_at((c - vr) * block, k * block))).collect();
+            let inc = g.start_rooted(&parts, tag::GATHER);
             copy_block(in_ptr(&s), &s.blocks[0], at, &Block::bytes_at(0, block));
-            g.finish_recvs(&reqs)?;
-            sends.push(g.isend_bytes(real(vr - low), tag::GATHER, at, blocks * block));
+            g.finish_rooted(inc)?;
+            g.send_rooted(real(vr - low), tag::GATHER, at, &Block::bytes_at(0, blocks * block), false, sends);
             Ok(())
         });
         recycle(buf);
@@ -1009,7 +1181,6 @@ pub fn gather_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root: 
     let direct = dense_image(base, &out.blocks, &off);
     let mut staging = Vec::new();
     let mut staged = Vec::new();
-    let mut reqs = Vec::new();
     // Where each child's subtree lands: straight in the user's buffer, or staged.
     let mut places = Vec::with_capacity(children.len());
     for &(c, k) in &children {
@@ -1026,19 +1197,14 @@ pub fn gather_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root: 
         };
         places.push((real(c), at, Block::bytes_at(0, k * block)));
     }
-    // Subtrees already there first (the fast path needs an empty posted queue), then the rest.
     // SAFETY: the user's receive buffer or our staging, ours for the call; every part is
     // written only by its receive, finished below before it is read.
-    places.retain(|(from, at, b)| !unsafe { g.recv_now(*from, tag::GATHER, *at, b) });
-    for (from, at, b) in &places {
-        // SAFETY: as above.
-        reqs.push(unsafe { g.irecv_block(*from, tag::GATHER, *at, b) });
-    }
+    let inc = unsafe { g.start_rooted(&places, tag::GATHER) };
     if let Some(s) = &send {
         // SAFETY: distinct user buffers; the own block is not being received into.
         unsafe { copy_block(in_ptr(s), &s.blocks[0], base, &out.blocks[root]) };
     }
-    let result = g.finish_recvs(&reqs);
+    let result = g.finish_rooted(inc);
     for (c, k) in staged {
         for v in c..c + k {
             // SAFETY: the staged blocks were received; the user's buffer is ours.
@@ -1083,7 +1249,7 @@ pub fn scatter_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root:
                 };
                 if direct.is_some() && start + k <= n {
                     // SAFETY: the user's send buffer, unchanged during the call.
-                    unsafe { g.send_bytes(real(c), tag::SCATTER, at, len, sends) };
+                    unsafe { g.send_rooted(real(c), tag::SCATTER, at, &Block::bytes_at(0, len), true, sends) };
                     continue;
                 }
                 if staging.is_empty() {
@@ -1095,7 +1261,9 @@ pub fn scatter_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root:
                     unsafe { copy_block(src, &s.blocks[real(v)], st, &Block::bytes_at(v * block, block)) };
                 }
                 // SAFETY: the staging buffer outlives the send (with_sends waits for it).
-                unsafe { g.send_bytes(real(c), tag::SCATTER, st.add(c * block), k * block, sends) };
+                unsafe {
+                    g.send_rooted(real(c), tag::SCATTER, st.add(c * block), &Block::bytes_at(0, k * block), true, sends)
+                };
             }
             if let Some(out) = recv {
                 // SAFETY: distinct user buffers.
@@ -1111,7 +1279,7 @@ pub fn scatter_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root:
     if children.is_empty() {
         // A leaf receives its block straight into the user's buffer.
         // SAFETY: the user's receive buffer, ours for the call.
-        return unsafe { g.recv_one(parent, tag::SCATTER, out.mem.as_mut_ptr(), &out.blocks[0]) };
+        return unsafe { g.recv_rooted(parent, tag::SCATTER, out.mem.as_mut_ptr(), &out.blocks[0]) };
     }
     let blocks = low.min(n - vr);
     let mut buf = scratch(blocks * block);
@@ -1119,9 +1287,9 @@ pub fn scatter_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root:
     // SAFETY: `buf` holds the subtree's blocks; received before it is forwarded, and the
     // sends are waited for (with_sends) before it is dropped.
     let result = g.with_sends(|g, sends| unsafe {
-        g.recv_one(parent, tag::SCATTER, at, &Block::bytes_at(0, blocks * block))?;
+        g.recv_rooted(parent, tag::SCATTER, at, &Block::bytes_at(0, blocks * block))?;
         for &(c, k) in children.iter().rev() {
-            g.send_bytes(real(c), tag::SCATTER, at.add((c - vr) * block), k * block, sends);
+            g.send_rooted(real(c), tag::SCATTER, at.add((c - vr) * block), &Block::bytes_at(0, k * block), true, sends);
         }
         copy_block(at, &Block::bytes_at(0, block), out.mem.as_mut_ptr(), &out.blocks[0]);
         Ok(())

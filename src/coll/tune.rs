@@ -100,6 +100,12 @@ pub struct Tuning {
     /// When ranks outnumber cores, scatter sends of at most this many bytes never hold a call
     /// (`Group::send_block`).
     pub detach_max: usize,
+    /// When ranks outnumber cores, gather and scatter blocks above the eager limit travel as
+    /// eager pieces instead of one rendezvous message while the block times the number of
+    /// members is at most this many bytes (`piece`).
+    pub piece_max: usize,
+    /// Pieces forced on or off (None: when ranks outnumber cores).
+    pub pieces: Option<bool>,
     /// Cores of this machine (ranks beyond them share cores).
     pub cores: usize,
     pub reduce_scatter: Option<ReduceScatter>,
@@ -136,6 +142,8 @@ impl Default for Tuning {
             gather: None,
             gather_large: 65536,
             detach_max: 4096,
+            piece_max: 524288,
+            pieces: None,
             cores: 1,
             reduce_scatter: None,
             reduce_scatter_long: 524288,
@@ -209,6 +217,8 @@ impl Tuning {
             gather: choice(c::GATHER_ALG, &[("linear", Rooted::Linear), ("binomial", Rooted::Binomial)]),
             gather_large: num(c::GATHER_LARGE, d.gather_large),
             detach_max: num(c::COLL_DETACH_MAX, d.detach_max),
+            piece_max: num(c::COLL_PIECE_MAX, d.piece_max),
+            pieces: choice(c::COLL_PIECES, &[("1", true), ("on", true), ("0", false), ("off", false)]),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             reduce_scatter: choice(
                 c::REDUCE_SCATTER_ALG,
@@ -305,6 +315,21 @@ impl Tuning {
         if ranks > self.cores { self.detach_max } else { 0 }
     }
 
+    /// The piece size in which a gather or scatter block of `len` bytes travels between two
+    /// of `n` members, with `ranks` ranks on the machine and messages of up to `eager` bytes
+    /// sent eagerly; None: as one message. Pieces only when ranks outnumber cores: a
+    /// rendezvous needs both ranks to run (the sender offers, the receiver copies, the sender
+    /// learns it is done), each a scheduling round away, while eager pieces are copied into
+    /// the receiver's ring and the sender moves on. Up to `piece_max` bytes for all members
+    /// together: beyond, the second copy and the rings filling up cost more than the rounds
+    /// (np 4 on 2 cores: 256 KiB blocks 1.2-2x slower in pieces, 16-128 KiB 1.6-20x faster).
+    /// Both ends decide alike (the same length, sizes, limit and machine); should they not,
+    /// the receive reports truncation or a short message instead of mixing data.
+    pub fn piece(&self, len: usize, n: usize, ranks: usize, eager: usize) -> Option<usize> {
+        let fits = len.checked_mul(n).is_some_and(|total| total <= self.piece_max);
+        (self.pieces.unwrap_or(ranks > self.cores) && eager > 0 && len > eager && fits).then_some(eager)
+    }
+
     /// Gather or scatter of `total` bytes; `uniform`: MPI_Gather/MPI_Scatter (not the v forms).
     pub fn rooted(&self, total: usize, uniform: bool) -> Rooted {
         if !uniform {
@@ -387,6 +412,25 @@ mod tests {
         assert_eq!(t.reduce_scatter(16384, 4, true), ReduceScatter::Halving);
         assert_eq!(t.reduce_scatter(1 << 20, 4, true), ReduceScatter::Pairwise);
         assert_eq!(t.reduce_scatter(16384, 4, false), ReduceScatter::ReduceThenScatter);
+    }
+
+    #[test]
+    fn pieces_need_more_ranks_than_cores_and_mid_sizes() {
+        let t = Tuning { cores: 2, ..Tuning::default() };
+        assert_eq!(t.piece(16384, 4, 2, 12288), None);
+        assert_eq!(t.piece(16384, 4, 4, 12288), Some(12288));
+        assert_eq!(t.piece(12288, 4, 4, 12288), None);
+        assert_eq!(t.piece(131072, 4, 4, 12288), Some(12288));
+        assert_eq!(t.piece(262144, 4, 4, 12288), None);
+        assert_eq!(t.piece(65536, 8, 8, 12288), Some(12288));
+        assert_eq!(t.piece(131072, 8, 8, 12288), None);
+        assert_eq!(t.piece(usize::MAX, 8, 8, 12288), None);
+        let t = Tuning { cores: 2, piece_max: 0, ..Tuning::default() };
+        assert_eq!(t.piece(16384, 4, 4, 12288), None);
+        let t = Tuning { cores: 2, pieces: Some(true), ..Tuning::default() };
+        assert_eq!(t.piece(2000, 2, 2, 1000), Some(1000));
+        let t = Tuning { cores: 2, pieces: Some(false), ..Tuning::default() };
+        assert_eq!(t.piece(16384, 4, 4, 12288), None);
     }
 
     #[test]

@@ -1,0 +1,13 @@
+/* oxmpi-test: np=1,2,3,4,5,8 timeout=240 */
+/* Gather/scatter blocks around the eager and piece limits at the default settings: pieces
+ * where ranks outnumber cores (see coll_pieces.h). */
+#include "coll_pieces.h"
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    run_pieces();
+    return coll_finish();
+}
