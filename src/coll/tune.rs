@@ -5,7 +5,8 @@
 //! counts) until they are measured for oxmpi on a quiet machine, except where measured here
 //! (docs/perf-r5-collp2p.md): the direct allgather and reduce-scatter below 16 KiB on up to
 //! 8 ranks, Bruck all-to-all from 16 ranks (not 8), detached sends up to 4 KiB when ranks
-//! outnumber cores. Every threshold and every algorithm choice can be overridden by its
+//! outnumber cores; gather/scatter blocks in eager pieces when ranks outnumber cores
+//! (docs/perf-r6-collbig.md). Every threshold and every algorithm choice can be overridden by its
 //! `OXMPI_*` variable (see `config::TUNABLES`).
 //! A forced algorithm that cannot run on a call (Rabenseifner with a non-commutative
 //! operation, Bruck all-to-all on Alltoallv) falls back to the automatic choice for it.
