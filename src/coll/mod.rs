@@ -31,7 +31,7 @@
 //! a ring are taken at once without a request (`Group::recv_now`), and a scatter's small sends
 //! to a full ring are copied and left to complete on their own (`Group::send_block`), so the
 //! root runs ahead of a descheduled receiver instead of waiting for it. Gather and scatter
-//! blocks above the eager limit travel as eager pieces then (`Group::send_in_pieces`, up to
+//! blocks above the eager limit travel as eager pieces then (`Group::send_rooted`, up to
 //! `OXMPI_COLL_PIECE_MAX` for all members together): a rendezvous needs the sender, then the
 //! receiver, then the sender again to run, each a scheduling round, while pieces copied into
 //! the receiver's ring let the sender move on (np 4 and 8 on 2 cores, 16-64 KiB blocks: 3-20x
@@ -342,16 +342,12 @@ impl<'a> Group<'a> {
             return;
         };
         let data = b.base(mem).wrapping_offset(at);
-        let mut start = 0;
-        while start < len {
-            let n = piece.min(len - start);
-            // SAFETY: caller contract: the block's `len` bytes lie from `data`.
-            let bytes = unsafe { std::slice::from_raw_parts(data.add(start), n) };
-            if !self.engine.try_send_eager_now(dst, env, bytes) {
-                // SAFETY: as above; the caller waits for `sends`.
-                sends.push(unsafe { self.isend_bytes(to, tag, data.add(start), n) });
-            }
-            start += n;
+        // SAFETY: caller contract: the block's `len` bytes lie from `data`.
+        let bytes = unsafe { std::slice::from_raw_parts(data, len) };
+        let sent = self.engine.try_send_eager_pieces(dst, env, bytes.chunks(piece));
+        for start in (sent * piece..len).step_by(piece) {
+            // SAFETY: as above; the caller waits for `sends`.
+            sends.push(unsafe { self.isend_bytes(to, tag, data.add(start), piece.min(len - start)) });
         }
     }
 

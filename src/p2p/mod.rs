@@ -389,6 +389,35 @@ impl Engine {
         true
     }
 
+    /// `try_send_eager_now` for consecutive messages to `dst` (a block cut into pieces): sends
+    /// them while the ring has room and rings the receiver once, after the last. Returns how
+    /// many went. (A receiver woken by the first piece would run, miss the next and sleep again:
+    /// a scheduling round per piece when ranks outnumber cores.)
+    pub fn try_send_eager_pieces<'a>(
+        &mut self,
+        dst: usize,
+        env: Envelope,
+        pieces: impl Iterator<Item = &'a [u8]>,
+    ) -> usize {
+        let limit = self.eager_limit;
+        if dst == self.me || !self.outq[dst].is_empty() {
+            return 0;
+        }
+        let Some(seg) = self.shm.as_mut() else { return 0 };
+        let mut sent = 0;
+        for bytes in pieces {
+            if bytes.len() > limit || !seg.can_send(dst) {
+                break;
+            }
+            seg.send_eager(dst, env.ctx, env.src, env.tag, bytes);
+            sent += 1;
+        }
+        if sent > 0 {
+            seg.notify(dst);
+        }
+        sent
+    }
+
     /// `try_send_eager_now` for non-contiguous data: packs it straight into the slot (no packed
     /// copy, no request).
     fn try_send_packed_now(&mut self, dst: usize, env: Envelope, buf: &SendBuf) -> bool {
