@@ -153,21 +153,44 @@ fn fetch_block_list(pid: u32, addr: u64, n: usize) -> std::io::Result<Vec<(u64, 
 }
 
 /// How long a waiting rank spins, then yields, before it sleeps on its doorbell; chosen once
-/// from ranks per core. Limits are times, not counts, so a rank whose core is taken by
-/// another process (a loaded machine) gives it up after microseconds either way.
+/// from ranks per core and whether a yield can run another rank of the job. Limits are
+/// times, not counts, so a rank whose core is taken by another process (a loaded machine)
+/// gives it up after microseconds either way.
 struct WaitPolicy {
     spin: Duration,
     spin_then_yield: Duration,
+    /// Ranks outnumber cores and a yield runs another rank of the job on this CPU
+    /// (`Segment::yields_reach_peers`): yield on every idle poll and sleep only after a long
+    /// wait, handing the CPU around the ranks as Open MPI's do. A doorbell wake-up costs the
+    /// waker a system call (about 15 µs here when the sleeper is on another CPU of this VM)
+    /// and the sleeper a scheduling round, both on the critical path of every
+    /// synchronizing collective.
+    hand_off: bool,
 }
 
 impl WaitPolicy {
-    fn for_node(local_ranks: usize) -> WaitPolicy {
+    fn for_node(local_ranks: usize, seg: Option<&Segment>) -> WaitPolicy {
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         let oversubscribed = local_ranks > cores;
+        let hand_off = oversubscribed && seg.is_some_and(|s| s.yields_reach_peers());
         let us = |name, default| Duration::from_micros(config::usize_var(name).unwrap_or(default) as u64);
         let spin = us(config::SPIN_US, if oversubscribed { 0 } else { 20 });
-        let yielding = us(config::YIELD_US, if oversubscribed { 20 } else { 200 });
-        WaitPolicy { spin, spin_then_yield: spin + yielding }
+        let yielding = us(
+            config::YIELD_US,
+            match (oversubscribed, hand_off) {
+                (false, _) => 200,
+                (true, true) => 1000,
+                // Ranks in scheduling groups of their own (sessions, with autogroup): a yield
+                // runs no other rank, so sleep soon and let the doorbell wake-up do it.
+                (true, false) => 20,
+            },
+        );
+        WaitPolicy { spin, spin_then_yield: spin + yielding, hand_off }
+    }
+
+    /// Idle polls between two looks at the clock (and, while yielding, between yields).
+    fn polls_per_check(&self) -> u32 {
+        if self.hand_off { 1 } else { POLLS_PER_CLOCK_READ }
     }
 }
 
@@ -274,6 +297,7 @@ impl Engine {
                 .unwrap_or(shm::EAGER_LIMIT_DEFAULT)
                 .min(s.geometry().payload_capacity())
         });
+        let wait = WaitPolicy::for_node(nranks, shm.as_ref());
         Engine {
             me,
             nranks,
@@ -294,7 +318,7 @@ impl Engine {
             unexpected: VecDeque::new(),
             outq: (0..nranks).map(|_| VecDeque::new()).collect(),
             pending_peers: 0,
-            wait: WaitPolicy::for_node(nranks),
+            wait,
             bsend_capacity: 0,
             bsend_used: 0,
             scheds: Vec::new(),
@@ -1290,7 +1314,7 @@ impl Engine {
                 continue;
             }
             polls = polls.wrapping_add(1);
-            if polls % POLLS_PER_CLOCK_READ != 0 {
+            if polls % self.wait.polls_per_check() != 0 {
                 std::hint::spin_loop();
                 continue;
             }
