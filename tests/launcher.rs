@@ -260,6 +260,39 @@ fn does_not_interleave_partial_lines() {
     assert_eq!(stdout, ["AAABBB", "CCC1", "CCC2"]);
 }
 
+/// Each rank's pid, session and process group, as its `sh` reads them from /proc.
+fn rank_ids(ranks: usize) -> Vec<[i64; 3]> {
+    let script = "set -- $(cut -d' ' -f5,6 /proc/$$/stat); echo $$ $2 $1";
+    let (output, _) = run(&mut mpiexec(&["-n", &ranks.to_string(), "sh", "-c", script]));
+    assert!(output.status.success());
+    let ids: Vec<[i64; 3]> = text(&output.stdout)
+        .lines()
+        .map(|l| {
+            let v: Vec<i64> = l.split(' ').map(|w| w.parse().unwrap()).collect();
+            [v[0], v[1], v[2]]
+        })
+        .collect();
+    assert_eq!(ids.len(), ranks);
+    ids
+}
+
+/// Ranks that each have a CPU get sessions of their own (an autogroup CPU share each); ranks
+/// that outnumber the CPUs share mpiexec's session, so a yield hands the CPU to another rank.
+/// Either way each rank leads a process group, which mpiexec signals.
+#[test]
+fn ranks_share_a_session_only_when_they_outnumber_cpus() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for [pid, sid, pgid] in rank_ids(1) {
+        assert_eq!((sid, pgid), (pid, pid), "one rank: its own session");
+    }
+    let ids = rank_ids(cpus + 1);
+    // SAFETY: getsid(0) only reads this process's session id.
+    let ours = unsafe { libc::getsid(0) } as i64;
+    for [pid, sid, pgid] in ids {
+        assert_eq!((sid, pgid), (ours, pid), "{} ranks on {cpus} CPUs: mpiexec's session, own group", cpus + 1);
+    }
+}
+
 #[test]
 fn propagates_exit_status() {
     let (output, _) = run(&mut mpiexec(&["-n", "2", "sh", "-c", "exit 3"]));

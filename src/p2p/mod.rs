@@ -166,6 +166,8 @@ struct WaitPolicy {
     /// and the sleeper a scheduling round, both on the critical path of every
     /// synchronizing collective.
     hand_off: bool,
+    /// More ranks on this node than cores.
+    oversubscribed: bool,
 }
 
 impl WaitPolicy {
@@ -185,7 +187,7 @@ impl WaitPolicy {
                 (true, false) => 20,
             },
         );
-        WaitPolicy { spin, spin_then_yield: spin + yielding, hand_off }
+        WaitPolicy { spin, spin_then_yield: spin + yielding, hand_off, oversubscribed }
     }
 
     /// Idle polls between two looks at the clock (and, while yielding, between yields).
@@ -1320,19 +1322,7 @@ impl Engine {
             }
             let idle = idle_since.get_or_insert_with(Instant::now).elapsed();
             if idle < self.wait.spin {
-                // Another rank of the job on this CPU (the scheduler put both ranks on one
-                // core) runs only when this one gives the CPU up: yield at once instead of
-                // spinning the budget away on every hand-off.
-                if self.shm.as_ref().is_some_and(|seg| seg.track_cpu()) {
-                    // Now and then, also leave the shared CPU for one where no rank of the job
-                    // runs (at most once per `MOVE_OFF_INTERVAL`).
-                    let now = Instant::now();
-                    if self.last_move_off.is_none_or(|t| now.duration_since(t) >= MOVE_OFF_INTERVAL) {
-                        self.last_move_off = Some(now);
-                        if let Some(seg) = &self.shm {
-                            seg.move_off_shared_cpu();
-                        }
-                    }
+                if self.cpu_shared_with_rank() {
                     std::thread::yield_now();
                 } else {
                     std::hint::spin_loop();
@@ -1353,6 +1343,28 @@ impl Engine {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
+    }
+
+    /// For a waiter that would spin: whether it should yield instead, because another rank of
+    /// the job was last seen on its CPU (the scheduler put both on one core) and runs only when
+    /// this one gives the CPU up; spinning would waste the budget on every hand-off. Now and
+    /// then (at most once per `MOVE_OFF_INTERVAL`) it also moves this thread to a CPU where no
+    /// rank of the job runs. Only when ranks have a core each: when they outnumber cores, every
+    /// CPU is shared and there is nowhere to move (they do not spin then anyway).
+    pub fn cpu_shared_with_rank(&mut self) -> bool {
+        if self.wait.hand_off {
+            return true;
+        }
+        let Some(seg) = &self.shm else { return false };
+        if self.wait.oversubscribed || !seg.track_cpu() {
+            return false;
+        }
+        let now = Instant::now();
+        if self.last_move_off.is_none_or(|t| now.duration_since(t) >= MOVE_OFF_INTERVAL) {
+            self.last_move_off = Some(now);
+            seg.move_off_shared_cpu();
+        }
+        true
     }
 
     /// At MPI_THREAD_MULTIPLE, for a thread about to wait outside the library lock: announces
