@@ -190,9 +190,10 @@ impl WaitPolicy {
         WaitPolicy { spin, spin_then_yield: spin + yielding, hand_off, oversubscribed }
     }
 
-    /// Idle polls between two looks at the clock (and, while yielding, between yields).
-    fn polls_per_check(&self) -> u32 {
-        if self.hand_off { 1 } else { POLLS_PER_CLOCK_READ }
+    /// Idle polls between two looks at the clock (and, while yielding, between yields), less
+    /// one: a mask, as the idle loop is hot.
+    fn polls_per_check_mask(&self) -> u32 {
+        if self.hand_off { 0 } else { POLLS_PER_CLOCK_READ - 1 }
     }
 }
 
@@ -231,8 +232,9 @@ fn write_claimed_chunks(
 /// (`Segment::move_off_shared_cpu`): each costs two system calls and a migration.
 const MOVE_OFF_INTERVAL: Duration = Duration::from_millis(2);
 
-/// Idle polls between two looks at the clock while waiting.
+/// Idle polls between two looks at the clock while waiting (a power of two).
 const POLLS_PER_CLOCK_READ: u32 = 32;
+const _: () = assert!(POLLS_PER_CLOCK_READ.is_power_of_two());
 
 /// How long a blocking receive watches its sender's ring before it posts a request
 /// (`Engine::recv_eager_arriving`): a few ping-pong round trips.
@@ -1316,7 +1318,7 @@ impl Engine {
                 continue;
             }
             polls = polls.wrapping_add(1);
-            if polls % self.wait.polls_per_check() != 0 {
+            if polls & self.wait.polls_per_check_mask() != 0 {
                 std::hint::spin_loop();
                 continue;
             }
