@@ -99,9 +99,13 @@ fn report(message: &str) {
 /// instead, as Open MPI's do: waiting ranks then hand their CPU to each other with
 /// sched_yield, which runs only tasks of the yielder's own autogroup (across sessions it
 /// returns at once, and a waiter can only sleep and pay a wake-up). 8 ranks on 2 busy cores:
-/// barrier 570 -> 28 µs (docs/perf-r6-wait.md).
+/// barrier 570 -> 28 µs (docs/perf-r6-wait.md). `OXMPI_RANK_SESSIONS` (1 or 0) decides
+/// instead.
 fn rank_sessions(ranks: usize) -> bool {
-    ranks <= std::thread::available_parallelism().map_or(1, |n| n.get())
+    match oxmpi::config::usize_var(oxmpi::config::RANK_SESSIONS) {
+        Some(n) => n != 0,
+        None => ranks <= std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
 }
 
 /// Signals a rank's whole process group (it leads one: its own session, or a group in
