@@ -43,6 +43,7 @@ pub const SPARSE_MIN: &str = "OXMPI_SPARSE_MIN";
 pub const SPARSE_RATIO: &str = "OXMPI_SPARSE_RATIO";
 pub const COLL_SHM: &str = "OXMPI_COLL_SHM";
 pub const FAKE_NODES: &str = "OXMPI_FAKE_NODES";
+pub const RANK_SESSIONS: &str = "OXMPI_RANK_SESSIONS";
 
 pub const TUNABLES: &[Tunable] = &[
     Tunable { name: LOG, default: "warn", what: "log filter (env_logger syntax), e.g. debug" },
@@ -73,8 +74,8 @@ pub const TUNABLES: &[Tunable] = &[
     },
     Tunable {
         name: YIELD_US,
-        default: "200 (20 when ranks outnumber cores)",
-        what: "microseconds a waiting rank polls and yields before it sleeps on its doorbell",
+        default: "200; when ranks outnumber cores 1000 if they share a session (yield on every poll), else 20",
+        what: "microseconds a waiting rank polls and yields before it sleeps on its doorbell (mpiexec keeps ranks in its session when they outnumber cores: sched_yield reaches only tasks of the yielder's session under autogroup scheduling)",
     },
     Tunable {
         name: MEMBARRIER,
@@ -203,6 +204,11 @@ pub const TUNABLES: &[Tunable] = &[
         default: "unset",
         what: "k or k:cyclic: simulate k nodes on this machine (blocks of consecutive world ranks, or rank w on node w % k); \
                MPI_COMM_TYPE_SHARED and the node-aware collectives follow them",
+    },
+    Tunable {
+        name: RANK_SESSIONS,
+        default: "ranks <= CPUs",
+        what: "read by mpiexec: 1 starts every rank in a session of its own (an autogroup CPU share each), 0 keeps them in mpiexec's session (waiting ranks can then hand the CPU to each other with sched_yield); by default own sessions only when every rank has a CPU",
     },
 ];
 

@@ -214,6 +214,8 @@ pub fn blocking<W, R>(
                 if !done(&rt.engine, &w) {
                     IDLE_POLL.set(!started && !progressed);
                     parked = Some(w);
+                    // As `Engine::wait_until` does before it spins (the first pauses).
+                    backoff.cpu_shared = !backoff.past_spins() && rt.engine.cpu_shared_with_rank();
                     if backoff.sleepy() {
                         ticket = rt.engine.announce_sleep();
                         if ticket.is_some() {
@@ -252,6 +254,9 @@ pub fn blocking<W, R>(
 #[derive(Default)]
 struct Backoff {
     idle_polls: u32,
+    /// The next pause would spin, but another rank runs on this CPU (or ranks hand the CPU
+    /// around): yield instead (`Engine::cpu_shared_with_rank`).
+    cpu_shared: bool,
 }
 
 const BACKOFF_SPINS: u32 = 4;
@@ -262,6 +267,11 @@ impl Backoff {
         self.idle_polls = 0;
     }
 
+    /// Whether the spinning pauses are over.
+    fn past_spins(&self) -> bool {
+        self.idle_polls >= BACKOFF_SPINS
+    }
+
     /// Whether the next pause should be a sleep.
     fn sleepy(&self) -> bool {
         self.idle_polls >= BACKOFF_SPINS + BACKOFF_YIELDS
@@ -269,7 +279,9 @@ impl Backoff {
 
     fn snooze(&mut self) {
         self.idle_polls = self.idle_polls.saturating_add(1);
-        if self.idle_polls <= BACKOFF_SPINS {
+        if self.idle_polls <= BACKOFF_SPINS && self.cpu_shared {
+            std::thread::yield_now();
+        } else if self.idle_polls <= BACKOFF_SPINS {
             for _ in 0..64 {
                 std::hint::spin_loop();
             }

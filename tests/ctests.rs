@@ -191,6 +191,7 @@ ctests! {
     threads_pt2pt => "threads_pt2pt.c",
     threads_wait => "threads_wait.c",
     threads_wait_sleeps => "threads_wait_sleeps.c",
+    wait_late_ranks => "wait_late_ranks.c",
     topo_graph => "topo_graph.c",
     topo_distgraph => "topo_distgraph.c",
     neighbor_cart => "neighbor_cart.c",

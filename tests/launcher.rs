@@ -260,6 +260,47 @@ fn does_not_interleave_partial_lines() {
     assert_eq!(stdout, ["AAABBB", "CCC1", "CCC2"]);
 }
 
+/// Each rank's pid, session and process group, as its `sh` reads them from /proc.
+/// `sessions`: the value of OXMPI_RANK_SESSIONS for mpiexec, if any.
+fn rank_ids(ranks: usize, sessions: Option<&str>) -> Vec<[i64; 3]> {
+    let script = "set -- $(cut -d' ' -f5,6 /proc/$$/stat); echo $$ $2 $1";
+    let mut command = mpiexec(&["-n", &ranks.to_string(), "sh", "-c", script]);
+    command.env_remove("OXMPI_RANK_SESSIONS");
+    if let Some(v) = sessions {
+        command.env("OXMPI_RANK_SESSIONS", v);
+    }
+    let (output, _) = run(&mut command);
+    assert!(output.status.success());
+    let ids: Vec<[i64; 3]> = text(&output.stdout)
+        .lines()
+        .map(|l| {
+            let v: Vec<i64> = l.split(' ').map(|w| w.parse().unwrap()).collect();
+            [v[0], v[1], v[2]]
+        })
+        .collect();
+    assert_eq!(ids.len(), ranks);
+    ids
+}
+
+/// Ranks that each have a CPU get sessions of their own (an autogroup CPU share each); ranks
+/// that outnumber the CPUs share mpiexec's session, so a yield hands the CPU to another rank.
+/// Either way each rank leads a process group, which mpiexec signals. OXMPI_RANK_SESSIONS
+/// decides instead when set.
+#[test]
+fn ranks_share_a_session_only_when_they_outnumber_cpus() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // SAFETY: getsid(0) only reads this process's session id.
+    let ours = unsafe { libc::getsid(0) } as i64;
+    for (ranks, sessions, own) in
+        [(1, None, true), (cpus + 1, None, false), (1, Some("0"), false), (cpus + 1, Some("1"), true)]
+    {
+        for [pid, sid, pgid] in rank_ids(ranks, sessions) {
+            let expect = if own { (pid, pid) } else { (ours, pid) };
+            assert_eq!((sid, pgid), expect, "{ranks} ranks on {cpus} CPUs, OXMPI_RANK_SESSIONS={sessions:?}");
+        }
+    }
+}
+
 #[test]
 fn propagates_exit_status() {
     let (output, _) = run(&mut mpiexec(&["-n", "2", "sh", "-c", "exit 3"]));

@@ -993,10 +993,11 @@ fn prefetch(word: &AtomicU64) {
 }
 
 /// Waits for `ready` with the engine's policy (spin, yield, sleep on the doorbell), moving
-/// point-to-point traffic meanwhile. (Yielding for longer before sleeping when ranks
-/// outnumber cores was tried: at 8 ranks on 2 loaded cores, synchronizing collectives took
-/// about 10x longer, as a yield hands the core to other processes for a whole time slice
-/// while a doorbell wake-up runs the woken rank at once.)
+/// point-to-point traffic meanwhile. When ranks outnumber cores and share a session, that
+/// is yielding on every poll for up to a millisecond: each yield runs another rank of the
+/// job, which is how the one this rank waits for gets the CPU, without a wake-up's cost.
+/// (Yielding longer was once measured 10x slower: ranks were then in sessions of their own,
+/// where a yield runs no other rank; see `WaitPolicy` and mpiexec's `rank_sessions`.)
 fn wait(e: &mut Engine, mut ready: impl FnMut() -> bool) {
     e.wait_until(|_| ready());
 }

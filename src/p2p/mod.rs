@@ -153,21 +153,47 @@ fn fetch_block_list(pid: u32, addr: u64, n: usize) -> std::io::Result<Vec<(u64, 
 }
 
 /// How long a waiting rank spins, then yields, before it sleeps on its doorbell; chosen once
-/// from ranks per core. Limits are times, not counts, so a rank whose core is taken by
-/// another process (a loaded machine) gives it up after microseconds either way.
+/// from ranks per core and whether a yield can run another rank of the job. Limits are
+/// times, not counts, so a rank whose core is taken by another process (a loaded machine)
+/// gives it up after microseconds either way.
 struct WaitPolicy {
     spin: Duration,
     spin_then_yield: Duration,
+    /// Ranks outnumber cores and a yield runs another rank of the job on this CPU
+    /// (`Segment::yields_reach_peers`): yield on every idle poll and sleep only after a long
+    /// wait, handing the CPU around the ranks as Open MPI's do. A doorbell wake-up costs the
+    /// waker a system call (about 15 µs here when the sleeper is on another CPU of this VM)
+    /// and the sleeper a scheduling round, both on the critical path of every
+    /// synchronizing collective.
+    hand_off: bool,
+    /// More ranks on this node than cores.
+    oversubscribed: bool,
 }
 
 impl WaitPolicy {
-    fn for_node(local_ranks: usize) -> WaitPolicy {
+    fn for_node(local_ranks: usize, seg: Option<&Segment>) -> WaitPolicy {
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
         let oversubscribed = local_ranks > cores;
+        let hand_off = oversubscribed && seg.is_some_and(|s| s.yields_reach_peers());
         let us = |name, default| Duration::from_micros(config::usize_var(name).unwrap_or(default) as u64);
         let spin = us(config::SPIN_US, if oversubscribed { 0 } else { 20 });
-        let yielding = us(config::YIELD_US, if oversubscribed { 20 } else { 200 });
-        WaitPolicy { spin, spin_then_yield: spin + yielding }
+        let yielding = us(
+            config::YIELD_US,
+            match (oversubscribed, hand_off) {
+                (false, _) => 200,
+                (true, true) => 1000,
+                // Ranks in scheduling groups of their own (sessions, with autogroup): a yield
+                // runs no other rank, so sleep soon and let the doorbell wake-up do it.
+                (true, false) => 20,
+            },
+        );
+        WaitPolicy { spin, spin_then_yield: spin + yielding, hand_off, oversubscribed }
+    }
+
+    /// Idle polls between two looks at the clock (and, while yielding, between yields), less
+    /// one: a mask, as the idle loop is hot.
+    fn polls_per_check_mask(&self) -> u32 {
+        if self.hand_off { 0 } else { POLLS_PER_CLOCK_READ - 1 }
     }
 }
 
@@ -206,8 +232,9 @@ fn write_claimed_chunks(
 /// (`Segment::move_off_shared_cpu`): each costs two system calls and a migration.
 const MOVE_OFF_INTERVAL: Duration = Duration::from_millis(2);
 
-/// Idle polls between two looks at the clock while waiting.
+/// Idle polls between two looks at the clock while waiting (a power of two).
 const POLLS_PER_CLOCK_READ: u32 = 32;
+const _: () = assert!(POLLS_PER_CLOCK_READ.is_power_of_two());
 
 /// How long a blocking receive watches its sender's ring before it posts a request
 /// (`Engine::recv_eager_arriving`): a few ping-pong round trips.
@@ -274,6 +301,7 @@ impl Engine {
                 .unwrap_or(shm::EAGER_LIMIT_DEFAULT)
                 .min(s.geometry().payload_capacity())
         });
+        let wait = WaitPolicy::for_node(nranks, shm.as_ref());
         Engine {
             me,
             nranks,
@@ -294,7 +322,7 @@ impl Engine {
             unexpected: VecDeque::new(),
             outq: (0..nranks).map(|_| VecDeque::new()).collect(),
             pending_peers: 0,
-            wait: WaitPolicy::for_node(nranks),
+            wait,
             bsend_capacity: 0,
             bsend_used: 0,
             scheds: Vec::new(),
@@ -1319,25 +1347,13 @@ impl Engine {
                 continue;
             }
             polls = polls.wrapping_add(1);
-            if polls % POLLS_PER_CLOCK_READ != 0 {
+            if polls & self.wait.polls_per_check_mask() != 0 {
                 std::hint::spin_loop();
                 continue;
             }
             let idle = idle_since.get_or_insert_with(Instant::now).elapsed();
             if idle < self.wait.spin {
-                // Another rank of the job on this CPU (the scheduler put both ranks on one
-                // core) runs only when this one gives the CPU up: yield at once instead of
-                // spinning the budget away on every hand-off.
-                if self.shm.as_ref().is_some_and(|seg| seg.track_cpu()) {
-                    // Now and then, also leave the shared CPU for one where no rank of the job
-                    // runs (at most once per `MOVE_OFF_INTERVAL`).
-                    let now = Instant::now();
-                    if self.last_move_off.is_none_or(|t| now.duration_since(t) >= MOVE_OFF_INTERVAL) {
-                        self.last_move_off = Some(now);
-                        if let Some(seg) = &self.shm {
-                            seg.move_off_shared_cpu();
-                        }
-                    }
+                if self.cpu_shared_with_rank() {
                     std::thread::yield_now();
                 } else {
                     std::hint::spin_loop();
@@ -1358,6 +1374,28 @@ impl Engine {
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
+    }
+
+    /// For a waiter that would spin: whether it should yield instead, because another rank of
+    /// the job was last seen on its CPU (the scheduler put both on one core) and runs only when
+    /// this one gives the CPU up; spinning would waste the budget on every hand-off. Now and
+    /// then (at most once per `MOVE_OFF_INTERVAL`) it also moves this thread to a CPU where no
+    /// rank of the job runs. Only when ranks have a core each: when they outnumber cores, every
+    /// CPU is shared and there is nowhere to move (they do not spin then anyway).
+    pub fn cpu_shared_with_rank(&mut self) -> bool {
+        if self.wait.hand_off {
+            return true;
+        }
+        let Some(seg) = &self.shm else { return false };
+        if self.wait.oversubscribed || !seg.track_cpu() {
+            return false;
+        }
+        let now = Instant::now();
+        if self.last_move_off.is_none_or(|t| now.duration_since(t) >= MOVE_OFF_INTERVAL) {
+            self.last_move_off = Some(now);
+            seg.move_off_shared_cpu();
+        }
+        true
     }
 
     /// At MPI_THREAD_MULTIPLE, for a thread about to wait outside the library lock: announces

@@ -428,6 +428,25 @@ impl Segment {
         moved
     }
 
+    /// Whether a yield by this rank can run another rank of the job on its CPU. With the
+    /// kernel's autogroup scheduling (on by default) CPU time is shared between sessions
+    /// first, and sched_yield only lets tasks of the yielder's own session run: ranks in
+    /// sessions of their own (our mpiexec starts them so when each has a CPU) cannot hand
+    /// the CPU to each other; ranks of one session, or with autogroup off, can.
+    pub fn yields_reach_peers(&self) -> bool {
+        let autogroup = std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled");
+        if autogroup.is_ok_and(|v| v.trim() == "0") {
+            return true;
+        }
+        // SAFETY: getsid only reads its argument; a pid that is gone (or not visible from
+        // here) gives -1, which matches no session.
+        let mine = unsafe { libc::getsid(0) };
+        (0..self.geo.nranks).all(|r| {
+            let pid = self.info(r).pid.load(Ordering::Relaxed) as libc::pid_t;
+            mine >= 0 && unsafe { libc::getsid(pid) } == mine
+        })
+    }
+
     /// Takes this rank out of the CPU table (it is about to sleep, or leaves).
     pub fn untrack_cpu(&self) {
         if let Some(old) = self.counted_cpu.take() {

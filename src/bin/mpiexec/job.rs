@@ -92,7 +92,24 @@ fn report(message: &str) {
     let _ = writeln!(io::stderr().lock(), "mpiexec: {message}");
 }
 
-/// Signals a rank's whole session (its process group, as it called setsid) and, while it has
+/// Whether each rank starts in a session of its own. With the kernel's autogroup scheduling
+/// (on by default) a session's processes share one CPU share, so ranks left in the caller's
+/// session would get half a busy machine between them (DESIGN.md §5): when every rank has a
+/// CPU, each gets a session. When ranks outnumber CPUs they stay in mpiexec's session
+/// instead, as Open MPI's do: waiting ranks then hand their CPU to each other with
+/// sched_yield, which runs only tasks of the yielder's own autogroup (across sessions it
+/// returns at once, and a waiter can only sleep and pay a wake-up). 8 ranks on 2 busy cores:
+/// barrier 570 -> 28 µs (docs/perf-r6-wait.md). `OXMPI_RANK_SESSIONS` (1 or 0) decides
+/// instead.
+fn rank_sessions(ranks: usize) -> bool {
+    match oxmpi::config::usize_var(oxmpi::config::RANK_SESSIONS) {
+        Some(n) => n != 0,
+        None => ranks <= std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
+}
+
+/// Signals a rank's whole process group (it leads one: its own session, or a group in
+/// mpiexec's, see `rank_sessions`) and, while it has
 /// not been reaped (so its pid is still its own), the rank itself in case it left the group.
 fn signal_rank(rank: &Rank, signo: i32) {
     // SAFETY: kill(2) on our child's process group / our unreaped child; ESRCH is harmless.
@@ -186,14 +203,15 @@ impl Job {
             .stderr(Stdio::piped());
         // SAFETY: `getpid` is async-signal-safe; read here, before the fork.
         let mpiexec_pid = unsafe { libc::getpid() };
+        let own_session = rank_sessions(self.options.ranks);
         // SAFETY: the closure runs in the forked child before exec and only makes
-        // async-signal-safe system calls (setsid, prctl, getppid, fcntl); it allocates nothing
-        // except on the error path, where the child is about to fail anyway.
+        // async-signal-safe system calls (setsid or setpgid, prctl, getppid, fcntl); it
+        // allocates nothing except on the error path, where the child is about to fail anyway.
         unsafe {
             command.pre_exec(move || {
-                // Own session: the rank gets its own autogroup CPU share (DESIGN.md §5), and
+                // Own session (see `rank_sessions`) or own process group in ours: either way
                 // mpiexec can signal the rank with everything it starts as one group.
-                if libc::setsid() < 0 {
+                if (if own_session { libc::setsid() } else { libc::setpgid(0, 0) }) < 0 {
                     return Err(io::Error::last_os_error());
                 }
                 // If mpiexec dies without cleaning up, the ranks die with it.
