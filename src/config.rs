@@ -41,6 +41,7 @@ pub const SPARSE_MIN: &str = "OXMPI_SPARSE_MIN";
 pub const SPARSE_RATIO: &str = "OXMPI_SPARSE_RATIO";
 pub const COLL_SHM: &str = "OXMPI_COLL_SHM";
 pub const FAKE_NODES: &str = "OXMPI_FAKE_NODES";
+pub const WIDE_COPY: &str = "OXMPI_WIDE_COPY";
 
 pub const TUNABLES: &[Tunable] = &[
     Tunable { name: LOG, default: "warn", what: "log filter (env_logger syntax), e.g. debug" },
@@ -191,6 +192,11 @@ pub const TUNABLES: &[Tunable] = &[
         default: "unset",
         what: "k or k:cyclic: simulate k nodes on this machine (blocks of consecutive world ranks, or rank w on node w % k); \
                MPI_COMM_TYPE_SHARED and the node-aware collectives follow them",
+    },
+    Tunable {
+        name: WIDE_COPY,
+        default: "1",
+        what: "0: packing and unpacking of 64-512-byte blocks use baseline 16-byte moves even where the CPU has AVX-512",
     },
 ];
 

@@ -246,6 +246,9 @@ pub struct Engine {
     split_peer: Vec<bool>,
     /// Smallest message split between sender and receiver (usize::MAX: never).
     split_min: usize,
+    /// Per peer: non-contiguous sends to it shorter than this stream through the ring even
+    /// when dense enough for a block list (see `probe_cma`).
+    stream_dense_below: Vec<usize>,
     /// Per sender: board entries of shared transfers in use (bit e: entry e).
     board_busy: Vec<u8>,
     split_gen: u32,
@@ -283,6 +286,7 @@ impl Engine {
             split_peer: vec![false; nranks],
             split_min: usize::MAX,
             board_busy: vec![0; nranks],
+            stream_dense_below: vec![0; nranks],
             split_gen: 0,
             splits: Vec::new(),
             last_move_off: None,
@@ -333,6 +337,10 @@ impl Engine {
                 if split && shm::cma_write(pid, addr, &CMA_PROBE_VALUE.to_ne_bytes()).is_ok() {
                     self.split_peer[peer] = true;
                     self.split_min = split_min;
+                    self.stream_dense_below[peer] = std::env::var("OXMPI_STREAM_DENSE_BELOW")
+                        .ok()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(split_min);
                 }
             } else {
                 log::debug!("single-copy reads from rank {peer} denied; using the ring");
@@ -610,6 +618,7 @@ impl Engine {
                 };
                 if !stream
                     && !sparse_here
+                    && !self.stream_for_bandwidth(msg.from, n, !blocks.is_empty())
                     && let Some(pid) = self.cma_pid[msg.from]
                 {
                     let contiguous = blocks.is_empty();
@@ -647,6 +656,24 @@ impl Engine {
                 self.control(msg.from, Out::Cts { sreq, rreq: req });
             }
         }
+    }
+
+    /// Whether a rendezvous message of `n` bytes from `from` whose non-contiguous data the
+    /// sender offers as a block list (`offered`) is better streamed than read by this rank
+    /// alone: when more packets from the sender wait behind it (a window of messages in
+    /// flight, this rank is the bottleneck) and the message is too short to share its copy
+    /// (`split_min`), the stream has the sender pack while this rank unpacks, instead of this
+    /// rank doing every copy (and a system call and page pinning per message) while the sender
+    /// waits: vec_bw of 4 KiB blocks at 16-32 KiB, 6.3-6.5 -> 8.9-9.4 GB/s
+    /// (docs/perf-r6-vec.md). Not when this rank has rendezvous messages out to that peer
+    /// (traffic both ways: the sender is busy too, and a read costs one copy where a stream
+    /// costs two), nor for a lone message (a ping-pong: the read is the shorter path,
+    /// 2.6 against 3.7 us at 16 KiB).
+    fn stream_for_bandwidth(&self, from: usize, n: usize, offered: bool) -> bool {
+        offered
+            && n < self.stream_dense_below[from]
+            && self.rndv_out[from] == 0
+            && self.shm.as_ref().is_some_and(|seg| seg.backlog(from))
     }
 
     /// Reads a rendezvous sender's block list of `n` entries at `addr` in rank `from` (a list
