@@ -370,7 +370,7 @@ impl Engine {
             let sent = if buf.is_contiguous() {
                 self.try_send_eager_now(dst, env, buf.bytes())
             } else {
-                self.try_send_packed_now(dst, env, &buf)
+                self.try_send_packed_now(dst, env, buf.len(), |slot| buf.copy_to(0, slot))
             };
             if sent {
                 return COMPLETED_SEND;
@@ -397,19 +397,42 @@ impl Engine {
         true
     }
 
-    /// `try_send_eager_now` for non-contiguous data: packs it straight into the slot (no packed
-    /// copy, no request).
-    fn try_send_packed_now(&mut self, dst: usize, env: Envelope, buf: &SendBuf) -> bool {
-        if dst == self.me || buf.len() > self.eager_limit || !self.outq[dst].is_empty() {
+    /// `try_send_eager_now` for `len` bytes of non-contiguous data: `pack` writes them straight
+    /// into the slot (no packed copy, no request).
+    pub fn try_send_packed_now(&mut self, dst: usize, env: Envelope, len: usize, pack: impl FnOnce(&mut [u8])) -> bool {
+        if dst == self.me || len > self.eager_limit || !self.outq[dst].is_empty() {
             return false;
         }
         let Some(seg) = self.shm.as_mut() else { return false };
         if !seg.can_send(dst) {
             return false;
         }
-        seg.send_eager_with(dst, env.ctx, env.src, env.tag, buf.len(), |slot| buf.copy_to(0, slot));
+        seg.send_eager_with(dst, env.ctx, env.src, env.tag, len, pack);
         seg.notify(dst);
         true
+    }
+
+    /// `try_recv_eager_now` for a destination of `cap` bytes that is not one slice (a
+    /// non-contiguous layout): `unpack` gets the payload straight from the slot.
+    pub fn try_recv_packed_now(
+        &mut self,
+        from: usize,
+        env: Envelope,
+        cap: usize,
+        unpack: impl FnOnce(&[u8]),
+    ) -> Option<Status> {
+        self.take_eager_now(from, env, cap, unpack)
+    }
+
+    /// `recv_eager_arriving` for a destination of `cap` bytes that is not one slice.
+    pub fn recv_packed_arriving(
+        &mut self,
+        from: usize,
+        env: Envelope,
+        cap: usize,
+        unpack: impl FnOnce(&[u8]),
+    ) -> Option<Status> {
+        self.watch_eager(from, env, cap, unpack)
     }
 
     /// Blocking receive fast path: takes an eager message for `env` (a specific source, world
@@ -417,6 +440,13 @@ impl Engine {
     /// before it (no posted receive, no queued message `env` accepts) and it fits. Returns the
     /// status if it did; the caller otherwise posts a receive as usual.
     pub fn try_recv_eager_now(&mut self, from: usize, env: Envelope, dst: &mut [u8]) -> Option<Status> {
+        self.take_eager_now(from, env, dst.len(), |payload| shm::copy_small(&mut dst[..payload.len()], payload))
+    }
+
+    /// `try_recv_eager_now` into a destination of `cap` bytes written by `put` (it gets the
+    /// payload, at most `cap` bytes).
+    #[inline(always)]
+    fn take_eager_now(&mut self, from: usize, env: Envelope, cap: usize, put: impl FnOnce(&[u8])) -> Option<Status> {
         if from == self.me || !self.posted.is_empty() {
             return None;
         }
@@ -427,11 +457,11 @@ impl Engine {
         let inc = seg.peek(from)?;
         let pk = inc.packet;
         let msg = Envelope { ctx: pk.context, src: pk.src, tag: pk.tag };
-        if pk.kind != kind::EAGER || inc.payload.len() > dst.len() || !env.accepts(&msg) {
+        if pk.kind != kind::EAGER || inc.payload.len() > cap || !env.accepts(&msg) {
             return None;
         }
         let n = inc.payload.len();
-        shm::copy_small(&mut dst[..n], inc.payload);
+        put(inc.payload);
         seg.release(from);
         seg.notify(from);
         Some(Status { source: msg.src, tag: msg.tag, bytes: n, cancelled: false, error: MPI_SUCCESS })
@@ -446,11 +476,17 @@ impl Engine {
     /// shared copies, schedules, pairs or tasks). None: the caller posts the receive and waits
     /// as usual.
     pub fn recv_eager_arriving(&mut self, from: usize, env: Envelope, dst: &mut [u8]) -> Option<Status> {
+        self.watch_eager(from, env, dst.len(), |payload| shm::copy_small(&mut dst[..payload.len()], payload))
+    }
+
+    /// `recv_eager_arriving` into a destination of `cap` bytes written by `put`.
+    #[inline(always)]
+    fn watch_eager(&mut self, from: usize, env: Envelope, cap: usize, put: impl FnOnce(&[u8])) -> Option<Status> {
         // A buffer larger than the eager limit likely waits for a rendezvous request: then the
         // receive is better posted at once, so that its request is ready when the request to
         // send arrives (ping-pong of 16 KiB: 1.75 against 1.85 us with the watch).
         if self.wait.spin.is_zero()
-            || dst.len() > self.eager_limit
+            || cap > self.eager_limit
             || from == self.me
             || self.pending_peers > 0
             || !self.posted.is_empty()
@@ -469,7 +505,7 @@ impl Engine {
         loop {
             for _ in 0..POLLS_PER_CLOCK_READ {
                 if seg.peek(from).is_some() {
-                    return self.try_recv_eager_now(from, env, dst);
+                    return self.take_eager_now(from, env, cap, put);
                 }
                 std::hint::spin_loop();
             }
