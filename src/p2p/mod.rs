@@ -337,10 +337,8 @@ impl Engine {
                 if split && shm::cma_write(pid, addr, &CMA_PROBE_VALUE.to_ne_bytes()).is_ok() {
                     self.split_peer[peer] = true;
                     self.split_min = split_min;
-                    self.stream_dense_below[peer] = std::env::var("OXMPI_STREAM_DENSE_BELOW")
-                        .ok()
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(split_min);
+                    // Below the shared-copy threshold a read is one rank's work; a stream shares it.
+                    self.stream_dense_below[peer] = split_min;
                 }
             } else {
                 log::debug!("single-copy reads from rank {peer} denied; using the ring");
