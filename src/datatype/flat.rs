@@ -308,7 +308,7 @@ unsafe fn strided_any(mem: *mut u8, stride: isize, count: usize, len: usize, pac
             32 => strided::<32>(mem, stride, count, packed, scatter),
             // Cache-line sized and a few multiples: a library memcpy call per block costs more
             // than the copy itself at these lengths (bench_pack: 64-byte blocks ran at 40% of
-            // memcpy speed through the generic loop).
+            // memcpy speed through the generic loop). Longer ones: see `wide`.
             48 => strided::<48>(mem, stride, count, packed, scatter),
             64 => strided::<64>(mem, stride, count, packed, scatter),
             96 => strided::<96>(mem, stride, count, packed, scatter),
@@ -330,17 +330,19 @@ unsafe fn strided_any(mem: *mut u8, stride: isize, count: usize, len: usize, pac
 }
 
 /// Copies of strided blocks with 64-byte vector moves (AVX-512), chosen at run time: the library
-/// is built for baseline x86-64, whose 16-byte moves left packing and unpacking of 64-256-byte
-/// blocks 15-25% slower than memcpy of the same bytes (bench_pack, docs/perf-r6-vec.md): the
-/// copy is bound by the memory system, and fewer, wider accesses keep more of it in flight.
+/// is built for baseline x86-64, where a constant copy of more than 128 bytes (8 16-byte moves)
+/// becomes a call to memcpy, which left packing and unpacking of 256-byte blocks at 75-80% of
+/// the speed of 128-byte ones (bench_pack, docs/perf-r6-vec.md). Up to 128 bytes the inline
+/// 16-byte moves are as fast (the copy is bound by the memory system), so only longer blocks
+/// come here.
 #[cfg(target_arch = "x86_64")]
 mod wide {
     use std::arch::x86_64::{__m256i, __m512i, _mm256_loadu_si256, _mm256_storeu_si256};
     use std::arch::x86_64::{_mm512_loadu_si512, _mm512_storeu_si512};
     use std::sync::atomic::{AtomicU8, Ordering};
 
-    /// Shortest block copied this way (shorter ones are one or two moves already).
-    pub const MIN_BLOCK: usize = 64;
+    /// Shortest block copied this way (shorter ones are copied inline by the baseline code).
+    pub const MIN_BLOCK: usize = 129;
 
     /// 0: not probed yet, 1: no, 2: yes.
     static AVAILABLE: AtomicU8 = AtomicU8::new(0);
@@ -375,9 +377,6 @@ mod wide {
         // SAFETY: forwarded from the caller.
         unsafe {
             match len {
-                64 => strided::<64>(mem, stride, count, packed, scatter),
-                96 => strided::<96>(mem, stride, count, packed, scatter),
-                128 => strided::<128>(mem, stride, count, packed, scatter),
                 192 => strided::<192>(mem, stride, count, packed, scatter),
                 256 => strided::<256>(mem, stride, count, packed, scatter),
                 384 => strided::<384>(mem, stride, count, packed, scatter),
