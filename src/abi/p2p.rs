@@ -437,10 +437,10 @@ unsafe fn blocking_recv(
     status_result(&s)
 }
 
-/// The blocking receive fast path (`try_recv_eager_now`, `recv_eager_arriving`) for a derived,
-/// non-contiguous type: a small message at the head of its sender's ring is unpacked from the
-/// slot into the user's layout, with no request. None: anything else (errors included, which
-/// the general path reports).
+/// The blocking receive fast path (`try_recv_eager_now`, `recv_eager_arriving`) for a derived
+/// type (non-contiguous, or contiguous away from the buffer pointer): a small message at the
+/// head of its sender's ring is unpacked from the slot into the user's layout, with no request.
+/// None: anything else (errors included, which the general path reports).
 ///
 /// # Safety
 /// `buf` holds `count` writable elements of `datatype` during the call.
@@ -459,7 +459,7 @@ unsafe fn recv_scattered_now(
     let (peer, env, layout, count) = recv_args(rt, count, datatype, source, tag, comm).ok()?;
     let Peer::Rank { world, .. } = peer else { return None };
     let cap = layout.size.checked_mul(count)?;
-    if cap > rt.engine.eager_limit() || layout.contiguous_at().is_some() || check_buffer(buf, count, &layout).is_err() {
+    if cap > rt.engine.eager_limit() || check_buffer(buf, count, &layout).is_err() {
         return None;
     }
     // SAFETY: forwarded from the caller; the payload is at most `cap` bytes, the packed size of
