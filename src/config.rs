@@ -196,7 +196,7 @@ pub const TUNABLES: &[Tunable] = &[
     Tunable {
         name: WIDE_COPY,
         default: "1",
-        what: "0: packing and unpacking of 64-512-byte blocks use baseline 16-byte moves even where the CPU has AVX-512",
+        what: "0: packing and unpacking of 192-512-byte blocks use the baseline copies (memcpy calls) even where the CPU has AVX-512",
     },
 ];
 

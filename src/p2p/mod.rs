@@ -246,8 +246,8 @@ pub struct Engine {
     split_peer: Vec<bool>,
     /// Smallest message split between sender and receiver (usize::MAX: never).
     split_min: usize,
-    /// Per peer: non-contiguous sends to it shorter than this stream through the ring even
-    /// when dense enough for a block list (see `probe_cma`).
+    /// Per peer: dense non-contiguous messages from it shorter than this are streamed rather
+    /// than read when more packets wait behind them (`stream_for_bandwidth`); 0: never.
     stream_dense_below: Vec<usize>,
     /// Per sender: board entries of shared transfers in use (bit e: entry e).
     board_busy: Vec<u8>,
