@@ -44,6 +44,7 @@ pub const SPARSE_RATIO: &str = "OXMPI_SPARSE_RATIO";
 pub const COLL_SHM: &str = "OXMPI_COLL_SHM";
 pub const FAKE_NODES: &str = "OXMPI_FAKE_NODES";
 pub const RANK_SESSIONS: &str = "OXMPI_RANK_SESSIONS";
+pub const WIDE_COPY: &str = "OXMPI_WIDE_COPY";
 
 pub const TUNABLES: &[Tunable] = &[
     Tunable { name: LOG, default: "warn", what: "log filter (env_logger syntax), e.g. debug" },
@@ -209,6 +210,11 @@ pub const TUNABLES: &[Tunable] = &[
         name: RANK_SESSIONS,
         default: "ranks <= CPUs",
         what: "read by mpiexec: 1 starts every rank in a session of its own (an autogroup CPU share each), 0 keeps them in mpiexec's session (waiting ranks can then hand the CPU to each other with sched_yield); by default own sessions only when every rank has a CPU",
+    },
+    Tunable {
+        name: WIDE_COPY,
+        default: "1",
+        what: "0: packing and unpacking of 192-512-byte blocks use the baseline copies (memcpy calls) even where the CPU has AVX-512",
     },
 ];
 

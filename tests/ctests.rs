@@ -180,6 +180,8 @@ ctests! {
     dtype_sgrs_thresholds_nosplit => "dtype_sgrs_thresholds_nosplit.c",
     dtype_stream => "dtype_stream.c",
     dtype_stream_small_rings => "dtype_stream_small_rings.c",
+    dtype_stream_window => "dtype_stream_window.c",
+    dtype_small_direct => "dtype_small_direct.c",
     coll_mixed_order => "coll_mixed_order.c",
     coll_nonblocking => "coll_nonblocking.c",
     coll_persistent => "coll_persistent.c",

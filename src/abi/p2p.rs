@@ -208,6 +208,18 @@ unsafe fn start_send(
     let Peer::Rank { world, .. } = a.peer else {
         return Ok(rt.engine.reqs.insert(Request::completed(Status::proc_null(), comm)));
     };
+    if matches!(mode, SendMode::Standard | SendMode::Ready) && a.layout.contiguous_at().is_none() {
+        // A small non-contiguous message whose slot is free is packed straight into it, with
+        // no request and no send buffer (tiny-block vectors: as fast as the builtin path).
+        let len = a.layout.size * a.count;
+        let (layout, count) = (&a.layout, a.count);
+        // SAFETY: forwarded from the caller: `count` readable elements at `buf`; the slot holds
+        // `len` bytes, the packed size of those elements.
+        let pack = |slot: &mut [u8]| unsafe { layout.pack_to_ptr(buf.cast(), count, 0..len, slot.as_mut_ptr()) };
+        if rt.engine.try_send_packed_now(world, a.env, len, pack) {
+            return Ok(COMPLETED_SEND);
+        }
+    }
     // SAFETY: forwarded from the caller.
     let sbuf = unsafe { SendBuf::new(buf.cast(), a.layout, a.count) };
     if mode == SendMode::Buffered {
@@ -412,6 +424,8 @@ unsafe fn blocking_recv(
                 .try_recv_eager_now(d.world, d.env, dst)
                 .or_else(|| if watch { rt.engine.recv_eager_arriving(d.world, d.env, dst) } else { None })
         });
+        // SAFETY: the buffer is valid for the duration of the blocking call.
+        let fast = fast.or_else(|| unsafe { recv_scattered_now(rt, buf, count, datatype, source, tag, comm) });
         Ok(match fast {
             Some(s) => Started::Done(s),
             // SAFETY: the buffer is valid for the duration of the blocking call.
@@ -421,6 +435,42 @@ unsafe fn blocking_recv(
     // SAFETY: status is MPI_STATUS_IGNORE or the caller's status.
     unsafe { write_status(status, &s, false) };
     status_result(&s)
+}
+
+/// The blocking receive fast path (`try_recv_eager_now`, `recv_eager_arriving`) for a derived
+/// type (non-contiguous, or contiguous away from the buffer pointer): a small message at the
+/// head of its sender's ring is unpacked from the slot into the user's layout, with no request.
+/// None: anything else (errors included, which the general path reports).
+///
+/// # Safety
+/// `buf` holds `count` writable elements of `datatype` during the call.
+unsafe fn recv_scattered_now(
+    rt: &mut Runtime,
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> Option<Status> {
+    if datatype::builtin::builtin(datatype).is_some() {
+        return None;
+    }
+    let (peer, env, layout, count) = recv_args(rt, count, datatype, source, tag, comm).ok()?;
+    let Peer::Rank { world, .. } = peer else { return None };
+    let cap = layout.size.checked_mul(count)?;
+    if cap > rt.engine.eager_limit() || check_buffer(buf, count, &layout).is_err() {
+        return None;
+    }
+    // SAFETY: forwarded from the caller; the payload is at most `cap` bytes, the packed size of
+    // the `count` elements.
+    let unpack = |payload: &[u8]| unsafe { layout.unpack(buf.cast(), count, 0, payload) };
+    let watch = !runtime::multiple();
+    let mut unpack = Some(unpack);
+    let mut put = |payload: &[u8]| (unpack.take().unwrap())(payload);
+    rt.engine
+        .try_recv_packed_now(world, env, cap, &mut put)
+        .or_else(|| if watch { rt.engine.recv_packed_arriving(world, env, cap, &mut put) } else { None })
 }
 
 pub unsafe fn MPI_Recv_c(

@@ -288,6 +288,13 @@ unsafe fn strided<const N: usize>(mem: *mut u8, stride: isize, count: usize, pac
 /// # Safety
 /// As for `strided`, with a run-time block length.
 unsafe fn strided_any(mem: *mut u8, stride: isize, count: usize, len: usize, packed: *mut u8, scatter: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if len >= wide::MIN_BLOCK && wide::available() {
+        // SAFETY: forwarded from the caller; `available` checked the CPU has the instructions.
+        if unsafe { wide::strided_any(mem, stride, count, len, packed, scatter) } {
+            return;
+        }
+    }
     // SAFETY: forwarded from the caller; the const cases are the same copies unrolled.
     unsafe {
         match len {
@@ -301,7 +308,7 @@ unsafe fn strided_any(mem: *mut u8, stride: isize, count: usize, len: usize, pac
             32 => strided::<32>(mem, stride, count, packed, scatter),
             // Cache-line sized and a few multiples: a library memcpy call per block costs more
             // than the copy itself at these lengths (bench_pack: 64-byte blocks ran at 40% of
-            // memcpy speed through the generic loop).
+            // memcpy speed through the generic loop). Longer ones: see `wide`.
             48 => strided::<48>(mem, stride, count, packed, scatter),
             64 => strided::<64>(mem, stride, count, packed, scatter),
             96 => strided::<96>(mem, stride, count, packed, scatter),
@@ -317,6 +324,101 @@ unsafe fn strided_any(mem: *mut u8, stride: isize, count: usize, len: usize, pac
                         std::ptr::copy_nonoverlapping(m, p, len)
                     }
                 }
+            }
+        }
+    }
+}
+
+/// Copies of strided blocks with 64-byte vector moves (AVX-512), chosen at run time: the library
+/// is built for baseline x86-64, where a constant copy of more than 128 bytes (8 16-byte moves)
+/// becomes a call to memcpy, which left packing and unpacking of 256-byte blocks at 75-80% of
+/// the speed of 128-byte ones (bench_pack, docs/perf-r6-vec.md). Up to 128 bytes the inline
+/// 16-byte moves are as fast (the copy is bound by the memory system), so only longer blocks
+/// come here.
+#[cfg(target_arch = "x86_64")]
+mod wide {
+    use std::arch::x86_64::{__m256i, __m512i, _mm256_loadu_si256, _mm256_storeu_si256};
+    use std::arch::x86_64::{_mm512_loadu_si512, _mm512_storeu_si512};
+    use std::sync::atomic::{AtomicU8, Ordering};
+
+    /// Shortest block copied this way (shorter ones are copied inline by the baseline code).
+    pub const MIN_BLOCK: usize = 129;
+
+    /// 0: not probed yet, 1: no, 2: yes.
+    static AVAILABLE: AtomicU8 = AtomicU8::new(0);
+
+    /// Whether the CPU has AVX-512F (and `OXMPI_WIDE_COPY` is not 0).
+    #[inline]
+    pub fn available() -> bool {
+        match AVAILABLE.load(Ordering::Relaxed) {
+            0 => {
+                let on = std::is_x86_feature_detected!("avx512f")
+                    && !std::env::var(crate::config::WIDE_COPY).is_ok_and(|v| v == "0");
+                AVAILABLE.store(if on { 2 } else { 1 }, Ordering::Relaxed);
+                on
+            }
+            v => v == 2,
+        }
+    }
+
+    /// `super::strided_any` for the block lengths handled here; false (nothing copied) for
+    /// the others.
+    ///
+    /// # Safety
+    /// As for `super::strided`; the CPU has AVX-512F (`available`).
+    pub unsafe fn strided_any(
+        mem: *mut u8,
+        stride: isize,
+        count: usize,
+        len: usize,
+        packed: *mut u8,
+        scatter: bool,
+    ) -> bool {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            match len {
+                192 => strided::<192>(mem, stride, count, packed, scatter),
+                256 => strided::<256>(mem, stride, count, packed, scatter),
+                384 => strided::<384>(mem, stride, count, packed, scatter),
+                512 => strided::<512>(mem, stride, count, packed, scatter),
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// # Safety
+    /// As for `super::strided`; the CPU has AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn strided<const N: usize>(mem: *mut u8, stride: isize, count: usize, packed: *mut u8, scatter: bool) {
+        for k in 0..count {
+            let m = mem.wrapping_offset(k as isize * stride);
+            // SAFETY: forwarded from the caller: block k and packed bytes [k*N, (k+1)*N) are
+            // valid and do not overlap.
+            unsafe {
+                let p = packed.add(k * N);
+                if scatter { copy::<N>(p, m) } else { copy::<N>(m, p) }
+            }
+        }
+    }
+
+    /// Copies `N` bytes (a multiple of 32) with unaligned 64- and 32-byte moves.
+    ///
+    /// # Safety
+    /// `src` readable and `dst` writable for `N` bytes, not overlapping; AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn copy<const N: usize>(src: *const u8, dst: *mut u8) {
+        const { assert!(N % 32 == 0) };
+        let mut i = 0;
+        // SAFETY: every access lies within the N bytes the caller vouches for.
+        unsafe {
+            while i + 64 <= N {
+                _mm512_storeu_si512(dst.add(i) as *mut __m512i, _mm512_loadu_si512(src.add(i) as *const __m512i));
+                i += 64;
+            }
+            if i < N {
+                _mm256_storeu_si256(dst.add(i) as *mut __m256i, _mm256_loadu_si256(src.add(i) as *const __m256i));
             }
         }
     }
@@ -448,6 +550,36 @@ mod tests {
                 pos += n;
             }
             assert_eq!(got, whole, "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn gather_and_scatter_wide_lengths_and_negative_strides() {
+        // The lengths with wide copies (and neighbours without), forwards and backwards, with
+        // the blocks at an odd offset (unaligned moves).
+        for len in [48usize, 63, 64, 65, 96, 128, 160, 192, 256, 384, 512, 640] {
+            for stride in [len as isize + 40, -(len as isize) - 24] {
+                let count = 5;
+                let span = count * stride.unsigned_abs() + len + 8;
+                let src: Vec<u8> = (0..span).map(|i| (i * 31 + 7) as u8).collect();
+                let origin = if stride < 0 { span - len - 3 } else { 3 } as isize;
+                let mut b = FlatBuilder::default();
+                b.vector(origin, count, stride, len);
+                let f = b.finish();
+                let mut packed = vec![0u8; f.size];
+                let mut g = Gather { src: src.as_ptr(), dst: packed.as_mut_ptr() };
+                f.walk(0, 0, f.size, &mut g);
+                let at = |k: usize| (origin + k as isize * stride) as usize;
+                let want: Vec<u8> = (0..count).flat_map(|k| src[at(k)..at(k) + len].to_vec()).collect();
+                assert_eq!(packed, want, "len {len} stride {stride}");
+                let mut back = vec![0xEEu8; span];
+                let mut s = Scatter { src: packed.as_ptr(), dst: back.as_mut_ptr() };
+                f.walk(0, 0, f.size, &mut s);
+                for (i, &byte) in back.iter().enumerate() {
+                    let inside = (0..count).any(|k| (at(k)..at(k) + len).contains(&i));
+                    assert_eq!(byte, if inside { src[i] } else { 0xEE }, "len {len} stride {stride} byte {i}");
+                }
+            }
         }
     }
 

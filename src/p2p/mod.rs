@@ -273,6 +273,9 @@ pub struct Engine {
     split_peer: Vec<bool>,
     /// Smallest message split between sender and receiver (usize::MAX: never).
     split_min: usize,
+    /// Per peer: dense non-contiguous messages from it shorter than this are streamed rather
+    /// than read when more packets wait behind them (`stream_for_bandwidth`); 0: never.
+    stream_dense_below: Vec<usize>,
     /// Per sender: board entries of shared transfers in use (bit e: entry e).
     board_busy: Vec<u8>,
     split_gen: u32,
@@ -311,6 +314,7 @@ impl Engine {
             split_peer: vec![false; nranks],
             split_min: usize::MAX,
             board_busy: vec![0; nranks],
+            stream_dense_below: vec![0; nranks],
             split_gen: 0,
             splits: Vec::new(),
             last_move_off: None,
@@ -361,6 +365,8 @@ impl Engine {
                 if split && shm::cma_write(pid, addr, &CMA_PROBE_VALUE.to_ne_bytes()).is_ok() {
                     self.split_peer[peer] = true;
                     self.split_min = split_min;
+                    // Below the shared-copy threshold a read is one rank's work; a stream shares it.
+                    self.stream_dense_below[peer] = split_min;
                 }
             } else {
                 log::debug!("single-copy reads from rank {peer} denied; using the ring");
@@ -390,7 +396,7 @@ impl Engine {
             let sent = if buf.is_contiguous() {
                 self.try_send_eager_now(dst, env, buf.bytes())
             } else {
-                self.try_send_packed_now(dst, env, &buf)
+                self.try_send_packed_now(dst, env, buf.len(), |slot| buf.copy_to(0, slot))
             };
             if sent {
                 return COMPLETED_SEND;
@@ -446,19 +452,42 @@ impl Engine {
         sent
     }
 
-    /// `try_send_eager_now` for non-contiguous data: packs it straight into the slot (no packed
-    /// copy, no request).
-    fn try_send_packed_now(&mut self, dst: usize, env: Envelope, buf: &SendBuf) -> bool {
-        if dst == self.me || buf.len() > self.eager_limit || !self.outq[dst].is_empty() {
+    /// `try_send_eager_now` for `len` bytes of non-contiguous data: `pack` writes them straight
+    /// into the slot (no packed copy, no request).
+    pub fn try_send_packed_now(&mut self, dst: usize, env: Envelope, len: usize, pack: impl FnOnce(&mut [u8])) -> bool {
+        if dst == self.me || len > self.eager_limit || !self.outq[dst].is_empty() {
             return false;
         }
         let Some(seg) = self.shm.as_mut() else { return false };
         if !seg.can_send(dst) {
             return false;
         }
-        seg.send_eager_with(dst, env.ctx, env.src, env.tag, buf.len(), |slot| buf.copy_to(0, slot));
+        seg.send_eager_with(dst, env.ctx, env.src, env.tag, len, pack);
         seg.notify(dst);
         true
+    }
+
+    /// `try_recv_eager_now` for a destination of `cap` bytes that is not one slice (a
+    /// non-contiguous layout): `unpack` gets the payload straight from the slot.
+    pub fn try_recv_packed_now(
+        &mut self,
+        from: usize,
+        env: Envelope,
+        cap: usize,
+        unpack: impl FnOnce(&[u8]),
+    ) -> Option<Status> {
+        self.take_eager_now(from, env, cap, unpack)
+    }
+
+    /// `recv_eager_arriving` for a destination of `cap` bytes that is not one slice.
+    pub fn recv_packed_arriving(
+        &mut self,
+        from: usize,
+        env: Envelope,
+        cap: usize,
+        unpack: impl FnOnce(&[u8]),
+    ) -> Option<Status> {
+        self.watch_eager(from, env, cap, unpack)
     }
 
     /// Blocking receive fast path: takes an eager message for `env` (a specific source, world
@@ -466,6 +495,13 @@ impl Engine {
     /// before it (no posted receive, no queued message `env` accepts) and it fits. Returns the
     /// status if it did; the caller otherwise posts a receive as usual.
     pub fn try_recv_eager_now(&mut self, from: usize, env: Envelope, dst: &mut [u8]) -> Option<Status> {
+        self.take_eager_now(from, env, dst.len(), |payload| shm::copy_small(&mut dst[..payload.len()], payload))
+    }
+
+    /// `try_recv_eager_now` into a destination of `cap` bytes written by `put` (it gets the
+    /// payload, at most `cap` bytes).
+    #[inline(always)]
+    fn take_eager_now(&mut self, from: usize, env: Envelope, cap: usize, put: impl FnOnce(&[u8])) -> Option<Status> {
         if from == self.me || !self.posted.is_empty() {
             return None;
         }
@@ -476,11 +512,11 @@ impl Engine {
         let inc = seg.peek(from)?;
         let pk = inc.packet;
         let msg = Envelope { ctx: pk.context, src: pk.src, tag: pk.tag };
-        if pk.kind != kind::EAGER || inc.payload.len() > dst.len() || !env.accepts(&msg) {
+        if pk.kind != kind::EAGER || inc.payload.len() > cap || !env.accepts(&msg) {
             return None;
         }
         let n = inc.payload.len();
-        shm::copy_small(&mut dst[..n], inc.payload);
+        put(inc.payload);
         seg.release(from);
         seg.notify(from);
         Some(Status { source: msg.src, tag: msg.tag, bytes: n, cancelled: false, error: MPI_SUCCESS })
@@ -495,11 +531,17 @@ impl Engine {
     /// shared copies, schedules, pairs or tasks). None: the caller posts the receive and waits
     /// as usual.
     pub fn recv_eager_arriving(&mut self, from: usize, env: Envelope, dst: &mut [u8]) -> Option<Status> {
+        self.watch_eager(from, env, dst.len(), |payload| shm::copy_small(&mut dst[..payload.len()], payload))
+    }
+
+    /// `recv_eager_arriving` into a destination of `cap` bytes written by `put`.
+    #[inline(always)]
+    fn watch_eager(&mut self, from: usize, env: Envelope, cap: usize, put: impl FnOnce(&[u8])) -> Option<Status> {
         // A buffer larger than the eager limit likely waits for a rendezvous request: then the
         // receive is better posted at once, so that its request is ready when the request to
         // send arrives (ping-pong of 16 KiB: 1.75 against 1.85 us with the watch).
         if self.wait.spin.is_zero()
-            || dst.len() > self.eager_limit
+            || cap > self.eager_limit
             || from == self.me
             || self.pending_peers > 0
             || !self.posted.is_empty()
@@ -518,7 +560,7 @@ impl Engine {
         loop {
             for _ in 0..POLLS_PER_CLOCK_READ {
                 if seg.peek(from).is_some() {
-                    return self.try_recv_eager_now(from, env, dst);
+                    return self.take_eager_now(from, env, cap, put);
                 }
                 std::hint::spin_loop();
             }
@@ -667,6 +709,7 @@ impl Engine {
                 };
                 if !stream
                     && !sparse_here
+                    && !self.stream_for_bandwidth(msg.from, n, !blocks.is_empty())
                     && let Some(pid) = self.cma_pid[msg.from]
                 {
                     let contiguous = blocks.is_empty();
@@ -704,6 +747,24 @@ impl Engine {
                 self.control(msg.from, Out::Cts { sreq, rreq: req });
             }
         }
+    }
+
+    /// Whether a rendezvous message of `n` bytes from `from` whose non-contiguous data the
+    /// sender offers as a block list (`offered`) is better streamed than read by this rank
+    /// alone: when more packets from the sender wait behind it (a window of messages in
+    /// flight, this rank is the bottleneck) and the message is too short to share its copy
+    /// (`split_min`), the stream has the sender pack while this rank unpacks, instead of this
+    /// rank doing every copy (and a system call and page pinning per message) while the sender
+    /// waits: vec_bw of 4 KiB blocks at 16-32 KiB, 6.3-6.5 -> 8.9-9.4 GB/s
+    /// (docs/perf-r6-vec.md). Not when this rank has rendezvous messages out to that peer
+    /// (traffic both ways: the sender is busy too, and a read costs one copy where a stream
+    /// costs two), nor for a lone message (a ping-pong: the read is the shorter path,
+    /// 2.6 against 3.7 us at 16 KiB).
+    fn stream_for_bandwidth(&self, from: usize, n: usize, offered: bool) -> bool {
+        offered
+            && n < self.stream_dense_below[from]
+            && self.rndv_out[from] == 0
+            && self.shm.as_ref().is_some_and(|seg| seg.backlog(from))
     }
 
     /// Reads a rendezvous sender's block list of `n` entries at `addr` in rank `from` (a list

@@ -705,6 +705,14 @@ impl Segment {
         Some(Incoming { packet, payload })
     }
 
+    /// Whether the slot after the next one from `src` is full too: the sender is ahead of this
+    /// rank by more than one packet (a window of messages in flight).
+    pub fn backlog(&self, src: usize) -> bool {
+        let mut c = self.recv_rings[src];
+        Self::advance(&mut c, self.geo.nslots);
+        self.slot_header(self.slot_at(c)).full.load(Ordering::Acquire) != 0
+    }
+
     /// Gives the slot read by `peek(src)` back to the sender (the credit). The sender may be
     /// asleep waiting for credits: the caller calls `notify(src)` after its last release of a
     /// batch.
