@@ -40,6 +40,7 @@ pub const SPARSE: &str = "OXMPI_SPARSE";
 pub const SPARSE_MIN: &str = "OXMPI_SPARSE_MIN";
 pub const SPARSE_RATIO: &str = "OXMPI_SPARSE_RATIO";
 pub const COLL_SHM: &str = "OXMPI_COLL_SHM";
+pub const COLL_SHM_ROOTED_MAX: &str = "OXMPI_COLL_SHM_ROOTED_MAX";
 pub const FAKE_NODES: &str = "OXMPI_FAKE_NODES";
 
 pub const TUNABLES: &[Tunable] = &[
@@ -185,6 +186,12 @@ pub const TUNABLES: &[Tunable] = &[
         name: COLL_SHM,
         default: "1",
         what: "0: barrier, bcast, reduce and allreduce use point-to-point algorithms only (no shared-memory, node-aware path)",
+    },
+    Tunable {
+        name: COLL_SHM_ROOTED_MAX,
+        default: "2048",
+        what: "largest total (bytes, block times ranks) of a Gather/Scatter on one node through the shared-memory lanes \
+               (0: point-to-point; the scatter's blocks for the other ranks must fit 2048 bytes)",
     },
     Tunable {
         name: FAKE_NODES,

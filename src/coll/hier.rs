@@ -13,7 +13,7 @@
 //! are consecutive in the communicator (each node reduces its block in order, then the
 //! leaders in node order); otherwise they use the point-to-point algorithms.
 
-use super::shm::{Area, SLOT_CAP};
+use super::shm::{Area, LANE_CAP, SLOT_CAP};
 use super::{Block, Group, In, Out, allreduce_packed, bcast_packed, pack_block, reduce_packed, tag};
 use crate::config;
 use crate::error::{MpiError, MpiResult};
@@ -396,6 +396,100 @@ pub fn reduce(
             recv.as_mut().expect("the root has a receive buffer").put(0, &r);
         }
     }))
+}
+
+/// Largest total (`block * ranks`) of a gather or scatter through the lanes
+/// (`OXMPI_COLL_SHM_ROOTED_MAX`; at most what one lane entry holds for the scatter).
+fn rooted_max() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_ROOTED_MAX).unwrap_or(LANE_CAP))
+}
+
+/// The area of a one-node communicator for a gather or scatter of `block` bytes per rank
+/// (the same on every rank: MPI_Gather/Scatter's blocks match), when the blocks go through
+/// the lanes.
+fn rooted_area<'s>(g: &mut Group<'s>, block: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
+    let n = g.size();
+    if block == 0 || n < 2 || block * n > rooted_max() || block * (n - 1) > LANE_CAP || !enabled() {
+        return None;
+    }
+    let h = hier_or_none!(g);
+    if h.nodes.len() != 1 {
+        return None;
+    }
+    // One node: its local numbers are the ranks.
+    Some(Ok(RefMut::map(h, |h| h.area.as_mut().expect("one node of several ranks has an area"))))
+}
+
+/// MPI_Gather with `block` bytes from every rank, on one node: every member publishes its
+/// block in its lane and returns; the root copies them out as they arrive.
+pub fn gather(
+    g: &mut Group,
+    send: &Option<In>,
+    recv: &mut Option<Out>,
+    root: usize,
+    block: usize,
+) -> Option<MpiResult<()>> {
+    let mut area = match rooted_area(g, block)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let e = &mut *g.engine;
+    let Some(out) = recv.as_mut().filter(|_| g.rank == root) else {
+        let s = send.as_ref().expect("non-root members send");
+        return Some(area.gather(e, block, &packed_in(&s.mem, &s.blocks[0]), root, |_, _| {}));
+    };
+    if let Some(s) = send {
+        // The own block (MPI_IN_PLACE: already in place).
+        // SAFETY: distinct user buffers (an overlapping input was copied).
+        unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[0], out.mem.as_mut_ptr(), &out.blocks[root]) };
+    }
+    Some(area.gather(e, block, &[], root, |j, bytes| {
+        let b = &out.blocks[j];
+        if b.layout.is_contiguous() {
+            out.mem[b.offset..b.offset + bytes.len()].copy_from_slice(bytes);
+        } else {
+            out.put(j, bytes);
+        }
+    }))
+}
+
+/// MPI_Scatter with `block` bytes to every rank, on one node: the root publishes all the
+/// other ranks' blocks in one lane entry and returns; every member copies its own out.
+pub fn scatter(
+    g: &mut Group,
+    send: &Option<In>,
+    recv: &mut Option<Out>,
+    root: usize,
+    block: usize,
+) -> Option<MpiResult<()>> {
+    let mut area = match rooted_area(g, block)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let (e, n) = (&mut *g.engine, g.members.len());
+    if g.rank != root {
+        let out = recv.as_mut().expect("non-root members receive");
+        return Some(with_packed_out(out, false, |o| area.scatter(e, &[], o, root)));
+    }
+    let s = send.as_ref().expect("the root has a send buffer");
+    let mut pieces = [0u8; LANE_CAP];
+    let mut at = 0;
+    for j in (0..n).filter(|&j| j != root) {
+        let b = &s.blocks[j];
+        let piece = &mut pieces[at..at + block];
+        if b.layout.is_contiguous() {
+            piece.copy_from_slice(&s.mem[b.offset..b.offset + block]);
+        } else {
+            piece.copy_from_slice(&pack_block(&s.mem, b));
+        }
+        at += block;
+    }
+    if let Some(out) = recv {
+        // SAFETY: distinct user buffers (an overlapping input was copied).
+        unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[root], out.mem.as_mut_ptr(), &out.blocks[0]) };
+    }
+    Some(area.scatter(e, &pieces[..at], &mut [], root))
 }
 
 /// MPI_Allreduce: on one node through shared memory alone; across nodes, reduce within

@@ -965,6 +965,10 @@ pub fn gather_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root: 
         (None, Some(o)) => o.blocks[root].bytes(),
         (None, None) => unreachable!("a gather member without buffers"),
     };
+    let mut recv = recv;
+    if let Some(r) = hier::gather(g, &send, &mut recv, root, block) {
+        return r;
+    }
     if !rooted_binomial(n, block) {
         return gather(g, send, recv, root);
     }
@@ -1058,6 +1062,10 @@ pub fn scatter_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root:
         (None, Some(o)) => o.blocks[0].bytes(),
         (None, None) => unreachable!("a scatter member without buffers"),
     };
+    let mut recv = recv;
+    if let Some(r) = hier::scatter(g, &send, &mut recv, root, block) {
+        return r;
+    }
     if !rooted_binomial(n, block) {
         return scatter(g, send, recv, root);
     }

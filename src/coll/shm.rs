@@ -487,7 +487,42 @@ impl Area {
             let dst = unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(off), chunk.len()) };
             dst.copy_from_slice(chunk);
         }
+        // Every line of the entry gets the step's flag, after all its payload: a reader that
+        // needs only some lines (a scatter member, its piece) waits on the last of them and
+        // finds flag and piece in the same transfer. Harmless to the others: `s` exceeds every
+        // step that used these lines, and readers of later entries wait for later steps.
+        for k in (0..bytes.len().div_ceil(LANE_LINE_CAP)).skip(1) {
+            self.lane_flag(self.me, st.line + k).store(st.s, Ordering::Release);
+        }
         self.lane_flag(self.me, st.line).store(st.s, Ordering::Release);
+    }
+
+    /// Waits until rank `i`'s lane entry of step `st` holds bytes `range` (its lines'
+    /// flags say published).
+    fn lane_wait_range(&self, e: &mut Engine, i: usize, st: &LaneStep, range: std::ops::Range<usize>) {
+        let last = range.end.saturating_sub(1) / LANE_LINE_CAP;
+        let f = self.lane_flag(i, st.line + last);
+        if f.load(Ordering::Acquire) < st.s {
+            self.wait(e, || f.load(Ordering::Acquire) >= st.s);
+        }
+    }
+
+    /// Copies bytes `at..at + out.len()` of rank `i`'s lane entry for step `st` into `out`
+    /// (after `lane_wait_range` for them).
+    fn lane_read_at(&self, i: usize, st: &LaneStep, at: usize, out: &mut [u8]) {
+        assert!(at + out.len() <= st.lines * LANE_LINE_CAP);
+        let mut done = 0;
+        while done < out.len() {
+            let pos = at + done;
+            let (line, within) = (pos / LANE_LINE_CAP, pos % LANE_LINE_CAP);
+            let n = (LANE_LINE_CAP - within).min(out.len() - done);
+            let off = self.lane_line_offset(i, st.line + line) + 8 + within;
+            // SAFETY: inside the mapping (the entry's lines do not wrap); published, and not
+            // rewritten before every rank finished the step.
+            let src = unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(off), n) };
+            out[done..done + n].copy_from_slice(src);
+            done += n;
+        }
     }
 
     /// Waits for rank `i`'s lane entry of step `st` to be published.
@@ -901,6 +936,58 @@ impl Area {
             }
             self.finish(e, s);
         }
+        Ok(())
+    }
+
+    /// Scatter of `block` bytes to every rank from local `root` through the root's lane
+    /// entry (`(n - 1) * block` at most `LANE_CAP`): at the root `pieces` holds the other
+    /// ranks' blocks in local rank order (its own left out); elsewhere `out` receives this
+    /// rank's block. The root returns once it published; a member waits only for the lines of
+    /// its own piece.
+    pub fn scatter(&mut self, e: &mut Engine, pieces: &[u8], out: &mut [u8], root: usize) -> MpiResult<()> {
+        let block = if self.me == root { pieces.len() / (self.n - 1) } else { out.len() };
+        let st = self.lane_step(block * (self.n - 1));
+        if self.me == root {
+            self.lane_publish(e, &st, pieces);
+            self.notify_others(e);
+        } else {
+            let at = (if self.me < root { self.me } else { self.me - 1 }) * block;
+            self.lane_wait_range(e, root, &st, at..at + block);
+            self.lane_read_at(root, &st, at, out);
+            self.lane_prefetch_next(root);
+        }
+        self.lane_finish(e, st.s);
+        Ok(())
+    }
+
+    /// Gather of `len` bytes (at most `LANE_CAP`, the same on every rank) from every rank at
+    /// local `root` through the members' lanes: each member publishes its `input` and
+    /// returns; the root (whose `input` is unused) hands every other rank's block to
+    /// `put(rank, bytes)` as it arrives.
+    pub fn gather(
+        &mut self,
+        e: &mut Engine,
+        len: usize,
+        input: &[u8],
+        root: usize,
+        mut put: impl FnMut(usize, &[u8]),
+    ) -> MpiResult<()> {
+        let st = self.lane_step(len);
+        if self.me != root {
+            assert_eq!(input.len(), len);
+            self.lane_publish(e, &st, input);
+            self.notify(e, root);
+        } else {
+            let mut tmp = [0u8; LANE_CAP];
+            for j in (root + 1..self.n).chain(0..root) {
+                self.lane_wait(e, j, &st);
+                put(j, self.lane_bytes(j, &st, len, &mut tmp));
+            }
+            for j in (0..self.n).filter(|&j| j != root) {
+                self.lane_prefetch_next(j);
+            }
+        }
+        self.lane_finish(e, st.s);
         Ok(())
     }
 
