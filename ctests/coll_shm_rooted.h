@@ -1,5 +1,6 @@
 /*
- * Body of the coll_shm_rooted*.c tests: MPI_Gather and MPI_Scatter with small blocks, which
+ * Body of the coll_shm_rooted*.c tests: MPI_Gather and MPI_Scatter (and MPI_Allgather(v),
+ * MPI_Alltoall, further down) with small blocks, which
  * on one node go through the shared-memory lanes (every member's block in its own lane entry
  * for gather; the root's entry holding every other member's block for scatter, up to 2048
  * bytes). Results checked for block sizes around a lane line (56 bytes), blocks straddling
@@ -226,6 +227,14 @@ static void test_interleaved(MPI_Comm comm)
         CHECK(rank != root || out[0] == size - 1, "interleaved reduce it %d: %d", it, out[0]);
         if (it % 7 == 0)
             MPI_Barrier(c);
+        MPI_Allgather(&it, 1, MPI_INT, all, 1, MPI_INT, it % 2 ? comm : dup);
+        for (i = 0; i < size; i++)
+            CHECK(all[i] == it, "interleaved allgather it %d [%d] = %d", it, i, all[i]);
+        for (i = 0; i < size; i++)
+            all[size + i] = rank * 1000 + i + it;
+        MPI_Alltoall(all + size, 1, MPI_INT, all, 1, MPI_INT, it % 3 ? dup : comm);
+        for (i = 0; i < size; i++)
+            CHECK(all[i] == i * 1000 + rank + it, "interleaved alltoall it %d [%d] = %d", it, i, all[i]);
         MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
         if (rank == (it + 1) % size)
             for (i = 0; i < 3 * size; i++)
@@ -238,6 +247,115 @@ static void test_interleaved(MPI_Comm comm)
     free(nbsc);
     MPI_Comm_free(&dup);
     MPI_Comm_free(&nbc);
+}
+
+/* Allgather, allgatherv (varying counts, some zero) and alltoall of `count` ints per block,
+   `iters` times, with and without MPI_IN_PLACE. */
+static void check_exchange(MPI_Comm comm, int count, int iters)
+{
+    int rank, size, it, i, j, ip;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int *mine = mt_malloc(sizeof(int) * (count * size + 1));
+    int *all = mt_malloc(sizeof(int) * ((size_t)(count + 2) * size + 1));
+    int *counts = mt_malloc(sizeof(int) * size), *displs = mt_malloc(sizeof(int) * size);
+    for (it = 0; it < iters; it++)
+        for (ip = 0; ip < 2; ip++) {
+            /* allgather */
+            for (i = 0; i < count; i++)
+                mine[i] = val(rank, it, i);
+            for (i = 0; i < count * size; i++)
+                all[i] = ip && i / count == rank ? mine[i % count] : -1;
+            MPI_Allgather(ip ? MPI_IN_PLACE : mine, count, MPI_INT, all, count, MPI_INT, comm);
+            for (i = 0; i < count * size; i++)
+                CHECK(all[i] == val(i / count, it, i % count), "allgather count %d it %d in_place %d [%d] = %d",
+                      count, it, ip, i, all[i]);
+            /* allgatherv: rank j contributes (count + j) % (count + 2) ints, displaced by one gap */
+            int at = 0;
+            for (j = 0; j < size; j++) {
+                counts[j] = (count + j) % (count + 2);
+                displs[j] = at + 1;
+                at += counts[j] + 1;
+            }
+            for (i = 0; i < at + 1; i++)
+                all[i] = -2;
+            for (i = 0; i < counts[rank]; i++) {
+                mine[i] = val(rank, it + 7, i);
+                if (ip)
+                    all[displs[rank] + i] = mine[i];
+            }
+            MPI_Allgatherv(ip ? MPI_IN_PLACE : mine, counts[rank], MPI_INT, all, counts, displs, MPI_INT, comm);
+            for (j = 0; j < size; j++) {
+                CHECK(all[displs[j] - 1] == -2, "allgatherv count %d gap before %d overwritten", count, j);
+                for (i = 0; i < counts[j]; i++)
+                    CHECK(all[displs[j] + i] == val(j, it + 7, i), "allgatherv count %d it %d in_place %d block %d [%d] = %d",
+                          count, it, ip, j, i, all[displs[j] + i]);
+            }
+            /* alltoall: block j of rank r holds val(r * size + j, ...) */
+            int *buf = ip ? all : mine;
+            for (j = 0; j < size; j++)
+                for (i = 0; i < count; i++)
+                    buf[j * count + i] = val(rank * size + j, it, i);
+            if (!ip)
+                for (i = 0; i < count * size; i++)
+                    all[i] = -3;
+            MPI_Alltoall(ip ? MPI_IN_PLACE : mine, count, MPI_INT, all, count, MPI_INT, comm);
+            for (j = 0; j < size; j++)
+                for (i = 0; i < count; i++)
+                    CHECK(all[j * count + i] == val(j * size + rank, it, i), "alltoall count %d it %d in_place %d block %d [%d] = %d",
+                          count, it, ip, j, i, all[j * count + i]);
+        }
+    free(mine);
+    free(all);
+    free(counts);
+    free(displs);
+}
+
+static void test_exchange(MPI_Comm comm, int iters)
+{
+    int size, k;
+    MPI_Comm_size(comm, &size);
+    int counts[] = {1, 2, 13, 14, 15, 29, 2048 / 4 / size / size, 2048 / 4 / size / size + 1, 2048 / 4 / size - 1,
+                    2048 / 4 / size, 2048 / 4 / size + 1, 600};
+    for (k = 0; k < (int)(sizeof(counts) / sizeof(counts[0])); k++)
+        if (counts[k] > 0)
+            check_exchange(comm, counts[k], iters);
+}
+
+/* Strided datatypes in allgather and alltoall (receive side strided, send contiguous, and the
+   other way round). */
+static void test_exchange_strided(MPI_Comm comm)
+{
+    int rank, size, i, j, count = 3;
+    MPI_Datatype strided, resized;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Type_vector(count, 1, 2, MPI_INT, &strided);
+    MPI_Type_create_resized(strided, 0, (MPI_Aint)sizeof(int) * 2 * count, &resized);
+    MPI_Type_commit(&resized);
+    int *wide = mt_malloc(sizeof(int) * 2 * count * size), *flat = mt_malloc(sizeof(int) * count * size);
+    int mine[3];
+    for (i = 0; i < count; i++)
+        mine[i] = val(rank, 3, i);
+    for (i = 0; i < 2 * count * size; i++)
+        wide[i] = -4;
+    MPI_Allgather(mine, count, MPI_INT, wide, 1, resized, comm);
+    for (j = 0; j < size; j++)
+        for (i = 0; i < 2 * count; i++)
+            CHECK(wide[j * 2 * count + i] == (i % 2 ? -4 : val(j, 3, i / 2)), "strided allgather block %d [%d] = %d", j,
+                  i, wide[j * 2 * count + i]);
+    for (j = 0; j < size; j++)
+        for (i = 0; i < 2 * count; i++)
+            wide[j * 2 * count + i] = i % 2 ? -6 : val(rank * size + j, 4, i / 2);
+    MPI_Alltoall(wide, 1, resized, flat, count, MPI_INT, comm);
+    for (j = 0; j < size; j++)
+        for (i = 0; i < count; i++)
+            CHECK(flat[j * count + i] == val(j * size + rank, 4, i), "strided alltoall block %d [%d] = %d", j, i,
+                  flat[j * count + i]);
+    MPI_Type_free(&strided);
+    MPI_Type_free(&resized);
+    free(wide);
+    free(flat);
 }
 
 /* Error checks stay in place on the fast path: a bad root is MPI_ERR_ROOT. */
@@ -267,9 +385,12 @@ int main(int argc, char **argv)
     test_strided(MPI_COMM_WORLD);
     test_bursts(MPI_COMM_WORLD, 6000);
     test_interleaved(MPI_COMM_WORLD);
+    test_exchange(MPI_COMM_WORLD, 2);
+    test_exchange_strided(MPI_COMM_WORLD);
     MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &rev); /* reversed order */
     test_sizes(rev);
     test_bursts(rev, 1000);
+    test_exchange(rev, 1);
     MPI_Comm_free(&rev);
     test_errors(MPI_COMM_WORLD);
     return mt_finalize();

@@ -150,6 +150,7 @@ ctests! {
     coll_shm_fake3 => "coll_shm_fake3.c",
     coll_shm_nocma => "coll_shm_nocma.c",
     coll_shm_rooted => "coll_shm_rooted.c",
+    coll_shm_rooted_default => "coll_shm_rooted_default.c",
     coll_shm_rooted_fake2 => "coll_shm_rooted_fake2.c",
     coll_shm_rooted_off => "coll_shm_rooted_off.c",
     coll_inter => "coll_inter.c",

@@ -398,19 +398,28 @@ pub fn reduce(
     }))
 }
 
-/// Largest total (`block * ranks`) of a gather or scatter through the lanes
-/// (`OXMPI_COLL_SHM_ROOTED_MAX`; at most what one lane entry holds for the scatter).
-fn rooted_max() -> usize {
+/// Largest total (`block * ranks`) of a gather through the lanes (`OXMPI_COLL_SHM_GATHER_MAX`).
+fn gather_max() -> usize {
     static MAX: OnceLock<usize> = OnceLock::new();
-    *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_ROOTED_MAX).unwrap_or(LANE_CAP))
+    *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_GATHER_MAX).unwrap_or(LANE_CAP))
+}
+
+/// Largest total (`block * ranks`) of a scatter through the lanes (`OXMPI_COLL_SHM_SCATTER_MAX`;
+/// at most what one lane entry holds). Off by default: with 4 and 8 ranks on 2 cores, 1-256
+/// B scatters took 1.5-2.9x as long as the point-to-point ones (whose members poll their
+/// own rings), like the lane bcast, which is also slower than point to point there; at 2
+/// ranks no gain (measurements in docs/perf-r6-collsmall.md).
+fn scatter_max() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_SCATTER_MAX).unwrap_or(0))
 }
 
 /// The area of a one-node communicator for a gather or scatter of `block` bytes per rank
-/// (the same on every rank: MPI_Gather/Scatter's blocks match), when the blocks go through
-/// the lanes.
-fn rooted_area<'s>(g: &mut Group<'s>, block: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
+/// (the same on every rank: MPI_Gather/Scatter's blocks match) and at most `max` bytes in
+/// all, when the blocks go through the lanes.
+fn rooted_area<'s>(g: &mut Group<'s>, block: usize, max: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
     let n = g.size();
-    if block == 0 || n < 2 || block * n > rooted_max() || block * (n - 1) > LANE_CAP || !enabled() {
+    if block == 0 || n < 2 || block * n > max || block * (n - 1) > LANE_CAP || !enabled() {
         return None;
     }
     let h = hier_or_none!(g);
@@ -430,7 +439,7 @@ pub fn gather(
     root: usize,
     block: usize,
 ) -> Option<MpiResult<()>> {
-    let mut area = match rooted_area(g, block)? {
+    let mut area = match rooted_area(g, block, gather_max())? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),
     };
@@ -463,7 +472,7 @@ pub fn scatter(
     root: usize,
     block: usize,
 ) -> Option<MpiResult<()>> {
-    let mut area = match rooted_area(g, block)? {
+    let mut area = match rooted_area(g, block, scatter_max())? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),
     };
@@ -490,6 +499,92 @@ pub fn scatter(
         unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[root], out.mem.as_mut_ptr(), &out.blocks[0]) };
     }
     Some(area.scatter(e, &pieces[..at], &mut [], root))
+}
+
+/// The area of a one-node communicator for an exchange whose entries hold `entry` bytes and
+/// whose whole payload is `total` bytes (both the same on every rank), when it goes through
+/// the lanes.
+fn exchange_area<'s>(g: &mut Group<'s>, entry: usize, total: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
+    if entry == 0 || entry > LANE_CAP || total > exchange_max() || g.size() < 2 || !enabled() {
+        return None;
+    }
+    let h = hier_or_none!(g);
+    if h.nodes.len() != 1 {
+        return None;
+    }
+    Some(Ok(RefMut::map(h, |h| h.area.as_mut().expect("one node of several ranks has an area"))))
+}
+
+/// Largest total (all blocks of all ranks) of an allgather or all-to-all through the lanes
+/// (`OXMPI_COLL_SHM_EXCHANGE_MAX`).
+fn exchange_max() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_EXCHANGE_MAX).unwrap_or(LANE_CAP))
+}
+
+/// Writes packed `bytes` into block `b` of `out`.
+fn put_block(out: &mut Out, i: usize, bytes: &[u8]) {
+    let b = &out.blocks[i];
+    if b.layout.is_contiguous() {
+        out.mem[b.offset..b.offset + bytes.len()].copy_from_slice(bytes);
+    } else {
+        out.put(i, bytes);
+    }
+}
+
+/// MPI_Allgather(v) on one node: every rank publishes its block in its lane, then copies
+/// every other rank's out (blocks sizes are known to every rank, so all agree on the entry:
+/// the largest block).
+pub fn allgather(g: &mut Group, send: &Option<In>, recv: &mut Out) -> Option<MpiResult<()>> {
+    let n = g.size();
+    let entry = recv.blocks.iter().map(Block::bytes).max().unwrap_or(0);
+    let mut area = match exchange_area(g, entry, entry * n)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let (e, me) = (&mut *g.engine, g.rank);
+    let mine: Cow<[u8]> = match send {
+        Some(s) => {
+            // SAFETY: distinct user buffers (an overlapping input was copied).
+            unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[0], recv.mem.as_mut_ptr(), &recv.blocks[me]) };
+            packed_in(&s.mem, &s.blocks[0])
+        }
+        // In place: a copy, as the other blocks are written meanwhile.
+        None => Cow::Owned(recv.pack(me)),
+    };
+    // Allgatherv: blocks of different sizes (the same counts on every rank).
+    let sizes: Option<Vec<usize>> =
+        recv.blocks.iter().any(|b| b.bytes() != entry).then(|| recv.blocks.iter().map(Block::bytes).collect());
+    let range = |j: usize| 0..sizes.as_ref().map_or(entry, |v| v[j]);
+    Some(area.exchange(e, entry, &mine, range, |j, bytes| put_block(recv, j, bytes)))
+}
+
+/// MPI_Alltoall (the same block size everywhere) on one node: every rank publishes the
+/// blocks for the others in one lane entry, then copies its own piece out of every other
+/// rank's entry.
+pub fn alltoall(g: &mut Group, send: &Option<In>, recv: &mut Out) -> Option<MpiResult<()>> {
+    let n = g.size();
+    let block = recv.blocks[0].bytes();
+    let mut area = match exchange_area(g, block * (n - 1), block * n * n)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let (e, me) = (&mut *g.engine, g.rank);
+    let mut pieces = vec![0u8; block * (n - 1)];
+    for (k, j) in (0..n).filter(|&j| j != me).enumerate() {
+        let piece = &mut pieces[k * block..(k + 1) * block];
+        match send {
+            Some(s) => piece.copy_from_slice(&packed_in(&s.mem, &s.blocks[j])),
+            None => piece.copy_from_slice(&packed_in(recv.mem, &recv.blocks[j])),
+        }
+    }
+    if let Some(s) = send {
+        // SAFETY: distinct user buffers (an overlapping input was copied).
+        unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[me], recv.mem.as_mut_ptr(), &recv.blocks[me]) };
+    }
+    // This rank's piece in rank j's entry (which leaves j's own block out).
+    let at = |j: usize| (if me < j { me } else { me - 1 }) * block;
+    Some(area.exchange(e, block * (n - 1), &pieces, |j| at(j)..at(j) + block, |j, bytes| put_block(recv, j, bytes)))
 }
 
 /// MPI_Allreduce: on one node through shared memory alone; across nodes, reduce within

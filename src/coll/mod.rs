@@ -1157,6 +1157,10 @@ pub fn allgather(g: &mut Group, send: Option<In>, recv: Out) -> MpiResult<()> {
     if recv.blocks.iter().all(|b| b.bytes() == 0) {
         return Ok(());
     }
+    let mut recv = recv;
+    if let Some(r) = hier::allgather(g, &send, &mut recv) {
+        return r;
+    }
     let base = recv.mem.as_mut_ptr();
     // The own block goes out straight from the send buffer in the first step (a peer reads it
     // faster there than from a copy just written on this core); it is copied into the
@@ -1436,7 +1440,10 @@ pub fn alltoall(g: &mut Group, send: Option<In>, recv: Out) -> MpiResult<()> {
 
 /// MPI_Alltoall (every block the same size on every member): Bruck's algorithm for small
 /// blocks on many members, else as `alltoall`.
-pub fn alltoall_uniform(g: &mut Group, send: Option<In>, recv: Out) -> MpiResult<()> {
+pub fn alltoall_uniform(g: &mut Group, send: Option<In>, mut recv: Out) -> MpiResult<()> {
+    if let Some(r) = hier::alltoall(g, &send, &mut recv) {
+        return r;
+    }
     alltoall_with(g, send, recv, true)
 }
 

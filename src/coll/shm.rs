@@ -991,6 +991,55 @@ impl Area {
         Ok(())
     }
 
+    /// An exchange through the lanes (allgather, all-to-all): every rank publishes `mine` in
+    /// an entry of `len` bytes (at most `LANE_CAP`, the same on every rank; `mine` may be
+    /// shorter), then hands bytes `range(j)` of every other rank j's entry to `put(j, bytes)`,
+    /// as they arrive (lower ranks after higher ones, starting after this rank's own).
+    pub fn exchange(
+        &mut self,
+        e: &mut Engine,
+        len: usize,
+        mine: &[u8],
+        range: impl Fn(usize) -> std::ops::Range<usize>,
+        mut put: impl FnMut(usize, &[u8]),
+    ) -> MpiResult<()> {
+        assert!(mine.len() <= len);
+        let st = self.lane_step(len);
+        self.lane_publish(e, &st, mine);
+        self.notify_others(e);
+        let mut tmp = [0u8; LANE_CAP];
+        for j in (self.me + 1..self.n).chain(0..self.me) {
+            let r = range(j);
+            self.lane_wait_range(e, j, &st, r.clone());
+            put(j, self.lane_range(j, &st, r, &mut tmp));
+        }
+        // Everyone published for this step, so everyone finished the lane steps before it.
+        self.lane_floor = self.lane_floor.max(st.s - 1);
+        self.lane_finish(e, st.s);
+        Ok(())
+    }
+
+    /// Bytes `r` of rank `i`'s lane entry for step `st` (after `lane_wait_range`): in place
+    /// when they lie in one line, else gathered into `tmp`.
+    fn lane_range<'a>(
+        &'a self,
+        i: usize,
+        st: &LaneStep,
+        r: std::ops::Range<usize>,
+        tmp: &'a mut [u8; LANE_CAP],
+    ) -> &'a [u8] {
+        assert!(r.end <= st.lines * LANE_LINE_CAP);
+        if r.is_empty() || r.start / LANE_LINE_CAP == (r.end - 1) / LANE_LINE_CAP {
+            let line = r.start / LANE_LINE_CAP;
+            let off = self.lane_line_offset(i, st.line + line.min(st.lines - 1)) + 8 + r.start % LANE_LINE_CAP;
+            // SAFETY: as in `lane_read` (one line's payload, inside the mapping).
+            return unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(off), r.len()) };
+        }
+        let out = &mut tmp[..r.len()];
+        self.lane_read_at(i, st, r.start, out);
+        out
+    }
+
     /// Allreduce of every rank's `input` into every rank's `out` (same length; they do not
     /// overlap), in local rank order.
     pub fn allreduce(&mut self, e: &mut Engine, input: &[u8], out: &mut [u8], red: &Reduction) -> MpiResult<()> {
