@@ -1,6 +1,6 @@
 /*
  * Body of the coll_shm_rooted*.c tests: MPI_Gather and MPI_Scatter (and MPI_Allgather(v),
- * MPI_Alltoall, further down) with small blocks, which
+ * MPI_Alltoall, MPI_Reduce_scatter(_block), further down) with small blocks, which
  * on one node go through the shared-memory lanes (every member's block in its own lane entry
  * for gather; the root's entry holding every other member's block for scatter, up to 2048
  * bytes). Results checked for block sizes around a lane line (56 bytes), blocks straddling
@@ -12,6 +12,7 @@
  * gathers/scatters in flight meanwhile. The including file sets the environment.
  */
 #include "mtest.h"
+#include <string.h>
 #include <unistd.h>
 
 static int val(int rank, int iter, int i)
@@ -358,6 +359,92 @@ static void test_exchange_strided(MPI_Comm comm)
     free(flat);
 }
 
+/* A non-commutative operation on pairs of ints: (a, b) o (c, d) = (a * c, a * d + b) (affine
+   maps composed), so rank order shows in the result. */
+static void affine(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    int *x = in, *y = inout, k;
+    (void)dt;
+    for (k = 0; k < *len; k++) {
+        int a = x[2 * k], b = x[2 * k + 1], c = y[2 * k], d = y[2 * k + 1];
+        y[2 * k] = a * c;
+        y[2 * k + 1] = a * d + b;
+    }
+}
+
+/* Reduce_scatter_block and reduce_scatter (MPI_SUM on ints; a non-commutative user operation on
+   pairs, order checked), with and without MPI_IN_PLACE, `count` elements per rank. */
+static void check_reduce_scatter(MPI_Comm comm, int count, int iters)
+{
+    int rank, size, it, i, j, ip;
+    MPI_Op op;
+    MPI_Datatype pair;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Op_create(affine, 0, &op);
+    MPI_Type_contiguous(2, MPI_INT, &pair);
+    MPI_Type_commit(&pair);
+    int *in = mt_malloc(sizeof(int) * 2 * (count + 2) * size), *out = mt_malloc(sizeof(int) * 2 * (count + 2) * size);
+    int *counts = mt_malloc(sizeof(int) * size);
+    for (it = 0; it < iters; it++)
+        for (ip = 0; ip < 2; ip++) {
+            for (i = 0; i < count * size; i++)
+                in[i] = val(rank, it, i);
+            if (ip)
+                memcpy(out, in, sizeof(int) * count * size);
+            MPI_Reduce_scatter_block(ip ? MPI_IN_PLACE : in, out, count, MPI_INT, MPI_SUM, comm);
+            for (i = 0; i < count; i++) {
+                int want = 0;
+                for (j = 0; j < size; j++)
+                    want += val(j, it, rank * count + i);
+                CHECK(out[i] == want, "reduce_scatter_block count %d it %d in_place %d [%d] = %d, want %d", count, it,
+                      ip, i, out[i], want);
+            }
+            /* varying counts, some zero; pairs under the affine operation */
+            int total = 0, start = 0;
+            for (j = 0; j < size; j++) {
+                counts[j] = (count + j) % (count + 2);
+                if (j < rank)
+                    start += counts[j];
+                total += counts[j];
+            }
+            for (i = 0; i < total; i++) {
+                in[2 * i] = (rank + i + it) % 3 + 1;
+                in[2 * i + 1] = rank - i;
+            }
+            if (ip)
+                memcpy(out, in, sizeof(int) * 2 * total);
+            MPI_Reduce_scatter(ip ? MPI_IN_PLACE : in, out, counts, pair, op, comm);
+            for (i = 0; i < counts[rank]; i++) {
+                int e = start + i, a = 1, b = 0;
+                /* a0 o (a1 o (... o a(n-1))): compose from the last rank down */
+                for (j = size - 1; j >= 0; j--) {
+                    int ja = (j + e + it) % 3 + 1, jb = j - e;
+                    b = ja * b + jb;
+                    a = ja * a;
+                }
+                CHECK(out[2 * i] == a && out[2 * i + 1] == b,
+                      "reduce_scatter affine count %d it %d in_place %d [%d] = (%d, %d), want (%d, %d)", count, it, ip, i,
+                      out[2 * i], out[2 * i + 1], a, b);
+            }
+        }
+    MPI_Op_free(&op);
+    MPI_Type_free(&pair);
+    free(in);
+    free(out);
+    free(counts);
+}
+
+static void test_reduce_scatter(MPI_Comm comm, int iters)
+{
+    int size, k;
+    MPI_Comm_size(comm, &size);
+    int counts[] = {1, 2, 13, 14, 15, 2048 / 4 / size - 1, 2048 / 4 / size, 2048 / 4 / size + 1, 300};
+    for (k = 0; k < (int)(sizeof(counts) / sizeof(counts[0])); k++)
+        if (counts[k] > 0)
+            check_reduce_scatter(comm, counts[k], iters);
+}
+
 /* Error checks stay in place on the fast path: a bad root is MPI_ERR_ROOT. */
 static void test_errors(MPI_Comm comm)
 {
@@ -387,10 +474,12 @@ int main(int argc, char **argv)
     test_interleaved(MPI_COMM_WORLD);
     test_exchange(MPI_COMM_WORLD, 2);
     test_exchange_strided(MPI_COMM_WORLD);
+    test_reduce_scatter(MPI_COMM_WORLD, 2);
     MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &rev); /* reversed order */
     test_sizes(rev);
     test_bursts(rev, 1000);
     test_exchange(rev, 1);
+    test_reduce_scatter(rev, 1);
     MPI_Comm_free(&rev);
     test_errors(MPI_COMM_WORLD);
     return mt_finalize();

@@ -587,6 +587,32 @@ pub fn alltoall(g: &mut Group, send: &Option<In>, recv: &mut Out) -> Option<MpiR
     Some(area.exchange(e, block * (n - 1), &pieces, |j| at(j)..at(j) + block, |j, bytes| put_block(recv, j, bytes)))
 }
 
+/// MPI_Reduce_scatter(_block) of the packed `input` (the same length everywhere; `counts`
+/// elements go to each rank) on one node: every rank publishes its input in its lane, then
+/// combines its own segment of all of them, in rank order.
+pub fn reduce_scatter(
+    g: &mut Group,
+    input: &[u8],
+    recv: &mut Out,
+    counts: &[usize],
+    red: &Reduction,
+) -> Option<MpiResult<()>> {
+    let mut h = match exchange_area(g, input.len(), input.len() * g.size())? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    // User functions see the whole segment (one node: rank order is node order).
+    if red.elem_size() == 0 || !(red.is_builtin() || input.len() <= SLOT_CAP) {
+        return None;
+    }
+    let esize = red.elem_size();
+    let me = g.rank;
+    let start = counts[..me].iter().sum::<usize>() * esize;
+    let seg = start..start + counts[me] * esize;
+    let e = &mut *g.engine;
+    Some(with_packed_out(recv, false, |o| h.reduce_scatter(e, input, seg, o, red)))
+}
+
 /// MPI_Allreduce: on one node through shared memory alone; across nodes, reduce within
 /// each node to its first rank, allreduce among those, broadcast within each node.
 pub fn allreduce(g: &mut Group, send: &Option<In>, recv: &mut Out, red: &Reduction) -> Option<MpiResult<()>> {

@@ -788,6 +788,9 @@ pub fn reduce_scatter(
         }
         (None, None) => unreachable!("in-place reduce-scatter without its input block"),
     };
+    if let Some(r) = hier::reduce_scatter(g, input, &mut recv, counts, red) {
+        return r;
+    }
     let tag = tag::REDUCE_SCATTER;
     match tune::get().reduce_scatter(input.len(), n, red.is_commutative()) {
         _ if n == 1 => recv.put(0, input),

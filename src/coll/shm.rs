@@ -1019,6 +1019,43 @@ impl Area {
         Ok(())
     }
 
+    /// Reduce-scatter through the lanes: every rank publishes its whole `input` (at most
+    /// `LANE_CAP` bytes, the same length on every rank), then combines bytes `seg` of every
+    /// rank's input into `out`, in local rank order (`a0 op (a1 op (... op a(n-1)))`).
+    pub fn reduce_scatter(
+        &mut self,
+        e: &mut Engine,
+        input: &[u8],
+        seg: std::ops::Range<usize>,
+        out: &mut [u8],
+        red: &Reduction,
+    ) -> MpiResult<()> {
+        let st = self.lane_step(input.len());
+        self.lane_publish(e, &st, input);
+        self.notify_others(e);
+        if !seg.is_empty() {
+            let mut tmp = [0u8; LANE_CAP];
+            let last = self.n - 1;
+            for j in (0..self.n).rev() {
+                let theirs = if j == self.me {
+                    &input[seg.clone()]
+                } else {
+                    self.lane_wait_range(e, j, &st, seg.clone());
+                    self.lane_range(j, &st, seg.clone(), &mut tmp)
+                };
+                if j == last {
+                    out.copy_from_slice(theirs);
+                } else {
+                    red.apply(theirs, out);
+                }
+            }
+            // Everyone published for this step, so everyone finished the lane steps before it.
+            self.lane_floor = self.lane_floor.max(st.s - 1);
+        }
+        self.lane_finish(e, st.s);
+        Ok(())
+    }
+
     /// Bytes `r` of rank `i`'s lane entry for step `st` (after `lane_wait_range`): in place
     /// when they lie in one line, else gathered into `tmp`.
     fn lane_range<'a>(
