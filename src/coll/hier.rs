@@ -505,21 +505,30 @@ pub fn scatter(
 /// whose whole payload is `total` bytes (both the same on every rank), when it goes through
 /// the lanes.
 fn exchange_area<'s>(g: &mut Group<'s>, entry: usize, total: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
-    if entry == 0 || entry > LANE_CAP || total > exchange_max() || g.size() < 2 || !enabled() {
+    let max = exchange_max();
+    if entry == 0 || entry > LANE_CAP || total > max.unwrap_or(LANE_CAP) || g.size() < 2 || !enabled() {
         return None;
     }
     let h = hier_or_none!(g);
     if h.nodes.len() != 1 {
         return None;
     }
-    Some(Ok(RefMut::map(h, |h| h.area.as_mut().expect("one node of several ranks has an area"))))
+    let area = RefMut::map(h, |h| h.area.as_mut().expect("one node of several ranks has an area"));
+    // Not by default when ranks outnumber cores (the same answer on every rank).
+    if max.is_none() && area.oversubscribed() {
+        return None;
+    }
+    Some(Ok(area))
 }
 
-/// Largest total (all blocks of all ranks) of an allgather or all-to-all through the lanes
-/// (`OXMPI_COLL_SHM_EXCHANGE_MAX`).
-fn exchange_max() -> usize {
-    static MAX: OnceLock<usize> = OnceLock::new();
-    *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_EXCHANGE_MAX).unwrap_or(LANE_CAP))
+/// Largest total (all blocks of all ranks) of an allgather, all-to-all or reduce-scatter
+/// through the lanes, when `OXMPI_COLL_SHM_EXCHANGE_MAX` sets it. By default `LANE_CAP`, but
+/// only while the node has a core per rank: with 4 and 8 ranks on 2 (loaded) cores these
+/// synchronizing collectives took from 0.3x to 20x the point-to-point ones' time from run to
+/// run (the scheduler decides them there); at 2 ranks, 0.55-0.9x (docs/perf-r6-collsmall.md).
+fn exchange_max() -> Option<usize> {
+    static MAX: OnceLock<Option<usize>> = OnceLock::new();
+    *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_EXCHANGE_MAX))
 }
 
 /// Writes packed `bytes` into block `b` of `out`.

@@ -133,6 +133,8 @@ pub struct Area {
     single_copy: Option<Vec<u32>>,
     /// Broadcasts move by single copy from this size (`set_policy`).
     bcast_single_copy_min: usize,
+    /// The node runs more ranks than cores (the creator's finding, the same on every rank).
+    oversubscribed: bool,
 }
 
 // SAFETY: the mapping is only accessed through atomics and slot bytes whose ownership the
@@ -197,6 +199,7 @@ impl Area {
     }
 
     fn set_policy(&mut self, oversubscribed: bool) {
+        self.oversubscribed = oversubscribed;
         self.bcast_single_copy_min =
             if oversubscribed { BCAST_SINGLE_COPY_MIN_OVERSUBSCRIBED } else { SINGLE_COPY_MIN };
     }
@@ -223,6 +226,7 @@ impl Area {
             lane_reuse: 0,
             single_copy: None,
             bcast_single_copy_min: SINGLE_COPY_MIN,
+            oversubscribed: false,
         };
         // Map every rank's lane now (this rank writes its own, reads the others'): otherwise
         // the first pass over the rings takes a page fault per page and rank, which shows in
@@ -250,6 +254,11 @@ impl Area {
 
     pub fn rank(&self) -> usize {
         self.me
+    }
+
+    /// Whether the node runs more ranks than cores (decided by the area's creator for all).
+    pub fn oversubscribed(&self) -> bool {
+        self.oversubscribed
     }
 
     fn word(&self, off: usize) -> &AtomicU64 {
