@@ -453,14 +453,7 @@ pub fn gather(
         // SAFETY: distinct user buffers (an overlapping input was copied).
         unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[0], out.mem.as_mut_ptr(), &out.blocks[root]) };
     }
-    Some(area.gather(e, block, &[], root, |j, bytes| {
-        let b = &out.blocks[j];
-        if b.layout.is_contiguous() {
-            out.mem[b.offset..b.offset + bytes.len()].copy_from_slice(bytes);
-        } else {
-            out.put(j, bytes);
-        }
-    }))
+    Some(area.gather(e, block, &[], root, |j, bytes| put_block(out, j, bytes)))
 }
 
 /// MPI_Scatter with `block` bytes to every rank, on one node: the root publishes all the
@@ -606,7 +599,7 @@ pub fn reduce_scatter(
     counts: &[usize],
     red: &Reduction,
 ) -> Option<MpiResult<()>> {
-    let mut h = match exchange_area(g, input.len(), input.len() * g.size())? {
+    let mut area = match exchange_area(g, input.len(), input.len() * g.size())? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),
     };
@@ -619,7 +612,7 @@ pub fn reduce_scatter(
     let start = counts[..me].iter().sum::<usize>() * esize;
     let seg = start..start + counts[me] * esize;
     let e = &mut *g.engine;
-    Some(with_packed_out(recv, false, |o| h.reduce_scatter(e, input, seg, o, red)))
+    Some(with_packed_out(recv, false, |o| area.reduce_scatter(e, input, seg, o, red)))
 }
 
 /// MPI_Allreduce: on one node through shared memory alone; across nodes, reduce within
