@@ -475,23 +475,15 @@ pub fn scatter(
         return Some(with_packed_out(out, false, |o| area.scatter(e, &[], o, root)));
     }
     let s = send.as_ref().expect("the root has a send buffer");
-    let mut pieces = [0u8; LANE_CAP];
-    let mut at = 0;
+    let mut pieces = Vec::with_capacity(block * (n - 1));
     for j in (0..n).filter(|&j| j != root) {
-        let b = &s.blocks[j];
-        let piece = &mut pieces[at..at + block];
-        if b.layout.is_contiguous() {
-            piece.copy_from_slice(&s.mem[b.offset..b.offset + block]);
-        } else {
-            piece.copy_from_slice(&pack_block(&s.mem, b));
-        }
-        at += block;
+        pieces.extend_from_slice(&packed_in(&s.mem, &s.blocks[j]));
     }
     if let Some(out) = recv {
         // SAFETY: distinct user buffers (an overlapping input was copied).
         unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[root], out.mem.as_mut_ptr(), &out.blocks[0]) };
     }
-    Some(area.scatter(e, &pieces[..at], &mut [], root))
+    Some(area.scatter(e, &pieces, &mut [], root))
 }
 
 /// The area of a one-node communicator for an exchange whose entries hold `entry` bytes and

@@ -335,20 +335,6 @@ impl Area {
         }
     }
 
-    /// The payload of rank `i`'s lane entry for step `st`: in place when it fits one line,
-    /// else gathered into `tmp`.
-    fn lane_bytes<'a>(&'a self, i: usize, st: &LaneStep, len: usize, tmp: &'a mut [u8; LANE_CAP]) -> &'a [u8] {
-        if st.lines == 1 {
-            assert!(len <= LANE_LINE_CAP);
-            // SAFETY: as in `lane_read`.
-            return unsafe {
-                std::slice::from_raw_parts(self.map.as_ptr().add(self.lane_line_offset(i, st.line) + 8), len)
-            };
-        }
-        self.lane_read(i, st, &mut tmp[..len]);
-        &tmp[..len]
-    }
-
     fn slot_offset(&self, i: usize, b: usize) -> usize {
         assert!(i < self.n && b < BUFS);
         control_bytes(self.n) + (i * BUFS + b) * SLOT_STRIDE
@@ -899,7 +885,7 @@ impl Area {
                 for j in (0..self.n).filter(|&j| j != root) {
                     self.lane_wait(e, j, &st);
                 }
-                let mut tmp = [0u8; LANE_CAP];
+                let mut tmp = Vec::new();
                 // a0 op (a1 op (... op a(n-1))): rank order for non-commutative operations.
                 let last = self.n - 1;
                 if last == root {
@@ -911,7 +897,7 @@ impl Area {
                     if j == root {
                         red.apply(input, out);
                     } else {
-                        red.apply(self.lane_bytes(j, &st, len, &mut tmp), out);
+                        red.apply(self.lane_range(j, &st, 0..len, &mut tmp), out);
                     }
                 }
                 for j in (0..self.n).filter(|&j| j != root) {
@@ -987,10 +973,10 @@ impl Area {
             self.lane_publish(e, &st, input);
             self.notify(e, root);
         } else {
-            let mut tmp = [0u8; LANE_CAP];
+            let mut tmp = Vec::new();
             for j in (root + 1..self.n).chain(0..root) {
                 self.lane_wait(e, j, &st);
-                put(j, self.lane_bytes(j, &st, len, &mut tmp));
+                put(j, self.lane_range(j, &st, 0..len, &mut tmp));
             }
             for j in (0..self.n).filter(|&j| j != root) {
                 self.lane_prefetch_next(j);
@@ -1016,7 +1002,7 @@ impl Area {
         let st = self.lane_step(len);
         self.lane_publish(e, &st, mine);
         self.notify_others(e);
-        let mut tmp = [0u8; LANE_CAP];
+        let mut tmp = Vec::new();
         for j in (self.me + 1..self.n).chain(0..self.me) {
             let r = range(j);
             self.lane_wait_range(e, j, &st, r.clone());
@@ -1043,7 +1029,7 @@ impl Area {
         self.lane_publish(e, &st, input);
         self.notify_others(e);
         if !seg.is_empty() {
-            let mut tmp = [0u8; LANE_CAP];
+            let mut tmp = Vec::new();
             let last = self.n - 1;
             for j in (0..self.n).rev() {
                 let theirs = if j == self.me {
@@ -1066,14 +1052,9 @@ impl Area {
     }
 
     /// Bytes `r` of rank `i`'s lane entry for step `st` (after `lane_wait_range`): in place
-    /// when they lie in one line, else gathered into `tmp`.
-    fn lane_range<'a>(
-        &'a self,
-        i: usize,
-        st: &LaneStep,
-        r: std::ops::Range<usize>,
-        tmp: &'a mut [u8; LANE_CAP],
-    ) -> &'a [u8] {
+    /// when they lie in one line, else gathered into `tmp` (allocated at the first such read:
+    /// a zeroed stack buffer of `LANE_CAP` bytes cost a 2 KiB memset in every call).
+    fn lane_range<'a>(&'a self, i: usize, st: &LaneStep, r: std::ops::Range<usize>, tmp: &'a mut Vec<u8>) -> &'a [u8] {
         assert!(r.end <= st.lines * LANE_LINE_CAP);
         if r.is_empty() || r.start / LANE_LINE_CAP == (r.end - 1) / LANE_LINE_CAP {
             let line = r.start / LANE_LINE_CAP;
@@ -1081,9 +1062,9 @@ impl Area {
             // SAFETY: as in `lane_read` (one line's payload, inside the mapping).
             return unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(off), r.len()) };
         }
-        let out = &mut tmp[..r.len()];
-        self.lane_read_at(i, st, r.start, out);
-        out
+        tmp.resize(r.len(), 0);
+        self.lane_read_at(i, st, r.start, tmp);
+        tmp
     }
 
     /// Allreduce of every rank's `input` into every rank's `out` (same length; they do not
