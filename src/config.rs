@@ -197,9 +197,9 @@ pub const TUNABLES: &[Tunable] = &[
     },
     Tunable {
         name: COLL_SHM_SCATTER_MAX,
-        default: "0",
+        default: "2048 while the node has a core per rank, else 0",
         what: "largest total (bytes, block times ranks) of a Scatter on one node through the shared-memory lanes \
-               (0, the default: point-to-point; the blocks for the other ranks must fit 2048 bytes)",
+               (0: point-to-point; the blocks for the other ranks must fit 2048 bytes)",
     },
     Tunable {
         name: COLL_SHM_EXCHANGE_MAX,

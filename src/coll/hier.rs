@@ -404,22 +404,24 @@ fn gather_max() -> usize {
     *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_GATHER_MAX).unwrap_or(LANE_CAP))
 }
 
-/// Largest total (`block * ranks`) of a scatter through the lanes (`OXMPI_COLL_SHM_SCATTER_MAX`;
-/// at most what one lane entry holds). Off by default: with 4 and 8 ranks on 2 cores, 1-256
-/// B scatters took 1.5-2.9x as long as the point-to-point ones (whose members poll their
-/// own rings), like the lane bcast, which is also slower than point to point there; at 2
-/// ranks no gain (measurements in docs/perf-r6-collsmall.md).
-fn scatter_max() -> usize {
-    static MAX: OnceLock<usize> = OnceLock::new();
-    *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_SCATTER_MAX).unwrap_or(0))
+/// Largest total (`block * ranks`) of a scatter through the lanes, when
+/// `OXMPI_COLL_SHM_SCATTER_MAX` sets it (at most what one lane entry holds). By default
+/// `LANE_CAP` while the node has a core per rank, else point to point: in order-balanced
+/// runs against the point-to-point scatter (the same build), 1-256 B took 0.82-0.98x at 2
+/// ranks, 0.75-1.06x at 4 and 0.58-1.82x (mostly worse) at 8 ranks on 2 cores
+/// (docs/perf-r6-collsmall.md).
+fn scatter_max() -> Option<usize> {
+    static MAX: OnceLock<Option<usize>> = OnceLock::new();
+    *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_SCATTER_MAX))
 }
 
 /// The area of a one-node communicator for a gather or scatter of `block` bytes per rank
 /// (the same on every rank: MPI_Gather/Scatter's blocks match) and at most `max` bytes in
-/// all, when the blocks go through the lanes.
-fn rooted_area<'s>(g: &mut Group<'s>, block: usize, max: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
+/// all (None: `LANE_CAP`, only while the node has a core per rank), when the blocks go
+/// through the lanes.
+fn rooted_area<'s>(g: &mut Group<'s>, block: usize, max: Option<usize>) -> Option<MpiResult<RefMut<'s, Area>>> {
     let n = g.size();
-    if block == 0 || n < 2 || block * n > max || block * (n - 1) > LANE_CAP || !enabled() {
+    if block == 0 || n < 2 || block * n > max.unwrap_or(LANE_CAP) || block * (n - 1) > LANE_CAP || !enabled() {
         return None;
     }
     let h = hier_or_none!(g);
@@ -427,7 +429,11 @@ fn rooted_area<'s>(g: &mut Group<'s>, block: usize, max: usize) -> Option<MpiRes
         return None;
     }
     // One node: its local numbers are the ranks.
-    Some(Ok(RefMut::map(h, |h| h.area.as_mut().expect("one node of several ranks has an area"))))
+    let area = RefMut::map(h, |h| h.area.as_mut().expect("one node of several ranks has an area"));
+    if max.is_none() && area.oversubscribed() {
+        return None;
+    }
+    Some(Ok(area))
 }
 
 /// MPI_Gather with `block` bytes from every rank, on one node: every member publishes its
@@ -439,7 +445,7 @@ pub fn gather(
     root: usize,
     block: usize,
 ) -> Option<MpiResult<()>> {
-    let mut area = match rooted_area(g, block, gather_max())? {
+    let mut area = match rooted_area(g, block, Some(gather_max()))? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),
     };
