@@ -42,6 +42,9 @@ pub const SPARSE: &str = "OXMPI_SPARSE";
 pub const SPARSE_MIN: &str = "OXMPI_SPARSE_MIN";
 pub const SPARSE_RATIO: &str = "OXMPI_SPARSE_RATIO";
 pub const COLL_SHM: &str = "OXMPI_COLL_SHM";
+pub const COLL_SHM_GATHER_MAX: &str = "OXMPI_COLL_SHM_GATHER_MAX";
+pub const COLL_SHM_SCATTER_MAX: &str = "OXMPI_COLL_SHM_SCATTER_MAX";
+pub const COLL_SHM_EXCHANGE_MAX: &str = "OXMPI_COLL_SHM_EXCHANGE_MAX";
 pub const FAKE_NODES: &str = "OXMPI_FAKE_NODES";
 pub const RANK_SESSIONS: &str = "OXMPI_RANK_SESSIONS";
 pub const WIDE_COPY: &str = "OXMPI_WIDE_COPY";
@@ -199,6 +202,24 @@ pub const TUNABLES: &[Tunable] = &[
         name: COLL_SHM,
         default: "1",
         what: "0: barrier, bcast, reduce and allreduce use point-to-point algorithms only (no shared-memory, node-aware path)",
+    },
+    Tunable {
+        name: COLL_SHM_GATHER_MAX,
+        default: "2048",
+        what: "largest total (bytes, block times ranks) of a Gather on one node through the shared-memory lanes \
+               (0: point-to-point; blocks of at most 2048 bytes)",
+    },
+    Tunable {
+        name: COLL_SHM_SCATTER_MAX,
+        default: "2048 while the node has a core per rank, else 0",
+        what: "largest total (bytes, block times ranks) of a Scatter on one node through the shared-memory lanes \
+               (0: point-to-point; the blocks for the other ranks must fit 2048 bytes)",
+    },
+    Tunable {
+        name: COLL_SHM_EXCHANGE_MAX,
+        default: "2048 while the node has a core per rank, else 0",
+        what: "largest total (bytes, all blocks of all ranks) of an Allgather(v)/Alltoall/Reduce_scatter(_block) on \
+               one node through the shared-memory lanes (0: point-to-point; one rank's entry holds at most 2048 bytes)",
     },
     Tunable {
         name: FAKE_NODES,

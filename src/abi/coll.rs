@@ -106,9 +106,10 @@ fn check_alias(send: *const c_void, recv: *const c_void) -> MpiResult<()> {
     Ok(())
 }
 
-fn reduction(op: MPI_Op, datatype: MPI_Datatype) -> MpiResult<Reduction> {
-    datatype::layout(datatype)?;
-    Reduction::new(&Op::from_handle(op)?, datatype)
+/// The reduction of `op` on `datatype`, whose `layout` the caller looked up first (so an
+/// invalid datatype is reported before an invalid operation, as in MPICH).
+fn reduction(op: MPI_Op, datatype: MPI_Datatype, layout: &Layout) -> MpiResult<Reduction> {
+    Reduction::with_layout(&Op::from_handle(op)?, datatype, layout.clone())
 }
 
 /// How a buffer is split among the members: the same count at consecutive places, or a
@@ -459,7 +460,7 @@ pub unsafe fn MPI_Reduce_c(
         // programs pass any datatype there (MPI_BYTE with count 0, e.g.), which MPICH accepts.
         let red = match root {
             Rooted::Inter(inter::Root::Idle) => None,
-            _ => Some(reduction(op, datatype)?),
+            _ => Some(reduction(op, datatype, &layout)?),
         };
         let bytes = count * layout.size;
         let is_root = root.is_root(g.rank());
@@ -546,7 +547,7 @@ unsafe fn all_reduce_like(
     let body = |g: &mut Group, mode: Mode| {
         let count = check_count(count, "count")?;
         let layout = datatype::layout(datatype)?;
-        let red = reduction(op, datatype)?;
+        let red = reduction(op, datatype, &layout)?;
         let bytes = count * layout.size;
         check_not_in_place_inter(g, sendbuf, "sendbuf")?;
         let in_place = is_in_place(sendbuf);
@@ -675,7 +676,7 @@ unsafe fn reduce_scatter(
             }
         };
         let layout = datatype::layout(datatype)?;
-        let red = reduction(op, datatype)?;
+        let red = reduction(op, datatype, &layout)?;
         let total: usize = counts.iter().sum();
         check_not_in_place_inter(g, sendbuf, "sendbuf")?;
         let in_place = is_in_place(sendbuf);

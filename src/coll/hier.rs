@@ -13,7 +13,7 @@
 //! are consecutive in the communicator (each node reduces its block in order, then the
 //! leaders in node order); otherwise they use the point-to-point algorithms.
 
-use super::shm::{Area, SLOT_CAP};
+use super::shm::{Area, LANE_CAP, SLOT_CAP};
 use super::{Block, Group, In, Out, allreduce_packed, bcast_packed, pack_block, reduce_packed, tag};
 use crate::config;
 use crate::error::{MpiError, MpiResult};
@@ -396,6 +396,221 @@ pub fn reduce(
             recv.as_mut().expect("the root has a receive buffer").put(0, &r);
         }
     }))
+}
+
+/// Largest total (`block * ranks`) of a gather through the lanes (`OXMPI_COLL_SHM_GATHER_MAX`).
+fn gather_max() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_GATHER_MAX).unwrap_or(LANE_CAP))
+}
+
+/// Largest total (`block * ranks`) of a scatter through the lanes, when
+/// `OXMPI_COLL_SHM_SCATTER_MAX` sets it (at most what one lane entry holds). By default
+/// `LANE_CAP` while the node has a core per rank, else point to point: in order-balanced
+/// runs against the point-to-point scatter (the same build), 1-256 B took 0.82-0.98x at 2
+/// ranks, 0.75-1.06x at 4 and 0.58-1.82x (mostly worse) at 8 ranks on 2 cores
+/// (docs/perf-r6-collsmall.md).
+fn scatter_max() -> Option<usize> {
+    static MAX: OnceLock<Option<usize>> = OnceLock::new();
+    *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_SCATTER_MAX))
+}
+
+/// The area of a one-node communicator for a gather or scatter of `block` bytes per rank
+/// (the same on every rank: MPI_Gather/Scatter's blocks match) and at most `max` bytes in
+/// all (None: `LANE_CAP`, only while the node has a core per rank), when the blocks go
+/// through the lanes.
+fn rooted_area<'s>(g: &mut Group<'s>, block: usize, max: Option<usize>) -> Option<MpiResult<RefMut<'s, Area>>> {
+    let n = g.size();
+    if block == 0 || n < 2 || block * n > max.unwrap_or(LANE_CAP) || block * (n - 1) > LANE_CAP || !enabled() {
+        return None;
+    }
+    let h = hier_or_none!(g);
+    if h.nodes.len() != 1 {
+        return None;
+    }
+    // One node: its local numbers are the ranks.
+    let area = RefMut::map(h, |h| h.area.as_mut().expect("one node of several ranks has an area"));
+    if max.is_none() && area.oversubscribed() {
+        return None;
+    }
+    Some(Ok(area))
+}
+
+/// MPI_Gather with `block` bytes from every rank, on one node: every member publishes its
+/// block in its lane and returns; the root copies them out as they arrive.
+pub fn gather(
+    g: &mut Group,
+    send: &Option<In>,
+    recv: &mut Option<Out>,
+    root: usize,
+    block: usize,
+) -> Option<MpiResult<()>> {
+    let mut area = match rooted_area(g, block, Some(gather_max()))? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let e = &mut *g.engine;
+    let Some(out) = recv.as_mut().filter(|_| g.rank == root) else {
+        let s = send.as_ref().expect("non-root members send");
+        return Some(area.gather(e, block, &packed_in(&s.mem, &s.blocks[0]), root, |_, _| {}));
+    };
+    if let Some(s) = send {
+        // The own block (MPI_IN_PLACE: already in place).
+        // SAFETY: distinct user buffers (an overlapping input was copied).
+        unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[0], out.mem.as_mut_ptr(), &out.blocks[root]) };
+    }
+    Some(area.gather(e, block, &[], root, |j, bytes| put_block(out, j, bytes)))
+}
+
+/// MPI_Scatter with `block` bytes to every rank, on one node: the root publishes all the
+/// other ranks' blocks in one lane entry and returns; every member copies its own out.
+pub fn scatter(
+    g: &mut Group,
+    send: &Option<In>,
+    recv: &mut Option<Out>,
+    root: usize,
+    block: usize,
+) -> Option<MpiResult<()>> {
+    let mut area = match rooted_area(g, block, scatter_max())? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let (e, n) = (&mut *g.engine, g.members.len());
+    if g.rank != root {
+        let out = recv.as_mut().expect("non-root members receive");
+        return Some(with_packed_out(out, false, |o| area.scatter(e, &[], o, root)));
+    }
+    let s = send.as_ref().expect("the root has a send buffer");
+    let mut pieces = Vec::with_capacity(block * (n - 1));
+    for j in (0..n).filter(|&j| j != root) {
+        pieces.extend_from_slice(&packed_in(&s.mem, &s.blocks[j]));
+    }
+    if let Some(out) = recv {
+        // SAFETY: distinct user buffers (an overlapping input was copied).
+        unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[root], out.mem.as_mut_ptr(), &out.blocks[0]) };
+    }
+    Some(area.scatter(e, &pieces, &mut [], root))
+}
+
+/// The area of a one-node communicator for an exchange whose entries hold `entry` bytes and
+/// whose whole payload is `total` bytes (both the same on every rank), when it goes through
+/// the lanes.
+fn exchange_area<'s>(g: &mut Group<'s>, entry: usize, total: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
+    let max = exchange_max();
+    if entry == 0 || entry > LANE_CAP || total > max.unwrap_or(LANE_CAP) || g.size() < 2 || !enabled() {
+        return None;
+    }
+    let h = hier_or_none!(g);
+    if h.nodes.len() != 1 {
+        return None;
+    }
+    let area = RefMut::map(h, |h| h.area.as_mut().expect("one node of several ranks has an area"));
+    // Not by default when ranks outnumber cores (the same answer on every rank).
+    if max.is_none() && area.oversubscribed() {
+        return None;
+    }
+    Some(Ok(area))
+}
+
+/// Largest total (all blocks of all ranks) of an allgather, all-to-all or reduce-scatter
+/// through the lanes, when `OXMPI_COLL_SHM_EXCHANGE_MAX` sets it. By default `LANE_CAP`, but
+/// only while the node has a core per rank: with 4 and 8 ranks on 2 (loaded) cores these
+/// synchronizing collectives took from 0.3x to 20x the point-to-point ones' time from run to
+/// run (the scheduler decides them there); at 2 ranks, 0.55-0.9x (docs/perf-r6-collsmall.md).
+fn exchange_max() -> Option<usize> {
+    static MAX: OnceLock<Option<usize>> = OnceLock::new();
+    *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_EXCHANGE_MAX))
+}
+
+/// Writes packed `bytes` into block `b` of `out`.
+fn put_block(out: &mut Out, i: usize, bytes: &[u8]) {
+    let b = &out.blocks[i];
+    if b.layout.is_contiguous() {
+        out.mem[b.offset..b.offset + bytes.len()].copy_from_slice(bytes);
+    } else {
+        out.put(i, bytes);
+    }
+}
+
+/// MPI_Allgather(v) on one node: every rank publishes its block in its lane, then copies
+/// every other rank's out (blocks sizes are known to every rank, so all agree on the entry:
+/// the largest block).
+pub fn allgather(g: &mut Group, send: &Option<In>, recv: &mut Out) -> Option<MpiResult<()>> {
+    let n = g.size();
+    let entry = recv.blocks.iter().map(Block::bytes).max().unwrap_or(0);
+    let mut area = match exchange_area(g, entry, entry * n)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let (e, me) = (&mut *g.engine, g.rank);
+    let mine: Cow<[u8]> = match send {
+        Some(s) => {
+            // SAFETY: distinct user buffers (an overlapping input was copied).
+            unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[0], recv.mem.as_mut_ptr(), &recv.blocks[me]) };
+            packed_in(&s.mem, &s.blocks[0])
+        }
+        // In place: a copy, as the other blocks are written meanwhile.
+        None => Cow::Owned(recv.pack(me)),
+    };
+    // Allgatherv: blocks of different sizes (the same counts on every rank).
+    let sizes: Option<Vec<usize>> =
+        recv.blocks.iter().any(|b| b.bytes() != entry).then(|| recv.blocks.iter().map(Block::bytes).collect());
+    let range = |j: usize| 0..sizes.as_ref().map_or(entry, |v| v[j]);
+    Some(area.exchange(e, entry, &mine, range, |j, bytes| put_block(recv, j, bytes)))
+}
+
+/// MPI_Alltoall (the same block size everywhere) on one node: every rank publishes the
+/// blocks for the others in one lane entry, then copies its own piece out of every other
+/// rank's entry.
+pub fn alltoall(g: &mut Group, send: &Option<In>, recv: &mut Out) -> Option<MpiResult<()>> {
+    let n = g.size();
+    let block = recv.blocks[0].bytes();
+    let mut area = match exchange_area(g, block * (n - 1), block * n * n)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let (e, me) = (&mut *g.engine, g.rank);
+    let mut pieces = vec![0u8; block * (n - 1)];
+    for (k, j) in (0..n).filter(|&j| j != me).enumerate() {
+        let piece = &mut pieces[k * block..(k + 1) * block];
+        match send {
+            Some(s) => piece.copy_from_slice(&packed_in(&s.mem, &s.blocks[j])),
+            None => piece.copy_from_slice(&packed_in(recv.mem, &recv.blocks[j])),
+        }
+    }
+    if let Some(s) = send {
+        // SAFETY: distinct user buffers (an overlapping input was copied).
+        unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[me], recv.mem.as_mut_ptr(), &recv.blocks[me]) };
+    }
+    // This rank's piece in rank j's entry (which leaves j's own block out).
+    let at = |j: usize| (if me < j { me } else { me - 1 }) * block;
+    Some(area.exchange(e, block * (n - 1), &pieces, |j| at(j)..at(j) + block, |j, bytes| put_block(recv, j, bytes)))
+}
+
+/// MPI_Reduce_scatter(_block) of the packed `input` (the same length everywhere; `counts`
+/// elements go to each rank) on one node: every rank publishes its input in its lane, then
+/// combines its own segment of all of them, in rank order.
+pub fn reduce_scatter(
+    g: &mut Group,
+    input: &[u8],
+    recv: &mut Out,
+    counts: &[usize],
+    red: &Reduction,
+) -> Option<MpiResult<()>> {
+    let mut area = match exchange_area(g, input.len(), input.len() * g.size())? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    // User functions see the whole segment (one node: rank order is node order).
+    if red.elem_size() == 0 || !(red.is_builtin() || input.len() <= SLOT_CAP) {
+        return None;
+    }
+    let esize = red.elem_size();
+    let me = g.rank;
+    let start = counts[..me].iter().sum::<usize>() * esize;
+    let seg = start..start + counts[me] * esize;
+    let e = &mut *g.engine;
+    Some(with_packed_out(recv, false, |o| area.reduce_scatter(e, input, seg, o, red)))
 }
 
 /// MPI_Allreduce: on one node through shared memory alone; across nodes, reduce within

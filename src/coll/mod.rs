@@ -951,6 +951,9 @@ pub fn reduce_scatter(
         }
         (None, None) => unreachable!("in-place reduce-scatter without its input block"),
     };
+    if let Some(r) = hier::reduce_scatter(g, input, &mut recv, counts, red) {
+        return r;
+    }
     let tag = tag::REDUCE_SCATTER;
     match tune::get().reduce_scatter(input.len(), n, red.is_commutative()) {
         _ if n == 1 => recv.put(0, input),
@@ -1139,6 +1142,10 @@ pub fn gather_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root: 
         (None, Some(o)) => o.blocks[root].bytes(),
         (None, None) => unreachable!("a gather member without buffers"),
     };
+    let mut recv = recv;
+    if let Some(r) = hier::gather(g, &send, &mut recv, root, block) {
+        return r;
+    }
     if !rooted_binomial(n, block) {
         return gather(g, send, recv, root);
     }
@@ -1226,6 +1233,10 @@ pub fn scatter_uniform(g: &mut Group, send: Option<In>, recv: Option<Out>, root:
         (None, Some(o)) => o.blocks[0].bytes(),
         (None, None) => unreachable!("a scatter member without buffers"),
     };
+    let mut recv = recv;
+    if let Some(r) = hier::scatter(g, &send, &mut recv, root, block) {
+        return r;
+    }
     if !rooted_binomial(n, block) {
         return scatter(g, send, recv, root);
     }
@@ -1318,6 +1329,10 @@ pub fn allgather(g: &mut Group, send: Option<In>, recv: Out) -> MpiResult<()> {
     // Counts are known to every rank: with nothing to move, return at once.
     if recv.blocks.iter().all(|b| b.bytes() == 0) {
         return Ok(());
+    }
+    let mut recv = recv;
+    if let Some(r) = hier::allgather(g, &send, &mut recv) {
+        return r;
     }
     let base = recv.mem.as_mut_ptr();
     // The own block goes out straight from the send buffer in the first step (a peer reads it
@@ -1598,7 +1613,10 @@ pub fn alltoall(g: &mut Group, send: Option<In>, recv: Out) -> MpiResult<()> {
 
 /// MPI_Alltoall (every block the same size on every member): Bruck's algorithm for small
 /// blocks on many members, else as `alltoall`.
-pub fn alltoall_uniform(g: &mut Group, send: Option<In>, recv: Out) -> MpiResult<()> {
+pub fn alltoall_uniform(g: &mut Group, send: Option<In>, mut recv: Out) -> MpiResult<()> {
+    if let Some(r) = hier::alltoall(g, &send, &mut recv) {
+        return r;
+    }
     alltoall_with(g, send, recv, true)
 }
 

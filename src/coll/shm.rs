@@ -133,6 +133,8 @@ pub struct Area {
     single_copy: Option<Vec<u32>>,
     /// Broadcasts move by single copy from this size (`set_policy`).
     bcast_single_copy_min: usize,
+    /// The node runs more ranks than cores (the creator's finding, the same on every rank).
+    oversubscribed: bool,
 }
 
 // SAFETY: the mapping is only accessed through atomics and slot bytes whose ownership the
@@ -197,6 +199,7 @@ impl Area {
     }
 
     fn set_policy(&mut self, oversubscribed: bool) {
+        self.oversubscribed = oversubscribed;
         self.bcast_single_copy_min =
             if oversubscribed { BCAST_SINGLE_COPY_MIN_OVERSUBSCRIBED } else { SINGLE_COPY_MIN };
     }
@@ -223,6 +226,7 @@ impl Area {
             lane_reuse: 0,
             single_copy: None,
             bcast_single_copy_min: SINGLE_COPY_MIN,
+            oversubscribed: false,
         };
         // Map every rank's lane now (this rank writes its own, reads the others'): otherwise
         // the first pass over the rings takes a page fault per page and rank, which shows in
@@ -250,6 +254,11 @@ impl Area {
 
     pub fn rank(&self) -> usize {
         self.me
+    }
+
+    /// Whether the node runs more ranks than cores (decided by the area's creator for all).
+    pub fn oversubscribed(&self) -> bool {
+        self.oversubscribed
     }
 
     fn word(&self, off: usize) -> &AtomicU64 {
@@ -324,20 +333,6 @@ impl Area {
             let src = unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(off), chunk.len()) };
             chunk.copy_from_slice(src);
         }
-    }
-
-    /// The payload of rank `i`'s lane entry for step `st`: in place when it fits one line,
-    /// else gathered into `tmp`.
-    fn lane_bytes<'a>(&'a self, i: usize, st: &LaneStep, len: usize, tmp: &'a mut [u8; LANE_CAP]) -> &'a [u8] {
-        if st.lines == 1 {
-            assert!(len <= LANE_LINE_CAP);
-            // SAFETY: as in `lane_read`.
-            return unsafe {
-                std::slice::from_raw_parts(self.map.as_ptr().add(self.lane_line_offset(i, st.line) + 8), len)
-            };
-        }
-        self.lane_read(i, st, &mut tmp[..len]);
-        &tmp[..len]
     }
 
     fn slot_offset(&self, i: usize, b: usize) -> usize {
@@ -487,7 +482,42 @@ impl Area {
             let dst = unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(off), chunk.len()) };
             dst.copy_from_slice(chunk);
         }
+        // Every line of the entry gets the step's flag, after all its payload: a reader that
+        // needs only some lines (a scatter member, its piece) waits on the last of them and
+        // finds flag and piece in the same transfer. Harmless to the others: `s` exceeds every
+        // step that used these lines, and readers of later entries wait for later steps.
+        for k in (0..bytes.len().div_ceil(LANE_LINE_CAP)).skip(1) {
+            self.lane_flag(self.me, st.line + k).store(st.s, Ordering::Release);
+        }
         self.lane_flag(self.me, st.line).store(st.s, Ordering::Release);
+    }
+
+    /// Waits until rank `i`'s lane entry of step `st` holds bytes `range` (its lines'
+    /// flags say published).
+    fn lane_wait_range(&self, e: &mut Engine, i: usize, st: &LaneStep, range: std::ops::Range<usize>) {
+        let last = range.end.saturating_sub(1) / LANE_LINE_CAP;
+        let f = self.lane_flag(i, st.line + last);
+        if f.load(Ordering::Acquire) < st.s {
+            self.wait(e, || f.load(Ordering::Acquire) >= st.s);
+        }
+    }
+
+    /// Copies bytes `at..at + out.len()` of rank `i`'s lane entry for step `st` into `out`
+    /// (after `lane_wait_range` for them).
+    fn lane_read_at(&self, i: usize, st: &LaneStep, at: usize, out: &mut [u8]) {
+        assert!(at + out.len() <= st.lines * LANE_LINE_CAP);
+        let mut done = 0;
+        while done < out.len() {
+            let pos = at + done;
+            let (line, within) = (pos / LANE_LINE_CAP, pos % LANE_LINE_CAP);
+            let n = (LANE_LINE_CAP - within).min(out.len() - done);
+            let off = self.lane_line_offset(i, st.line + line) + 8 + within;
+            // SAFETY: inside the mapping (the entry's lines do not wrap); published, and not
+            // rewritten before every rank finished the step.
+            let src = unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(off), n) };
+            out[done..done + n].copy_from_slice(src);
+            done += n;
+        }
     }
 
     /// Waits for rank `i`'s lane entry of step `st` to be published.
@@ -855,7 +885,7 @@ impl Area {
                 for j in (0..self.n).filter(|&j| j != root) {
                     self.lane_wait(e, j, &st);
                 }
-                let mut tmp = [0u8; LANE_CAP];
+                let mut tmp = Vec::new();
                 // a0 op (a1 op (... op a(n-1))): rank order for non-commutative operations.
                 let last = self.n - 1;
                 if last == root {
@@ -867,7 +897,7 @@ impl Area {
                     if j == root {
                         red.apply(input, out);
                     } else {
-                        red.apply(self.lane_bytes(j, &st, len, &mut tmp), out);
+                        red.apply(self.lane_range(j, &st, 0..len, &mut tmp), out);
                     }
                 }
                 for j in (0..self.n).filter(|&j| j != root) {
@@ -902,6 +932,139 @@ impl Area {
             self.finish(e, s);
         }
         Ok(())
+    }
+
+    /// Scatter of `block` bytes to every rank from local `root` through the root's lane
+    /// entry (`(n - 1) * block` at most `LANE_CAP`): at the root `pieces` holds the other
+    /// ranks' blocks in local rank order (its own left out); elsewhere `out` receives this
+    /// rank's block. The root returns once it published; a member waits only for the lines of
+    /// its own piece.
+    pub fn scatter(&mut self, e: &mut Engine, pieces: &[u8], out: &mut [u8], root: usize) -> MpiResult<()> {
+        let block = if self.me == root { pieces.len() / (self.n - 1) } else { out.len() };
+        let st = self.lane_step(block * (self.n - 1));
+        if self.me == root {
+            self.lane_publish(e, &st, pieces);
+            self.notify_others(e);
+        } else {
+            let at = (if self.me < root { self.me } else { self.me - 1 }) * block;
+            self.lane_wait_range(e, root, &st, at..at + block);
+            self.lane_read_at(root, &st, at, out);
+            self.lane_prefetch_next(root);
+        }
+        self.lane_finish(e, st.s);
+        Ok(())
+    }
+
+    /// Gather of `len` bytes (at most `LANE_CAP`, the same on every rank) from every rank at
+    /// local `root` through the members' lanes: each member publishes its `input` and
+    /// returns; the root (whose `input` is unused) hands every other rank's block to
+    /// `put(rank, bytes)` as it arrives.
+    pub fn gather(
+        &mut self,
+        e: &mut Engine,
+        len: usize,
+        input: &[u8],
+        root: usize,
+        mut put: impl FnMut(usize, &[u8]),
+    ) -> MpiResult<()> {
+        let st = self.lane_step(len);
+        if self.me != root {
+            assert_eq!(input.len(), len);
+            self.lane_publish(e, &st, input);
+            self.notify(e, root);
+        } else {
+            let mut tmp = Vec::new();
+            for j in (root + 1..self.n).chain(0..root) {
+                self.lane_wait(e, j, &st);
+                put(j, self.lane_range(j, &st, 0..len, &mut tmp));
+            }
+            for j in (0..self.n).filter(|&j| j != root) {
+                self.lane_prefetch_next(j);
+            }
+        }
+        self.lane_finish(e, st.s);
+        Ok(())
+    }
+
+    /// An exchange through the lanes (allgather, all-to-all): every rank publishes `mine` in
+    /// an entry of `len` bytes (at most `LANE_CAP`, the same on every rank; `mine` may be
+    /// shorter), then hands bytes `range(j)` of every other rank j's entry to `put(j, bytes)`,
+    /// as they arrive (lower ranks after higher ones, starting after this rank's own).
+    pub fn exchange(
+        &mut self,
+        e: &mut Engine,
+        len: usize,
+        mine: &[u8],
+        range: impl Fn(usize) -> std::ops::Range<usize>,
+        mut put: impl FnMut(usize, &[u8]),
+    ) -> MpiResult<()> {
+        assert!(mine.len() <= len);
+        let st = self.lane_step(len);
+        self.lane_publish(e, &st, mine);
+        self.notify_others(e);
+        let mut tmp = Vec::new();
+        for j in (self.me + 1..self.n).chain(0..self.me) {
+            let r = range(j);
+            self.lane_wait_range(e, j, &st, r.clone());
+            put(j, self.lane_range(j, &st, r, &mut tmp));
+        }
+        // Everyone published for this step, so everyone finished the lane steps before it.
+        self.lane_floor = self.lane_floor.max(st.s - 1);
+        self.lane_finish(e, st.s);
+        Ok(())
+    }
+
+    /// Reduce-scatter through the lanes: every rank publishes its whole `input` (at most
+    /// `LANE_CAP` bytes, the same length on every rank), then combines bytes `seg` of every
+    /// rank's input into `out`, in local rank order (`a0 op (a1 op (... op a(n-1)))`).
+    pub fn reduce_scatter(
+        &mut self,
+        e: &mut Engine,
+        input: &[u8],
+        seg: std::ops::Range<usize>,
+        out: &mut [u8],
+        red: &Reduction,
+    ) -> MpiResult<()> {
+        let st = self.lane_step(input.len());
+        self.lane_publish(e, &st, input);
+        self.notify_others(e);
+        if !seg.is_empty() {
+            let mut tmp = Vec::new();
+            let last = self.n - 1;
+            for j in (0..self.n).rev() {
+                let theirs = if j == self.me {
+                    &input[seg.clone()]
+                } else {
+                    self.lane_wait_range(e, j, &st, seg.clone());
+                    self.lane_range(j, &st, seg.clone(), &mut tmp)
+                };
+                if j == last {
+                    out.copy_from_slice(theirs);
+                } else {
+                    red.apply(theirs, out);
+                }
+            }
+            // Everyone published for this step, so everyone finished the lane steps before it.
+            self.lane_floor = self.lane_floor.max(st.s - 1);
+        }
+        self.lane_finish(e, st.s);
+        Ok(())
+    }
+
+    /// Bytes `r` of rank `i`'s lane entry for step `st` (after `lane_wait_range`): in place
+    /// when they lie in one line, else gathered into `tmp` (allocated at the first such read:
+    /// a zeroed stack buffer of `LANE_CAP` bytes cost a 2 KiB memset in every call).
+    fn lane_range<'a>(&'a self, i: usize, st: &LaneStep, r: std::ops::Range<usize>, tmp: &'a mut Vec<u8>) -> &'a [u8] {
+        assert!(r.end <= st.lines * LANE_LINE_CAP);
+        if r.is_empty() || r.start / LANE_LINE_CAP == (r.end - 1) / LANE_LINE_CAP {
+            let line = r.start / LANE_LINE_CAP;
+            let off = self.lane_line_offset(i, st.line + line.min(st.lines - 1)) + 8 + r.start % LANE_LINE_CAP;
+            // SAFETY: as in `lane_read` (one line's payload, inside the mapping).
+            return unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(off), r.len()) };
+        }
+        tmp.resize(r.len(), 0);
+        self.lane_read_at(i, st, r.start, tmp);
+        tmp
     }
 
     /// Allreduce of every rank's `input` into every rank's `out` (same length; they do not

@@ -172,7 +172,11 @@ pub struct Reduction {
 impl Reduction {
     /// Checks that `op` may be applied to `datatype` (MPI_ERR_OP otherwise).
     pub fn new(op: &Op, datatype: MPI_Datatype) -> MpiResult<Reduction> {
-        let layout = datatype::layout(datatype)?;
+        Reduction::with_layout(op, datatype, datatype::layout(datatype)?)
+    }
+
+    /// As `new`, with the datatype's layout already looked up (`datatype::layout`).
+    pub fn with_layout(op: &Op, datatype: MPI_Datatype, layout: Layout) -> MpiResult<Reduction> {
         let kernel = match op {
             Op::Builtin(b) => Some(kernels::kernel(*b, datatype)?),
             Op::User(_) => None,
