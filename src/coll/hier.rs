@@ -424,13 +424,19 @@ fn rooted_area<'s>(g: &mut Group<'s>, block: usize, max: Option<usize>) -> Optio
     if block == 0 || n < 2 || block * n > max.unwrap_or(LANE_CAP) || block * (n - 1) > LANE_CAP || !enabled() {
         return None;
     }
+    one_node_area(g, max.is_none())
+}
+
+/// The shared area of a communicator of several ranks on one node (its local numbers are the
+/// ranks); None on several nodes, or when `only_with_cores` and ranks outnumber cores (the
+/// same answer on every rank).
+fn one_node_area<'s>(g: &mut Group<'s>, only_with_cores: bool) -> Option<MpiResult<RefMut<'s, Area>>> {
     let h = hier_or_none!(g);
     if h.nodes.len() != 1 {
         return None;
     }
-    // One node: its local numbers are the ranks.
     let area = RefMut::map(h, |h| h.area.as_mut().expect("one node of several ranks has an area"));
-    if max.is_none() && area.oversubscribed() {
+    if only_with_cores && area.oversubscribed() {
         return None;
     }
     Some(Ok(area))
@@ -500,16 +506,8 @@ fn exchange_area<'s>(g: &mut Group<'s>, entry: usize, total: usize) -> Option<Mp
     if entry == 0 || entry > LANE_CAP || total > max.unwrap_or(LANE_CAP) || g.size() < 2 || !enabled() {
         return None;
     }
-    let h = hier_or_none!(g);
-    if h.nodes.len() != 1 {
-        return None;
-    }
-    let area = RefMut::map(h, |h| h.area.as_mut().expect("one node of several ranks has an area"));
-    // Not by default when ranks outnumber cores (the same answer on every rank).
-    if max.is_none() && area.oversubscribed() {
-        return None;
-    }
-    Some(Ok(area))
+    // Not by default when ranks outnumber cores.
+    one_node_area(g, max.is_none())
 }
 
 /// Largest total (all blocks of all ranks) of an allgather, all-to-all or reduce-scatter

@@ -1095,7 +1095,7 @@ fn reduce_scatter_halving(s: &mut Schedule, acc: usize, disp: &[usize]) {
         s.put(mine, 0);
         return;
     };
-    let newdisp = folded_displacements(&disp, pof2, rem, total);
+    let newdisp = folded_displacements(disp, pof2, rem, total);
     for HalvingStep { partner, send, recv } in halving_steps(nr, pof2) {
         let dst = real_rank(partner, rem);
         let part = s.slice(acc, newdisp[send.0]..newdisp[send.1]);
