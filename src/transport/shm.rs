@@ -1102,49 +1102,6 @@ unsafe fn cma_rwv(
     Ok(())
 }
 
-/// Single-copy read of `len` bytes from the blocks `remote` (address, length) of process `pid`
-/// through `stage`, one piece of at most `stage.len()` bytes at a time: `consume(offset,
-/// piece)` gets each piece while it is still in cache (a receiver unpacking a large message
-/// this way touches a small buffer instead of staging all of it). `ready(end)` runs before a
-/// piece ending at byte `end` is read (to wait for a sender still producing the bytes).
-pub fn cma_read_staged(
-    pid: u32,
-    remote: &[(u64, u64)],
-    len: usize,
-    stage: &mut [u8],
-    mut ready: impl FnMut(usize) -> io::Result<()>,
-    mut consume: impl FnMut(usize, &[u8]),
-) -> io::Result<()> {
-    assert!(!stage.is_empty() || len == 0);
-    let mut r = BlockCursor::new(remote);
-    let mut done = 0;
-    while done < len {
-        let want = (len - done).min(stage.len());
-        ready(done + want)?;
-        let mut got = 0;
-        while got < want {
-            let (riov, rbytes) = r.batch(want - got);
-            if rbytes == 0 {
-                return Err(io::Error::new(io::ErrorKind::InvalidInput, "block list shorter than the message"));
-            }
-            let liov = libc::iovec { iov_base: stage[got..].as_mut_ptr().cast(), iov_len: rbytes };
-            // SAFETY: the local iovec covers `rbytes` bytes of `stage`, ours mutably (rbytes <=
-            // want - got); the kernel checks the remote ones against the other process.
-            let n = unsafe {
-                libc::process_vm_readv(pid as libc::pid_t, &liov, 1, riov.as_ptr(), riov.len() as libc::c_ulong, 0)
-            };
-            if n <= 0 {
-                return Err(if n < 0 { io::Error::last_os_error() } else { io::ErrorKind::UnexpectedEof.into() });
-            }
-            r.advance(n as usize);
-            got += n as usize;
-        }
-        consume(done, &stage[..want]);
-        done += want;
-    }
-    Ok(())
-}
-
 /// Lets peers of this job read our memory with process_vm_readv under Yama ptrace_scope=1.
 pub fn allow_peer_reads() {
     // SAFETY: prctl with PR_SET_PTRACER takes plain integer arguments.
@@ -1289,37 +1246,6 @@ mod tests {
             .take(len)
             .collect();
         assert_eq!(got, want);
-    }
-
-    #[test]
-    fn staged_reads_hand_over_pieces_in_order_after_ready() {
-        let src: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 251) as u8).collect();
-        // Three remote blocks, out of address order, 4000 bytes in all.
-        let base = src.as_ptr() as u64;
-        let remote = [(base + 3000, 1500u64), (base, 1000), (base + 1200, 1500)];
-        let want: Vec<u8> = [&src[3000..4500], &src[..1000], &src[1200..2700]].concat();
-        let mut stage = [0u8; 768];
-        let (mut got, mut readies) = (Vec::new(), Vec::new());
-        cma_read_staged(
-            std::process::id(),
-            &remote,
-            4000,
-            &mut stage,
-            |end| {
-                readies.push(end);
-                Ok(())
-            },
-            |off, piece| {
-                assert_eq!(off, got.len());
-                got.extend_from_slice(piece);
-            },
-        )
-        .unwrap();
-        assert_eq!(got, want);
-        assert_eq!(readies, vec![768, 1536, 2304, 3072, 3840, 4000]);
-        // A list shorter than the message is an error, not a hang.
-        let short = cma_read_staged(std::process::id(), &remote[..1], 4000, &mut stage, |_| Ok(()), |_, _| {});
-        assert!(short.is_err());
     }
 
     #[test]
