@@ -276,13 +276,14 @@ fn ring(g: &mut Group, mut acc: Acc, v: &Vecs, tag: i32) -> MpiResult<Acc> {
     Ok(acc)
 }
 
-/// Element offsets of blocks of `counts` elements laid end to end (one more entry: the total).
-fn displacements(counts: &[usize]) -> Vec<usize> {
+/// Offsets, in units of `unit` (1: elements; the element size: bytes), of blocks of `counts`
+/// elements laid end to end (one more entry: the total).
+fn displacements(counts: &[usize], unit: usize) -> Vec<usize> {
     let mut disp = Vec::with_capacity(counts.len() + 1);
     let mut at = 0;
     for &c in counts {
         disp.push(at);
-        at += c;
+        at += c * unit;
     }
     disp.push(at);
     disp
@@ -306,7 +307,7 @@ pub(super) fn reduce_scatter_halving(
 ) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     let size = red.elem_size();
-    let disp = displacements(counts);
+    let disp = displacements(counts, 1);
     let total = disp[n];
     let pof2 = tune::pof2_below(n);
     let rem = n - pof2;
@@ -401,7 +402,7 @@ pub(super) fn reduce_scatter_pairwise(
 ) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     let size = red.elem_size();
-    let disp: Vec<usize> = displacements(counts).iter().map(|d| d * size).collect();
+    let disp = displacements(counts, size);
     let len = disp[r + 1] - disp[r];
     let block = out.blocks[0].clone();
     let mut staged = Vec::new();
@@ -468,7 +469,7 @@ pub(super) fn reduce_scatter_direct(
 ) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     let size = red.elem_size();
-    let disp: Vec<usize> = displacements(counts).iter().map(|d| d * size).collect();
+    let disp = displacements(counts, size);
     let len = disp[r + 1] - disp[r];
     // Block k of `all` holds member k's contribution to this member's block.
     let mut all = super::scratch(n * len);
