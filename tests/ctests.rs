@@ -120,6 +120,7 @@ ctests! {
     coll_redscat => "coll_redscat.c",
     coll_reduce => "coll_reduce.c",
     coll_bottom => "coll_bottom.c",
+    coll_contig_paths => "coll_contig_paths.c",
     coll_datapaths => "coll_datapaths.c",
     coll_datapaths_alt => "coll_datapaths_alt.c",
     coll_datapaths_bruck => "coll_datapaths_bruck.c",

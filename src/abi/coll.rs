@@ -13,7 +13,7 @@ use super::consts::*;
 use super::family::{CArray, Mode};
 use super::types::*;
 use crate::coll::sched::{self, Schedule, Target, UserBuf};
-use crate::coll::{self, Block, Group, In, Out, inter};
+use crate::coll::{self, Block, Blocks, Group, In, Out, inter};
 use crate::datatype::{self, Layout};
 use crate::error::{MpiResult, err};
 use crate::op::{Op, Reduction};
@@ -106,6 +106,59 @@ fn check_alias(send: *const c_void, recv: *const c_void) -> MpiResult<()> {
     Ok(())
 }
 
+/// Where `count` elements of `layout` at `p` lie when they are one run of bytes (a
+/// contiguous type, as most calls pass): the `coll::*_bytes` entries take such buffers
+/// without block lists.
+fn contiguous_run(p: *const c_void, count: usize, layout: &Layout) -> Option<(*const u8, usize)> {
+    let at = layout.contiguous_at()?;
+    Some(((p as *const u8).wrapping_offset(at), count * layout.size))
+}
+
+/// Whether two runs of bytes share memory.
+fn runs_overlap((a, alen): (*const u8, usize), (b, blen): (*const u8, usize)) -> bool {
+    let (a, b) = (a as usize, b as usize);
+    alen > 0 && blen > 0 && a < b + blen && b < a + alen
+}
+
+/// # Safety
+/// The run is readable user memory for `'a`, not written meanwhile.
+unsafe fn run_bytes<'a>((p, len): (*const u8, usize)) -> &'a [u8] {
+    // SAFETY: caller contract (an empty run is not dereferenced).
+    if len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(p, len) } }
+}
+
+/// # Safety
+/// The run is writable user memory for `'a`, not otherwise accessed meanwhile.
+unsafe fn run_bytes_mut<'a>((p, len): (*const u8, usize)) -> &'a mut [u8] {
+    // SAFETY: caller contract (an empty run is not dereferenced).
+    if len == 0 { &mut [] } else { unsafe { std::slice::from_raw_parts_mut(p as *mut u8, len) } }
+}
+
+/// A run of bytes, if contiguous, for each buffer a member passes (None: not significant).
+type Runs = Option<Option<(*const u8, usize)>>;
+
+/// The buffers of MPI_Gather (of MPI_Scatter with the roles swapped) as bytes: this member's
+/// block `own` and the root's `n` blocks `all`, with the block size; None when one of them is
+/// not contiguous, they overlap, or the root's own block is not a whole block of `all`
+/// (erroneous: the general path reports it).
+#[allow(clippy::type_complexity)]
+fn rooted_runs(
+    own: Runs,
+    all: Runs,
+    n: usize,
+) -> Option<(Option<(*const u8, usize)>, Option<(*const u8, usize)>, usize)> {
+    let (own, all) = (own.map_or(Some(None), |r| r.map(Some))?, all.map_or(Some(None), |r| r.map(Some))?);
+    let block = match (own, all) {
+        (_, Some((_, len))) => len / n,
+        (Some((_, len)), None) => len,
+        (None, None) => return None,
+    };
+    match (own, all) {
+        (Some(o), Some(a)) if o.1 != block || runs_overlap(o, a) => None,
+        _ => Some((own, all, block)),
+    }
+}
+
 /// The reduction of `op` on `datatype`, whose `layout` the caller looked up first (so an
 /// invalid datatype is reported before an invalid operation, as in MPICH).
 fn reduction(op: MPI_Op, datatype: MPI_Datatype, layout: &Layout) -> MpiResult<Reduction> {
@@ -155,7 +208,7 @@ unsafe fn spread_region(p: *const c_void, spread: Spread, n: usize, layout: Layo
 pub(super) struct Region {
     base: *const u8,
     span: usize,
-    blocks: Vec<Block>,
+    blocks: Blocks,
 }
 
 impl Region {
@@ -182,21 +235,24 @@ impl Region {
     /// general bounds search).
     pub(super) fn one(p: *const c_void, count: usize, layout: Layout) -> Region {
         let (lower, span) = (layout.lower(count), layout.span(count));
-        Region { base: (p as *const u8).wrapping_offset(lower), span, blocks: vec![Block { offset: 0, count, layout }] }
+        Region {
+            base: (p as *const u8).wrapping_offset(lower),
+            span,
+            blocks: Blocks::one(Block { offset: 0, count, layout }),
+        }
     }
 
     /// `n` blocks of `count` elements each, block i at `i * count` extents from `p`
     /// (MPI_Gather/Scatter/Allgather/Alltoall buffers), built in one pass: block i's data
     /// starts `i * count * extent` bytes after block 0's.
     fn uniform(p: *const c_void, n: usize, count: usize, layout: Layout) -> Region {
-        let mut blocks = Vec::with_capacity(n);
         if count == 0 || layout.size == 0 || n == 0 {
-            blocks.extend((0..n).map(|_| Block { offset: 0, count, layout: layout.clone() }));
+            let blocks = Blocks::from_fn(n, |_| Block { offset: 0, count, layout: layout.clone() });
             return Region { base: p as *const u8, span: 0, blocks };
         }
         let stride = count * layout.extent;
         let (lower, span) = (layout.lower(count), layout.span(count));
-        blocks.extend((0..n).map(|i| Block { offset: i * stride, count, layout: layout.clone() }));
+        let blocks = Blocks::from_fn(n, |i| Block { offset: i * stride, count, layout: layout.clone() });
         Region { base: (p as *const u8).wrapping_offset(lower), span: (n - 1) * stride + span, blocks }
     }
 
@@ -418,7 +474,12 @@ pub unsafe fn MPI_Bcast_c(
         if nothing_to_move(g, &mode, || Ok(count * layout.size))? {
             return Ok(());
         }
-        // SAFETY: the caller's buffer, used only for this call.
+        if let (Mode::Blocking, Rooted::Intra(root)) = (&mode, root)
+            && let Some(run) = contiguous_run(buffer, count, &layout)
+        {
+            // SAFETY: the caller's buffer, ours for this call.
+            return coll::bcast_bytes(g, unsafe { run_bytes_mut(run) }, root);
+        }
         let region = Region::one(buffer, count, layout);
         let root = match root {
             Rooted::Inter(role) => {
@@ -484,6 +545,17 @@ pub unsafe fn MPI_Reduce_c(
         }
         if nothing_to_move(g, &mode, || Ok(bytes))? {
             return Ok(());
+        }
+        if let (Mode::Blocking, Rooted::Intra(root), Some(red)) = (&mode, root, &red)
+            && layout.is_contiguous()
+        {
+            let send = (!in_place).then(|| contiguous_run(sendbuf, count, &layout)).flatten();
+            let recv = is_root.then(|| contiguous_run(recvbuf, count, &layout)).flatten();
+            if !matches!((send, recv), (Some(s), Some(r)) if runs_overlap(s, r)) {
+                // SAFETY: the caller's buffers, disjoint, valid for this call.
+                let (send, recv) = unsafe { (send.map(|s| run_bytes(s)), recv.map(|r| run_bytes_mut(r))) };
+                return coll::reduce_bytes(g, send, recv, red, root);
+            }
         }
         let send = (sends && !in_place).then(|| Region::one(sendbuf, count, layout.clone()));
         let recv = is_root.then(|| Region::one(recvbuf, count, layout));
@@ -561,6 +633,17 @@ unsafe fn all_reduce_like(
         }
         if nothing_to_move(g, &mode, || Ok(bytes))? {
             return Ok(());
+        }
+        if let (Mode::Blocking, AllReduceLike::Allreduce, false, true) =
+            (&mode, kind, g.is_inter(), layout.is_contiguous())
+            && let Some(recv) = contiguous_run(recvbuf, count, &layout)
+        {
+            let send = (!in_place).then(|| contiguous_run(sendbuf, count, &layout)).flatten();
+            if !send.is_some_and(|s| runs_overlap(s, recv)) {
+                // SAFETY: the caller's buffers, disjoint, valid for this call.
+                let (send, recv) = unsafe { (send.map(|s| run_bytes(s)), run_bytes_mut(recv)) };
+                return coll::allreduce_bytes(g, send, recv, &red);
+            }
         }
         let send = (!in_place).then(|| Region::one(sendbuf, count, layout.clone()));
         let recv = Some(Region::one(recvbuf, count, layout));
@@ -788,13 +871,51 @@ unsafe fn gather(
             return err(MPI_ERR_BUFFER, "MPI_IN_PLACE as sendbuf is only allowed at the root");
         }
         // Nothing to move: a member's own block, or the root's uniform blocks, are empty.
+        // The root's own sendcount is checked too (as MPICH does), unless MPI_IN_PLACE.
         let mine = || match recv {
             _ if !is_root => bytes_of(sendcount, sendtype, "sendcount"),
-            Spread::Uniform(c) => bytes_of(c, recvtype, "recvcount"),
+            Spread::Uniform(c) => {
+                if !in_place {
+                    check_count(sendcount, "sendcount")?;
+                }
+                bytes_of(c, recvtype, "recvcount")
+            }
             Spread::Varying { .. } => Ok(1),
         };
         if nothing_to_move(g, &mode, mine)? {
             return Ok(());
+        }
+        // MPI_Gather of contiguous buffers on an intracommunicator: as bytes, with the checks
+        // of the general path below, in its order.
+        if let (Mode::Blocking, Rooted::Intra(root), Spread::Uniform(rc)) = (&mode, root, recv) {
+            let n = g.size();
+            let send = if in_place {
+                None
+            } else {
+                let count = check_count(sendcount, "sendcount")?;
+                let layout = datatype::layout(sendtype)?;
+                check_buf(sendbuf, count * layout.size, "sendbuf")?;
+                Some(contiguous_run(sendbuf, count, &layout))
+            };
+            let recv = if is_root {
+                let layout = datatype::layout(recvtype)?;
+                let count = check_count(rc, "recvcount")?;
+                check_buf(recvbuf, n * count * layout.size, "recvbuf")?;
+                check_not_in_place(recvbuf, "recvbuf")?;
+                if let Some(Some((_, len))) = send
+                    && len > 0
+                {
+                    check_alias(sendbuf, recvbuf)?;
+                }
+                Some(contiguous_run(recvbuf, n * count, &layout))
+            } else {
+                None
+            };
+            if let Some((send, recv, block)) = rooted_runs(send, recv, n) {
+                // SAFETY: the caller's buffers, disjoint, valid for this call.
+                let (send, recv) = unsafe { (send.map(|s| run_bytes(s)), recv.map(|r| run_bytes_mut(r))) };
+                return coll::gather_bytes(g, send, recv, block, root);
+            }
         }
         let send = if in_place || !root.takes_part() {
             None
@@ -901,13 +1022,50 @@ unsafe fn scatter(
             return err(MPI_ERR_BUFFER, "MPI_IN_PLACE as recvbuf is only allowed at the root");
         }
         // Nothing to move: a member's own block, or the root's uniform blocks, are empty.
+        // The root's own recvcount is checked too (as MPICH does), unless MPI_IN_PLACE.
         let mine = || match send {
             _ if !is_root => bytes_of(recvcount, recvtype, "recvcount"),
-            Spread::Uniform(c) => bytes_of(c, sendtype, "sendcount"),
+            Spread::Uniform(c) => {
+                let bytes = bytes_of(c, sendtype, "sendcount")?;
+                if !in_place {
+                    check_count(recvcount, "recvcount")?;
+                }
+                Ok(bytes)
+            }
             Spread::Varying { .. } => Ok(1),
         };
         if nothing_to_move(g, &mode, mine)? {
             return Ok(());
+        }
+        // MPI_Scatter of contiguous buffers on an intracommunicator: as bytes, with the checks
+        // of the general path below, in its order.
+        if let (Mode::Blocking, Rooted::Intra(root), Spread::Uniform(sc)) = (&mode, root, send) {
+            let n = g.size();
+            let send = if is_root {
+                let layout = datatype::layout(sendtype)?;
+                let count = check_count(sc, "sendcount")?;
+                check_buf(sendbuf, n * count * layout.size, "sendbuf")?;
+                check_not_in_place(sendbuf, "sendbuf")?;
+                Some(contiguous_run(sendbuf, n * count, &layout))
+            } else {
+                None
+            };
+            let recv = if in_place {
+                None
+            } else {
+                let count = check_count(recvcount, "recvcount")?;
+                let layout = datatype::layout(recvtype)?;
+                check_buf(recvbuf, count * layout.size, "recvbuf")?;
+                if is_root && count * layout.size > 0 {
+                    check_alias(sendbuf, recvbuf)?;
+                }
+                Some(contiguous_run(recvbuf, count, &layout))
+            };
+            if let Some((recv, send, block)) = rooted_runs(recv, send, n) {
+                // SAFETY: the caller's buffers, disjoint, valid for this call.
+                let (send, recv) = unsafe { (send.map(|s| run_bytes(s)), recv.map(|r| run_bytes_mut(r))) };
+                return coll::scatter_bytes(g, send, recv, block, root);
+            }
         }
         // MPI_Scatter's blocks have the same size on every rank (the binomial tree may run).
         let uniform = matches!(send, Spread::Uniform(_));

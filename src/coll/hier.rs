@@ -487,10 +487,24 @@ pub fn scatter(
         return Some(with_packed_out(out, false, |o| area.scatter(e, &[], o, root)));
     }
     let s = send.as_ref().expect("the root has a send buffer");
-    let mut pieces = Vec::with_capacity(block * (n - 1));
-    for j in (0..n).filter(|&j| j != root) {
-        pieces.extend_from_slice(&packed_in(&s.mem, &s.blocks[j]));
-    }
+    let others = (0..n).filter(|&j| j != root);
+    // The other ranks' blocks are usually packed in rank order in the user's buffer already
+    // (root 0 or n - 1, a contiguous type): published from there, without a copy.
+    let start = s.blocks[if root == 0 { 1 } else { 0 }].offset;
+    let in_place = (root == 0 || root == n - 1)
+        && others
+            .clone()
+            .enumerate()
+            .all(|(k, j)| s.blocks[j].is_contiguous() && s.blocks[j].offset == start + k * block);
+    let pieces: Cow<[u8]> = if in_place {
+        Cow::Borrowed(&s.mem[start..start + block * (n - 1)])
+    } else {
+        let mut v = Vec::with_capacity(block * (n - 1));
+        for j in others {
+            v.extend_from_slice(&packed_in(&s.mem, &s.blocks[j]));
+        }
+        Cow::Owned(v)
+    };
     if let Some(out) = recv {
         // SAFETY: distinct user buffers (an overlapping input was copied).
         unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[root], out.mem.as_mut_ptr(), &out.blocks[0]) };
@@ -609,6 +623,128 @@ pub fn reduce_scatter(
     let seg = start..start + counts[me] * esize;
     let e = &mut *g.engine;
     Some(with_packed_out(recv, false, |o| area.reduce_scatter(e, input, seg, o, red)))
+}
+
+// ----- contiguous buffers on one node (`coll::*_bytes`): the same paths as above, without
+// block lists; None where those would not run on one node, or on several nodes.
+
+/// The area of a one-node communicator (`one_node_area`) for `bcast_bytes` and the reductions.
+fn one_node<'s>(g: &mut Group<'s>) -> Option<MpiResult<RefMut<'s, Area>>> {
+    if !enabled() || g.size() < 2 {
+        return None;
+    }
+    one_node_area(g, false)
+}
+
+/// As `bcast`, on one node.
+pub fn bcast_bytes(g: &mut Group, data: &mut [u8], root: usize) -> Option<MpiResult<()>> {
+    if data.is_empty() {
+        return None;
+    }
+    let mut area = match one_node(g)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    Some(area.bcast(g.engine, data, root))
+}
+
+/// As `reduce`, on one node; `input` is this rank's vector (the root's `out` with
+/// MPI_IN_PLACE, copied by the caller).
+pub fn reduce_bytes(
+    g: &mut Group,
+    input: &[u8],
+    out: Option<&mut [u8]>,
+    red: &Reduction,
+    root: usize,
+) -> Option<MpiResult<()>> {
+    if input.is_empty() {
+        return None;
+    }
+    let mut area = match one_node(g)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let esize = red.elem_size();
+    // As `reduction_fits` (one node: rank order is node order).
+    if esize == 0 || esize > SLOT_CAP || !(red.is_builtin() || input.len() <= SLOT_CAP) {
+        return None;
+    }
+    Some(area.reduce(g.engine, input, out.filter(|_| g.rank == root), red, root))
+}
+
+/// As `allreduce`, on one node.
+pub fn allreduce_bytes(g: &mut Group, input: &[u8], out: &mut [u8], red: &Reduction) -> Option<MpiResult<()>> {
+    if input.is_empty() || leader_ctx_unfit(g) {
+        return None;
+    }
+    let mut area = match one_node(g)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let esize = red.elem_size();
+    if esize == 0 || esize > SLOT_CAP || !(red.is_builtin() || input.len() <= SLOT_CAP) {
+        return None;
+    }
+    Some(area.allreduce(g.engine, input, out, red))
+}
+
+/// `allreduce` declines communicators whose context does not fit the leaders' contexts
+/// (`Hier::leader_ctx`), on one node too: so does `allreduce_bytes`, for the same choice.
+fn leader_ctx_unfit(g: &Group) -> bool {
+    g.ctx >= 1 << LEADER_SET_SHIFT
+}
+
+/// As `gather`: `send` is this rank's block (None: MPI_IN_PLACE at the root), `out` the
+/// root's `block * n` bytes.
+pub fn gather_bytes(
+    g: &mut Group,
+    send: Option<&[u8]>,
+    out: Option<&mut [u8]>,
+    block: usize,
+    root: usize,
+) -> Option<MpiResult<()>> {
+    let mut area = match rooted_area(g, block, Some(gather_max()))? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let e = &mut *g.engine;
+    let Some(out) = out.filter(|_| g.rank == root) else {
+        return Some(area.gather(e, block, send.expect("non-root members send"), root, |_, _| {}));
+    };
+    if let Some(s) = send {
+        out[root * block..(root + 1) * block].copy_from_slice(s);
+    }
+    Some(area.gather(e, block, &[], root, |j, bytes| out[j * block..j * block + bytes.len()].copy_from_slice(bytes)))
+}
+
+/// As `scatter`: `send` is the root's `block * n` bytes, `out` this rank's block (None:
+/// MPI_IN_PLACE at the root).
+pub fn scatter_bytes(
+    g: &mut Group,
+    send: Option<&[u8]>,
+    out: Option<&mut [u8]>,
+    block: usize,
+    root: usize,
+) -> Option<MpiResult<()>> {
+    let mut area = match rooted_area(g, block, scatter_max())? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let (e, n) = (&mut *g.engine, g.members.len());
+    if g.rank != root {
+        return Some(area.scatter(e, &[], out.expect("non-root members receive"), root));
+    }
+    let s = send.expect("the root has a send buffer");
+    // The other ranks' blocks, in rank order: one run unless the root is in the middle.
+    let pieces: Cow<[u8]> = match root {
+        0 => Cow::Borrowed(&s[block..]),
+        r if r == n - 1 => Cow::Borrowed(&s[..r * block]),
+        r => Cow::Owned([&s[..r * block], &s[(r + 1) * block..]].concat()),
+    };
+    if let Some(out) = out {
+        out.copy_from_slice(&s[root * block..(root + 1) * block]);
+    }
+    Some(area.scatter(e, &pieces, &mut [], root))
 }
 
 /// MPI_Allreduce: on one node through shared memory alone; across nodes, reduce within

@@ -48,6 +48,7 @@ use crate::p2p::request::{Op, SendMode};
 use crate::p2p::{Engine, Envelope};
 
 mod allreduce;
+mod blocks;
 pub mod hier;
 pub mod inter;
 pub mod neighbor;
@@ -56,6 +57,7 @@ pub mod shm;
 pub mod sparse;
 pub mod tune;
 
+pub use blocks::Blocks;
 use sparse::{Acc, Vecs};
 
 /// Internal tags (on the collective context): one range per collective kind; the low bits
@@ -654,13 +656,13 @@ fn recycle(v: Vec<u8>) {
 pub struct In<'a> {
     /// Borrowed user memory, or a copy when it overlaps the receive buffer.
     pub mem: std::borrow::Cow<'a, [u8]>,
-    pub blocks: Vec<Block>,
+    pub blocks: Blocks,
 }
 
 /// A user buffer written by a collective, with its blocks.
 pub struct Out<'a> {
     pub mem: &'a mut [u8],
-    pub blocks: Vec<Block>,
+    pub blocks: Blocks,
 }
 
 fn pack_block(mem: &[u8], b: &Block) -> Vec<u8> {
@@ -687,6 +689,117 @@ impl Out<'_> {
             op::unpack_into(&b.layout, b.count, packed, &mut self.mem[b.offset..]);
         }
     }
+}
+
+// ----- contiguous buffers -----
+//
+// Most calls pass contiguous buffers (a predefined type): these entries take them as bytes,
+// so the small-message paths on one node go straight to `hier`'s shared-memory ones without
+// block lists; elsewhere the buffers become the block lists the general entries take. The
+// choice of algorithm is the same as theirs (it depends on packed lengths only).
+
+fn bytes_in(mem: &[u8]) -> In<'_> {
+    In { mem: std::borrow::Cow::Borrowed(mem), blocks: Blocks::one(Block::bytes_at(0, mem.len())) }
+}
+
+fn bytes_out(mem: &mut [u8]) -> Out<'_> {
+    let len = mem.len();
+    Out { mem, blocks: Blocks::one(Block::bytes_at(0, len)) }
+}
+
+/// A contiguous vector of `red`'s elements (whose layout has its data at the pointer).
+fn vector_in<'a>(mem: &'a [u8], red: &Reduction) -> In<'a> {
+    In { mem: std::borrow::Cow::Borrowed(mem), blocks: Blocks::one(vector_block(mem.len(), red)) }
+}
+
+fn vector_out<'a>(mem: &'a mut [u8], red: &Reduction) -> Out<'a> {
+    let block = vector_block(mem.len(), red);
+    Out { mem, blocks: Blocks::one(block) }
+}
+
+fn vector_block(len: usize, red: &Reduction) -> Block {
+    Block { offset: 0, count: len / red.elem_size().max(1), layout: red.layout().clone() }
+}
+
+/// `n` blocks of `block` bytes, one after the other (a gather's or scatter's root buffer).
+fn uniform_blocks(n: usize, block: usize) -> Blocks {
+    Blocks::from_fn(n, |i| Block::bytes_at(i * block, block))
+}
+
+/// MPI_Bcast of the contiguous buffer `data`.
+pub fn bcast_bytes(g: &mut Group, data: &mut [u8], root: usize) -> MpiResult<()> {
+    if let Some(r) = hier::bcast_bytes(g, data, root) {
+        return r;
+    }
+    bcast(g, &mut bytes_out(data), root)
+}
+
+/// MPI_Reduce of contiguous vectors (of a type with its data at the pointer): `send` is None for MPI_IN_PLACE at the root; `recv`
+/// matters at the root only.
+pub fn reduce_bytes(
+    g: &mut Group,
+    send: Option<&[u8]>,
+    mut recv: Option<&mut [u8]>,
+    red: &Reduction,
+    root: usize,
+) -> MpiResult<()> {
+    let input = match (send, &recv) {
+        (Some(s), _) => std::borrow::Cow::Borrowed(s),
+        (None, Some(o)) => std::borrow::Cow::Owned(o.to_vec()),
+        (None, None) => unreachable!("MPI_IN_PLACE without a receive buffer is rejected at the edge"),
+    };
+    if let Some(r) = hier::reduce_bytes(g, &input, recv.as_deref_mut(), red, root) {
+        return r;
+    }
+    drop(input);
+    reduce(g, send.map(|s| vector_in(s, red)), recv.map(|r| vector_out(r, red)), red, root)
+}
+
+/// MPI_Allreduce of contiguous vectors (as `reduce_bytes`): `send` is None for MPI_IN_PLACE.
+pub fn allreduce_bytes(g: &mut Group, send: Option<&[u8]>, recv: &mut [u8], red: &Reduction) -> MpiResult<()> {
+    let input = match send {
+        Some(s) => std::borrow::Cow::Borrowed(s),
+        None => std::borrow::Cow::Owned(recv.to_vec()),
+    };
+    if let Some(r) = hier::allreduce_bytes(g, &input, recv, red) {
+        return r;
+    }
+    drop(input);
+    allreduce(g, send.map(|s| vector_in(s, red)), vector_out(recv, red), red)
+}
+
+/// MPI_Gather of `block` bytes per member: `send` is None for MPI_IN_PLACE at the root;
+/// `recv` (the root's `block * size` bytes) matters at the root only.
+pub fn gather_bytes(
+    g: &mut Group,
+    send: Option<&[u8]>,
+    mut recv: Option<&mut [u8]>,
+    block: usize,
+    root: usize,
+) -> MpiResult<()> {
+    if let Some(r) = hier::gather_bytes(g, send, recv.as_deref_mut(), block, root) {
+        return r;
+    }
+    let n = g.size();
+    let recv = recv.map(|mem| Out { mem, blocks: uniform_blocks(n, block) });
+    gather_uniform(g, send.map(bytes_in), recv, root)
+}
+
+/// MPI_Scatter of `block` bytes per member: `send` (the root's `block * size` bytes)
+/// matters at the root only; `recv` is None for MPI_IN_PLACE at the root.
+pub fn scatter_bytes(
+    g: &mut Group,
+    send: Option<&[u8]>,
+    mut recv: Option<&mut [u8]>,
+    block: usize,
+    root: usize,
+) -> MpiResult<()> {
+    if let Some(r) = hier::scatter_bytes(g, send, recv.as_deref_mut(), block, root) {
+        return r;
+    }
+    let n = g.size();
+    let send = send.map(|mem| In { mem: std::borrow::Cow::Borrowed(mem), blocks: uniform_blocks(n, block) });
+    scatter_uniform(g, send, recv.map(bytes_out), root)
 }
 
 // ----- barrier and broadcast -----

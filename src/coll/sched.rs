@@ -22,7 +22,7 @@
 
 use super::allreduce::{HalvingStep, folded_displacements, halving_steps, pieces, real_rank};
 use super::tune::{self, pof2_below};
-use super::{Block, Group, tag};
+use super::{Block, Blocks, Group, tag};
 use crate::abi::consts::*;
 use crate::error::{MpiError, MpiResult, err};
 use crate::op::{self, Reduction};
@@ -112,7 +112,7 @@ pub(super) const PH_INTER: i32 = 4;
 pub struct UserBuf {
     base: *mut u8,
     span: usize,
-    pub blocks: Vec<Block>,
+    pub blocks: Blocks,
 }
 
 impl UserBuf {
@@ -120,7 +120,7 @@ impl UserBuf {
     /// `base..base + span` is user memory that stays valid until the schedules built with
     /// this buffer complete (MPI's rule for nonblocking and persistent operations), and that
     /// nothing else accesses while a schedule reads or writes it.
-    pub unsafe fn new(base: *mut u8, span: usize, blocks: Vec<Block>) -> UserBuf {
+    pub unsafe fn new(base: *mut u8, span: usize, blocks: Blocks) -> UserBuf {
         UserBuf { base, span, blocks }
     }
 

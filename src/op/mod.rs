@@ -206,6 +206,11 @@ impl Reduction {
         self.kernel.is_some()
     }
 
+    /// The datatype's layout.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
     /// Bytes of one packed element.
     pub fn elem_size(&self) -> usize {
         self.layout.size

@@ -195,7 +195,7 @@ fn allgather_bytes(g: &mut coll::Group, mine: &[u8]) -> MpiResult<Vec<u8>> {
     let (n, len) = (g.size(), mine.len());
     let mut all = vec![0u8; n * len];
     let block = |offset| Block { offset, count: len, layout: crate::datatype::BYTE };
-    let send = In { mem: Cow::Borrowed(mine), blocks: vec![block(0)] };
+    let send = In { mem: Cow::Borrowed(mine), blocks: coll::Blocks::one(block(0)) };
     let recv = Out { mem: &mut all, blocks: (0..n).map(|i| block(i * len)).collect() };
     coll::allgather(g, Some(send), recv)?;
     Ok(all)
@@ -204,7 +204,8 @@ fn allgather_bytes(g: &mut coll::Group, mine: &[u8]) -> MpiResult<Vec<u8>> {
 /// `root`'s `buf` on every member.
 fn bcast_bytes(g: &mut coll::Group, buf: &mut [u8], root: usize) -> MpiResult<()> {
     let len = buf.len();
-    let mut out = Out { mem: buf, blocks: vec![Block { offset: 0, count: len, layout: crate::datatype::BYTE }] };
+    let mut out =
+        Out { mem: buf, blocks: coll::Blocks::one(Block { offset: 0, count: len, layout: crate::datatype::BYTE }) };
     coll::bcast(g, &mut out, root)
 }
 
