@@ -22,12 +22,20 @@ use crate::runtime;
 use std::borrow::Cow;
 use std::ffi::{c_int, c_void};
 
+#[inline]
 fn is_in_place(p: *const c_void) -> bool {
     p as isize == -1
 }
 
+#[inline]
 pub(super) fn check_count(count: i64, what: &str) -> MpiResult<usize> {
-    if count < 0 { err(MPI_ERR_COUNT, format!("invalid {what} argument ({what}={count})")) } else { Ok(count as usize) }
+    if count < 0 { bad_count(count, what) } else { Ok(count as usize) }
+}
+
+#[cold]
+#[inline(never)]
+fn bad_count(count: i64, what: &str) -> MpiResult<usize> {
+    err(MPI_ERR_COUNT, format!("invalid {what} argument ({what}={count})"))
 }
 
 /// The root argument of a rooted collective: a member's rank on an intracommunicator, the part
@@ -85,13 +93,21 @@ fn check_not_in_place_inter(g: &Group, p: *const c_void, what: &str) -> MpiResul
     Ok(())
 }
 
+#[inline]
 pub(super) fn check_buf(p: *const c_void, bytes: usize, what: &str) -> MpiResult<()> {
     if bytes > 0 && p.is_null() {
-        return err(MPI_ERR_BUFFER, format!("invalid {what} (NULL with a nonzero count)"));
+        return null_buffer(what);
     }
     Ok(())
 }
 
+#[cold]
+#[inline(never)]
+fn null_buffer(what: &str) -> MpiResult<()> {
+    err(MPI_ERR_BUFFER, format!("invalid {what} (NULL with a nonzero count)"))
+}
+
+#[inline]
 pub(super) fn check_not_in_place(p: *const c_void, what: &str) -> MpiResult<()> {
     if is_in_place(p) {
         return err(MPI_ERR_BUFFER, format!("MPI_IN_PLACE is not allowed as {what} here"));
@@ -99,6 +115,7 @@ pub(super) fn check_not_in_place(p: *const c_void, what: &str) -> MpiResult<()> 
     Ok(())
 }
 
+#[inline]
 fn check_alias(send: *const c_void, recv: *const c_void) -> MpiResult<()> {
     if send == recv && !send.is_null() {
         return err(MPI_ERR_BUFFER, "sendbuf and recvbuf are the same buffer (aliased); use MPI_IN_PLACE instead");
@@ -109,12 +126,14 @@ fn check_alias(send: *const c_void, recv: *const c_void) -> MpiResult<()> {
 /// Where `count` elements of `layout` at `p` lie when they are one run of bytes (a
 /// contiguous type, as most calls pass): the `coll::*_bytes` entries take such buffers
 /// without block lists.
+#[inline]
 fn contiguous_run(p: *const c_void, count: usize, layout: &Layout) -> Option<(*const u8, usize)> {
     let at = layout.contiguous_at()?;
     Some(((p as *const u8).wrapping_offset(at), count * layout.size))
 }
 
 /// Whether two runs of bytes share memory.
+#[inline]
 fn runs_overlap((a, alen): (*const u8, usize), (b, blen): (*const u8, usize)) -> bool {
     let (a, b) = (a as usize, b as usize);
     alen > 0 && blen > 0 && a < b + blen && b < a + alen
@@ -134,7 +153,8 @@ unsafe fn run_bytes_mut<'a>((p, len): (*const u8, usize)) -> &'a mut [u8] {
     if len == 0 { &mut [] } else { unsafe { std::slice::from_raw_parts_mut(p as *mut u8, len) } }
 }
 
-/// A run of bytes, if contiguous, for each buffer a member passes (None: not significant).
+/// A buffer a member passes to a rooted collective: not significant (None), or its run of
+/// bytes when contiguous (`Some(None)`: not contiguous).
 type Runs = Option<Option<(*const u8, usize)>>;
 
 /// The buffers of MPI_Gather (of MPI_Scatter with the roles swapped) as bytes: this member's
@@ -147,15 +167,16 @@ fn rooted_runs(
     all: Runs,
     n: usize,
 ) -> Option<(Option<(*const u8, usize)>, Option<(*const u8, usize)>, usize)> {
-    let (own, all) = (own.map_or(Some(None), |r| r.map(Some))?, all.map_or(Some(None), |r| r.map(Some))?);
-    let block = match (own, all) {
-        (_, Some((_, len))) => len / n,
-        (Some((_, len)), None) => len,
-        (None, None) => return None,
-    };
     match (own, all) {
-        (Some(o), Some(a)) if o.1 != block || runs_overlap(o, a) => None,
-        _ => Some((own, all, block)),
+        (Some(None), _) | (_, Some(None)) | (None, None) => None,
+        (Some(Some(o)), None) => Some((Some(o), None, o.1)),
+        (own, Some(Some(a))) => {
+            let block = a.1 / n;
+            match own {
+                Some(Some(o)) if o.1 != block || runs_overlap(o, a) => None,
+                _ => Some((own.flatten(), Some(a), block)),
+            }
+        }
     }
 }
 

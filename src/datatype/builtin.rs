@@ -132,6 +132,7 @@ static BY_INDEX: [u8; 256] = {
 /// The builtin entry of `dt`, if it is a builtin handle: kind BUILTIN + object DATATYPE
 /// checked arithmetically, then the index byte looked up and the whole handle compared (so a
 /// handle with a valid index but another size is rejected).
+#[inline]
 pub fn builtin(dt: MPI_Datatype) -> Option<&'static Builtin> {
     if (dt as u32) >> 26 != 0x13 {
         return None;

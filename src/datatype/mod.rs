@@ -548,11 +548,18 @@ static PAIR_LAYOUTS: LazyLock<Vec<Layout>> =
     LazyLock::new(|| builtin::PAIRS.iter().map(|p| Layout::of(&TypeData::pair(p))).collect());
 
 /// The layout of a type used in communication: MPI_ERR_TYPE for null, freed or uncommitted
-/// types. Builtin types are decoded from the handle without locks or allocation.
+/// types. Builtin types are decoded from the handle without locks or allocation, inline in
+/// the caller (every collective call looks up one to three layouts).
+#[inline]
 pub fn layout(dt: MPI_Datatype) -> MpiResult<Layout> {
     if let Some(b) = builtin::builtin(dt) {
         return Ok(Layout::contiguous(b.size));
     }
+    layout_of_other(dt)
+}
+
+/// `layout` of pair and derived types.
+fn layout_of_other(dt: MPI_Datatype) -> MpiResult<Layout> {
     if let Some(i) = builtin::PAIRS.iter().position(|p| p.handle == dt) {
         return Ok(PAIR_LAYOUTS[i].clone());
     }
