@@ -123,50 +123,49 @@ fn check_alias(send: *const c_void, recv: *const c_void) -> MpiResult<()> {
     Ok(())
 }
 
+/// A run of bytes in user memory: (start, length).
+type ByteRun = (*const u8, usize);
+
 /// Where `count` elements of `layout` at `p` lie when they are one run of bytes (a
 /// contiguous type, as most calls pass): the `coll::*_bytes` entries take such buffers
 /// without block lists.
 #[inline]
-fn contiguous_run(p: *const c_void, count: usize, layout: &Layout) -> Option<(*const u8, usize)> {
+fn contiguous_run(p: *const c_void, count: usize, layout: &Layout) -> Option<ByteRun> {
     let at = layout.contiguous_at()?;
     Some(((p as *const u8).wrapping_offset(at), count * layout.size))
 }
 
 /// Whether two runs of bytes share memory.
 #[inline]
-fn runs_overlap((a, alen): (*const u8, usize), (b, blen): (*const u8, usize)) -> bool {
+fn runs_overlap((a, alen): ByteRun, (b, blen): ByteRun) -> bool {
     let (a, b) = (a as usize, b as usize);
     alen > 0 && blen > 0 && a < b + blen && b < a + alen
 }
 
 /// # Safety
 /// The run is readable user memory for `'a`, not written meanwhile.
-unsafe fn run_bytes<'a>((p, len): (*const u8, usize)) -> &'a [u8] {
+unsafe fn run_bytes<'a>((p, len): ByteRun) -> &'a [u8] {
     // SAFETY: caller contract (an empty run is not dereferenced).
     if len == 0 { &[] } else { unsafe { std::slice::from_raw_parts(p, len) } }
 }
 
 /// # Safety
 /// The run is writable user memory for `'a`, not otherwise accessed meanwhile.
-unsafe fn run_bytes_mut<'a>((p, len): (*const u8, usize)) -> &'a mut [u8] {
+unsafe fn run_bytes_mut<'a>((p, len): ByteRun) -> &'a mut [u8] {
     // SAFETY: caller contract (an empty run is not dereferenced).
     if len == 0 { &mut [] } else { unsafe { std::slice::from_raw_parts_mut(p as *mut u8, len) } }
 }
 
-/// A buffer a member passes to a rooted collective: not significant (None), or its run of
-/// bytes when contiguous (`Some(None)`: not contiguous).
-type Runs = Option<Option<(*const u8, usize)>>;
-
 /// The buffers of MPI_Gather (of MPI_Scatter with the roles swapped) as bytes: this member's
-/// block `own` and the root's `n` blocks `all`, with the block size; None when one of them is
-/// not contiguous, they overlap, or the root's own block is not a whole block of `all`
+/// block `own` and the root's `n` blocks `all`, each not significant (None), or its run when
+/// contiguous (`Some(None)`: not contiguous); with the block size. None when a buffer is not
+/// contiguous, they overlap, or the root's own block is not a whole block of `all`
 /// (erroneous: the general path reports it).
-#[allow(clippy::type_complexity)]
 fn rooted_runs(
-    own: Runs,
-    all: Runs,
+    own: Option<Option<ByteRun>>,
+    all: Option<Option<ByteRun>>,
     n: usize,
-) -> Option<(Option<(*const u8, usize)>, Option<(*const u8, usize)>, usize)> {
+) -> Option<(Option<ByteRun>, Option<ByteRun>, usize)> {
     match (own, all) {
         (Some(None), _) | (_, Some(None)) | (None, None) => None,
         (Some(Some(o)), None) => Some((Some(o), None, o.1)),
