@@ -147,6 +147,28 @@ static void type_paths(void)
             CHECK(mine[at] == 2 + 2 * k * rank + i, "Scatter shifted->strided root %d: int %d = %d", root, at,
                   mine[at]);
         }
+        /* The same from plain ints at the root (contiguous at the root only). */
+        for (i = 0; i < 2 * k * size; i++)
+            buf[i] = rank == root ? 5000 + i : -1;
+        for (i = 0; i < 4 * k; i++)
+            mine[i] = -1;
+        MPI_Scatter(buf, 2 * k, MPI_INT, mine, k, strided, root, MPI_COMM_WORLD);
+        for (i = 0; i < 2 * k; i++) {
+            int at = (i / 2) * 3 + (i % 2) * 2;
+            CHECK(mine[at] == 5000 + 2 * k * rank + i, "Scatter int->strided root %d: int %d = %d", root, at, mine[at]);
+        }
+        for (i = 0; i < 2 * k * size; i++)
+            buf[i] = -1;
+        MPI_Gather(mine, k, strided, buf, 2 * k, MPI_INT, root, MPI_COMM_WORLD);
+        if (rank == root) {
+            for (i = 0; i < 2 * k * size && buf[i] == 5000 + i; i++)
+                ;
+            CHECK(i == 2 * k * size, "Gather strided->int root %d: int %d = %d", root, i, buf[i]);
+        }
+        for (i = 0; i < 4 * k; i++)
+            mine[i] = -1;
+        for (i = 0; i < 2 * k; i++)
+            mine[(i / 2) * 3 + (i % 2) * 2] = 2 + 2 * k * rank + i;
         for (i = 0; i < 2 * k * size + 2; i++)
             buf[i] = -1;
         MPI_Gather(mine, k, strided, buf, k, shifted, root, MPI_COMM_WORLD);
