@@ -283,8 +283,13 @@ macro_rules! hier_or_none {
 /// whole: programs may treat several elements as one (MPICH's tests do), so it must fit one
 /// slot.
 fn reduction_fits(h: &Hier, red: &Reduction, len: usize) -> bool {
+    (red.is_commutative() || h.contiguous) && reduction_fits_slots(red, len)
+}
+
+/// The part of `reduction_fits` that holds on one node (where rank order is node order).
+fn reduction_fits_slots(red: &Reduction, len: usize) -> bool {
     let esize = red.elem_size();
-    esize > 0 && esize <= SLOT_CAP && (red.is_commutative() || h.contiguous) && (red.is_builtin() || len <= SLOT_CAP)
+    esize > 0 && esize <= SLOT_CAP && (red.is_builtin() || len <= SLOT_CAP)
 }
 
 /// MPI_Barrier: the node's ranks gather at its first rank, the first ranks run a
@@ -628,20 +633,12 @@ pub fn reduce_scatter(
 // ----- contiguous buffers on one node (`coll::*_bytes`): the same paths as above, without
 // block lists; None where those would not run on one node, or on several nodes.
 
-/// The area of a one-node communicator (`one_node_area`) for `bcast_bytes` and the reductions.
-fn one_node<'s>(g: &mut Group<'s>) -> Option<MpiResult<RefMut<'s, Area>>> {
-    if !enabled() || g.size() < 2 {
-        return None;
-    }
-    one_node_area(g, false)
-}
-
 /// As `bcast`, on one node.
 pub fn bcast_bytes(g: &mut Group, data: &mut [u8], root: usize) -> Option<MpiResult<()>> {
     if data.is_empty() {
         return None;
     }
-    let mut area = match one_node(g)? {
+    let mut area = match one_node_area(g, false)? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),
     };
@@ -660,13 +657,11 @@ pub fn reduce_bytes(
     if input.is_empty() {
         return None;
     }
-    let mut area = match one_node(g)? {
+    let mut area = match one_node_area(g, false)? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),
     };
-    let esize = red.elem_size();
-    // As `reduction_fits` (one node: rank order is node order).
-    if esize == 0 || esize > SLOT_CAP || !(red.is_builtin() || input.len() <= SLOT_CAP) {
+    if !reduction_fits_slots(red, input.len()) {
         return None;
     }
     Some(area.reduce(g.engine, input, out.filter(|_| g.rank == root), red, root))
@@ -674,24 +669,20 @@ pub fn reduce_bytes(
 
 /// As `allreduce`, on one node.
 pub fn allreduce_bytes(g: &mut Group, input: &[u8], out: &mut [u8], red: &Reduction) -> Option<MpiResult<()>> {
-    if input.is_empty() || leader_ctx_unfit(g) {
+    if input.is_empty() {
         return None;
     }
-    let mut area = match one_node(g)? {
+    // Set up (a collective step at the first call) exactly where `allreduce` does.
+    let mut area = match one_node_area(g, false)? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),
     };
-    let esize = red.elem_size();
-    if esize == 0 || esize > SLOT_CAP || !(red.is_builtin() || input.len() <= SLOT_CAP) {
+    // `allreduce` declines a context that does not fit the leaders' ones (`Hier::leader_ctx`)
+    // on one node too.
+    if !reduction_fits_slots(red, input.len()) || g.ctx >= 1 << LEADER_SET_SHIFT {
         return None;
     }
     Some(area.allreduce(g.engine, input, out, red))
-}
-
-/// `allreduce` declines communicators whose context does not fit the leaders' contexts
-/// (`Hier::leader_ctx`), on one node too: so does `allreduce_bytes`, for the same choice.
-fn leader_ctx_unfit(g: &Group) -> bool {
-    g.ctx >= 1 << LEADER_SET_SHIFT
 }
 
 /// As `gather`: `send` is this rank's block (None: MPI_IN_PLACE at the root), `out` the
