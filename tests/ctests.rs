@@ -142,6 +142,8 @@ ctests! {
     coll_pieces => "coll_pieces.c",
     coll_pieces_forced => "coll_pieces_forced.c",
     coll_pieces_linear => "coll_pieces_linear.c",
+    coll_mixed_affinity => "coll_mixed_affinity.c",
+    coll_mixed_threads => "coll_mixed_threads.c",
     coll_sparse => "coll_sparse.c",
     coll_sparse_recdbl => "coll_sparse_recdbl.c",
     coll_sparse_rabenseifner => "coll_sparse_rabenseifner.c",

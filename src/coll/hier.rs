@@ -195,9 +195,8 @@ fn setup_area(g: &mut Group, local: &[usize]) -> MpiResult<Area> {
     if me == 0 {
         let id = AREAS_CREATED.fetch_add(1, Ordering::Relaxed);
         let path = name(id);
-        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
         let can_read = super::shm::probe_peer_reads(g.engine, &worlds, me);
-        let created = Area::create(&path, worlds.clone(), can_read, g.engine.nranks > cores);
+        let created = Area::create(&path, worlds.clone(), can_read, g.engine.ranks_outnumber_cores());
         let sent = if created.is_ok() { id } else { FAILED };
         for &r in &local[1..] {
             g.send(r, TAG_SETUP, sent.to_le_bytes().to_vec());
