@@ -316,8 +316,11 @@ static void test_exchange(MPI_Comm comm, int iters)
 {
     int size, k;
     MPI_Comm_size(comm, &size);
+    /* ... and around one lane entry (2048 bytes): an allgather block, the n - 1 blocks of an
+       all-to-all (the only limit when ranks outnumber cores, by default) */
+    int others = size > 1 ? size - 1 : 1;
     int counts[] = {1, 2, 13, 14, 15, 29, 2048 / 4 / size / size, 2048 / 4 / size / size + 1, 2048 / 4 / size - 1,
-                    2048 / 4 / size, 2048 / 4 / size + 1, 600};
+                    2048 / 4 / size, 2048 / 4 / size + 1, 2048 / 4 / others, 2048 / 4 / others + 1, 512, 513, 600};
     for (k = 0; k < (int)(sizeof(counts) / sizeof(counts[0])); k++)
         if (counts[k] > 0)
             check_exchange(comm, counts[k], iters);

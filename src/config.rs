@@ -211,13 +211,13 @@ pub const TUNABLES: &[Tunable] = &[
     },
     Tunable {
         name: COLL_SHM_SCATTER_MAX,
-        default: "2048 while the node has a core per rank, else 0",
+        default: "2048",
         what: "largest total (bytes, block times ranks) of a Scatter on one node through the shared-memory lanes \
                (0: point-to-point; the blocks for the other ranks must fit 2048 bytes)",
     },
     Tunable {
         name: COLL_SHM_EXCHANGE_MAX,
-        default: "2048 while the node has a core per rank, else 0",
+        default: "2048 while the node has a core per rank, else no limit",
         what: "largest total (bytes, all blocks of all ranks) of an Allgather(v)/Alltoall/Reduce_scatter(_block) on \
                one node through the shared-memory lanes (0: point-to-point; one rank's entry holds at most 2048 bytes)",
     },

@@ -403,42 +403,35 @@ fn gather_max() -> usize {
     *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_GATHER_MAX).unwrap_or(LANE_CAP))
 }
 
-/// Largest total (`block * ranks`) of a scatter through the lanes, when
-/// `OXMPI_COLL_SHM_SCATTER_MAX` sets it (at most what one lane entry holds). By default
-/// `LANE_CAP` while the node has a core per rank, else point to point: in order-balanced
-/// runs against the point-to-point scatter (the same build), 1-256 B took 0.82-0.98x at 2
-/// ranks, 0.75-1.06x at 4 and 0.58-1.82x (mostly worse) at 8 ranks on 2 cores
-/// (docs/perf-r6-collsmall.md).
-fn scatter_max() -> Option<usize> {
-    static MAX: OnceLock<Option<usize>> = OnceLock::new();
-    *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_SCATTER_MAX))
+/// Largest total (`block * ranks`) of a scatter through the lanes
+/// (`OXMPI_COLL_SHM_SCATTER_MAX`, default `LANE_CAP`; at most what one lane entry holds). At
+/// 2 ranks 0.82-0.98x the point-to-point scatter's time (docs/perf-r6-collsmall.md); at 4
+/// and 8 ranks on 2 cores 0.3-0.6x since waiting ranks yield to each other (round 6 found it
+/// mostly worse at 8 ranks before that; docs/perf-r7-np8.md).
+fn scatter_max() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_SCATTER_MAX).unwrap_or(LANE_CAP))
 }
 
 /// The area of a one-node communicator for a gather or scatter of `block` bytes per rank
 /// (the same on every rank: MPI_Gather/Scatter's blocks match) and at most `max` bytes in
-/// all (None: `LANE_CAP`, only while the node has a core per rank), when the blocks go
-/// through the lanes.
-fn rooted_area<'s>(g: &mut Group<'s>, block: usize, max: Option<usize>) -> Option<MpiResult<RefMut<'s, Area>>> {
+/// all, when the blocks go through the lanes.
+fn rooted_area<'s>(g: &mut Group<'s>, block: usize, max: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
     let n = g.size();
-    if block == 0 || n < 2 || block * n > max.unwrap_or(LANE_CAP) || block * (n - 1) > LANE_CAP || !enabled() {
+    if block == 0 || n < 2 || block * n > max || block * (n - 1) > LANE_CAP || !enabled() {
         return None;
     }
-    one_node_area(g, max.is_none())
+    one_node_area(g)
 }
 
 /// The shared area of a communicator of several ranks on one node (its local numbers are the
-/// ranks); None on several nodes, or when `only_with_cores` and ranks outnumber cores (the
-/// same answer on every rank).
-fn one_node_area<'s>(g: &mut Group<'s>, only_with_cores: bool) -> Option<MpiResult<RefMut<'s, Area>>> {
+/// ranks); None on several nodes.
+fn one_node_area<'s>(g: &mut Group<'s>) -> Option<MpiResult<RefMut<'s, Area>>> {
     let h = hier_or_none!(g);
     if h.nodes.len() != 1 {
         return None;
     }
-    let area = RefMut::map(h, |h| h.area.as_mut().expect("one node of several ranks has an area"));
-    if only_with_cores && area.oversubscribed() {
-        return None;
-    }
-    Some(Ok(area))
+    Some(Ok(RefMut::map(h, |h| h.area.as_mut().expect("one node of several ranks has an area"))))
 }
 
 /// MPI_Gather with `block` bytes from every rank, on one node: every member publishes its
@@ -450,7 +443,7 @@ pub fn gather(
     root: usize,
     block: usize,
 ) -> Option<MpiResult<()>> {
-    let mut area = match rooted_area(g, block, Some(gather_max()))? {
+    let mut area = match rooted_area(g, block, gather_max())? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),
     };
@@ -502,18 +495,29 @@ pub fn scatter(
 /// the lanes.
 fn exchange_area<'s>(g: &mut Group<'s>, entry: usize, total: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
     let max = exchange_max();
-    if entry == 0 || entry > LANE_CAP || total > max.unwrap_or(LANE_CAP) || g.size() < 2 || !enabled() {
+    if entry == 0 || entry > LANE_CAP || max.is_some_and(|m| total > m) || g.size() < 2 || !enabled() {
         return None;
     }
-    // Not by default when ranks outnumber cores.
-    one_node_area(g, max.is_none())
+    let area = match one_node_area(g)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    // The area's finding, the same on every rank.
+    if max.is_none() && !area.oversubscribed() && total > LANE_CAP {
+        return None;
+    }
+    Some(Ok(area))
 }
 
 /// Largest total (all blocks of all ranks) of an allgather, all-to-all or reduce-scatter
-/// through the lanes, when `OXMPI_COLL_SHM_EXCHANGE_MAX` sets it. By default `LANE_CAP`, but
-/// only while the node has a core per rank: with 4 and 8 ranks on 2 (loaded) cores these
-/// synchronizing collectives took from 0.3x to 20x the point-to-point ones' time from run to
-/// run (the scheduler decides them there); at 2 ranks, 0.55-0.9x (docs/perf-r6-collsmall.md).
+/// through the lanes, when `OXMPI_COLL_SHM_EXCHANGE_MAX` sets it. By default `LANE_CAP` while
+/// the node has a core per rank (at 2 ranks 0.55-0.9x the point-to-point time,
+/// docs/perf-r6-collsmall.md), and any total whose entries fit a lane entry when ranks
+/// outnumber cores: there every point-to-point round waits for descheduled peers, while a
+/// rank that finds the others' entries published finishes in one turn (np 4 and 8 on 2
+/// cores, 1 B-256 B: 0.4-0.6x the point-to-point time, docs/perf-r7-np8.md). (Round 6 found
+/// them 0.3-20x from run to run when oversubscribed, before waiting ranks yielded to each
+/// other, docs/perf-r6-wait.md.)
 fn exchange_max() -> Option<usize> {
     static MAX: OnceLock<Option<usize>> = OnceLock::new();
     *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_EXCHANGE_MAX))

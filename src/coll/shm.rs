@@ -502,6 +502,18 @@ impl Area {
         }
     }
 
+    /// Waits until every other rank's lane entry of step `st` holds bytes `range(j)`: one
+    /// wait for all of them (entering a wait announces it on the shared `waiting` word, and
+    /// with ranks outnumbering cores each wait is likely to yield the CPU at least once).
+    fn lane_wait_all(&self, e: &mut Engine, st: &LaneStep, range: &impl Fn(usize) -> std::ops::Range<usize>) {
+        let last_line = |j: usize| st.line + range(j).end.saturating_sub(1) / LANE_LINE_CAP;
+        let ready =
+            |a: &Area| (0..a.n).all(|j| j == a.me || a.lane_flag(j, last_line(j)).load(Ordering::Acquire) >= st.s);
+        if !ready(self) {
+            self.wait(e, || ready(self));
+        }
+    }
+
     /// Copies bytes `at..at + out.len()` of rank `i`'s lane entry for step `st` into `out`
     /// (after `lane_wait_range` for them).
     fn lane_read_at(&self, i: usize, st: &LaneStep, at: usize, out: &mut [u8]) {
@@ -1002,11 +1014,10 @@ impl Area {
         let st = self.lane_step(len);
         self.lane_publish(e, &st, mine);
         self.notify_others(e);
+        self.lane_wait_all(e, &st, &range);
         let mut tmp = Vec::new();
         for j in (self.me + 1..self.n).chain(0..self.me) {
-            let r = range(j);
-            self.lane_wait_range(e, j, &st, r.clone());
-            put(j, self.lane_range(j, &st, r, &mut tmp));
+            put(j, self.lane_range(j, &st, range(j), &mut tmp));
         }
         // Everyone published for this step, so everyone finished the lane steps before it.
         self.lane_floor = self.lane_floor.max(st.s - 1);
@@ -1029,15 +1040,12 @@ impl Area {
         self.lane_publish(e, &st, input);
         self.notify_others(e);
         if !seg.is_empty() {
+            self.lane_wait_all(e, &st, &|_| seg.clone());
             let mut tmp = Vec::new();
             let last = self.n - 1;
             for j in (0..self.n).rev() {
-                let theirs = if j == self.me {
-                    &input[seg.clone()]
-                } else {
-                    self.lane_wait_range(e, j, &st, seg.clone());
-                    self.lane_range(j, &st, seg.clone(), &mut tmp)
-                };
+                let theirs =
+                    if j == self.me { &input[seg.clone()] } else { self.lane_range(j, &st, seg.clone(), &mut tmp) };
                 if j == last {
                     out.copy_from_slice(theirs);
                 } else {
