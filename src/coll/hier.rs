@@ -443,6 +443,9 @@ pub fn gather(
     root: usize,
     block: usize,
 ) -> Option<MpiResult<()>> {
+    if let Some(r) = gather_single_copy(g, send, recv, root, block) {
+        return Some(r);
+    }
     let mut area = match rooted_area(g, block, gather_max())? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),
@@ -469,6 +472,9 @@ pub fn scatter(
     root: usize,
     block: usize,
 ) -> Option<MpiResult<()>> {
+    if let Some(r) = scatter_single_copy(g, send, recv, root, block) {
+        return Some(r);
+    }
     let mut area = match rooted_area(g, block, scatter_max())? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),
@@ -488,6 +494,106 @@ pub fn scatter(
         unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[root], out.mem.as_mut_ptr(), &out.blocks[0]) };
     }
     Some(area.scatter(e, &pieces, &mut [], root))
+}
+
+/// Smallest block of a gather or scatter by single copy through the area when ranks
+/// outnumber cores (`OXMPI_COLL_SHM_ROOTED_COPY_MIN`; 0: never). Unset: where the blocks do
+/// not travel in eager pieces (`tune::Tuning::piece`: block times ranks above
+/// `OXMPI_COLL_PIECE_MAX`). Below that, pieces copied into the rings let the root (scatter) or
+/// the members (gather) return at once, which beat single copy 2-5x at 16-64 KiB blocks on
+/// np 4 and 8 (2 cores); above, single copy took 0.8-1.0x the time of one rendezvous message
+/// per member (docs/perf-r7-np8.md).
+fn rooted_copy_min() -> Option<usize> {
+    static MIN: OnceLock<Option<usize>> = OnceLock::new();
+    *MIN.get_or_init(|| config::usize_var(config::COLL_SHM_ROOTED_COPY_MIN))
+}
+
+/// The area of a one-node communicator whose ranks outnumber cores and can all read each
+/// other's memory, for a gather or scatter of `block` bytes per rank by single copy (the same
+/// answer on every rank: the block, the settings, the area's findings).
+fn rooted_copy_area<'s>(g: &mut Group<'s>, block: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
+    let n = g.size();
+    let wanted = match rooted_copy_min() {
+        Some(min) => min > 0 && block >= min,
+        None => block.saturating_mul(n) > super::tune::get().piece_max,
+    };
+    // The root's slot holds an address per rank.
+    if !wanted || block == 0 || n < 2 || 8 * n > SLOT_CAP || !enabled() {
+        return None;
+    }
+    let mut area = match one_node_area(g)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    (area.oversubscribed() && area.peers_readable(g.engine)).then_some(Ok(area))
+}
+
+/// MPI_Gather by single copy (`rooted_copy_area`): the root reads every member's block
+/// straight from its memory into its own receive block.
+fn gather_single_copy(
+    g: &mut Group,
+    send: &Option<In>,
+    recv: &mut Option<Out>,
+    root: usize,
+    block: usize,
+) -> Option<MpiResult<()>> {
+    let mut area = match rooted_copy_area(g, block)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let e = &mut *g.engine;
+    let Some(out) = recv.as_mut().filter(|_| g.rank == root) else {
+        let s = send.as_ref().expect("non-root members send");
+        // The packed block stays alive until the root has read it (the call waits for that).
+        let mine = packed_in(&s.mem, &s.blocks[0]);
+        return Some(area.gather_single_copy(e, &mine, root, |_, _| Ok(())));
+    };
+    if let Some(s) = send {
+        // The own block (MPI_IN_PLACE: already in place).
+        // SAFETY: distinct user buffers (an overlapping input was copied).
+        unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[0], out.mem.as_mut_ptr(), &out.blocks[root]) };
+    }
+    Some(area.gather_single_copy(e, &[], root, |j, read| {
+        let b = &out.blocks[j];
+        if b.layout.is_contiguous() {
+            return read(&mut out.mem[b.offset..b.offset + b.bytes()]);
+        }
+        let mut v = vec![0; b.bytes()];
+        read(&mut v)?;
+        out.put(j, &v);
+        Ok(())
+    }))
+}
+
+/// MPI_Scatter by single copy (`rooted_copy_area`): every member reads its block straight
+/// from the root's memory (non-contiguous blocks packed first at the root).
+fn scatter_single_copy(
+    g: &mut Group,
+    send: &Option<In>,
+    recv: &mut Option<Out>,
+    root: usize,
+    block: usize,
+) -> Option<MpiResult<()>> {
+    let mut area = match rooted_copy_area(g, block)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let (e, n) = (&mut *g.engine, g.members.len());
+    if g.rank != root {
+        let out = recv.as_mut().expect("non-root members receive");
+        return Some(with_packed_out(out, false, |o| area.scatter_single_copy(e, &[], o, root)));
+    }
+    let s = send.as_ref().expect("the root has a send buffer");
+    // Every block's bytes, borrowed where contiguous; they stay alive until the members have
+    // read them (the call waits for that).
+    let blocks: Vec<Cow<[u8]>> =
+        (0..n).map(|j| if j == root { Cow::Borrowed(&[][..]) } else { packed_in(&s.mem, &s.blocks[j]) }).collect();
+    let addrs: Vec<u64> = blocks.iter().map(|b| b.as_ptr() as u64).collect();
+    if let Some(out) = recv {
+        // SAFETY: distinct user buffers (an overlapping input was copied).
+        unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[root], out.mem.as_mut_ptr(), &out.blocks[0]) };
+    }
+    Some(area.scatter_single_copy(e, &addrs, &mut [], root))
 }
 
 /// The area of a one-node communicator for an exchange whose entries hold `entry` bytes and

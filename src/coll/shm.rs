@@ -645,9 +645,12 @@ impl Area {
     /// Whether `len` bytes move by single copy here; the same answer on every rank (it
     /// depends on the length and on every rank's probe, read once all ranks attached).
     fn single_copy(&mut self, e: &mut Engine, len: usize) -> bool {
-        if len < SINGLE_COPY_MIN {
-            return false;
-        }
+        len >= SINGLE_COPY_MIN && self.peers_readable(e)
+    }
+
+    /// Whether every rank of the area can read every other's memory (single copy); the same
+    /// answer on every rank (every rank's probe, read once all ranks attached).
+    pub fn peers_readable(&mut self, e: &mut Engine) -> bool {
         if self.single_copy.is_none() {
             // Every rank attaches at its first collective on the communicator, so they all
             // will: this one runs on all of them.
@@ -737,6 +740,67 @@ impl Area {
             self.finish(e, s);
             result
         }
+    }
+
+    /// Scatter by single copy (after `peers_readable`): the root publishes the address of
+    /// every rank's block in its memory (`addrs[j]`; its own is unused) and returns once every
+    /// member has read its block straight into its `out`. When ranks outnumber cores this
+    /// asks each member for one turn, where pieces through the rings fill them (np 8, 64 KiB
+    /// blocks: 42 pieces a call) and a rendezvous per member takes three turns.
+    pub fn scatter_single_copy(&mut self, e: &mut Engine, addrs: &[u64], out: &mut [u8], root: usize) -> MpiResult<()> {
+        let (s, b) = self.step();
+        if self.me == root {
+            assert_eq!(addrs.len(), self.n);
+            let bytes: Vec<u8> = addrs.iter().flat_map(|a| a.to_le_bytes()).collect();
+            self.publish(e, s, b, &bytes);
+            self.notify_others(e);
+            self.finish(e, s);
+            // The members read our buffer until they finish.
+            self.wait_done(e, s, None);
+            self.done_floor = self.done_floor.max(s);
+            Ok(())
+        } else {
+            self.wait_flag(e, root, b, s);
+            let at = 8 * self.me;
+            let addr = u64::from_le_bytes(self.data(root, b, at + 8)[at..].try_into().expect("8 bytes"));
+            let result = self.read_peer(root, addr, out);
+            self.finish(e, s);
+            result
+        }
+    }
+
+    /// Gather by single copy (after `peers_readable`): every member publishes the address of
+    /// its `input` and waits until the root has finished the step; the root reads each
+    /// member's block as soon as it is published, through `read_into(j, read)`, which calls
+    /// `read` on the memory that receives rank j's block.
+    pub fn gather_single_copy(
+        &mut self,
+        e: &mut Engine,
+        input: &[u8],
+        root: usize,
+        mut read_into: impl FnMut(usize, &mut dyn FnMut(&mut [u8]) -> MpiResult<()>) -> MpiResult<()>,
+    ) -> MpiResult<()> {
+        let (s, b) = self.step();
+        if self.me != root {
+            self.publish_addrs(e, s, b, [input.as_ptr() as u64, 0]);
+            self.notify(e, root);
+            // The root reads our input until it finishes.
+            self.wait_done(e, s, Some(root));
+            self.finish(e, s);
+            return Ok(());
+        }
+        let mut result = Ok(());
+        for j in (root + 1..self.n).chain(0..root) {
+            self.wait_flag(e, j, b, s);
+            if result.is_ok() {
+                let addr = self.peer_addrs(j, b)[0];
+                let area = &*self;
+                result = read_into(j, &mut |dst| area.read_peer(j, addr, dst));
+            }
+        }
+        // Finished even after a failure, so no member waits forever.
+        self.finish(e, s);
+        result
     }
 
     /// Reduce (`root` Some, its `out` the result) or allreduce (`root` None, every `out`) by
