@@ -13,7 +13,7 @@
 //! are consecutive in the communicator (each node reduces its block in order, then the
 //! leaders in node order); otherwise they use the point-to-point algorithms.
 
-use super::shm::{Area, LANE_CAP, SLOT_CAP};
+use super::shm::{Area, LANE_CAP, LANE_ENTRY_MAX, SLOT_CAP};
 use super::{Block, Group, In, Out, allreduce_packed, bcast_packed, pack_block, reduce_packed, tag};
 use crate::config;
 use crate::error::{MpiError, MpiResult};
@@ -601,7 +601,7 @@ fn scatter_single_copy(
 /// the lanes.
 fn exchange_area<'s>(g: &mut Group<'s>, entry: usize, total: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
     let max = exchange_max();
-    if entry == 0 || entry > LANE_CAP || max.is_some_and(|m| total > m) || g.size() < 2 || !enabled() {
+    if entry == 0 || entry > LANE_ENTRY_MAX || max.is_some_and(|m| total > m) || g.size() < 2 || !enabled() {
         return None;
     }
     let area = match one_node_area(g)? {
@@ -609,17 +609,31 @@ fn exchange_area<'s>(g: &mut Group<'s>, entry: usize, total: usize) -> Option<Mp
         Err(e) => return Some(Err(e)),
     };
     // The area's finding, the same on every rank.
-    if max.is_none() && !area.oversubscribed() && total > LANE_CAP {
+    let oversubscribed = area.oversubscribed();
+    if entry > if oversubscribed { exchange_entry_max() } else { LANE_CAP }
+        || max.is_none() && !oversubscribed && total > LANE_CAP
+    {
         return None;
     }
     Some(Ok(area))
 }
 
+/// Largest entry (one rank's bytes) of an exchange through the lanes when ranks outnumber
+/// cores (`OXMPI_COLL_SHM_EXCHANGE_ENTRY`, default and at most `LANE_ENTRY_MAX`): entries of
+/// 2-16 KiB took 0.6-0.9x the point-to-point time at np 4 and 8 on 2 cores (all-to-all and
+/// reduce-scatter of 512 B-2 KiB blocks, allgather of 4-8 KiB; docs/perf-r7-np8.md).
+fn exchange_entry_max() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| {
+        config::usize_var(config::COLL_SHM_EXCHANGE_ENTRY).unwrap_or(LANE_ENTRY_MAX).min(LANE_ENTRY_MAX)
+    })
+}
+
 /// Largest total (all blocks of all ranks) of an allgather, all-to-all or reduce-scatter
 /// through the lanes, when `OXMPI_COLL_SHM_EXCHANGE_MAX` sets it. By default `LANE_CAP` while
 /// the node has a core per rank (at 2 ranks 0.55-0.9x the point-to-point time,
-/// docs/perf-r6-collsmall.md), and any total whose entries fit a lane entry when ranks
-/// outnumber cores: there every point-to-point round waits for descheduled peers, while a
+/// docs/perf-r6-collsmall.md), and any total whose entries fit `exchange_entry_max` when
+/// ranks outnumber cores: there every point-to-point round waits for descheduled peers, while a
 /// rank that finds the others' entries published finishes in one turn (np 4 and 8 on 2
 /// cores, 1 B-256 B: 0.4-0.6x the point-to-point time, docs/perf-r7-np8.md). (Round 6 found
 /// them 0.3-20x from run to run when oversubscribed, before waiting ranks yielded to each

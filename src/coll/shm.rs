@@ -66,6 +66,10 @@ const LANE_LINE_CAP: usize = LINE - 8;
 /// Largest payload through the lane (37 lines): broadcasts and reductions up to this size
 /// pipeline as deep as the ring allows; larger ones go through the slots, 8 steps deep.
 pub const LANE_CAP: usize = 2048;
+/// Largest entry of an exchange (allgather, all-to-all, reduce-scatter) through the lane
+/// (293 lines: 13 such entries fit the ring); used when ranks outnumber cores, where the
+/// exchanges' cost is the scheduling rounds, not the copies (`coll::hier::exchange_area`).
+pub const LANE_ENTRY_MAX: usize = 16384;
 /// Payloads from this size move by single copy where the area allows it (below, the pipeline
 /// through the slots lets a broadcast root return before its readers copied).
 const SINGLE_COPY_MIN: usize = 64 * 1024;
@@ -427,11 +431,11 @@ impl Area {
         self.waiting().fetch_sub(1, Ordering::Release);
     }
 
-    /// Starts a lane step for `len` bytes (at most `LANE_CAP`): its number, where its lines
-    /// are, and which earlier step must be finished everywhere before a writer fills them.
-    /// Every rank runs the same steps with the same lengths, so all agree on the layout.
+    /// Starts a lane step for `len` bytes (at most `LANE_ENTRY_MAX`): its number, where its
+    /// lines are, and which earlier step must be finished everywhere before a writer fills
+    /// them. Every rank runs the same steps with the same lengths, so all agree on the layout.
     fn lane_step(&mut self, len: usize) -> LaneStep {
-        assert!(len <= LANE_CAP);
+        assert!(len <= LANE_ENTRY_MAX);
         let ring = LANE_LINES as u64;
         let lines = len.div_ceil(LANE_LINE_CAP).max(1) as u64;
         let mut start = self.lane_head;
