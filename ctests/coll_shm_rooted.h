@@ -316,8 +316,13 @@ static void test_exchange(MPI_Comm comm, int iters)
 {
     int size, k;
     MPI_Comm_size(comm, &size);
+    /* ... and around one lane entry (2048 bytes): an allgather block, the n - 1 blocks of an
+       all-to-all */
+    int others = size > 1 ? size - 1 : 1;
     int counts[] = {1, 2, 13, 14, 15, 29, 2048 / 4 / size / size, 2048 / 4 / size / size + 1, 2048 / 4 / size - 1,
-                    2048 / 4 / size, 2048 / 4 / size + 1, 600};
+                    2048 / 4 / size, 2048 / 4 / size + 1, 2048 / 4 / others, 2048 / 4 / others + 1, 512, 513, 600,
+                    /* ... and around the entry limit when ranks outnumber cores (16384 bytes) */
+                    16384 / 4 / others, 16384 / 4 / others + 1, 4096, 4097};
     for (k = 0; k < (int)(sizeof(counts) / sizeof(counts[0])); k++)
         if (counts[k] > 0)
             check_exchange(comm, counts[k], iters);
@@ -439,7 +444,8 @@ static void test_reduce_scatter(MPI_Comm comm, int iters)
 {
     int size, k;
     MPI_Comm_size(comm, &size);
-    int counts[] = {1, 2, 13, 14, 15, 2048 / 4 / size - 1, 2048 / 4 / size, 2048 / 4 / size + 1, 300};
+    int counts[] = {1, 2, 13, 14, 15, 2048 / 4 / size - 1, 2048 / 4 / size, 2048 / 4 / size + 1, 300,
+                    16384 / 4 / size, 16384 / 4 / size + 1};
     for (k = 0; k < (int)(sizeof(counts) / sizeof(counts[0])); k++)
         if (counts[k] > 0)
             check_reduce_scatter(comm, counts[k], iters);

@@ -45,6 +45,8 @@ pub const COLL_SHM: &str = "OXMPI_COLL_SHM";
 pub const COLL_SHM_GATHER_MAX: &str = "OXMPI_COLL_SHM_GATHER_MAX";
 pub const COLL_SHM_SCATTER_MAX: &str = "OXMPI_COLL_SHM_SCATTER_MAX";
 pub const COLL_SHM_EXCHANGE_MAX: &str = "OXMPI_COLL_SHM_EXCHANGE_MAX";
+pub const COLL_SHM_ROOTED_COPY_MIN: &str = "OXMPI_COLL_SHM_ROOTED_COPY_MIN";
+pub const COLL_SHM_EXCHANGE_ENTRY: &str = "OXMPI_COLL_SHM_EXCHANGE_ENTRY";
 pub const FAKE_NODES: &str = "OXMPI_FAKE_NODES";
 pub const RANK_SESSIONS: &str = "OXMPI_RANK_SESSIONS";
 pub const WIDE_COPY: &str = "OXMPI_WIDE_COPY";
@@ -211,15 +213,29 @@ pub const TUNABLES: &[Tunable] = &[
     },
     Tunable {
         name: COLL_SHM_SCATTER_MAX,
-        default: "2048 while the node has a core per rank, else 0",
+        default: "2048",
         what: "largest total (bytes, block times ranks) of a Scatter on one node through the shared-memory lanes \
                (0: point-to-point; the blocks for the other ranks must fit 2048 bytes)",
     },
     Tunable {
         name: COLL_SHM_EXCHANGE_MAX,
-        default: "2048 while the node has a core per rank, else 0",
+        default: "2048 while the node has a core per rank, else no limit",
         what: "largest total (bytes, all blocks of all ranks) of an Allgather(v)/Alltoall/Reduce_scatter(_block) on \
-               one node through the shared-memory lanes (0: point-to-point; one rank's entry holds at most 2048 bytes)",
+               one node through the shared-memory lanes (0: point-to-point; one rank's entry holds at most 2048 bytes, \
+               or OXMPI_COLL_SHM_EXCHANGE_ENTRY when ranks outnumber cores)",
+    },
+    Tunable {
+        name: COLL_SHM_EXCHANGE_ENTRY,
+        default: "16384",
+        what: "when ranks outnumber cores on one node: largest entry (bytes one rank publishes: an Allgather block, the \
+               other ranks' Alltoall blocks, a Reduce_scatter input) of an exchange through the shared-memory lanes \
+               (at most 16384)",
+    },
+    Tunable {
+        name: COLL_SHM_ROOTED_COPY_MIN,
+        default: "unset: where blocks do not travel in pieces (block x ranks > OXMPI_COLL_PIECE_MAX)",
+        what: "when ranks outnumber cores on one node: smallest block (bytes) of a Gather/Scatter moved by single copy \
+               through the shared-memory area (the root reads every block, or every member its own; 0: never)",
     },
     Tunable {
         name: FAKE_NODES,

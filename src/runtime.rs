@@ -72,6 +72,8 @@ static GLOBAL: Global = Global { state: UnsafeCell::new(None), busy: AtomicBool:
 /// The runtime provides MPI_THREAD_MULTIPLE: `with` locks (set before any concurrent use,
 /// never cleared).
 static MULTIPLE: AtomicBool = AtomicBool::new(false);
+/// Blocking collectives run as schedules (`collectives_as_schedules`).
+static COLL_SCHEDULES: AtomicBool = AtomicBool::new(false);
 /// Serializes bringing the runtime up and tearing it down (sessions may start and end on
 /// several threads at once at MULTIPLE).
 static LIFECYCLE: Mutex<()> = Mutex::new(());
@@ -171,6 +173,16 @@ fn run_on_state<R>(
 /// Whether the runtime provides MPI_THREAD_MULTIPLE (`with` locks, waits release the lock).
 pub fn multiple() -> bool {
     MULTIPLE.load(Ordering::Relaxed)
+}
+
+/// Whether blocking collectives run as their nonblocking schedules (`abi::coll::in_mode`):
+/// when some rank of the job started at MPI_THREAD_MULTIPLE, on every rank. The schedules'
+/// messages differ from the blocking algorithms' (other tags, no shared-memory area, no
+/// pieces), so ranks must choose alike even when their thread levels differ, which MPI
+/// allows. Decided at start-up from what every rank recorded in the node's segment; a level
+/// raised later (a session asking for more) does not change it.
+pub fn collectives_as_schedules() -> bool {
+    COLL_SCHEDULES.load(Ordering::Relaxed)
 }
 
 /// A blocking call: `start` begins it, then it waits until `done` holds, then `finish` gives
@@ -397,7 +409,10 @@ fn bring_up(required: c_int) -> MpiResult<c_int> {
     let mut pmi = Pmi::init().map_err(|e| pmi_error("cannot connect", e))?;
     let (rank, size) = (pmi.rank(), pmi.size());
     init_logger(rank);
-    let seg = if size > 1 { Some(attach_node_segment(&mut pmi)?) } else { None };
+    let multiple = provided == MPI_THREAD_MULTIPLE;
+    let seg = if size > 1 { Some(attach_node_segment(&mut pmi, multiple)?) } else { None };
+    // Decided once for the job, the same on every rank (see `collectives_as_schedules`).
+    COLL_SCHEDULES.store(seg.as_ref().map_or(multiple, Segment::any_thread_multiple), Ordering::Relaxed);
     let mut engine = Engine::new(rank, size, seg);
     engine.probe_cma();
     log::debug!("initialized: {size} ranks, single-copy from {} peers", engine.cma_enabled_peers());
@@ -416,7 +431,8 @@ fn bring_up(required: c_int) -> MpiResult<c_int> {
 
 /// Creates (node rank 0) or opens the node's shared segment; it is unlinked as soon as
 /// every rank has mapped it, so no file outlives the job.
-fn attach_node_segment(pmi: &mut Pmi) -> MpiResult<Segment> {
+/// `multiple`: this rank starts at MPI_THREAD_MULTIPLE (recorded for `collectives_as_schedules`).
+fn attach_node_segment(pmi: &mut Pmi, multiple: bool) -> MpiResult<Segment> {
     let (rank, size) = (pmi.rank(), pmi.size());
     let nodes = pmi.node_ids().map_err(|e| pmi_error("process mapping", e))?;
     if nodes.iter().any(|&n| n != nodes[0]) {
@@ -433,6 +449,7 @@ fn attach_node_segment(pmi: &mut Pmi) -> MpiResult<Segment> {
     }
     pmi.fence().map_err(|e| pmi_error("fence", e))?;
     let mut seg = Segment::attach(&path, geo, rank, Engine::cma_probe_addr())?;
+    seg.publish_thread_multiple(multiple);
     shm::allow_peer_reads();
     pmi.fence().map_err(|e| pmi_error("fence", e))?;
     if rank == 0 {

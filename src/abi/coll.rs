@@ -451,9 +451,11 @@ fn with_any_group(comm: MPI_Comm, mode: Mode, f: impl FnOnce(&mut Group, Mode) -
 /// Runs a collective in `mode`. At MPI_THREAD_MULTIPLE a blocking one runs as its
 /// nonblocking schedule plus a wait that lets other threads into the library between polls:
 /// holding the library for a whole collective deadlocks ranks whose threads run collectives
-/// on different communicators in different orders. Below MULTIPLE, `run(Mode::Blocking)`.
+/// on different communicators in different orders. Every rank does so when one started at
+/// MULTIPLE (`runtime::collectives_as_schedules`: all must send the same messages);
+/// otherwise `run(Mode::Blocking)`.
 pub(super) fn in_mode(mode: Mode, run: impl FnOnce(Mode) -> MpiResult) -> MpiResult {
-    if !matches!(mode, Mode::Blocking) || !runtime::multiple() {
+    if !matches!(mode, Mode::Blocking) || !runtime::collectives_as_schedules() {
         return run(mode);
     }
     let mut request = MPI_REQUEST_NULL;

@@ -13,7 +13,7 @@
 //! are consecutive in the communicator (each node reduces its block in order, then the
 //! leaders in node order); otherwise they use the point-to-point algorithms.
 
-use super::shm::{Area, LANE_CAP, SLOT_CAP};
+use super::shm::{Area, LANE_CAP, LANE_ENTRY_MAX, SLOT_CAP};
 use super::{Block, Group, In, Out, allreduce_packed, bcast_packed, pack_block, reduce_packed, tag};
 use crate::config;
 use crate::error::{MpiError, MpiResult};
@@ -195,9 +195,8 @@ fn setup_area(g: &mut Group, local: &[usize]) -> MpiResult<Area> {
     if me == 0 {
         let id = AREAS_CREATED.fetch_add(1, Ordering::Relaxed);
         let path = name(id);
-        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
         let can_read = super::shm::probe_peer_reads(g.engine, &worlds, me);
-        let created = Area::create(&path, worlds.clone(), can_read, g.engine.nranks > cores);
+        let created = Area::create(&path, worlds.clone(), can_read, g.engine.ranks_outnumber_cores());
         let sent = if created.is_ok() { id } else { FAILED };
         for &r in &local[1..] {
             g.send(r, TAG_SETUP, sent.to_le_bytes().to_vec());
@@ -409,42 +408,35 @@ fn gather_max() -> usize {
     *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_GATHER_MAX).unwrap_or(LANE_CAP))
 }
 
-/// Largest total (`block * ranks`) of a scatter through the lanes, when
-/// `OXMPI_COLL_SHM_SCATTER_MAX` sets it (at most what one lane entry holds). By default
-/// `LANE_CAP` while the node has a core per rank, else point to point: in order-balanced
-/// runs against the point-to-point scatter (the same build), 1-256 B took 0.82-0.98x at 2
-/// ranks, 0.75-1.06x at 4 and 0.58-1.82x (mostly worse) at 8 ranks on 2 cores
-/// (docs/perf-r6-collsmall.md).
-fn scatter_max() -> Option<usize> {
-    static MAX: OnceLock<Option<usize>> = OnceLock::new();
-    *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_SCATTER_MAX))
+/// Largest total (`block * ranks`) of a scatter through the lanes
+/// (`OXMPI_COLL_SHM_SCATTER_MAX`, default `LANE_CAP`; at most what one lane entry holds). At
+/// 2 ranks 0.82-0.98x the point-to-point scatter's time (docs/perf-r6-collsmall.md); at 4
+/// and 8 ranks on 2 cores 0.3-0.6x since waiting ranks yield to each other (round 6 found it
+/// mostly worse at 8 ranks before that; docs/perf-r7-np8.md).
+fn scatter_max() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_SCATTER_MAX).unwrap_or(LANE_CAP))
 }
 
 /// The area of a one-node communicator for a gather or scatter of `block` bytes per rank
 /// (the same on every rank: MPI_Gather/Scatter's blocks match) and at most `max` bytes in
-/// all (None: `LANE_CAP`, only while the node has a core per rank), when the blocks go
-/// through the lanes.
-fn rooted_area<'s>(g: &mut Group<'s>, block: usize, max: Option<usize>) -> Option<MpiResult<RefMut<'s, Area>>> {
+/// all, when the blocks go through the lanes.
+fn rooted_area<'s>(g: &mut Group<'s>, block: usize, max: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
     let n = g.size();
-    if block == 0 || n < 2 || block * n > max.unwrap_or(LANE_CAP) || block * (n - 1) > LANE_CAP || !enabled() {
+    if block == 0 || n < 2 || block * n > max || block * (n - 1) > LANE_CAP || !enabled() {
         return None;
     }
-    one_node_area(g, max.is_none())
+    one_node_area(g)
 }
 
 /// The shared area of a communicator of several ranks on one node (its local numbers are the
-/// ranks); None on several nodes, or when `only_with_cores` and ranks outnumber cores (the
-/// same answer on every rank).
-fn one_node_area<'s>(g: &mut Group<'s>, only_with_cores: bool) -> Option<MpiResult<RefMut<'s, Area>>> {
+/// ranks); None on several nodes.
+fn one_node_area<'s>(g: &mut Group<'s>) -> Option<MpiResult<RefMut<'s, Area>>> {
     let h = hier_or_none!(g);
     if h.nodes.len() != 1 {
         return None;
     }
-    let area = RefMut::map(h, |h| h.area.as_mut().expect("one node of several ranks has an area"));
-    if only_with_cores && area.oversubscribed() {
-        return None;
-    }
-    Some(Ok(area))
+    Some(Ok(RefMut::map(h, |h| h.area.as_mut().expect("one node of several ranks has an area"))))
 }
 
 /// MPI_Gather with `block` bytes from every rank, on one node: every member publishes its
@@ -456,7 +448,10 @@ pub fn gather(
     root: usize,
     block: usize,
 ) -> Option<MpiResult<()>> {
-    let mut area = match rooted_area(g, block, Some(gather_max()))? {
+    if let Some(r) = gather_single_copy(g, send, recv, root, block) {
+        return Some(r);
+    }
+    let mut area = match rooted_area(g, block, gather_max())? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),
     };
@@ -482,6 +477,9 @@ pub fn scatter(
     root: usize,
     block: usize,
 ) -> Option<MpiResult<()>> {
+    if let Some(r) = scatter_single_copy(g, send, recv, root, block) {
+        return Some(r);
+    }
     let mut area = match rooted_area(g, block, scatter_max())? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),
@@ -517,23 +515,148 @@ pub fn scatter(
     Some(area.scatter(e, &pieces, &mut [], root))
 }
 
+/// Smallest block of a gather or scatter by single copy through the area when ranks
+/// outnumber cores (`OXMPI_COLL_SHM_ROOTED_COPY_MIN`; 0: never). Unset: where the blocks do
+/// not travel in eager pieces (`tune::Tuning::piece`: block times ranks above
+/// `OXMPI_COLL_PIECE_MAX`). Below that, pieces copied into the rings let the root (scatter) or
+/// the members (gather) return at once, which beat single copy 2-5x at 16-64 KiB blocks on
+/// np 4 and 8 (2 cores); above, single copy took 0.8-1.0x the time of one rendezvous message
+/// per member (docs/perf-r7-np8.md).
+fn rooted_copy_min() -> Option<usize> {
+    static MIN: OnceLock<Option<usize>> = OnceLock::new();
+    *MIN.get_or_init(|| config::usize_var(config::COLL_SHM_ROOTED_COPY_MIN))
+}
+
+/// The area of a one-node communicator whose ranks outnumber cores and can all read each
+/// other's memory, for a gather or scatter of `block` bytes per rank by single copy (the same
+/// answer on every rank: the block, the settings, the area's findings).
+fn rooted_copy_area<'s>(g: &mut Group<'s>, block: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
+    let n = g.size();
+    let wanted = match rooted_copy_min() {
+        Some(min) => min > 0 && block >= min,
+        None => block.saturating_mul(n) > super::tune::get().piece_max,
+    };
+    // The root's slot holds an address per rank.
+    if !wanted || block == 0 || n < 2 || 8 * n > SLOT_CAP || !enabled() {
+        return None;
+    }
+    let mut area = match one_node_area(g)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    (area.oversubscribed() && area.peers_readable(g.engine)).then_some(Ok(area))
+}
+
+/// MPI_Gather by single copy (`rooted_copy_area`): the root reads every member's block
+/// straight from its memory into its own receive block.
+fn gather_single_copy(
+    g: &mut Group,
+    send: &Option<In>,
+    recv: &mut Option<Out>,
+    root: usize,
+    block: usize,
+) -> Option<MpiResult<()>> {
+    let mut area = match rooted_copy_area(g, block)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let e = &mut *g.engine;
+    let Some(out) = recv.as_mut().filter(|_| g.rank == root) else {
+        let s = send.as_ref().expect("non-root members send");
+        // The packed block stays alive until the root has read it (the call waits for that).
+        let mine = packed_in(&s.mem, &s.blocks[0]);
+        return Some(area.gather_single_copy(e, &mine, root, |_, _| Ok(())));
+    };
+    if let Some(s) = send {
+        // The own block (MPI_IN_PLACE: already in place).
+        // SAFETY: distinct user buffers (an overlapping input was copied).
+        unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[0], out.mem.as_mut_ptr(), &out.blocks[root]) };
+    }
+    Some(area.gather_single_copy(e, &[], root, |j, read| {
+        let b = &out.blocks[j];
+        if b.layout.is_contiguous() {
+            return read(&mut out.mem[b.offset..b.offset + b.bytes()]);
+        }
+        let mut v = vec![0; b.bytes()];
+        read(&mut v)?;
+        out.put(j, &v);
+        Ok(())
+    }))
+}
+
+/// MPI_Scatter by single copy (`rooted_copy_area`): every member reads its block straight
+/// from the root's memory (non-contiguous blocks packed first at the root).
+fn scatter_single_copy(
+    g: &mut Group,
+    send: &Option<In>,
+    recv: &mut Option<Out>,
+    root: usize,
+    block: usize,
+) -> Option<MpiResult<()>> {
+    let mut area = match rooted_copy_area(g, block)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let (e, n) = (&mut *g.engine, g.members.len());
+    if g.rank != root {
+        let out = recv.as_mut().expect("non-root members receive");
+        return Some(with_packed_out(out, false, |o| area.scatter_single_copy(e, &[], o, root)));
+    }
+    let s = send.as_ref().expect("the root has a send buffer");
+    // Every block's bytes, borrowed where contiguous; they stay alive until the members have
+    // read them (the call waits for that).
+    let blocks: Vec<Cow<[u8]>> =
+        (0..n).map(|j| if j == root { Cow::Borrowed(&[][..]) } else { packed_in(&s.mem, &s.blocks[j]) }).collect();
+    let addrs: Vec<u64> = blocks.iter().map(|b| b.as_ptr() as u64).collect();
+    if let Some(out) = recv {
+        // SAFETY: distinct user buffers (an overlapping input was copied).
+        unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[root], out.mem.as_mut_ptr(), &out.blocks[0]) };
+    }
+    Some(area.scatter_single_copy(e, &addrs, &mut [], root))
+}
+
 /// The area of a one-node communicator for an exchange whose entries hold `entry` bytes and
 /// whose whole payload is `total` bytes (both the same on every rank), when it goes through
 /// the lanes.
 fn exchange_area<'s>(g: &mut Group<'s>, entry: usize, total: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
     let max = exchange_max();
-    if entry == 0 || entry > LANE_CAP || total > max.unwrap_or(LANE_CAP) || g.size() < 2 || !enabled() {
+    if entry == 0 || entry > LANE_ENTRY_MAX || max.is_some_and(|m| total > m) || g.size() < 2 || !enabled() {
         return None;
     }
-    // Not by default when ranks outnumber cores.
-    one_node_area(g, max.is_none())
+    let area = match one_node_area(g)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    // The area's finding, the same on every rank.
+    let oversubscribed = area.oversubscribed();
+    if entry > if oversubscribed { exchange_entry_max() } else { LANE_CAP }
+        || max.is_none() && !oversubscribed && total > LANE_CAP
+    {
+        return None;
+    }
+    Some(Ok(area))
+}
+
+/// Largest entry (one rank's bytes) of an exchange through the lanes when ranks outnumber
+/// cores (`OXMPI_COLL_SHM_EXCHANGE_ENTRY`, default and at most `LANE_ENTRY_MAX`): entries of
+/// 2-16 KiB took 0.6-0.9x the point-to-point time at np 4 and 8 on 2 cores (all-to-all and
+/// reduce-scatter of 512 B-2 KiB blocks, allgather of 4-8 KiB; docs/perf-r7-np8.md).
+fn exchange_entry_max() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| {
+        config::usize_var(config::COLL_SHM_EXCHANGE_ENTRY).unwrap_or(LANE_ENTRY_MAX).min(LANE_ENTRY_MAX)
+    })
 }
 
 /// Largest total (all blocks of all ranks) of an allgather, all-to-all or reduce-scatter
-/// through the lanes, when `OXMPI_COLL_SHM_EXCHANGE_MAX` sets it. By default `LANE_CAP`, but
-/// only while the node has a core per rank: with 4 and 8 ranks on 2 (loaded) cores these
-/// synchronizing collectives took from 0.3x to 20x the point-to-point ones' time from run to
-/// run (the scheduler decides them there); at 2 ranks, 0.55-0.9x (docs/perf-r6-collsmall.md).
+/// through the lanes, when `OXMPI_COLL_SHM_EXCHANGE_MAX` sets it. By default `LANE_CAP` while
+/// the node has a core per rank (at 2 ranks 0.55-0.9x the point-to-point time,
+/// docs/perf-r6-collsmall.md), and any total whose entries fit `exchange_entry_max` when
+/// ranks outnumber cores: there every point-to-point round waits for descheduled peers, while a
+/// rank that finds the others' entries published finishes in one turn (np 4 and 8 on 2
+/// cores, 1 B-256 B: 0.4-0.6x the point-to-point time, docs/perf-r7-np8.md). (Round 6 found
+/// them 0.3-20x from run to run when oversubscribed, before waiting ranks yielded to each
+/// other, docs/perf-r6-wait.md.)
 fn exchange_max() -> Option<usize> {
     static MAX: OnceLock<Option<usize>> = OnceLock::new();
     *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_EXCHANGE_MAX))

@@ -191,7 +191,7 @@ impl<'a> Group<'a> {
     /// As `isend_block`.
     unsafe fn send_block(&mut self, to: usize, tag: i32, mem: *const u8, b: &Block, sends: &mut Vec<u32>) {
         let len = b.bytes();
-        if len > tune::get().detach_limit(self.engine.nranks) {
+        if len > tune::get().detach_limit(self.engine.ranks_outnumber_cores()) {
             // SAFETY: caller contract.
             sends.push(unsafe { self.isend_block(to, tag, mem, b) });
             return;
@@ -302,7 +302,7 @@ impl<'a> Group<'a> {
 
     /// The piece size a gather or scatter block of `len` bytes travels in (`tune::Tuning::piece`).
     fn piece(&self, len: usize) -> Option<usize> {
-        tune::get().piece(len, self.size(), self.engine.nranks, self.engine.eager_limit())
+        tune::get().piece(len, self.size(), self.engine.ranks_outnumber_cores(), self.engine.eager_limit())
     }
 
     /// Sends block `b` of the memory at `mem` to `to` as a gather or scatter block: in eager

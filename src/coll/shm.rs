@@ -66,6 +66,10 @@ const LANE_LINE_CAP: usize = LINE - 8;
 /// Largest payload through the lane (37 lines): broadcasts and reductions up to this size
 /// pipeline as deep as the ring allows; larger ones go through the slots, 8 steps deep.
 pub const LANE_CAP: usize = 2048;
+/// Largest entry of an exchange (allgather, all-to-all, reduce-scatter) through the lane
+/// (293 lines: 13 such entries fit the ring); used when ranks outnumber cores, where the
+/// exchanges' cost is the scheduling rounds, not the copies (`coll::hier::exchange_area`).
+pub const LANE_ENTRY_MAX: usize = 16384;
 /// Payloads from this size move by single copy where the area allows it (below, the pipeline
 /// through the slots lets a broadcast root return before its readers copied).
 const SINGLE_COPY_MIN: usize = 64 * 1024;
@@ -427,11 +431,11 @@ impl Area {
         self.waiting().fetch_sub(1, Ordering::Release);
     }
 
-    /// Starts a lane step for `len` bytes (at most `LANE_CAP`): its number, where its lines
-    /// are, and which earlier step must be finished everywhere before a writer fills them.
-    /// Every rank runs the same steps with the same lengths, so all agree on the layout.
+    /// Starts a lane step for `len` bytes (at most `LANE_ENTRY_MAX`): its number, where its
+    /// lines are, and which earlier step must be finished everywhere before a writer fills
+    /// them. Every rank runs the same steps with the same lengths, so all agree on the layout.
     fn lane_step(&mut self, len: usize) -> LaneStep {
-        assert!(len <= LANE_CAP);
+        assert!(len <= LANE_ENTRY_MAX);
         let ring = LANE_LINES as u64;
         let lines = len.div_ceil(LANE_LINE_CAP).max(1) as u64;
         let mut start = self.lane_head;
@@ -499,6 +503,18 @@ impl Area {
         let f = self.lane_flag(i, st.line + last);
         if f.load(Ordering::Acquire) < st.s {
             self.wait(e, || f.load(Ordering::Acquire) >= st.s);
+        }
+    }
+
+    /// Waits until every other rank's lane entry of step `st` holds bytes `range(j)`: one
+    /// wait for all of them (entering a wait announces it on the shared `waiting` word, and
+    /// with ranks outnumbering cores each wait is likely to yield the CPU at least once).
+    fn lane_wait_all(&self, e: &mut Engine, st: &LaneStep, range: &impl Fn(usize) -> std::ops::Range<usize>) {
+        let last_line = |j: usize| st.line + range(j).end.saturating_sub(1) / LANE_LINE_CAP;
+        let ready =
+            |a: &Area| (0..a.n).all(|j| j == a.me || a.lane_flag(j, last_line(j)).load(Ordering::Acquire) >= st.s);
+        if !ready(self) {
+            self.wait(e, || ready(self));
         }
     }
 
@@ -633,9 +649,12 @@ impl Area {
     /// Whether `len` bytes move by single copy here; the same answer on every rank (it
     /// depends on the length and on every rank's probe, read once all ranks attached).
     fn single_copy(&mut self, e: &mut Engine, len: usize) -> bool {
-        if len < SINGLE_COPY_MIN {
-            return false;
-        }
+        len >= SINGLE_COPY_MIN && self.peers_readable(e)
+    }
+
+    /// Whether every rank of the area can read every other's memory (single copy); the same
+    /// answer on every rank (every rank's probe, read once all ranks attached).
+    pub fn peers_readable(&mut self, e: &mut Engine) -> bool {
         if self.single_copy.is_none() {
             // Every rank attaches at its first collective on the communicator, so they all
             // will: this one runs on all of them.
@@ -725,6 +744,67 @@ impl Area {
             self.finish(e, s);
             result
         }
+    }
+
+    /// Scatter by single copy (after `peers_readable`): the root publishes the address of
+    /// every rank's block in its memory (`addrs[j]`; its own is unused) and returns once every
+    /// member has read its block straight into its `out`. When ranks outnumber cores this
+    /// asks each member for one turn, where pieces through the rings fill them (np 8, 64 KiB
+    /// blocks: 42 pieces a call) and a rendezvous per member takes three turns.
+    pub fn scatter_single_copy(&mut self, e: &mut Engine, addrs: &[u64], out: &mut [u8], root: usize) -> MpiResult<()> {
+        let (s, b) = self.step();
+        if self.me == root {
+            assert_eq!(addrs.len(), self.n);
+            let bytes: Vec<u8> = addrs.iter().flat_map(|a| a.to_le_bytes()).collect();
+            self.publish(e, s, b, &bytes);
+            self.notify_others(e);
+            self.finish(e, s);
+            // The members read our buffer until they finish.
+            self.wait_done(e, s, None);
+            self.done_floor = self.done_floor.max(s);
+            Ok(())
+        } else {
+            self.wait_flag(e, root, b, s);
+            let at = 8 * self.me;
+            let addr = u64::from_le_bytes(self.data(root, b, at + 8)[at..].try_into().expect("8 bytes"));
+            let result = self.read_peer(root, addr, out);
+            self.finish(e, s);
+            result
+        }
+    }
+
+    /// Gather by single copy (after `peers_readable`): every member publishes the address of
+    /// its `input` and waits until the root has finished the step; the root reads each
+    /// member's block as soon as it is published, through `read_into(j, read)`, which calls
+    /// `read` on the memory that receives rank j's block.
+    pub fn gather_single_copy(
+        &mut self,
+        e: &mut Engine,
+        input: &[u8],
+        root: usize,
+        mut read_into: impl FnMut(usize, &mut dyn FnMut(&mut [u8]) -> MpiResult<()>) -> MpiResult<()>,
+    ) -> MpiResult<()> {
+        let (s, b) = self.step();
+        if self.me != root {
+            self.publish_addrs(e, s, b, [input.as_ptr() as u64, 0]);
+            self.notify(e, root);
+            // The root reads our input until it finishes.
+            self.wait_done(e, s, Some(root));
+            self.finish(e, s);
+            return Ok(());
+        }
+        let mut result = Ok(());
+        for j in (root + 1..self.n).chain(0..root) {
+            self.wait_flag(e, j, b, s);
+            if result.is_ok() {
+                let addr = self.peer_addrs(j, b)[0];
+                let area = &*self;
+                result = read_into(j, &mut |dst| area.read_peer(j, addr, dst));
+            }
+        }
+        // Finished even after a failure, so no member waits forever.
+        self.finish(e, s);
+        result
     }
 
     /// Reduce (`root` Some, its `out` the result) or allreduce (`root` None, every `out`) by
@@ -1002,11 +1082,10 @@ impl Area {
         let st = self.lane_step(len);
         self.lane_publish(e, &st, mine);
         self.notify_others(e);
+        self.lane_wait_all(e, &st, &range);
         let mut tmp = Vec::new();
         for j in (self.me + 1..self.n).chain(0..self.me) {
-            let r = range(j);
-            self.lane_wait_range(e, j, &st, r.clone());
-            put(j, self.lane_range(j, &st, r, &mut tmp));
+            put(j, self.lane_range(j, &st, range(j), &mut tmp));
         }
         // Everyone published for this step, so everyone finished the lane steps before it.
         self.lane_floor = self.lane_floor.max(st.s - 1);
@@ -1029,15 +1108,12 @@ impl Area {
         self.lane_publish(e, &st, input);
         self.notify_others(e);
         if !seg.is_empty() {
+            self.lane_wait_all(e, &st, &|_| seg.clone());
             let mut tmp = Vec::new();
             let last = self.n - 1;
             for j in (0..self.n).rev() {
-                let theirs = if j == self.me {
-                    &input[seg.clone()]
-                } else {
-                    self.lane_wait_range(e, j, &st, seg.clone());
-                    self.lane_range(j, &st, seg.clone(), &mut tmp)
-                };
+                let theirs =
+                    if j == self.me { &input[seg.clone()] } else { self.lane_range(j, &st, seg.clone(), &mut tmp) };
                 if j == last {
                     out.copy_from_slice(theirs);
                 } else {

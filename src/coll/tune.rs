@@ -107,8 +107,6 @@ pub struct Tuning {
     pub piece_max: usize,
     /// Pieces forced on or off (None: when ranks outnumber cores).
     pub pieces: Option<bool>,
-    /// Cores of this machine (ranks beyond them share cores).
-    pub cores: usize,
     pub reduce_scatter: Option<ReduceScatter>,
     /// Total bytes below which commutative reduce-scatter uses recursive halving (pairwise above).
     pub reduce_scatter_long: usize,
@@ -145,7 +143,6 @@ impl Default for Tuning {
             detach_max: 4096,
             piece_max: 524288,
             pieces: None,
-            cores: 1,
             reduce_scatter: None,
             reduce_scatter_long: 524288,
             reduce_scatter_direct: 16384,
@@ -220,7 +217,6 @@ impl Tuning {
             detach_max: num(c::COLL_DETACH_MAX, d.detach_max),
             piece_max: num(c::COLL_PIECE_MAX, d.piece_max),
             pieces: choice(c::COLL_PIECES, &[("1", true), ("on", true), ("0", false), ("off", false)]),
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             reduce_scatter: choice(
                 c::REDUCE_SCATTER_ALG,
                 &[
@@ -308,27 +304,31 @@ impl Tuning {
     }
 
     /// Bytes up to which a send to a full ring is copied and left to complete on its own
-    /// (`Group::send_block`), with `ranks` ranks on the machine: only when they outnumber the
-    /// cores. Then a receiver may be descheduled for a whole time slice, and a sender that
+    /// (`Group::send_block`): only when the node's ranks outnumber its cores
+    /// (`oversubscribed`, `Engine::ranks_outnumber_cores`). Then a receiver may be descheduled for a whole time slice, and a sender that
     /// waits for it loses its own; otherwise the receiver drains its ring at once and the copy
     /// (and the second one from the queue into the ring) would cost more than the wait.
-    pub fn detach_limit(&self, ranks: usize) -> usize {
-        if ranks > self.cores { self.detach_max } else { 0 }
+    pub fn detach_limit(&self, oversubscribed: bool) -> usize {
+        if oversubscribed { self.detach_max } else { 0 }
     }
 
     /// The piece size in which a gather or scatter block of `len` bytes travels between two
-    /// of `n` members, with `ranks` ranks on the machine and messages of up to `eager` bytes
-    /// sent eagerly; None: as one message. Pieces only when ranks outnumber cores: a
+    /// of `n` members, messages of up to `eager` bytes being sent eagerly; None: as one
+    /// message. Pieces only when the node's ranks outnumber its cores (`oversubscribed`): a
     /// rendezvous needs both ranks to run (the sender offers, the receiver copies, the sender
     /// learns it is done), each a scheduling round away, while eager pieces are copied into
     /// the receiver's ring and the sender moves on. Up to `piece_max` bytes for all members
     /// together: beyond, the second copy and the rings filling up cost more than the rounds
     /// (np 4 on 2 cores: 256 KiB blocks 1.2-2x slower in pieces, 16-128 KiB 1.6-20x faster).
-    /// Both ends decide alike (the same length, sizes, limit and machine); should they not,
-    /// the receive reports truncation or a short message instead of mixing data.
-    pub fn piece(&self, len: usize, n: usize, ranks: usize, eager: usize) -> Option<usize> {
+    /// Both ends decide alike: the same length, sizes and settings, and `oversubscribed` is
+    /// the node's finding, the same on every rank whatever its own affinity mask
+    /// (`Engine::ranks_outnumber_cores`); blocking collectives run as schedules (which send
+    /// whole blocks) either on every rank or on none (`runtime::collectives_as_schedules`).
+    /// Should they still differ (different `OXMPI_*` settings), the receive reports
+    /// truncation or a short message instead of mixing data.
+    pub fn piece(&self, len: usize, n: usize, oversubscribed: bool, eager: usize) -> Option<usize> {
         let fits = len.checked_mul(n).is_some_and(|total| total <= self.piece_max);
-        (self.pieces.unwrap_or(ranks > self.cores) && eager > 0 && len > eager && fits).then_some(eager)
+        (self.pieces.unwrap_or(oversubscribed) && eager > 0 && len > eager && fits).then_some(eager)
     }
 
     /// Gather or scatter of `total` bytes; `uniform`: MPI_Gather/MPI_Scatter (not the v forms).
@@ -417,28 +417,28 @@ mod tests {
 
     #[test]
     fn pieces_need_more_ranks_than_cores_and_mid_sizes() {
-        let t = Tuning { cores: 2, ..Tuning::default() };
-        assert_eq!(t.piece(16384, 4, 2, 12288), None);
-        assert_eq!(t.piece(16384, 4, 4, 12288), Some(12288));
-        assert_eq!(t.piece(12288, 4, 4, 12288), None);
-        assert_eq!(t.piece(131072, 4, 4, 12288), Some(12288));
-        assert_eq!(t.piece(262144, 4, 4, 12288), None);
-        assert_eq!(t.piece(65536, 8, 8, 12288), Some(12288));
-        assert_eq!(t.piece(131072, 8, 8, 12288), None);
-        assert_eq!(t.piece(usize::MAX, 8, 8, 12288), None);
-        let t = Tuning { cores: 2, piece_max: 0, ..Tuning::default() };
-        assert_eq!(t.piece(16384, 4, 4, 12288), None);
-        let t = Tuning { cores: 2, pieces: Some(true), ..Tuning::default() };
-        assert_eq!(t.piece(2000, 2, 2, 1000), Some(1000));
-        let t = Tuning { cores: 2, pieces: Some(false), ..Tuning::default() };
-        assert_eq!(t.piece(16384, 4, 4, 12288), None);
+        let t = Tuning::default();
+        assert_eq!(t.piece(16384, 4, false, 12288), None);
+        assert_eq!(t.piece(16384, 4, true, 12288), Some(12288));
+        assert_eq!(t.piece(12288, 4, true, 12288), None);
+        assert_eq!(t.piece(131072, 4, true, 12288), Some(12288));
+        assert_eq!(t.piece(262144, 4, true, 12288), None);
+        assert_eq!(t.piece(65536, 8, true, 12288), Some(12288));
+        assert_eq!(t.piece(131072, 8, true, 12288), None);
+        assert_eq!(t.piece(usize::MAX, 8, true, 12288), None);
+        let t = Tuning { piece_max: 0, ..Tuning::default() };
+        assert_eq!(t.piece(16384, 4, true, 12288), None);
+        let t = Tuning { pieces: Some(true), ..Tuning::default() };
+        assert_eq!(t.piece(2000, 2, false, 1000), Some(1000));
+        let t = Tuning { pieces: Some(false), ..Tuning::default() };
+        assert_eq!(t.piece(16384, 4, true, 12288), None);
     }
 
     #[test]
     fn detaching_needs_more_ranks_than_cores() {
-        let t = Tuning { cores: 2, ..Tuning::default() };
-        assert_eq!(t.detach_limit(2), 0);
-        assert_eq!(t.detach_limit(3), 4096);
+        let t = Tuning::default();
+        assert_eq!(t.detach_limit(false), 0);
+        assert_eq!(t.detach_limit(true), 4096);
     }
 
     #[test]

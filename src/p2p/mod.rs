@@ -383,6 +383,13 @@ impl Engine {
         self.shm.as_ref()
     }
 
+    /// Whether this node's ranks outnumber the CPUs they can run on together: the same answer
+    /// on every rank (`Segment::ranks_outnumber_cores`), for choices both ends of a message
+    /// must make alike. False for a job of one.
+    pub fn ranks_outnumber_cores(&self) -> bool {
+        self.shm.as_ref().is_some_and(Segment::ranks_outnumber_cores)
+    }
+
     pub fn eager_limit(&self) -> usize {
         self.eager_limit
     }

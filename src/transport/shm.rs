@@ -52,6 +52,9 @@ const SEG_HEADER_BYTES: usize = 4096;
 const CPU_TABLE_OFFSET: usize = CACHE_LINE;
 const CPU_TABLE_LEN: usize = (SEG_HEADER_BYTES - CPU_TABLE_OFFSET) / 4;
 const RANK_INFO_BYTES: usize = 2 * CACHE_LINE;
+/// Words of a rank's CPU mask in its `RankInfo` (the rest of its first line).
+const RANK_CPU_WORDS: usize = 5;
+const RANK_CPU_BITS: usize = RANK_CPU_WORDS * 64;
 /// Entries per ordered pair of ranks on the board of shared rendezvous copies (`BoardEntry`):
 /// how many large transfers from one sender a receiver can split with it at once.
 pub const BOARD_ENTRIES: usize = 8;
@@ -128,7 +131,13 @@ struct RankInfo {
     /// 1 when this rank registered for global expedited membarriers (see `notify`).
     light: AtomicU32,
     probe_addr: AtomicU64,
-    _line0: [u8; CACHE_LINE - 16],
+    /// This rank's CPU affinity (bit c of word c / 64: CPU c; CPUs from `RANK_CPU_BITS` on
+    /// are left out) and, when the machine's CPU quota allows fewer CPUs than that mask
+    /// holds, that number (else 0); read by every rank in `verify` (`node_cores`).
+    cpus: [AtomicU64; RANK_CPU_WORDS],
+    cpu_limit: AtomicU32,
+    /// 1 when this rank runs at MPI_THREAD_MULTIPLE from the start (`publish_thread_multiple`).
+    thread_multiple: AtomicU32,
     doorbell: AtomicU32,
     sleeping: AtomicU32,
     _line1: [u8; CACHE_LINE - 8],
@@ -203,6 +212,10 @@ pub struct Segment {
     registered: bool,
     /// The CPU this rank is counted on in the CPU table (`track_cpu`), if any.
     counted_cpu: Cell<Option<usize>>,
+    /// CPUs the ranks of the node can run on together (`verify`; the same on every rank).
+    node_cores: usize,
+    /// Some rank started at MPI_THREAD_MULTIPLE (`verify`; the same on every rank).
+    any_thread_multiple: bool,
 }
 
 /// A position in one ring: its first slot's address and the index of the current slot, so
@@ -303,6 +316,8 @@ impl Segment {
             light_fences: false,
             registered,
             counted_cpu: Cell::new(None),
+            node_cores: 1,
+            any_thread_multiple: false,
         };
         let h = seg.header();
         if me == 0 {
@@ -319,8 +334,19 @@ impl Segment {
         let info = seg.info(me);
         info.pid.store(std::process::id(), Ordering::Relaxed);
         info.light.store(registered as u32, Ordering::Relaxed);
+        let (mask, count) = own_cpu_mask();
+        for (w, bits) in info.cpus.iter().zip(mask) {
+            w.store(bits, Ordering::Relaxed);
+        }
+        info.cpu_limit.store(if cores < count { cores as u32 } else { 0 }, Ordering::Relaxed);
         info.probe_addr.store(probe_addr, Ordering::Release);
         Ok(seg)
+    }
+
+    /// Records whether this rank runs at MPI_THREAD_MULTIPLE (after `attach`, before the
+    /// fence that precedes `verify`).
+    pub fn publish_thread_multiple(&self, multiple: bool) {
+        self.info(self.me).thread_multiple.store(multiple as u32, Ordering::Relaxed);
     }
 
     /// Checks that the creator's geometry matches ours (after the fence following every
@@ -339,7 +365,33 @@ impl Segment {
             ));
         }
         self.light_fences = (0..self.geo.nranks).all(|r| self.info(r).light.load(Ordering::Acquire) == 1);
+        let ranks = || (0..self.geo.nranks).map(|r| self.info(r));
+        let mut union = [0u64; RANK_CPU_WORDS];
+        for i in ranks() {
+            for (u, w) in union.iter_mut().zip(&i.cpus) {
+                *u |= w.load(Ordering::Relaxed);
+            }
+        }
+        let limit = ranks().map(|i| i.cpu_limit.load(Ordering::Relaxed) as usize).filter(|&l| l > 0).min();
+        let cores = union.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+        let multiple = ranks().any(|i| i.thread_multiple.load(Ordering::Relaxed) == 1);
+        self.node_cores = limit.map_or(cores, |l| l.min(cores)).max(1);
+        self.any_thread_multiple = multiple;
         Ok(())
+    }
+
+    /// Whether the node's ranks outnumber the CPUs they can run on together: the union of
+    /// every rank's affinity mask, capped by a CPU quota (cgroup) any rank sees. Every rank
+    /// computes it from what all recorded in the segment, so all get the same answer even
+    /// when their own masks differ (decisions both ends of a message must share depend on it:
+    /// collective pieces, the area paths of `coll::shm`).
+    pub fn ranks_outnumber_cores(&self) -> bool {
+        self.geo.nranks > self.node_cores
+    }
+
+    /// Whether some rank of the node started at MPI_THREAD_MULTIPLE (the same on every rank).
+    pub fn any_thread_multiple(&self) -> bool {
+        self.any_thread_multiple
     }
 
     pub fn geometry(&self) -> Geometry {
@@ -1100,6 +1152,30 @@ unsafe fn cma_rwv(
         done += n as usize;
     }
     Ok(())
+}
+
+/// This thread's CPU affinity as `RankInfo::cpus` words, and the number of CPUs in it (all
+/// of them, including any beyond the words). On failure: CPU 0 only.
+fn own_cpu_mask() -> ([u64; RANK_CPU_WORDS], usize) {
+    let mut words = [0u64; RANK_CPU_WORDS];
+    // SAFETY: a zeroed cpu_set_t is an empty set; sched_getaffinity writes at most its size
+    // into this local value.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
+        words[0] = 1;
+        return (words, 1);
+    }
+    let mut count = 0;
+    for cpu in 0..libc::CPU_SETSIZE as usize {
+        // SAFETY: cpu < CPU_SETSIZE; `set` is an initialised local value.
+        if unsafe { libc::CPU_ISSET(cpu, &set) } {
+            count += 1;
+            if cpu < RANK_CPU_BITS {
+                words[cpu / 64] |= 1 << (cpu % 64);
+            }
+        }
+    }
+    (words, count.max(1))
 }
 
 /// Lets peers of this job read our memory with process_vm_readv under Yama ptrace_scope=1.
