@@ -531,13 +531,7 @@ fn rooted_copy_min() -> Option<usize> {
 /// other's memory, for a gather or scatter of `block` bytes per rank by single copy (the same
 /// answer on every rank: the block, the settings, the area's findings).
 fn rooted_copy_area<'s>(g: &mut Group<'s>, block: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
-    let n = g.size();
-    let wanted = match rooted_copy_min() {
-        Some(min) => min > 0 && block >= min,
-        None => block.saturating_mul(n) > super::tune::get().piece_max,
-    };
-    // The root's slot holds an address per rank.
-    if !wanted || block == 0 || n < 2 || 8 * n > SLOT_CAP || !enabled() {
+    if !rooted_copy_wanted(g.size(), block) {
         return None;
     }
     let mut area = match one_node_area(g)? {
@@ -545,6 +539,17 @@ fn rooted_copy_area<'s>(g: &mut Group<'s>, block: usize) -> Option<MpiResult<Ref
         Err(e) => return Some(Err(e)),
     };
     (area.oversubscribed() && area.peers_readable(g.engine)).then_some(Ok(area))
+}
+
+/// Whether a gather or scatter of `block` bytes among `n` ranks is one for single copy by
+/// its size and the settings (`rooted_copy_area` then asks the area).
+fn rooted_copy_wanted(n: usize, block: usize) -> bool {
+    let wanted = match rooted_copy_min() {
+        Some(min) => min > 0 && block >= min,
+        None => block.saturating_mul(n) > super::tune::get().piece_max,
+    };
+    // The root's slot holds an address per rank.
+    wanted && block > 0 && n >= 2 && 8 * n <= SLOT_CAP && enabled()
 }
 
 /// MPI_Gather by single copy (`rooted_copy_area`): the root reads every member's block
@@ -761,7 +766,7 @@ pub fn bcast_bytes(g: &mut Group, data: &mut [u8], root: usize) -> Option<MpiRes
     if data.is_empty() {
         return None;
     }
-    let mut area = match one_node_area(g, false)? {
+    let mut area = match one_node_area(g)? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),
     };
@@ -780,7 +785,7 @@ pub fn reduce_bytes(
     if input.is_empty() {
         return None;
     }
-    let mut area = match one_node_area(g, false)? {
+    let mut area = match one_node_area(g)? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),
     };
@@ -796,7 +801,7 @@ pub fn allreduce_bytes(g: &mut Group, input: &[u8], out: &mut [u8], red: &Reduct
         return None;
     }
     // Set up (a collective step at the first call) exactly where `allreduce` does.
-    let mut area = match one_node_area(g, false)? {
+    let mut area = match one_node_area(g)? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),
     };
@@ -817,7 +822,12 @@ pub fn gather_bytes(
     block: usize,
     root: usize,
 ) -> Option<MpiResult<()>> {
-    let mut area = match rooted_area(g, block, Some(gather_max()))? {
+    // Single-copy candidates take the block-list path, which tries that first (every rank
+    // must choose alike, whatever its buffers).
+    if rooted_copy_wanted(g.size(), block) {
+        return None;
+    }
+    let mut area = match rooted_area(g, block, gather_max())? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),
     };
@@ -840,6 +850,11 @@ pub fn scatter_bytes(
     block: usize,
     root: usize,
 ) -> Option<MpiResult<()>> {
+    // Single-copy candidates take the block-list path, which tries that first (every rank
+    // must choose alike, whatever its buffers).
+    if rooted_copy_wanted(g.size(), block) {
+        return None;
+    }
     let mut area = match rooted_area(g, block, scatter_max())? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),
