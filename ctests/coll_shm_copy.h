@@ -4,7 +4,8 @@
  * or split among the ranks (OXMPI_COLL_SHM_REDUCE_ROOT_RANKS), plus the sparse single-copy
  * allreduce: every rank's entries read and folded in rank order, at densities on both sides
  * of the limit where all entries together stop fitting (and mixed: some ranks dense).
- * Allgather(v) and all-to-all by single copy around OXMPI_COLL_SHM_EXCHANGE_COPY_MIN.
+ * Allgather(v), all-to-all and reduce-scatter by single copy around
+ * OXMPI_COLL_SHM_EXCHANGE_COPY_MIN.
  * Roots 0, last and middle, MPI_IN_PLACE, a strided (vector) buffer; every element checked
  * exactly (small integers) along with the bytes after each buffer. Sizes come as multiples
  * of the thresholds: `unit` bytes (the including file's threshold, default 64 KiB). */
@@ -246,6 +247,48 @@ static void alltoall(long block, int mode, int salt)
     free(out);
 }
 
+/* Reduce_scatter of doubles (SUM), `count` elements per rank: mode 0 Reduce_scatter_block,
+ * 1 the same in place, 2 Reduce_scatter with counts count * (r % 3) / 2 (some zero), 3 the
+ * same with counts count - r. (MPICH 4.0 asserts on in-place Reduce_scatter with counts.) */
+static void reduce_scatter(long count, int mode, int salt)
+{
+    int *counts = malloc(size * sizeof(int));
+    long total = 0, first = 0;
+    for (int r = 0; r < size; r++) {
+        counts[r] = mode == 2 ? (int)(count * (r % 3) / 2) : mode == 3 ? (int)(count - r) : (int)count;
+        if (r < rank)
+            first += counts[r];
+        total += counts[r];
+    }
+    double *in = malloc((total + 1) * sizeof(double)), *out = malloc((total + 1) * sizeof(double));
+    for (long i = 0; i < total; i++)
+        in[i] = value(rank, i, 100, salt);
+    in[total] = GUARD;
+    int ip = mode == 1;
+    if (ip)
+        memcpy(out, in, (total + 1) * sizeof(double));
+    else
+        for (long i = 0; i <= total; i++)
+            out[i] = i < counts[rank] ? -99.0 : GUARD;
+    if (mode < 2)
+        MPI_Reduce_scatter_block(ip ? MPI_IN_PLACE : in, out, (int)count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    else
+        MPI_Reduce_scatter(ip ? MPI_IN_PLACE : in, out, counts, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    int bad = 0;
+    for (long i = 0; i < counts[rank] && bad < 3; i++)
+        if (out[i] != sum_at(first + i, 100, salt)) {
+            bad++;
+            CHECK(0, "Reduce_scatter%s count %ld mode %d: [%ld] = %g, expected %g", mode < 2 ? "_block" : "", count, mode,
+                  i, out[i], sum_at(first + i, 100, salt));
+        }
+    if (!ip)
+        CHECK(out[counts[rank]] == GUARD, "Reduce_scatter count %ld mode %d: element after the block written", count,
+              mode);
+    free(in);
+    free(out);
+    free(counts);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -274,13 +317,14 @@ int main(int argc, char **argv)
         reduce_sum(4 * UNIT / 8, densities[d], -1, d % 2, salt++);
         reduce_sum(4 * UNIT / 8 + 1, densities[d], -1, 0, salt++);
     }
-    /* Exchanges around their single-copy threshold (4 units by default). */
-    const long blocks[] = {4L * UNIT - 1, 4L * UNIT, 4L * UNIT + 1, 6L * UNIT + 3, UNIT};
+    /* Exchanges around their single-copy threshold (one unit by default). */
+    const long blocks[] = {UNIT - 8, UNIT - 1, UNIT, UNIT + 1, 6L * UNIT + 8};
     for (int b = 0; b < 5; b++)
         for (int mode = 0; mode < 4; mode++, salt++) {
             allgather(blocks[b], mode, salt);
             if (mode < 3)
                 alltoall(blocks[b], mode, salt);
+            reduce_scatter(blocks[b] / 8, mode, salt);
         }
     /* Back to back: ranks run ahead into the next call while others still read. */
     for (int k = 0; k < 20; k++, salt++)

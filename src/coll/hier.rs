@@ -593,15 +593,46 @@ pub fn alltoall(g: &mut Group, send: &Option<In>, recv: &mut Out) -> Option<MpiR
 
 // ----- exchanges of large blocks by single copy -----
 
-/// Smallest block (bytes; the largest of an allgatherv's) of an allgather or all-to-all on
-/// one node that moves by single copy (`OXMPI_COLL_SHM_EXCHANGE_COPY_MIN`; 0: never).
+/// MPI_Reduce_scatter(_block) with builtin operations and large segments (the largest at
+/// least `exchange_copy_min`) on one node: every rank combines its segment of all inputs,
+/// read straight from the others' memory.
+fn reduce_scatter_copy(
+    g: &mut Group,
+    input: &[u8],
+    recv: &mut Out,
+    counts: &[usize],
+    red: &Reduction,
+) -> Option<MpiResult<()>> {
+    let esize = red.elem_size();
+    if esize == 0 || !red.is_builtin() {
+        return None;
+    }
+    let largest = counts.iter().max().copied().unwrap_or(0) * esize;
+    let mut area = match copy_area(g, largest)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let me = g.rank;
+    let start = counts[..me].iter().sum::<usize>() * esize;
+    let seg = start..start + counts[me] * esize;
+    let e = &mut *g.engine;
+    Some(with_packed_out(recv, false, |o| area.reduce_scatter_copy(e, input, seg, o, red)))
+}
+
+/// Smallest block (bytes; the largest of an allgatherv's; a reduce-scatter's largest
+/// segment) of an allgather, all-to-all or reduce-scatter on one node that moves by single
+/// copy (`OXMPI_COLL_SHM_EXCHANGE_COPY_MIN`; 0: never).
 fn exchange_copy_min() -> usize {
     static MIN: OnceLock<usize> = OnceLock::new();
     *MIN.get_or_init(|| config::usize_var(config::COLL_SHM_EXCHANGE_COPY_MIN).unwrap_or(EXCHANGE_COPY_MIN))
 }
 
-/// Default of `exchange_copy_min`.
-const EXCHANGE_COPY_MIN: usize = 256 * 1024;
+/// Default of `exchange_copy_min`. With 4 and 8 ranks on 2 cores, blocks of 64 KiB-1 MiB
+/// took 0.4-0.8x the point-to-point algorithms' time (one publication and one final wait
+/// instead of n - 1 rendezvous rounds, each needing both partners scheduled); at 2 ranks
+/// about the same (docs/perf-r7-big.md). 16-32 KiB gained too at 4 and 8 ranks; left to
+/// the small-size tuning.
+const EXCHANGE_COPY_MIN: usize = 64 * 1024;
 
 /// The area of a one-node communicator for an exchange of blocks of `block` bytes (the same
 /// on every rank) by single copy, when the ranks can read each other's memory.
@@ -718,6 +749,9 @@ pub fn reduce_scatter(
     counts: &[usize],
     red: &Reduction,
 ) -> Option<MpiResult<()>> {
+    if let Some(r) = reduce_scatter_copy(g, input, recv, counts, red) {
+        return Some(r);
+    }
     let mut area = match exchange_area(g, input.len(), input.len() * g.size())? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),

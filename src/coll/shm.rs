@@ -766,6 +766,30 @@ impl Area {
         self.read_peer(j, addr.wrapping_add(at as u64), into)
     }
 
+    /// Reduce-scatter by single copy (after `can_copy`): every rank publishes where its
+    /// `input` is (the same length everywhere), then combines bytes `seg` of every rank's
+    /// input into `out`, in rank order, reading the others' straight from their memory.
+    /// Builtin operations only (split anywhere between elements).
+    pub fn reduce_scatter_copy(
+        &mut self,
+        e: &mut Engine,
+        input: &[u8],
+        seg: std::ops::Range<usize>,
+        out: &mut [u8],
+        red: &Reduction,
+    ) -> MpiResult<()> {
+        let st = self.copy_publish(e, &vec![input.as_ptr() as u64; self.n]);
+        let inputs: Vec<u64> = (0..self.n)
+            .map(|j| {
+                let d = self.data(j, st.b, 8 * self.n);
+                u64::from_le_bytes(d[8 * self.me..8 * self.me + 8].try_into().unwrap())
+            })
+            .collect();
+        let result = self.combine_from_peers(input, &inputs, seg.start, out, red);
+        self.copy_finish(e, st);
+        result
+    }
+
     /// Ends an exchange by single copy: returns once every rank finished reading this rank's
     /// bytes (also after a failed read, so that no rank waits forever).
     pub fn copy_finish(&mut self, e: &mut Engine, st: CopyStep) {
