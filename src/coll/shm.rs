@@ -716,7 +716,10 @@ impl Area {
         red: &Reduction,
     ) -> MpiResult<()> {
         let piece = (SINGLE_COPY_PIECE / red.elem_size()).max(1) * red.elem_size();
-        let mut tmp = vec![0u8; piece.min(out.len())];
+        // Allocated at the first peer read into it (a reduce root on 2 ranks reads straight
+        // into its result and needs none: a zeroed 64 KiB buffer cost a memset per call).
+        let mut tmp = Vec::new();
+        let out_len = out.len();
         for (k, o) in out.chunks_mut(piece).enumerate() {
             let start = at + k * piece;
             let range = start..start + o.len();
@@ -730,6 +733,9 @@ impl Area {
                 if j == self.me {
                     red.apply(&input[range.clone()], o);
                 } else {
+                    if tmp.len() < o.len() {
+                        tmp.resize(piece.min(out_len), 0u8);
+                    }
                     let t = &mut tmp[..o.len()];
                     self.read_peer(j, addrs[j] + start as u64, t)?;
                     red.apply(t, o);
