@@ -82,7 +82,7 @@ const REDUCE_SINGLE_COPY_MIN: usize = 256 * 1024;
 const BCAST_SINGLE_COPY_MIN_OVERSUBSCRIBED: usize = 256 * 1024;
 /// The single-copy thresholds with their `OXMPI_COLL_SHM_*` overrides (read once).
 struct CopyPolicy {
-    /// Allreduce (and the floor of every single copy).
+    /// Allreduce.
     min: usize,
     /// Broadcast (None: by oversubscription, `set_policy`).
     bcast_min: Option<usize>,
