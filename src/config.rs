@@ -47,6 +47,11 @@ pub const COLL_SHM_SCATTER_MAX: &str = "OXMPI_COLL_SHM_SCATTER_MAX";
 pub const COLL_SHM_EXCHANGE_MAX: &str = "OXMPI_COLL_SHM_EXCHANGE_MAX";
 pub const COLL_SHM_ROOTED_COPY_MIN: &str = "OXMPI_COLL_SHM_ROOTED_COPY_MIN";
 pub const COLL_SHM_EXCHANGE_ENTRY: &str = "OXMPI_COLL_SHM_EXCHANGE_ENTRY";
+pub const COLL_SHM_COPY_MIN: &str = "OXMPI_COLL_SHM_COPY_MIN";
+pub const COLL_SHM_BCAST_COPY_MIN: &str = "OXMPI_COLL_SHM_BCAST_COPY_MIN";
+pub const COLL_SHM_REDUCE_COPY_MIN: &str = "OXMPI_COLL_SHM_REDUCE_COPY_MIN";
+pub const COLL_SHM_REDUCE_ROOT_RANKS: &str = "OXMPI_COLL_SHM_REDUCE_ROOT_RANKS";
+pub const COLL_SHM_EXCHANGE_COPY_MIN: &str = "OXMPI_COLL_SHM_EXCHANGE_COPY_MIN";
 pub const FAKE_NODES: &str = "OXMPI_FAKE_NODES";
 pub const RANK_SESSIONS: &str = "OXMPI_RANK_SESSIONS";
 pub const WIDE_COPY: &str = "OXMPI_WIDE_COPY";
@@ -204,6 +209,31 @@ pub const TUNABLES: &[Tunable] = &[
         name: COLL_SHM,
         default: "1",
         what: "0: barrier, bcast, reduce and allreduce use point-to-point algorithms only (no shared-memory, node-aware path)",
+    },
+    Tunable {
+        name: COLL_SHM_COPY_MIN,
+        default: "65536",
+        what: "on one node, allreduce vectors of at least this many bytes move by single copy (every rank reads its peers' buffers) when the ranks can read each other's memory",
+    },
+    Tunable {
+        name: COLL_SHM_BCAST_COPY_MIN,
+        default: "65536, or 262144 when ranks outnumber cores",
+        what: "on one node, broadcasts of at least this many bytes move by single copy (the others read the root's buffer)",
+    },
+    Tunable {
+        name: COLL_SHM_REDUCE_COPY_MIN,
+        default: "262144",
+        what: "on one node, reduce vectors of at least this many bytes move by single copy",
+    },
+    Tunable {
+        name: COLL_SHM_REDUCE_ROOT_RANKS,
+        default: "2",
+        what: "a single-copy reduce on a node of at most this many ranks is combined by the root alone (reading every input); larger: every rank combines a segment, the root collects them",
+    },
+    Tunable {
+        name: COLL_SHM_EXCHANGE_COPY_MIN,
+        default: "65536",
+        what: "on one node, allgather(v) and alltoall blocks and reduce_scatter segments (builtin ops, 3 ranks or more) of at least this many bytes (the largest) move by single copy: every rank reads what it needs straight from the others' buffers (0: never)",
     },
     Tunable {
         name: COLL_SHM_GATHER_MAX,

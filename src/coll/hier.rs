@@ -681,6 +681,9 @@ fn put_block(out: &mut Out, i: usize, bytes: &[u8]) {
 /// every other rank's out (blocks sizes are known to every rank, so all agree on the entry:
 /// the largest block).
 pub fn allgather(g: &mut Group, send: &Option<In>, recv: &mut Out) -> Option<MpiResult<()>> {
+    if let Some(r) = allgather_copy(g, send, recv) {
+        return Some(r);
+    }
     let n = g.size();
     let entry = recv.blocks.iter().map(Block::bytes).max().unwrap_or(0);
     let mut area = match exchange_area(g, entry, entry * n)? {
@@ -708,6 +711,9 @@ pub fn allgather(g: &mut Group, send: &Option<In>, recv: &mut Out) -> Option<Mpi
 /// blocks for the others in one lane entry, then copies its own piece out of every other
 /// rank's entry.
 pub fn alltoall(g: &mut Group, send: &Option<In>, recv: &mut Out) -> Option<MpiResult<()>> {
+    if let Some(r) = alltoall_copy(g, send, recv) {
+        return Some(r);
+    }
     let n = g.size();
     let block = recv.blocks[0].bytes();
     let mut area = match exchange_area(g, block * (n - 1), block * n * n)? {
@@ -732,6 +738,156 @@ pub fn alltoall(g: &mut Group, send: &Option<In>, recv: &mut Out) -> Option<MpiR
     Some(area.exchange(e, block * (n - 1), &pieces, |j| at(j)..at(j) + block, |j, bytes| put_block(recv, j, bytes)))
 }
 
+// ----- exchanges of large blocks by single copy -----
+
+/// MPI_Reduce_scatter(_block) with builtin operations and large segments (the largest at
+/// least `exchange_copy_min`) on one node of 3 ranks or more: every rank combines its
+/// segment of all inputs, read straight from the others' memory.
+fn reduce_scatter_copy(
+    g: &mut Group,
+    input: &[u8],
+    recv: &mut Out,
+    counts: &[usize],
+    red: &Reduction,
+) -> Option<MpiResult<()>> {
+    let esize = red.elem_size();
+    // Two ranks: the pairwise exchange is as fast (np 2, 256 KiB-1 MiB: 27-209 µs against
+    // 31-333 by single copy, docs/perf-r7-big.md).
+    if esize == 0 || !red.is_builtin() || g.size() < 3 {
+        return None;
+    }
+    let largest = counts.iter().max().copied().unwrap_or(0) * esize;
+    let mut area = match copy_area(g, largest)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let me = g.rank;
+    let start = counts[..me].iter().sum::<usize>() * esize;
+    let seg = start..start + counts[me] * esize;
+    let e = &mut *g.engine;
+    Some(with_packed_out(recv, false, |o| area.reduce_scatter_copy(e, input, seg, o, red)))
+}
+
+/// Smallest block (bytes; the largest of an allgatherv's; a reduce-scatter's largest
+/// segment) of an allgather, all-to-all or reduce-scatter on one node that moves by single
+/// copy (`OXMPI_COLL_SHM_EXCHANGE_COPY_MIN`; 0: never).
+fn exchange_copy_min() -> usize {
+    static MIN: OnceLock<usize> = OnceLock::new();
+    *MIN.get_or_init(|| config::usize_var(config::COLL_SHM_EXCHANGE_COPY_MIN).unwrap_or(EXCHANGE_COPY_MIN))
+}
+
+/// Default of `exchange_copy_min`. With 4 and 8 ranks on 2 cores, blocks of 64 KiB-1 MiB
+/// took 0.4-0.8x the point-to-point algorithms' time (one publication and one final wait
+/// instead of n - 1 rendezvous rounds, each needing both partners scheduled); at 2 ranks
+/// about the same (docs/perf-r7-big.md). 16-32 KiB gained too at 4 and 8 ranks; left to
+/// the small-size tuning.
+const EXCHANGE_COPY_MIN: usize = 64 * 1024;
+
+/// The area of a one-node communicator for an exchange of blocks of `block` bytes (the same
+/// on every rank) by single copy, when the ranks can read each other's memory.
+fn copy_area<'s>(g: &mut Group<'s>, block: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
+    let min = exchange_copy_min();
+    if min == 0 || block < min || g.size() < 2 || 8 * g.size() > SLOT_CAP || !enabled() {
+        return None;
+    }
+    let mut area = match one_node_area(g)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    area.can_copy(g.engine).then_some(Ok(area))
+}
+
+/// Where the others read this rank's bytes: block `b` of `mem` when contiguous, else a packed
+/// copy kept in `keep` until the exchange ends.
+fn copy_source(mem: &[u8], b: &Block, keep: &mut Vec<Vec<u8>>) -> u64 {
+    if b.layout.is_contiguous() {
+        return mem[b.offset..].as_ptr() as u64;
+    }
+    keep.push(pack_block(mem, b));
+    keep.last().expect("just pushed").as_ptr() as u64
+}
+
+/// Reads every other rank's bytes for this one (`at`: where in them) into block j of `out`
+/// (through a packed copy when that block is not contiguous), starting after this rank, then
+/// ends the exchange; the first failed read is reported once all ranks are done.
+fn copy_in(e: &mut Engine, area: &mut Area, addrs: &[u64], out: &mut Out, at: usize) -> MpiResult<()> {
+    let (n, me) = (area.size(), area.rank());
+    let st = area.copy_publish(e, addrs);
+    let mut result = Ok(());
+    for j in (me + 1..n).chain(0..me) {
+        let b = &out.blocks[j];
+        if b.bytes() == 0 || result.is_err() {
+            continue;
+        }
+        result = if b.layout.is_contiguous() {
+            let len = b.bytes();
+            area.copy_read(&st, j, at, &mut out.mem[b.offset..b.offset + len])
+        } else {
+            let mut tmp = vec![0u8; b.bytes()];
+            let r = area.copy_read(&st, j, at, &mut tmp);
+            out.put(j, &tmp);
+            r
+        };
+    }
+    area.copy_finish(e, st);
+    result
+}
+
+/// MPI_Allgather(v) of large blocks on one node: every rank publishes where its block is,
+/// then reads every other rank's straight into its receive buffer.
+fn allgather_copy(g: &mut Group, send: &Option<In>, recv: &mut Out) -> Option<MpiResult<()>> {
+    let entry = recv.blocks.iter().map(Block::bytes).max().unwrap_or(0);
+    let mut area = match copy_area(g, entry)? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let (me, n) = (g.rank, g.size());
+    let e = &mut *g.engine;
+    let mut keep = Vec::new();
+    let mine = match send {
+        Some(s) => {
+            // SAFETY: distinct user buffers (an overlapping input was copied).
+            unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[0], recv.mem.as_mut_ptr(), &recv.blocks[me]) };
+            copy_source(&s.mem, &s.blocks[0], &mut keep)
+        }
+        // In place: the own receive block, which this call does not write.
+        None => copy_source(recv.mem, &recv.blocks[me], &mut keep),
+    };
+    Some(copy_in(e, &mut area, &vec![mine; n], recv, 0))
+}
+
+/// MPI_Alltoall of large blocks on one node: every rank publishes where its block for each
+/// rank is, then reads its own from every other rank straight into its receive buffer.
+fn alltoall_copy(g: &mut Group, send: &Option<In>, recv: &mut Out) -> Option<MpiResult<()>> {
+    let mut area = match copy_area(g, recv.blocks[0].bytes())? {
+        Ok(a) => a,
+        Err(e) => return Some(Err(e)),
+    };
+    let (me, n) = (g.rank, g.size());
+    let e = &mut *g.engine;
+    let mut keep = Vec::new();
+    let addrs: Vec<u64> = match send {
+        Some(s) => {
+            // SAFETY: distinct user buffers (an overlapping input was copied).
+            unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[me], recv.mem.as_mut_ptr(), &recv.blocks[me]) };
+            (0..n).map(|k| copy_source(&s.mem, &s.blocks[k], &mut keep)).collect()
+        }
+        // In place: the blocks for the others are overwritten as theirs arrive, so they are
+        // read from a packed copy.
+        None => {
+            let block = recv.blocks[0].bytes();
+            let mut all = Vec::with_capacity(block * n);
+            for k in 0..n {
+                all.extend_from_slice(&packed_in(recv.mem, &recv.blocks[k]));
+            }
+            let base = all.as_ptr() as u64;
+            keep.push(all);
+            (0..n).map(|k| base + (k * block) as u64).collect()
+        }
+    };
+    Some(copy_in(e, &mut area, &addrs, recv, 0))
+}
+
 /// MPI_Reduce_scatter(_block) of the packed `input` (the same length everywhere; `counts`
 /// elements go to each rank) on one node: every rank publishes its input in its lane, then
 /// combines its own segment of all of them, in rank order.
@@ -742,6 +898,9 @@ pub fn reduce_scatter(
     counts: &[usize],
     red: &Reduction,
 ) -> Option<MpiResult<()>> {
+    if let Some(r) = reduce_scatter_copy(g, input, recv, counts, red) {
+        return Some(r);
+    }
     let mut area = match exchange_area(g, input.len(), input.len() * g.size())? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),

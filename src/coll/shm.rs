@@ -39,6 +39,7 @@
 //! for point-to-point), which also keeps point-to-point traffic moving; every flag store is
 //! followed by a doorbell check of the ranks that wait for it.
 
+use crate::coll::sparse::{Entries, Vecs};
 use crate::error::{MpiError, MpiResult};
 use crate::op::Reduction;
 use crate::p2p::Engine;
@@ -83,11 +84,35 @@ const REDUCE_SINGLE_COPY_MIN: usize = 256 * 1024;
 /// the slots, 194 and 718 µs by single copy; 1 MiB: 1,740 and 6,068 µs against 695 and
 /// 3,978).
 const BCAST_SINGLE_COPY_MIN_OVERSUBSCRIBED: usize = 256 * 1024;
+/// The single-copy thresholds with their `OXMPI_COLL_SHM_*` overrides (read once).
+struct CopyPolicy {
+    /// Allreduce.
+    min: usize,
+    /// Broadcast (None: by oversubscription, `set_policy`).
+    bcast_min: Option<usize>,
+    reduce_min: usize,
+    /// Reduce on at most this many ranks: the root combines alone.
+    reduce_root_ranks: usize,
+}
+
+fn copy_policy() -> &'static CopyPolicy {
+    use crate::config::{self as c, usize_var};
+    static POLICY: std::sync::OnceLock<CopyPolicy> = std::sync::OnceLock::new();
+    POLICY.get_or_init(|| CopyPolicy {
+        min: usize_var(c::COLL_SHM_COPY_MIN).unwrap_or(SINGLE_COPY_MIN),
+        bcast_min: usize_var(c::COLL_SHM_BCAST_COPY_MIN),
+        reduce_min: usize_var(c::COLL_SHM_REDUCE_COPY_MIN).unwrap_or(REDUCE_SINGLE_COPY_MIN),
+        reduce_root_ranks: usize_var(c::COLL_SHM_REDUCE_ROOT_RANKS).unwrap_or(2),
+    })
+}
+
 /// Piece of a single-copy reduction: read into a buffer that stays in cache, then combined.
 const SINGLE_COPY_PIECE: usize = 64 * 1024;
 /// Allreduce pieces up to this size: every rank combines every slot (one step, n reads per
 /// rank). Larger: each rank combines one segment of all slots, then all copy all segments.
 const ALLREDUCE_FLAT_MAX: usize = 2048;
+/// Entry count published by a rank whose input goes the dense way (`reduce_single_copy`).
+const NO_ENTRIES: u64 = u64::MAX;
 
 /// The inter-node step of a barrier, run by index 0 between gathering and releasing.
 pub type InterNodeStep<'a> = &'a mut dyn FnMut(&mut Engine) -> MpiResult<()>;
@@ -100,6 +125,12 @@ struct LaneStep {
     lines: usize,
     /// Lane step that must be finished everywhere before a writer fills these lines.
     reuses: u64,
+}
+
+/// An exchange by single copy under way (`Area::copy_publish`): its step and slot.
+pub struct CopyStep {
+    s: u64,
+    b: usize,
 }
 
 /// One rank's view of a communicator's area on this node.
@@ -204,8 +235,9 @@ impl Area {
 
     fn set_policy(&mut self, oversubscribed: bool) {
         self.oversubscribed = oversubscribed;
+        let c = copy_policy();
         self.bcast_single_copy_min =
-            if oversubscribed { BCAST_SINGLE_COPY_MIN_OVERSUBSCRIBED } else { SINGLE_COPY_MIN };
+            c.bcast_min.unwrap_or(if oversubscribed { BCAST_SINGLE_COPY_MIN_OVERSUBSCRIBED } else { SINGLE_COPY_MIN });
     }
 
     fn map(file: &std::fs::File, path: &str, worlds: Vec<usize>, me: usize, can_read_peers: bool) -> MpiResult<Area> {
@@ -646,10 +678,10 @@ impl Area {
 
     // ----- single copy -----
 
-    /// Whether `len` bytes move by single copy here; the same answer on every rank (it
-    /// depends on the length and on every rank's probe, read once all ranks attached).
+    /// Whether `len` bytes (at least the caller's threshold) may move by single copy here; the
+    /// same answer on every rank (it depends on every rank's probe, read once all attached).
     fn single_copy(&mut self, e: &mut Engine, len: usize) -> bool {
-        len >= SINGLE_COPY_MIN && self.peers_readable(e)
+        len > 0 && self.peers_readable(e)
     }
 
     /// Whether every rank of the area can read every other's memory (single copy); the same
@@ -671,18 +703,16 @@ impl Area {
         self.single_copy.as_ref().is_some_and(|p| !p.is_empty())
     }
 
-    /// Publishes the addresses of this rank's buffers for step `s` in slot `b`.
-    fn publish_addrs(&mut self, e: &mut Engine, s: u64, b: usize, addrs: [u64; 2]) {
-        let mut bytes = [0u8; 16];
-        bytes[..8].copy_from_slice(&addrs[0].to_le_bytes());
-        bytes[8..].copy_from_slice(&addrs[1].to_le_bytes());
+    /// Publishes the addresses (and sizes) of this rank's buffers for step `s` in slot `b`.
+    fn publish_addrs<const N: usize>(&mut self, e: &mut Engine, s: u64, b: usize, addrs: [u64; N]) {
+        let bytes: Vec<u8> = addrs.iter().flat_map(|a| a.to_le_bytes()).collect();
         self.publish(e, s, b, &bytes);
     }
 
-    /// The addresses rank `i` published in slot `b` (after its flag).
-    fn peer_addrs(&self, i: usize, b: usize) -> [u64; 2] {
-        let d = self.data(i, b, 16);
-        [u64::from_le_bytes(d[..8].try_into().unwrap()), u64::from_le_bytes(d[8..].try_into().unwrap())]
+    /// The words rank `i` published in slot `b` (after its flag).
+    fn peer_addrs<const N: usize>(&self, i: usize, b: usize) -> [u64; N] {
+        let d = self.data(i, b, 8 * N);
+        std::array::from_fn(|k| u64::from_le_bytes(d[8 * k..8 * k + 8].try_into().unwrap()))
     }
 
     /// Reads `into.len()` bytes at `addr` in local rank `i`'s memory.
@@ -705,7 +735,10 @@ impl Area {
         red: &Reduction,
     ) -> MpiResult<()> {
         let piece = (SINGLE_COPY_PIECE / red.elem_size()).max(1) * red.elem_size();
-        let mut tmp = vec![0u8; piece.min(out.len())];
+        // Allocated at the first peer read into it (a reduce root on 2 ranks reads straight
+        // into its result and needs none: a zeroed 64 KiB buffer cost a memset per call).
+        let mut tmp = Vec::new();
+        let out_len = out.len();
         for (k, o) in out.chunks_mut(piece).enumerate() {
             let start = at + k * piece;
             let range = start..start + o.len();
@@ -719,6 +752,9 @@ impl Area {
                 if j == self.me {
                     red.apply(&input[range.clone()], o);
                 } else {
+                    if tmp.len() < o.len() {
+                        tmp.resize(piece.min(out_len), 0u8);
+                    }
                     let t = &mut tmp[..o.len()];
                     self.read_peer(j, addrs[j] + start as u64, t)?;
                     red.apply(t, o);
@@ -728,10 +764,71 @@ impl Area {
         Ok(())
     }
 
+    /// Whether exchanges may move by single copy here (`copy_publish`); the same answer on
+    /// every rank.
+    pub fn can_copy(&mut self, e: &mut Engine) -> bool {
+        self.n > 1 && self.single_copy(e, 1)
+    }
+
+    /// Starts an exchange by single copy (allgather, all-to-all of large blocks; after
+    /// `can_copy`): publishes `addrs[k]`, where rank k finds the bytes this rank has for it
+    /// (which stay unchanged until `copy_finish`), and waits until every rank published.
+    pub fn copy_publish(&mut self, e: &mut Engine, addrs: &[u64]) -> CopyStep {
+        assert_eq!(addrs.len(), self.n);
+        let (s, b) = self.step();
+        let bytes: Vec<u8> = addrs.iter().flat_map(|a| a.to_le_bytes()).collect();
+        self.publish(e, s, b, &bytes);
+        self.notify_others(e);
+        self.wait_all_flags(e, b, s);
+        CopyStep { s, b }
+    }
+
+    /// Reads `into.len()` bytes from rank `j`, `at` bytes into what it published for this
+    /// rank (`copy_publish`).
+    pub fn copy_read(&self, st: &CopyStep, j: usize, at: usize, into: &mut [u8]) -> MpiResult<()> {
+        let d = self.data(j, st.b, 8 * self.n);
+        let addr = u64::from_le_bytes(d[8 * self.me..8 * self.me + 8].try_into().unwrap());
+        self.read_peer(j, addr.wrapping_add(at as u64), into)
+    }
+
+    /// Reduce-scatter by single copy (after `can_copy`): every rank publishes where its
+    /// `input` is (the same length everywhere), then combines bytes `seg` of every rank's
+    /// input into `out`, in rank order, reading the others' straight from their memory.
+    /// Builtin operations only (split anywhere between elements).
+    pub fn reduce_scatter_copy(
+        &mut self,
+        e: &mut Engine,
+        input: &[u8],
+        seg: std::ops::Range<usize>,
+        out: &mut [u8],
+        red: &Reduction,
+    ) -> MpiResult<()> {
+        let st = self.copy_publish(e, &vec![input.as_ptr() as u64; self.n]);
+        let inputs: Vec<u64> = (0..self.n)
+            .map(|j| {
+                let d = self.data(j, st.b, 8 * self.n);
+                u64::from_le_bytes(d[8 * self.me..8 * self.me + 8].try_into().unwrap())
+            })
+            .collect();
+        let result = self.combine_from_peers(input, &inputs, seg.start, out, red);
+        self.copy_finish(e, st);
+        result
+    }
+
+    /// Ends an exchange by single copy: returns once every rank finished reading this rank's
+    /// bytes (also after a failed read, so that no rank waits forever).
+    pub fn copy_finish(&mut self, e: &mut Engine, st: CopyStep) {
+        // Everyone published for this step, so everyone finished the steps before it.
+        self.done_floor = self.done_floor.max(st.s - 1);
+        self.finish(e, st.s);
+        self.wait_done(e, st.s, None);
+        self.done_floor = self.done_floor.max(st.s);
+    }
+
     fn bcast_single_copy(&mut self, e: &mut Engine, data: &mut [u8], root: usize) -> MpiResult<()> {
         let (s, b) = self.step();
         if self.me == root {
-            self.publish_addrs(e, s, b, [data.as_ptr() as u64, 0]);
+            self.publish_addrs(e, s, b, [data.as_ptr() as u64]);
             self.notify_others(e);
             self.finish(e, s);
             // The readers read our buffer until they finish.
@@ -740,7 +837,7 @@ impl Area {
             Ok(())
         } else {
             self.wait_flag(e, root, b, s);
-            let result = self.read_peer(root, self.peer_addrs(root, b)[0], data);
+            let result = self.read_peer(root, self.peer_addrs::<1>(root, b)[0], data);
             self.finish(e, s);
             result
         }
@@ -797,7 +894,7 @@ impl Area {
         for j in (root + 1..self.n).chain(0..root) {
             self.wait_flag(e, j, b, s);
             if result.is_ok() {
-                let addr = self.peer_addrs(j, b)[0];
+                let addr = self.peer_addrs::<2>(j, b)[0];
                 let area = &*self;
                 result = read_into(j, &mut |dst| area.read_peer(j, addr, dst));
             }
@@ -805,6 +902,28 @@ impl Area {
         // Finished even after a failure, so no member waits forever.
         self.finish(e, s);
         result
+    }
+
+    /// The sparse way of `reduce_single_copy` (allreduce): reads every other rank's entries
+    /// (`addrs[j]`: input, result, index and value addresses, entry count) and folds them with
+    /// this rank's `mine` into the dense result `out`, in rank order.
+    fn sparse_fold(&self, v: &Vecs, mine: &Entries, addrs: &[[u64; 5]], out: &mut [u8]) -> MpiResult<()> {
+        let esize = v.elem_size();
+        let mut theirs = Vec::with_capacity(self.n);
+        for (j, a) in addrs.iter().enumerate().filter(|&(j, _)| j != self.me) {
+            let nnz = a[4] as usize;
+            let (mut idx, mut val) = (vec![0u8; nnz * 4], vec![0u8; nnz * esize]);
+            if nnz > 0 {
+                self.read_peer(j, a[2], &mut idx)?;
+                self.read_peer(j, a[3], &mut val)?;
+            }
+            theirs.push(v.entries_from(&idx, val)?);
+        }
+        let mut others = theirs.iter();
+        let lists: Vec<&Entries> =
+            (0..self.n).map(|j| if j == self.me { mine } else { others.next().expect("one per peer") }).collect();
+        v.fold_into(&lists, out);
+        Ok(())
     }
 
     /// Reduce (`root` Some, its `out` the result) or allreduce (`root` None, every `out`) by
@@ -821,7 +940,14 @@ impl Area {
     ) -> MpiResult<()> {
         let (esize, n) = (red.elem_size(), self.n);
         let elems = input.len() / esize;
-        let seg = |k: usize| (k * elems / n * esize)..((k + 1) * elems / n * esize);
+        // A reduce on few ranks: the root combines everything itself; splitting would put a
+        // member's combining and a second copy of its segment on the root's path (np 2).
+        let alone = root.filter(|_| n <= copy_policy().reduce_root_ranks);
+        let seg = |k: usize| match alone {
+            Some(r) if k == r => 0..elems * esize,
+            Some(_) => 0..0,
+            None => (k * elems / n * esize)..((k + 1) * elems / n * esize),
+        };
         let mine = seg(self.me);
         let mut scratch = Vec::new();
         // `target` holds the result's bytes `base..`: all of them, or this rank's segment.
@@ -832,13 +958,35 @@ impl Area {
                 (&mut scratch[..], mine.start)
             }
         };
+        // An allreduce's input may travel as entries (`sparse_fold`); NO_ENTRIES: dense.
+        let vecs = root.is_none().then(|| Vecs::new(red, elems, n));
+        let entries = vecs.as_ref().and_then(|v| v.entries_of(input));
+        let (idx_addr, val_addr, nnz) = match &entries {
+            Some(en) => (en.idx_bytes().as_ptr() as u64, en.val_bytes().as_ptr() as u64, en.len() as u64),
+            None => (0, 0, NO_ENTRIES),
+        };
         let (s, b) = self.step();
         // The address of result byte 0 as seen in this rank's memory (peers add offsets).
         let result_addr = (target.as_ptr() as u64).wrapping_sub(base as u64);
-        self.publish_addrs(e, s, b, [input.as_ptr() as u64, result_addr]);
+        self.publish_addrs(e, s, b, [input.as_ptr() as u64, result_addr, idx_addr, val_addr, nnz]);
         self.notify_others(e);
         self.wait_all_flags(e, b, s);
-        let addrs: Vec<[u64; 2]> = (0..n).map(|j| if j == self.me { [0, 0] } else { self.peer_addrs(j, b) }).collect();
+        let addrs: Vec<[u64; 5]> = (0..n)
+            .map(|j| if j == self.me { [0, 0, idx_addr, val_addr, nnz] } else { self.peer_addrs(j, b) })
+            .collect();
+        // Every rank sees the same published words, so all take the same way.
+        if let (Some(v), Some(en)) = (&vecs, entries)
+            && addrs.iter().all(|a| a[4] != NO_ENTRIES)
+            && v.entries_fit(addrs.iter().map(|a| a[4] as usize).sum())
+        {
+            let result = self.sparse_fold(v, &en, &addrs, target);
+            self.finish(e, s);
+            // The others read our entries until they finish.
+            self.wait_done(e, s, None);
+            self.done_floor = self.done_floor.max(s);
+            drop(en);
+            return result;
+        }
         let inputs: Vec<u64> = addrs.iter().map(|a| a[0]).collect();
         let mut result =
             self.combine_from_peers(input, &inputs, mine.start, &mut target[mine.start - base..mine.end - base], red);
@@ -951,7 +1099,7 @@ impl Area {
         red: &Reduction,
         root: usize,
     ) -> MpiResult<()> {
-        if red.is_builtin() && input.len() >= REDUCE_SINGLE_COPY_MIN && self.single_copy(e, input.len()) {
+        if red.is_builtin() && input.len() >= copy_policy().reduce_min && self.single_copy(e, input.len()) {
             return self.reduce_single_copy(e, input, out, red, Some(root));
         }
         if input.len() <= LANE_CAP {
@@ -1146,7 +1294,7 @@ impl Area {
     /// Allreduce of every rank's `input` into every rank's `out` (same length; they do not
     /// overlap), in local rank order.
     pub fn allreduce(&mut self, e: &mut Engine, input: &[u8], out: &mut [u8], red: &Reduction) -> MpiResult<()> {
-        if red.is_builtin() && self.single_copy(e, input.len()) {
+        if red.is_builtin() && input.len() >= copy_policy().min && self.single_copy(e, input.len()) {
             return self.reduce_single_copy(e, input, Some(out), red, None);
         }
         let esize = red.elem_size();

@@ -219,19 +219,37 @@ enum Part {
 // ----- typed helpers -----
 
 /// Entries of `data` that differ from `neutral` (bitwise), or None once there are more than
-/// `limit`. Chunks of 16 elements with no such element are skipped after one OR of XORs.
+/// `limit`. Blocks of 128 bytes that hold only neutral elements are skipped after one OR of
+/// XORs over their 16 words (the neutral element repeated fills a word: sizes divide 8).
 fn scan<T: Elem>(data: &[u8], neutral: T, limit: usize) -> Option<Entries> {
-    const CHUNK: usize = 16;
+    const BLOCK: usize = 128;
+    const PREFETCH_BLOCKS: usize = 16;
     let nb = neutral.bits();
+    let pattern = (0..8 / T::SIZE).fold(0u64, |p, k| p | nb << (8 * T::SIZE * k));
     let mut e = Entries::default();
-    for (c, chunk) in data.chunks(CHUNK * T::SIZE).enumerate() {
-        let diff = chunk.chunks_exact(T::SIZE).fold(0u64, |acc, x| acc | (T::load(x).bits() ^ nb));
-        if diff == 0 {
-            continue;
+    for (c, block) in data.chunks(BLOCK).enumerate() {
+        // Loads run ahead of the scan (the vector streams from memory once): both lines of
+        // the block `PREFETCH_BLOCKS` ahead (np 4, 8 MiB at 1 %: 13% less CPU per allreduce).
+        #[cfg(target_arch = "x86_64")]
+        if let Some(ahead) = data.get((c + PREFETCH_BLOCKS) * BLOCK..).filter(|a| a.len() > 64) {
+            // SAFETY: a prefetch has no architectural effect; both addresses lie in `data`.
+            unsafe {
+                use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+                _mm_prefetch::<_MM_HINT_T0>(ahead.as_ptr().cast());
+                _mm_prefetch::<_MM_HINT_T0>(ahead.as_ptr().add(64).cast());
+            }
         }
-        for (k, x) in chunk.chunks_exact(T::SIZE).enumerate() {
+        if block.len() == BLOCK {
+            let diff =
+                block.chunks_exact(8).fold(0u64, |acc, w| acc | (u64::from_ne_bytes(w.try_into().unwrap()) ^ pattern));
+            if diff == 0 {
+                continue;
+            }
+        }
+        let first = c * (BLOCK / T::SIZE);
+        for (k, x) in block.chunks_exact(T::SIZE).enumerate() {
             if T::load(x).bits() != nb {
-                e.idx.push((c * CHUNK + k) as u32);
+                e.idx.push((first + k) as u32);
                 e.val.extend_from_slice(x);
             }
         }
@@ -413,6 +431,10 @@ impl<'a> Vecs<'a> {
     /// Dense only (no trailer byte), whatever the operation.
     pub fn dense(red: &'a Reduction, count: usize) -> Vecs<'a> {
         Vecs { red, codec: None, count, esize: red.elem_size() }
+    }
+
+    pub fn elem_size(&self) -> usize {
+        self.esize
     }
 
     pub fn red_is_commutative(&self) -> bool {
@@ -671,6 +693,76 @@ impl<'a> Vecs<'a> {
     }
 }
 
+/// Sparse inputs of the single-copy allreduce on one node (`shm::Area`): every rank scans its
+/// contiguous input into entries and publishes where they are; if every rank's input is sparse
+/// and all entries together stay within the ratio of one dense vector (the same decision
+/// everywhere: it depends only on what all published), every rank reads the others' entries
+/// and folds them into its result itself, instead of reading the peers' dense inputs.
+impl Vecs<'_> {
+    /// This rank's contiguous packed input as entries, when the sparse path may take it (not
+    /// the logical operations, whose inputs would need normalising first) and it is sparse.
+    pub fn entries_of(&self, data: &[u8]) -> Option<Entries> {
+        let c = self.codec.as_ref().filter(|c| !c.logical())?;
+        let limit = c.max_entries(self.count);
+        typed!(c.ty, T => {
+            let neutral = T::neutral(c.op);
+            if self.count >= 4096 && sample::<T>(data, neutral) * self.count / 256 > limit {
+                return None;
+            }
+            scan::<T>(data, neutral, limit)
+        })
+    }
+
+    /// Whether entries of `total` elements in all (every rank's together) take the sparse way.
+    pub fn entries_fit(&self, total: usize) -> bool {
+        self.codec.as_ref().is_some_and(|c| total <= c.max_entries(self.count))
+    }
+
+    /// Entries read from a peer: `nnz` indices (native u32) and values, checked to be
+    /// increasing and within the vector.
+    pub fn entries_from(&self, idx: &[u8], val: Vec<u8>) -> MpiResult<Entries> {
+        let idx: Vec<u32> = idx.chunks_exact(4).map(|b| u32::from_ne_bytes(b.try_into().unwrap())).collect();
+        let ordered = idx.windows(2).all(|w| w[0] < w[1]) && idx.last().is_none_or(|&i| (i as usize) < self.count);
+        if !ordered || val.len() != idx.len() * self.esize {
+            return err(
+                MPI_ERR_INTERN,
+                "a peer's sparse entries are malformed (counts or types differ between ranks?)",
+            );
+        }
+        Ok(Entries { idx, val })
+    }
+
+    /// `out` (the dense result, `count` elements) = `lists[0] op (lists[1] op (... op
+    /// lists[n-1]))`: the dense path's order, so every rank computes the same bits.
+    /// Straight into `out`: filled with the neutral element, the last rank's entries stored,
+    /// then every lower rank's combined in as the lower operand (positions a rank leaves
+    /// neutral are skipped, as everywhere on the sparse path).
+    pub fn fold_into(&self, lists: &[&Entries], out: &mut [u8]) {
+        let c = self.codec.as_ref().expect("entries come with the codec");
+        let Some((last, rest)) = lists.split_last() else { return };
+        typed!(c.ty, T => {
+            fill::<T>(out, T::neutral(c.op));
+            scatter_store::<T>(out, 0, last, 0..last.len());
+            for a in rest.iter().rev() {
+                scatter_combine::<T>(c.op, out, 0, a, false);
+            }
+        });
+    }
+}
+
+impl Entries {
+    /// The indices, as native-endian bytes (what a peer reads).
+    pub fn idx_bytes(&self) -> &[u8] {
+        // SAFETY: u32 has no padding and every bit pattern is a valid u8; the slice covers the
+        // vector's initialised elements.
+        unsafe { std::slice::from_raw_parts(self.idx.as_ptr().cast(), self.idx.len() * 4) }
+    }
+
+    pub fn val_bytes(&self) -> &[u8] {
+        &self.val
+    }
+}
+
 /// Replaces entries `which` of `a` by `with`.
 fn splice(a: &mut Entries, which: std::ops::Range<usize>, with: Entries, es: usize) {
     a.idx.splice(which.clone(), with.idx);
@@ -754,6 +846,60 @@ mod tests {
             v.absorb(&mut acc, 0, n, msg, true).unwrap();
         }
         assert!(matches!(acc, Acc::Dense(_)));
+    }
+
+    /// The single-copy path: every rank's entries (`entries_of`, blocks of 128 bytes skipped
+    /// whole or scanned, tails included) folded in rank order give the dense sum.
+    #[test]
+    fn entries_fold_into_the_dense_result() {
+        let red = sum();
+        for n in [128usize, 129, 143, 144, 145, 300, 5000] {
+            for density in [0, 1, 30] {
+                let v = Vecs::new(&red, n, 3);
+                let inputs: Vec<Vec<i64>> = (0..3).map(|r| vector(n, density, 11 + r)).collect();
+                let lists: Vec<Entries> = inputs.iter().filter_map(|x| v.entries_of(&bytes(x))).collect();
+                if lists.len() < 3 {
+                    // Too many entries for one rank: the dense way (only at 30 %).
+                    assert_eq!(density, 30);
+                    continue;
+                }
+                for (l, x) in lists.iter().zip(&inputs) {
+                    assert_eq!(l.len(), x.iter().filter(|&&e| e != 0).count());
+                    let back = v.entries_from(l.idx_bytes(), l.val_bytes().to_vec()).unwrap();
+                    assert_eq!(&back, l);
+                }
+                let mut out = vec![0xffu8; n * 8];
+                v.fold_into(&lists.iter().collect::<Vec<_>>(), &mut out);
+                let want: Vec<i64> = (0..n).map(|i| inputs.iter().map(|x| x[i]).sum()).collect();
+                assert_eq!(out, bytes(&want), "{n} elements at {density}%");
+            }
+        }
+        let v = Vecs::new(&red, 100, 3);
+        assert!(v.entries_from(&[5, 0, 0, 0, 3, 0, 0, 0], vec![0; 16]).is_err(), "indices must increase");
+        assert!(v.entries_from(&[200, 0, 0, 0], vec![0; 8]).is_err(), "indices must lie in the vector");
+        assert!(v.entries_from(&[1, 0, 0, 0], vec![0; 9]).is_err(), "one value per index");
+    }
+
+    /// The block skip of `scan` with neutral elements of every width (0 and non-zero patterns).
+    #[test]
+    fn scan_finds_every_non_neutral_element() {
+        let positions = [0usize, 31, 32, 33, 127, 128, 1000, 4095];
+        let check = |ty: crate::abi::types::MPI_Datatype, op: Builtin, esize: usize, neutral: &[u8], other: &[u8]| {
+            let red = Reduction::new(&Op::Builtin(op), ty).unwrap();
+            let count = 4096;
+            let v = Vecs::new(&red, count, 2);
+            let mut data: Vec<u8> = neutral.iter().copied().cycle().take(count * esize).collect();
+            for &p in &positions {
+                data[p * esize..(p + 1) * esize].copy_from_slice(other);
+            }
+            let e = v.entries_of(&data).expect("sparse");
+            assert_eq!(e.idx, positions.iter().map(|&p| p as u32).collect::<Vec<_>>(), "{ty:?} {op:?}");
+        };
+        check(MPI_INT, Builtin::Sum, 4, &0i32.to_ne_bytes(), &7i32.to_ne_bytes());
+        check(MPI_INT, Builtin::Max, 4, &i32::MIN.to_ne_bytes(), &0i32.to_ne_bytes());
+        check(MPI_SHORT, Builtin::Min, 2, &i16::MAX.to_ne_bytes(), &(-1i16).to_ne_bytes());
+        check(MPI_SIGNED_CHAR, Builtin::Prod, 1, &1i8.to_ne_bytes(), &0i8.to_ne_bytes());
+        check(MPI_DOUBLE, Builtin::Sum, 8, &0f64.to_ne_bytes(), &(-0f64).to_ne_bytes());
     }
 
     #[test]
