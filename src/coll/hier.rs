@@ -423,7 +423,15 @@ fn scatter_max() -> usize {
 /// all, when the blocks go through the lanes.
 fn rooted_area<'s>(g: &mut Group<'s>, block: usize, max: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
     let n = g.size();
-    if block == 0 || n < 2 || block * n > max || block * (n - 1) > LANE_CAP || !enabled() {
+    // Not for single-copy candidates: the block-list paths try single copy first, and the
+    // contiguous `*_bytes` paths, which do not, must choose as they do.
+    if block == 0
+        || n < 2
+        || block * n > max
+        || block * (n - 1) > LANE_CAP
+        || !enabled()
+        || rooted_copy_wanted(n, block)
+    {
         return None;
     }
     one_node_area(g)
@@ -981,11 +989,6 @@ pub fn gather_bytes(
     block: usize,
     root: usize,
 ) -> Option<MpiResult<()>> {
-    // Single-copy candidates take the block-list path, which tries that first (every rank
-    // must choose alike, whatever its buffers).
-    if rooted_copy_wanted(g.size(), block) {
-        return None;
-    }
     let mut area = match rooted_area(g, block, gather_max())? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),
@@ -1009,11 +1012,6 @@ pub fn scatter_bytes(
     block: usize,
     root: usize,
 ) -> Option<MpiResult<()>> {
-    // Single-copy candidates take the block-list path, which tries that first (every rank
-    // must choose alike, whatever its buffers).
-    if rooted_copy_wanted(g.size(), block) {
-        return None;
-    }
     let mut area = match rooted_area(g, block, scatter_max())? {
         Ok(a) => a,
         Err(e) => return Some(Err(e)),
