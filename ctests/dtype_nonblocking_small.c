@@ -8,7 +8,9 @@
  * windows of requests in flight: receives posted first, messages queued first and taken with
  * MPI_ANY_SOURCE / MPI_ANY_TAG into larger buffers (MPI_Get_count, MPI_Get_elements), both
  * directions at once, and blocking calls. Every data byte and every byte around the data is
- * checked. Then MPI_BOTTOM with absolute addresses and bad arguments with MPI_ERRORS_RETURN.
+ * checked. Then ping-pongs of 4-12 KiB non-contiguous messages, which travel in pieces (taken
+ * by blocking receives, posted receives, after MPI_Iprobe, with wildcards, truncated), MPI_BOTTOM
+ * with absolute addresses and bad arguments with MPI_ERRORS_RETURN.
  * Ranks pair up (0-1, 2-3, ...); an odd last rank (np 1, 3) talks to itself. */
 #include "mtest.h"
 #include <stdint.h>
@@ -211,6 +213,75 @@ static void window(int peer, const shape *ss, const shape *rs, long nd, int win,
     }
 }
 
+/* Ping-pongs of non-contiguous messages of 4-12 KiB, which go in pieces (one slot each) to a
+ * peer that answered the last message: taken whole by a blocking receive, into a receive
+ * posted first, queued whole before the receive (found by MPI_Iprobe), with wildcards, and
+ * truncated. Each round: the lower rank sends, the higher one receives and sends back. */
+static void pieces(int peer)
+{
+    static const long sizes[] = {510, 512, 514, 768, 1024, 1530, 1536};
+    int i, how, salt = 300;
+    if (peer == mt_rank)
+        return;
+    for (i = 0; i < (int)(sizeof sizes / sizeof sizes[0]); i++)
+        for (how = 0; how < 5; how++) {
+            const shape *s = &shapes[how % 2 ? 4 : 5];
+            long nd = sizes[i], count = nd / s->k;
+            int round, first = mt_rank < peer;
+            char what[160];
+            for (round = 0; round < 4; round++, salt++) {
+                int sender = (round % 2 == 0) == first, tag = how * 10 + round;
+                snprintf(what, sizeof what, "pieces: %ld doubles of %s, way %d, round %d", nd, s->name, how, round);
+                if (sender) {
+                    fill(s, count, sbufs[0], salt);
+                    MPI_CHECK(MPI_Send(sbufs[0], (int)count, s->type, peer, tag, MPI_COMM_WORLD));
+                } else {
+                    MPI_Status st;
+                    MPI_Request r;
+                    int flag = 0, rc, cls = MPI_SUCCESS;
+                    memset(rbufs[0], GAP, span(s, count));
+                    switch (how) {
+                    case 0:
+                        MPI_CHECK(MPI_Recv(rbufs[0], (int)count, s->type, peer, tag, MPI_COMM_WORLD, &st));
+                        break;
+                    case 1:
+                        MPI_CHECK(MPI_Irecv(rbufs[0], (int)count, s->type, peer, tag, MPI_COMM_WORLD, &r));
+                        MPI_CHECK(MPI_Wait(&r, &st));
+                        break;
+                    case 2:
+                        while (!flag)
+                            MPI_CHECK(MPI_Iprobe(peer, tag, MPI_COMM_WORLD, &flag, &st));
+                        MPI_CHECK(MPI_Recv(rbufs[0], (int)count, s->type, peer, tag, MPI_COMM_WORLD, &st));
+                        break;
+                    case 3:
+                        MPI_CHECK(MPI_Recv(rbufs[0], (int)count, s->type, MPI_ANY_SOURCE, MPI_ANY_TAG,
+                                           MPI_COMM_WORLD, &st));
+                        break;
+                    default: /* one element short */
+                        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+                        rc = MPI_Recv(rbufs[0], (int)count - 1, s->type, peer, tag, MPI_COMM_WORLD, &st);
+                        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+                        if (rc != MPI_SUCCESS)
+                            MPI_Error_class(rc, &cls);
+                        CHECK(cls == MPI_ERR_TRUNCATE, "%s: error class %d, want MPI_ERR_TRUNCATE", what, cls);
+                        break;
+                    }
+                    if (how < 4) {
+                        check_status(s, &st, nd, peer, tag, what);
+                        verify(s, count, nd * 8, rbufs[0], salt, what);
+                    } else {
+                        /* The fitting elements delivered (MPICH delivers nothing). */
+                        long k, n = (count - 1) * s->k * 8, bad = 0;
+                        (void)k;
+                        if (MT_OXMPI)
+                            bad = !verify(s, count - 1, n, rbufs[0], salt, what);
+                        CHECK(!bad, "%s: truncated data", what);
+                    }
+                }
+            }
+        }
+}
+
 /* Contiguous data sent from MPI_BOTTOM with absolute addresses, received into a type whose
  * data starts away from the pointer. */
 static void bottom(int peer)
@@ -344,6 +415,7 @@ int main(int argc, char **argv)
                     window(peer, &shapes[a], &shapes[b], nd, win, m, salt++ % 200);
             }
     }
+    pieces(peer);
     bottom(peer);
     bad_input(peer);
     MPI_Barrier(MPI_COMM_WORLD);

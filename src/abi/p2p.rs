@@ -238,12 +238,13 @@ unsafe fn start_send(
     if matches!(mode, SendMode::Standard | SendMode::Ready)
         && let Some(d) = direct_args(rt, buf, count, datatype, dest, tag, comm, false)
     {
+        let e = &mut rt.engine;
         let sent = match &d.elements {
             Elements::Contiguous { at, .. } => {
                 // SAFETY: `count` elements at `buf` (non-null when bytes > 0): `bytes` contiguous
                 // bytes from `at`.
                 let bytes = unsafe { raw_bytes(buf.wrapping_byte_offset(*at), d.bytes) };
-                rt.engine.try_send_eager_now(d.world, d.env, bytes)
+                e.try_send_eager_now(d.world, d.env, bytes)
             }
             // A small non-contiguous message whose slot is free is packed straight into it,
             // with no request and no send buffer (tiny-block vectors: as fast as the builtin
@@ -251,10 +252,12 @@ unsafe fn start_send(
             Elements::Scattered(layout) => {
                 let (len, count) = (d.bytes, d.count);
                 // SAFETY: forwarded from the caller: `count` readable elements at `buf`; the
-                // slot holds `len` bytes, the packed size of those elements.
-                let pack =
-                    |slot: &mut [u8]| unsafe { layout.pack_to_ptr(buf.cast(), count, 0..len, slot.as_mut_ptr()) };
-                rt.engine.try_send_packed_now(d.world, d.env, len, pack)
+                // slots hold the packed bytes of those elements asked for.
+                let pack = |r: std::ops::Range<usize>, out: &mut [u8]| unsafe {
+                    layout.pack_to_ptr(buf.cast(), count, r, out.as_mut_ptr())
+                };
+                e.try_send_in_pieces(d.world, d.env, len, pack)
+                    || e.try_send_packed_now(d.world, d.env, len, |slot| pack(0..len, slot))
             }
         };
         if sent {
@@ -509,10 +512,9 @@ unsafe fn recv_direct_now(rt: &mut Runtime, buf: *mut c_void, d: &Direct) -> Opt
             }
             // SAFETY: forwarded from the caller; the payload is at most `cap` bytes, the packed
             // size of the `count` elements.
-            let mut unpack = Some(|payload: &[u8]| unsafe { layout.unpack(buf.cast(), count, 0, payload) });
-            let mut put = |payload: &[u8]| (unpack.take().unwrap())(payload);
-            e.try_recv_packed_now(d.world, d.env, cap, &mut put)
-                .or_else(|| if watch { e.recv_packed_arriving(d.world, d.env, cap, &mut put) } else { None })
+            let unpack = |at: usize, payload: &[u8]| unsafe { layout.unpack(buf.cast(), count, at, payload) };
+            e.try_recv_packed_now(d.world, d.env, cap, unpack)
+                .or_else(|| if watch { e.recv_packed_arriving(d.world, d.env, cap, unpack) } else { None })
         }
     }
 }
