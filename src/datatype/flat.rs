@@ -71,20 +71,6 @@ impl Flat {
         }
     }
 
-    /// Visits every block of one element placed at `base`, in order: `walk` of the whole
-    /// element without seeking.
-    pub fn walk_all<V: Visit>(&self, base: isize, v: &mut V) {
-        for node in &self.nodes {
-            match node {
-                &Node::Run { off, len } => v.block(base + off, len),
-                &Node::Vector { off, count, stride, len } => v.vector(base + off, count, stride, len),
-                Node::Repeat { off, count, stride, body } => {
-                    (0..*count).for_each(|k| body.walk_all(base + off + k as isize * stride, v))
-                }
-            }
-        }
-    }
-
     /// Visits the blocks holding packed bytes `[skip, skip + take)` of one element placed at
     /// `base`, in order. The range must lie within `[0, size]`.
     pub fn walk<V: Visit>(&self, base: isize, skip: usize, take: usize, v: &mut V) {

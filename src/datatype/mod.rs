@@ -128,14 +128,6 @@ impl Layout {
             }
             _ => None,
         };
-        if skip == 0 && take == total {
-            // Whole elements (every eager message, most packs): no seeking, no divisions.
-            match folded {
-                Some(Node::Vector { off, count, stride, len }) => v.vector(off, count, stride, len),
-                _ => (0..count).for_each(|e| f.walk_all(e as isize * self.ext, v)),
-            }
-            return;
-        }
         if let Some(node) = folded {
             flat::walk_node(&node, 0, skip, take, v);
             return;
