@@ -70,7 +70,7 @@ fn take_pieces(seg: &mut Segment, from: usize, mut left: usize, put: &mut impl F
         let Some(inc) = seg.peek(from) else {
             polls += 1;
             // The sender was descheduled between two pieces: let it run.
-            if polls % 4096 == 0 {
+            if polls.is_multiple_of(4096) {
                 std::thread::yield_now();
             }
             std::hint::spin_loop();
