@@ -10,6 +10,8 @@ pub struct Tunable {
 pub const LOG: &str = "OXMPI_LOG";
 pub const EAGER_LIMIT: &str = "OXMPI_EAGER_LIMIT";
 pub const SHM_SLOTS: &str = "OXMPI_SHM_SLOTS";
+pub const EAGER_PIECE: &str = "OXMPI_EAGER_PIECE";
+pub const EAGER_PIECES_FROM: &str = "OXMPI_EAGER_PIECES_FROM";
 pub const CMA: &str = "OXMPI_CMA";
 pub const CMA_SPLIT: &str = "OXMPI_CMA_SPLIT";
 pub const SPIN_US: &str = "OXMPI_SPIN_US";
@@ -62,6 +64,16 @@ pub const TUNABLES: &[Tunable] = &[
         name: EAGER_LIMIT,
         default: "12288",
         what: "largest message (bytes) sent eagerly through a ring slot (slots hold max(this, 16384) bytes); larger ones use rendezvous",
+    },
+    Tunable {
+        name: EAGER_PIECE,
+        default: "2048",
+        what: "a non-contiguous eager message to a rank that answered the last one and took everything sent to it goes in pieces of this many bytes, so it unpacks the first while the rest is packed (latency of 4-12 KiB vectors); 0: off. Only when ranks have a core each",
+    },
+    Tunable {
+        name: EAGER_PIECES_FROM,
+        default: "4096",
+        what: "smallest eager message sent in pieces (OXMPI_EAGER_PIECE)",
     },
     Tunable {
         name: SHM_SLOTS,

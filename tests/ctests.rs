@@ -194,6 +194,7 @@ ctests! {
     dtype_stream_small_rings => "dtype_stream_small_rings.c",
     dtype_stream_window => "dtype_stream_window.c",
     dtype_small_direct => "dtype_small_direct.c",
+    dtype_nonblocking_small => "dtype_nonblocking_small.c",
     coll_mixed_order => "coll_mixed_order.c",
     coll_nonblocking => "coll_nonblocking.c",
     coll_persistent => "coll_persistent.c",

@@ -4,7 +4,7 @@ use super::consts::*;
 use super::family::Mode;
 use super::grequest;
 use super::types::*;
-use crate::datatype::{self, Layout};
+use crate::datatype::{self, Elements, Layout};
 use crate::error::{MpiError, MpiResult, err};
 use crate::p2p::buffers::{RecvBuf, SendBuf};
 use crate::p2p::request::{COMPLETED_SEND, Op, Persistent, Request, SendMode, Status};
@@ -99,17 +99,54 @@ fn check_peer(c: &crate::comm::Comm, rank: c_int, allow_any: bool) -> MpiResult<
     }
 }
 
-/// A message of contiguous bytes (a builtin datatype) to or from one rank: what the eager
-/// fast paths need.
+/// A message to or from one rank with its arguments checked: what the fast paths need.
 struct Direct {
     world: usize,
     env: Envelope,
+    count: usize,
+    /// Bytes of data (`count` elements).
     bytes: usize,
+    elements: Elements,
 }
 
-/// The arguments of a send (`recv` false) or receive of a builtin datatype to or from a rank,
-/// checked in a few fused comparisons; None when anything is out of the ordinary (an invalid
-/// argument, a derived type, MPI_PROC_NULL, MPI_ANY_SOURCE): the general path then checks
+impl Direct {
+    /// The buffer of `count` elements at `buf` as what the engine takes: contiguous bytes from
+    /// where the data starts, or the scattered elements.
+    ///
+    /// # Safety
+    /// `buf` holds `count` elements, valid until the send completes.
+    unsafe fn send_buf(self, buf: *const c_void) -> SendBuf {
+        // SAFETY: forwarded from the caller; contiguous elements are `bytes` bytes from `at`.
+        unsafe {
+            match self.elements {
+                Elements::Contiguous { at, .. } => {
+                    SendBuf::new(buf.wrapping_byte_offset(at).cast(), datatype::BYTE, self.bytes)
+                }
+                Elements::Scattered(layout) => SendBuf::new(buf.cast(), layout, self.count),
+            }
+        }
+    }
+
+    /// `send_buf` for a receive.
+    ///
+    /// # Safety
+    /// `buf` has room for `count` elements, valid until the receive completes.
+    unsafe fn recv_buf(self, buf: *mut c_void) -> RecvBuf {
+        // SAFETY: forwarded from the caller; contiguous elements are `bytes` bytes from `at`.
+        unsafe {
+            match self.elements {
+                Elements::Contiguous { at, .. } => {
+                    RecvBuf::new(buf.wrapping_byte_offset(at).cast(), datatype::BYTE, self.bytes)
+                }
+                Elements::Scattered(layout) => RecvBuf::new(buf.cast(), layout, self.count),
+            }
+        }
+    }
+}
+
+/// The arguments of a send (`recv` false) or receive of a committed datatype to or from a
+/// rank, checked in a few fused comparisons; None when anything is out of the ordinary (an
+/// invalid argument, MPI_PROC_NULL, MPI_ANY_SOURCE, MPI_BOTTOM): the general path then checks
 /// again and reports errors as MPICH does.
 #[inline]
 fn direct_args(
@@ -122,7 +159,7 @@ fn direct_args(
     comm: MPI_Comm,
     recv: bool,
 ) -> Option<Direct> {
-    let size = datatype::builtin::builtin(datatype)?.size;
+    let elements = datatype::elements(datatype)?;
     let c = rt.comms.find(comm)?;
     // TAG_UB is c_int::MAX: a tag is valid when non-negative (or MPI_ANY_TAG on receives).
     let tag_ok = tag >= 0 || (recv && tag == MPI_ANY_TAG);
@@ -130,12 +167,14 @@ fn direct_args(
     if !tag_ok || count < 0 || peer as u32 as usize >= c.peer_count() {
         return None;
     }
-    let bytes = (count as usize).checked_mul(size)?;
+    let count = count as usize;
+    let bytes = count.checked_mul(elements.size())?;
     if buf.is_null() && bytes > 0 {
         return None;
     }
     let src = if recv { peer } else { c.rank as i32 };
-    Some(Direct { world: c.peer_world_rank(peer as usize), env: Envelope { ctx: c.ctx, src, tag }, bytes })
+    let env = Envelope { ctx: c.ctx, src, tag };
+    Some(Direct { world: c.peer_world_rank(peer as usize), env, count, bytes, elements })
 }
 
 /// Everything a send needs, checked.
@@ -198,28 +237,42 @@ unsafe fn start_send(
 ) -> MpiResult<u32> {
     if matches!(mode, SendMode::Standard | SendMode::Ready)
         && let Some(d) = direct_args(rt, buf, count, datatype, dest, tag, comm, false)
-        // SAFETY: `bytes` contiguous bytes of a builtin type at `buf` (non-null when bytes > 0).
-        && rt.engine.try_send_eager_now(d.world, d.env, unsafe { raw_bytes(buf, d.bytes) })
     {
-        return Ok(COMPLETED_SEND);
+        let e = &mut rt.engine;
+        let sent = match &d.elements {
+            Elements::Contiguous { at, .. } => {
+                // SAFETY: `count` elements at `buf` (non-null when bytes > 0): `bytes` contiguous
+                // bytes from `at`.
+                let bytes = unsafe { raw_bytes(buf.wrapping_byte_offset(*at), d.bytes) };
+                e.try_send_eager_now(d.world, d.env, bytes)
+            }
+            // A small non-contiguous message whose slot is free is packed straight into it,
+            // with no request and no send buffer (tiny-block vectors: as fast as the builtin
+            // path).
+            Elements::Scattered(layout) => {
+                let (len, count) = (d.bytes, d.count);
+                // SAFETY: forwarded from the caller: `count` readable elements at `buf`; the
+                // slots hold the packed bytes of those elements asked for.
+                let pack = |r: std::ops::Range<usize>, out: &mut [u8]| unsafe {
+                    layout.pack_to_ptr(buf.cast(), count, r, out.as_mut_ptr())
+                };
+                e.try_send_in_pieces(d.world, d.env, len, pack)
+                    || e.try_send_packed_now(d.world, d.env, len, |slot| pack(0..len, slot))
+            }
+        };
+        if sent {
+            return Ok(COMPLETED_SEND);
+        }
+        let (world, env) = (d.world, d.env);
+        // SAFETY: forwarded from the caller.
+        let sbuf = unsafe { d.send_buf(buf) };
+        return Ok(rt.engine.isend(world, env, sbuf, mode, comm));
     }
     let a = send_args(rt, count, datatype, dest, tag, comm)?;
     check_buffer(buf, a.count, &a.layout)?;
     let Peer::Rank { world, .. } = a.peer else {
         return Ok(rt.engine.reqs.insert(Request::completed(Status::proc_null(), comm)));
     };
-    if matches!(mode, SendMode::Standard | SendMode::Ready) && a.layout.contiguous_at().is_none() {
-        // A small non-contiguous message whose slot is free is packed straight into it, with
-        // no request and no send buffer (tiny-block vectors: as fast as the builtin path).
-        let len = a.layout.size * a.count;
-        let (layout, count) = (&a.layout, a.count);
-        // SAFETY: forwarded from the caller: `count` readable elements at `buf`; the slot holds
-        // `len` bytes, the packed size of those elements.
-        let pack = |slot: &mut [u8]| unsafe { layout.pack_to_ptr(buf.cast(), count, 0..len, slot.as_mut_ptr()) };
-        if rt.engine.try_send_packed_now(world, a.env, len, pack) {
-            return Ok(COMPLETED_SEND);
-        }
-    }
     // SAFETY: forwarded from the caller.
     let sbuf = unsafe { SendBuf::new(buf.cast(), a.layout, a.count) };
     if mode == SendMode::Buffered {
@@ -300,9 +353,10 @@ unsafe fn start_recv(
     comm: MPI_Comm,
 ) -> MpiResult<u32> {
     if let Some(d) = direct_args(rt, buf, count, datatype, source, tag, comm, true) {
-        // SAFETY: forwarded from the caller; a builtin type's elements are contiguous bytes.
-        let rbuf = unsafe { RecvBuf::new(buf.cast(), datatype::BYTE, d.bytes) };
-        return Ok(rt.engine.irecv(d.env, rbuf, comm));
+        let env = d.env;
+        // SAFETY: forwarded from the caller.
+        let rbuf = unsafe { d.recv_buf(buf) };
+        return Ok(rt.engine.irecv(env, rbuf, comm));
     }
     let (peer, env, layout, count) = recv_args(rt, count, datatype, source, tag, comm)?;
     check_buffer(buf, count, &layout)?;
@@ -414,63 +468,55 @@ unsafe fn blocking_recv(
     status: *mut MPI_Status,
 ) -> MpiResult {
     let s = start_and_wait(|rt| {
-        // A message already at the head of its sender's ring needs no request.
-        let fast = direct_args(rt, buf, count, datatype, source, tag, comm, true).and_then(|d| {
-            // SAFETY: the caller's buffer holds `bytes` writable bytes during the call.
-            let dst = unsafe { raw_bytes_mut(buf, d.bytes) };
-            // Watching the ring holds the library: not with other threads in it.
-            let watch = !runtime::multiple();
-            rt.engine
-                .try_recv_eager_now(d.world, d.env, dst)
-                .or_else(|| if watch { rt.engine.recv_eager_arriving(d.world, d.env, dst) } else { None })
-        });
-        // SAFETY: the buffer is valid for the duration of the blocking call.
-        let fast = fast.or_else(|| unsafe { recv_scattered_now(rt, buf, count, datatype, source, tag, comm) });
-        Ok(match fast {
-            Some(s) => Started::Done(s),
+        let Some(d) = direct_args(rt, buf, count, datatype, source, tag, comm, true) else {
             // SAFETY: the buffer is valid for the duration of the blocking call.
-            None => Started::Pending(unsafe { start_recv(rt, buf, count, datatype, source, tag, comm)? }),
-        })
+            return Ok(Started::Pending(unsafe { start_recv(rt, buf, count, datatype, source, tag, comm)? }));
+        };
+        // A message already at the head of its sender's ring needs no request.
+        // SAFETY: the buffer is valid for the duration of the blocking call.
+        if let Some(s) = unsafe { recv_direct_now(rt, buf, &d) } {
+            return Ok(Started::Done(s));
+        }
+        let env = d.env;
+        // SAFETY: the buffer is valid for the duration of the blocking call.
+        let rbuf = unsafe { d.recv_buf(buf) };
+        Ok(Started::Pending(rt.engine.irecv(env, rbuf, comm)))
     })?;
     // SAFETY: status is MPI_STATUS_IGNORE or the caller's status.
     unsafe { write_status(status, &s, false) };
     status_result(&s)
 }
 
-/// The blocking receive fast path (`try_recv_eager_now`, `recv_eager_arriving`) for a derived
-/// type (non-contiguous, or contiguous away from the buffer pointer): a small message at the
-/// head of its sender's ring is unpacked from the slot into the user's layout, with no request.
-/// None: anything else (errors included, which the general path reports).
+/// The blocking receive fast path: a small message at the head of its sender's ring (or
+/// arriving within the watch window, `recv_eager_arriving`) is copied, or unpacked into a
+/// non-contiguous layout, straight from the slot, with no request. None: anything else
+/// (errors included, which the general path reports).
 ///
 /// # Safety
-/// `buf` holds `count` writable elements of `datatype` during the call.
-unsafe fn recv_scattered_now(
-    rt: &mut Runtime,
-    buf: *mut c_void,
-    count: i64,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-) -> Option<Status> {
-    if datatype::builtin::builtin(datatype).is_some() {
-        return None;
-    }
-    let (peer, env, layout, count) = recv_args(rt, count, datatype, source, tag, comm).ok()?;
-    let Peer::Rank { world, .. } = peer else { return None };
-    let cap = layout.size.checked_mul(count)?;
-    if cap > rt.engine.eager_limit() || check_buffer(buf, count, &layout).is_err() {
-        return None;
-    }
-    // SAFETY: forwarded from the caller; the payload is at most `cap` bytes, the packed size of
-    // the `count` elements.
-    let unpack = |payload: &[u8]| unsafe { layout.unpack(buf.cast(), count, 0, payload) };
+/// `buf` holds `d.count` writable elements during the call.
+unsafe fn recv_direct_now(rt: &mut Runtime, buf: *mut c_void, d: &Direct) -> Option<Status> {
+    // Watching the ring holds the library: not with other threads in it.
     let watch = !runtime::multiple();
-    let mut unpack = Some(unpack);
-    let mut put = |payload: &[u8]| (unpack.take().unwrap())(payload);
-    rt.engine
-        .try_recv_packed_now(world, env, cap, &mut put)
-        .or_else(|| if watch { rt.engine.recv_packed_arriving(world, env, cap, &mut put) } else { None })
+    let e = &mut rt.engine;
+    match &d.elements {
+        Elements::Contiguous { at, .. } => {
+            // SAFETY: the caller's buffer holds `bytes` writable bytes from `at`.
+            let dst = unsafe { raw_bytes_mut(buf.wrapping_byte_offset(*at), d.bytes) };
+            e.try_recv_eager_now(d.world, d.env, dst)
+                .or_else(|| if watch { e.recv_eager_arriving(d.world, d.env, dst) } else { None })
+        }
+        Elements::Scattered(layout) => {
+            let (cap, count) = (d.bytes, d.count);
+            if cap > e.eager_limit() {
+                return None;
+            }
+            // SAFETY: forwarded from the caller; the payload is at most `cap` bytes, the packed
+            // size of the `count` elements.
+            let unpack = |at: usize, payload: &[u8]| unsafe { layout.unpack(buf.cast(), count, at, payload) };
+            e.try_recv_packed_now(d.world, d.env, cap, unpack)
+                .or_else(|| if watch { e.recv_packed_arriving(d.world, d.env, cap, unpack) } else { None })
+        }
+    }
 }
 
 pub unsafe fn MPI_Recv_c(

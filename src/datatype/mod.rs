@@ -583,6 +583,51 @@ fn layout_of_other(dt: MPI_Datatype) -> MpiResult<Layout> {
     Ok(l)
 }
 
+/// How the elements of a type lie in memory, as the per-message fast paths need it.
+#[derive(Debug, Clone)]
+pub enum Elements {
+    /// Any number of elements is one run of `count * size` bytes starting `at` bytes from the
+    /// buffer pointer: a builtin type, or a derived one such as a one-block vector (perhaps
+    /// with lb != 0).
+    Contiguous { size: usize, at: isize },
+    /// Anything else.
+    Scattered(Layout),
+}
+
+impl Elements {
+    /// Bytes of data in one element.
+    pub fn size(&self) -> usize {
+        match self {
+            Elements::Contiguous { size, .. } => *size,
+            Elements::Scattered(l) => l.size,
+        }
+    }
+}
+
+/// How the elements of `dt` lie in memory, for a committed type; None for anything else,
+/// errors included (the general path reports them). The per-message check of the fast paths:
+/// a contiguous type found in the per-thread cache of `layout` costs no lock and no
+/// reference count.
+#[inline]
+pub fn elements(dt: MPI_Datatype) -> Option<Elements> {
+    if let Some(b) = builtin::builtin(dt) {
+        return Some(Elements::Contiguous { size: b.size, at: 0 });
+    }
+    let of = |l: &Layout| match l.contiguous_at() {
+        Some(at) => Elements::Contiguous { size: l.size, at },
+        None => Elements::Scattered(l.clone()),
+    };
+    let generation = FREES.load(Ordering::Acquire);
+    let hit = LAST_LAYOUT.with(|last| match &*last.borrow() {
+        Some((h, g, l)) if *h == dt && *g == generation => Some(of(l)),
+        _ => None,
+    });
+    match hit {
+        Some(e) => Some(e),
+        None => Some(of(&layout(dt).ok()?)),
+    }
+}
+
 /// Derived-type frees so far: a cached layout taken before the last free may be stale.
 static FREES: AtomicU64 = AtomicU64::new(0);
 

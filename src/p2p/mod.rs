@@ -53,6 +53,42 @@ mod kind {
     pub const DATA: u32 = 7;
     /// Receiver to sender: copy your share of a shared rendezvous transfer (`Split`).
     pub const HELP: u32 = 8;
+    /// The first piece of an eager message sent in pieces (`Engine::try_send_in_pieces`):
+    /// `addr` is the message's length, `len` the piece's.
+    pub const PIECE_HEAD: u32 = 9;
+    /// A later piece, in the next slot from the same sender: `addr` is its offset.
+    pub const PIECE: u32 = 10;
+}
+
+/// Takes the `left` bytes of pieces of a message from `from`'s ring as they arrive (the
+/// sender is writing them, one per slot, without waiting for anything), handing each to
+/// `put(offset, bytes)`; returns the bytes taken.
+fn take_pieces(seg: &mut Segment, from: usize, mut left: usize, put: &mut impl FnMut(usize, &[u8])) -> usize {
+    let total = left;
+    let mut polls = 0u32;
+    while left > 0 {
+        let Some(inc) = seg.peek(from) else {
+            polls += 1;
+            // The sender was descheduled between two pieces: let it run.
+            if polls.is_multiple_of(4096) {
+                std::thread::yield_now();
+            }
+            std::hint::spin_loop();
+            continue;
+        };
+        debug_assert_eq!(inc.packet.kind, kind::PIECE);
+        put(inc.packet.addr as usize, inc.payload);
+        left -= inc.payload.len();
+        seg.release(from);
+    }
+    total
+}
+
+/// A message in pieces being received from one sender: into a matched receive, or into a
+/// copy that joins the unexpected queue once whole.
+enum Assembly {
+    Matched { req: u32, filled: usize, len: usize, fits: usize },
+    Queued { msg: Unexpected, filled: usize },
 }
 
 /// A message that arrived before its receive was posted.
@@ -128,6 +164,11 @@ struct SplitLists {
     /// Our blocks in wire form, read by the sender (kept until the transfer completes).
     wire: Vec<[u64; 2]>,
 }
+
+/// Eager messages in pieces (`Engine::try_send_in_pieces`): bytes per piece and the smallest
+/// message sent so, by default (measured, docs/perf-r7-vec.md).
+const EAGER_PIECE_DEFAULT: usize = 2048;
+const EAGER_PIECES_FROM_DEFAULT: usize = 4096;
 
 /// Smallest message whose single-copy transfer the sender helps with, by default (measured,
 /// docs/performance.md); 0 turns shared copies off.
@@ -283,6 +324,12 @@ pub struct Engine {
     splits: Vec<Split>,
     /// When this rank last moved off a CPU it shared with another rank (`wait_until`).
     last_move_off: Option<Instant>,
+    /// Bytes per piece of eager messages sent in pieces (0: never) and the smallest such
+    /// message (`try_send_in_pieces`).
+    piece: usize,
+    pieces_from: usize,
+    /// Per sender: the message in pieces being received from it.
+    assembly: Vec<Option<Assembly>>,
     /// Per peer: rendezvous sends to it announced and not finished yet. A peer that still has
     /// messages of ours to copy is busy, so it is not asked to share the copy of its own
     /// messages to us (in bidirectional traffic each rank reads its own, in one call).
@@ -305,7 +352,15 @@ impl Engine {
                 .min(s.geometry().payload_capacity())
         });
         let wait = WaitPolicy::for_node(nranks, shm.as_ref());
+        // The receiver of a message in pieces waits for them: only with a core per rank.
+        let piece =
+            if wait.oversubscribed { 0 } else { config::usize_var(config::EAGER_PIECE).unwrap_or(EAGER_PIECE_DEFAULT) };
+        let pieces_from =
+            config::usize_var(config::EAGER_PIECES_FROM).unwrap_or(EAGER_PIECES_FROM_DEFAULT).max(piece + 1);
         Engine {
+            piece,
+            pieces_from,
+            assembly: (0..nranks).map(|_| None).collect(),
             me,
             nranks,
             shm,
@@ -474,14 +529,67 @@ impl Engine {
         true
     }
 
+    /// Sends an eager message of `len` bytes to `dst` in pieces of `piece` bytes, one slot
+    /// each, when the receiver answered our last message and took everything sent to it (so
+    /// it likely waits for this one): it unpacks the first piece while the next ones are
+    /// packed, where a single slot has the packing and the unpacking run one after the other
+    /// (ping-pong of 8 KiB of 8-byte blocks: 2.7 -> 2.5 us, docs/perf-r7-vec.md). For
+    /// non-contiguous data: contiguous messages gained nothing (their two copies are bound by
+    /// the lines moving between the cores, not by work on either side). `fill(range, out)`
+    /// writes bytes `range` of the message into `out`. Only messages from `pieces_from` bytes
+    /// to the eager limit, only when ranks have a core each (the receiver waits for the
+    /// pieces). Returns whether it sent.
+    pub fn try_send_in_pieces(
+        &mut self,
+        dst: usize,
+        env: Envelope,
+        len: usize,
+        mut fill: impl FnMut(std::ops::Range<usize>, &mut [u8]),
+    ) -> bool {
+        let piece = self.piece;
+        if piece == 0
+            || len < self.pieces_from
+            || len > self.eager_limit
+            || dst == self.me
+            || !self.outq[dst].is_empty()
+        {
+            return false;
+        }
+        let Some(seg) = self.shm.as_mut() else { return false };
+        let pieces = len.div_ceil(piece);
+        // A drained ring has every slot free. A peer that answered our last message waits for
+        // this one (a ping-pong); without an answer, messages follow each other (a window) and
+        // already overlap their copies.
+        if !seg.answered(dst) || !seg.drained(dst) || pieces > seg.geometry().nslots {
+            return false;
+        }
+        let mut head = Packet {
+            kind: kind::PIECE_HEAD,
+            context: env.ctx,
+            src: env.src,
+            tag: env.tag,
+            addr: len as u64,
+            ..Default::default()
+        };
+        for at in (0..len).step_by(piece) {
+            let n = piece.min(len - at);
+            head.len = n as u64;
+            seg.send(dst, &head, |slot| fill(at..at + n, &mut slot[..n]));
+            head = Packet { kind: kind::PIECE, len: n as u64, addr: (at + n) as u64, ..Default::default() };
+        }
+        seg.notify(dst);
+        true
+    }
+
     /// `try_recv_eager_now` for a destination of `cap` bytes that is not one slice (a
-    /// non-contiguous layout): `unpack` gets the payload straight from the slot.
+    /// non-contiguous layout): `unpack(offset, bytes)` gets the payload straight from the
+    /// slot (or slots: a message in pieces).
     pub fn try_recv_packed_now(
         &mut self,
         from: usize,
         env: Envelope,
         cap: usize,
-        unpack: impl FnOnce(&[u8]),
+        unpack: impl FnMut(usize, &[u8]),
     ) -> Option<Status> {
         self.take_eager_now(from, env, cap, unpack)
     }
@@ -492,7 +600,7 @@ impl Engine {
         from: usize,
         env: Envelope,
         cap: usize,
-        unpack: impl FnOnce(&[u8]),
+        unpack: impl FnMut(usize, &[u8]),
     ) -> Option<Status> {
         self.watch_eager(from, env, cap, unpack)
     }
@@ -502,13 +610,22 @@ impl Engine {
     /// before it (no posted receive, no queued message `env` accepts) and it fits. Returns the
     /// status if it did; the caller otherwise posts a receive as usual.
     pub fn try_recv_eager_now(&mut self, from: usize, env: Envelope, dst: &mut [u8]) -> Option<Status> {
-        self.take_eager_now(from, env, dst.len(), |payload| shm::copy_small(&mut dst[..payload.len()], payload))
+        let cap = dst.len();
+        self.take_eager_now(from, env, cap, |at, payload| shm::copy_small(&mut dst[at..at + payload.len()], payload))
     }
 
-    /// `try_recv_eager_now` into a destination of `cap` bytes written by `put` (it gets the
-    /// payload, at most `cap` bytes).
+    /// `try_recv_eager_now` into a destination of `cap` bytes written by `put(offset, bytes)`
+    /// (it gets the payload, at most `cap` bytes in all). A message in pieces
+    /// (`try_send_in_pieces`) is taken whole: its sender writes the pieces one after the other
+    /// without waiting for anything, so this waits for the rest of them here.
     #[inline(always)]
-    fn take_eager_now(&mut self, from: usize, env: Envelope, cap: usize, put: impl FnOnce(&[u8])) -> Option<Status> {
+    fn take_eager_now(
+        &mut self,
+        from: usize,
+        env: Envelope,
+        cap: usize,
+        mut put: impl FnMut(usize, &[u8]),
+    ) -> Option<Status> {
         if from == self.me || !self.posted.is_empty() {
             return None;
         }
@@ -519,14 +636,23 @@ impl Engine {
         let inc = seg.peek(from)?;
         let pk = inc.packet;
         let msg = Envelope { ctx: pk.context, src: pk.src, tag: pk.tag };
-        if pk.kind != kind::EAGER || inc.payload.len() > cap || !env.accepts(&msg) {
+        let len = match pk.kind {
+            kind::EAGER => inc.payload.len(),
+            kind::PIECE_HEAD => pk.addr as usize,
+            _ => return None,
+        };
+        if len > cap || !env.accepts(&msg) {
             return None;
         }
-        let n = inc.payload.len();
-        put(inc.payload);
+        put(0, inc.payload);
+        let mut filled = inc.payload.len();
         seg.release(from);
+        if filled < len {
+            filled += take_pieces(seg, from, len - filled, &mut put);
+        }
+        debug_assert_eq!(filled, len);
         seg.notify(from);
-        Some(Status { source: msg.src, tag: msg.tag, bytes: n, cancelled: false, error: MPI_SUCCESS })
+        Some(Status { source: msg.src, tag: msg.tag, bytes: len, cancelled: false, error: MPI_SUCCESS })
     }
 
     /// Blocking receive fast path for a message on its way: when `try_recv_eager_now` found
@@ -538,12 +664,13 @@ impl Engine {
     /// shared copies, schedules, pairs or tasks). None: the caller posts the receive and waits
     /// as usual.
     pub fn recv_eager_arriving(&mut self, from: usize, env: Envelope, dst: &mut [u8]) -> Option<Status> {
-        self.watch_eager(from, env, dst.len(), |payload| shm::copy_small(&mut dst[..payload.len()], payload))
+        let cap = dst.len();
+        self.watch_eager(from, env, cap, |at, payload| shm::copy_small(&mut dst[at..at + payload.len()], payload))
     }
 
-    /// `recv_eager_arriving` into a destination of `cap` bytes written by `put`.
+    /// `recv_eager_arriving` into a destination of `cap` bytes written by `put(offset, bytes)`.
     #[inline(always)]
-    fn watch_eager(&mut self, from: usize, env: Envelope, cap: usize, put: impl FnOnce(&[u8])) -> Option<Status> {
+    fn watch_eager(&mut self, from: usize, env: Envelope, cap: usize, put: impl FnMut(usize, &[u8])) -> Option<Status> {
         // A buffer larger than the eager limit likely waits for a rendezvous request: then the
         // receive is better posted at once, so that its request is ready when the request to
         // send arrives (ping-pong of 16 KiB: 1.75 against 1.85 us with the watch).
@@ -1207,6 +1334,8 @@ impl Engine {
                     });
                 }
             }
+            kind::PIECE_HEAD => self.first_piece(src, env, pk.addr as usize, payload),
+            kind::PIECE => self.next_piece(src, pk.addr as usize, payload),
             kind::RTS => {
                 let word = |b: &[u8]| u64::from_ne_bytes(b[..8].try_into().unwrap());
                 let stream = pk.rreq == RTS_STREAM;
@@ -1248,6 +1377,65 @@ impl Engine {
                 }
             }
             k => log::error!("unknown packet kind {k} from rank {src}"),
+        }
+    }
+
+    /// The first piece of a message of `len` bytes from `src` in pieces: into the receive it
+    /// matches, or into a copy queued once whole (a receive posted meanwhile matches it then).
+    #[inline(never)]
+    fn first_piece(&mut self, src: usize, env: Envelope, len: usize, payload: &[u8]) {
+        let filled = payload.len();
+        let assembly = match self.take_posted(&env) {
+            Some(req) => {
+                let fits = self.set_matched_status(req, env, len);
+                if let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op {
+                    buf.put(0, &payload[..filled.min(fits)]);
+                }
+                Assembly::Matched { req, filled, len, fits }
+            }
+            None => {
+                let mut data = self.payload_pool.pop().unwrap_or_default();
+                data.clear();
+                data.reserve(len);
+                data.extend_from_slice(payload);
+                let msg = Unexpected { env, from: src, len, body: Body::Eager { data, ack: None } };
+                Assembly::Queued { msg, filled }
+            }
+        };
+        self.assembly[src] = Some(assembly);
+    }
+
+    /// A later piece, at byte `at` of the message from `src`; the message is complete after
+    /// its last piece.
+    #[inline(never)]
+    fn next_piece(&mut self, src: usize, at: usize, payload: &[u8]) {
+        let Some(a) = self.assembly[src].as_mut() else {
+            log::error!("a piece of a message from rank {src} without its first piece");
+            return;
+        };
+        let done = match a {
+            Assembly::Matched { req, filled, len, fits } => {
+                if at < *fits
+                    && let Op::Recv { buf, .. } = &mut self.reqs.get_mut(*req).unwrap().op
+                {
+                    buf.put(at, &payload[..payload.len().min(*fits - at)]);
+                }
+                *filled += payload.len();
+                *filled >= *len
+            }
+            Assembly::Queued { msg, filled } => {
+                if let Body::Eager { data, .. } = &mut msg.body {
+                    data.extend_from_slice(payload);
+                }
+                *filled += payload.len();
+                *filled >= msg.len
+            }
+        };
+        if done {
+            match self.assembly[src].take().unwrap() {
+                Assembly::Matched { req, fits, .. } => self.complete_recv(req, fits),
+                Assembly::Queued { msg, .. } => self.on_message(msg),
+            }
         }
     }
 

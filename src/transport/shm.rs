@@ -206,6 +206,8 @@ pub struct Segment {
     send_rings: Vec<Cursor>,
     /// The ring from each peer, at the next slot this rank reads.
     recv_rings: Vec<Cursor>,
+    /// Per peer: our read position in its ring when we last sent to it (`answered`).
+    read_at_send: Vec<usize>,
     /// Every rank registered for membarrier: notifiers need no fence (see `notify`).
     light_fences: bool,
     /// This rank registered, so its sleeps issue the heavy barrier.
@@ -310,6 +312,7 @@ impl Segment {
         let seg = Segment {
             send_rings: (0..geo.nranks).map(|dst| ring(me, dst)).collect(),
             recv_rings: (0..geo.nranks).map(|src| ring(src, me)).collect(),
+            read_at_send: vec![0; geo.nranks],
             map,
             geo,
             me,
@@ -626,6 +629,30 @@ impl Segment {
         self.slot_header(p).full.load(Ordering::Acquire) == 0
     }
 
+    /// Moves the send cursor towards `dst` past the slot just published.
+    #[inline]
+    fn advance_send(&mut self, dst: usize) {
+        Self::advance(&mut self.send_rings[dst], self.geo.nslots);
+        self.read_at_send[dst] = self.recv_rings[dst].next;
+    }
+
+    /// Whether this rank took a packet from `dst` since it last sent one there (the pattern of
+    /// a ping-pong: `dst` answered).
+    #[inline]
+    pub fn answered(&self, dst: usize) -> bool {
+        self.read_at_send[dst] != self.recv_rings[dst].next
+    }
+
+    /// Whether the receiver gave back every slot sent to `dst` (the last one written is free
+    /// again): it has taken everything and, likely, waits for more.
+    #[inline]
+    pub fn drained(&self, dst: usize) -> bool {
+        let c = self.send_rings[dst];
+        let last = if c.next == 0 { self.geo.nslots - 1 } else { c.next - 1 };
+        let p = self.slot_at(Cursor { next: last, ..c });
+        self.slot_header(p).full.load(Ordering::Acquire) == 0
+    }
+
     /// Fills the next slot towards `dst` with `packet` and the payload written by `fill`
     /// (which gets the payload area, `payload_capacity` bytes), then publishes it.
     /// The caller checked `can_send(dst)`, and calls `notify(dst)` after its last send of a
@@ -641,7 +668,7 @@ impl Segment {
             fill(std::slice::from_raw_parts_mut(p.add(SLOT_HEADER), cap));
         }
         self.slot_header(p).full.store(FLAG_FULL, Ordering::Release);
-        Self::advance(&mut self.send_rings[dst], self.geo.nslots);
+        self.advance_send(dst);
     }
 
     /// Sends an eager message with the compact header: context, source, tag and `bytes`
@@ -684,7 +711,7 @@ impl Segment {
         let flag = FLAG_FULL | FLAG_COMPACT | ((bytes.len() as u32) << COMPACT_LEN_SHIFT);
         // SAFETY: as above; the flag word is only accessed atomically.
         unsafe { (*h).flag.store(flag, Ordering::Release) };
-        Self::advance(&mut self.send_rings[dst], self.geo.nslots);
+        self.advance_send(dst);
     }
 
     /// `send_eager` of `len` bytes written by `fill` (it gets exactly `len` bytes of the slot)
@@ -715,7 +742,7 @@ impl Segment {
             fill(std::slice::from_raw_parts_mut(p.add(COMPACT_HEADER), len));
             (*h).flag.store(FLAG_FULL | FLAG_COMPACT | ((len as u32) << COMPACT_LEN_SHIFT), Ordering::Release);
         }
-        Self::advance(&mut self.send_rings[dst], self.geo.nslots);
+        self.advance_send(dst);
     }
 
     /// The next full slot from `src`, if any.
