@@ -4,7 +4,7 @@ use super::consts::*;
 use super::family::Mode;
 use super::grequest;
 use super::types::*;
-use crate::datatype::{self, Elements, Layout};
+use crate::datatype::{self, Layout};
 use crate::error::{MpiError, MpiResult, err};
 use crate::p2p::buffers::{RecvBuf, SendBuf};
 use crate::p2p::request::{COMPLETED_SEND, Op, Persistent, Request, SendMode, Status};
@@ -100,30 +100,37 @@ fn check_peer(c: &crate::comm::Comm, rank: c_int, allow_any: bool) -> MpiResult<
 }
 
 /// A message to or from one rank with its arguments checked: what the fast paths need.
+#[derive(Clone, Copy)]
 struct Direct {
     world: usize,
     env: Envelope,
     count: usize,
     /// Bytes of data (`count` elements).
     bytes: usize,
-    elements: Elements,
+    /// Where the data starts when it is one run of `bytes` bytes (from the buffer pointer);
+    /// None: scattered elements of `datatype`.
+    contiguous_at: Option<isize>,
+    datatype: MPI_Datatype,
 }
 
 impl Direct {
+    /// The layout of scattered elements (from the per-thread cache `direct_args` filled).
+    fn layout(&self) -> MpiResult<Layout> {
+        datatype::layout(self.datatype)
+    }
+
     /// The buffer of `count` elements at `buf` as what the engine takes: contiguous bytes from
     /// where the data starts, or the scattered elements.
     ///
     /// # Safety
     /// `buf` holds `count` elements, valid until the send completes.
-    unsafe fn send_buf(self, buf: *const c_void) -> SendBuf {
-        // SAFETY: forwarded from the caller; contiguous elements are `bytes` bytes from `at`.
-        unsafe {
-            match self.elements {
-                Elements::Contiguous { at, .. } => {
-                    SendBuf::new(buf.wrapping_byte_offset(at).cast(), datatype::BYTE, self.bytes)
-                }
-                Elements::Scattered(layout) => SendBuf::new(buf.cast(), layout, self.count),
-            }
+    #[inline(always)]
+    unsafe fn send_buf(self, buf: *const c_void) -> MpiResult<SendBuf> {
+        match self.contiguous_at {
+            // SAFETY: forwarded from the caller; contiguous elements are `bytes` bytes from `at`.
+            Some(at) => Ok(unsafe { SendBuf::new(buf.wrapping_byte_offset(at).cast(), datatype::BYTE, self.bytes) }),
+            // SAFETY: forwarded from the caller.
+            None => Ok(unsafe { SendBuf::new(buf.cast(), self.layout()?, self.count) }),
         }
     }
 
@@ -131,16 +138,24 @@ impl Direct {
     ///
     /// # Safety
     /// `buf` has room for `count` elements, valid until the receive completes.
-    unsafe fn recv_buf(self, buf: *mut c_void) -> RecvBuf {
-        // SAFETY: forwarded from the caller; contiguous elements are `bytes` bytes from `at`.
-        unsafe {
-            match self.elements {
-                Elements::Contiguous { at, .. } => {
-                    RecvBuf::new(buf.wrapping_byte_offset(at).cast(), datatype::BYTE, self.bytes)
-                }
-                Elements::Scattered(layout) => RecvBuf::new(buf.cast(), layout, self.count),
-            }
+    #[inline(always)]
+    unsafe fn recv_buf(self, buf: *mut c_void) -> MpiResult<RecvBuf> {
+        match self.contiguous_at {
+            // SAFETY: forwarded from the caller; contiguous elements are `bytes` bytes from `at`.
+            Some(at) => Ok(unsafe { RecvBuf::new(buf.wrapping_byte_offset(at).cast(), datatype::BYTE, self.bytes) }),
+            // SAFETY: forwarded from the caller.
+            None => unsafe { self.scattered_recv_buf(buf) },
         }
+    }
+
+    /// `recv_buf` of scattered elements, out of line.
+    ///
+    /// # Safety
+    /// As `recv_buf`.
+    #[inline(never)]
+    unsafe fn scattered_recv_buf(self, buf: *mut c_void) -> MpiResult<RecvBuf> {
+        // SAFETY: forwarded from the caller.
+        Ok(unsafe { RecvBuf::new(buf.cast(), self.layout()?, self.count) })
     }
 }
 
@@ -148,7 +163,7 @@ impl Direct {
 /// rank, checked in a few fused comparisons; None when anything is out of the ordinary (an
 /// invalid argument, MPI_PROC_NULL, MPI_ANY_SOURCE, MPI_BOTTOM): the general path then checks
 /// again and reports errors as MPICH does.
-#[inline]
+#[inline(always)]
 fn direct_args(
     rt: &Runtime,
     buf: *const c_void,
@@ -168,13 +183,14 @@ fn direct_args(
         return None;
     }
     let count = count as usize;
-    let bytes = count.checked_mul(elements.size())?;
+    let bytes = count.checked_mul(elements.size)?;
     if buf.is_null() && bytes > 0 {
         return None;
     }
     let src = if recv { peer } else { c.rank as i32 };
     let env = Envelope { ctx: c.ctx, src, tag };
-    Some(Direct { world: c.peer_world_rank(peer as usize), env, count, bytes, elements })
+    let contiguous_at = elements.contiguous_at;
+    Some(Direct { world: c.peer_world_rank(peer as usize), env, count, bytes, contiguous_at, datatype })
 }
 
 /// Everything a send needs, checked.
@@ -238,36 +254,38 @@ unsafe fn start_send(
     if matches!(mode, SendMode::Standard | SendMode::Ready)
         && let Some(d) = direct_args(rt, buf, count, datatype, dest, tag, comm, false)
     {
-        let e = &mut rt.engine;
-        let sent = match &d.elements {
-            Elements::Contiguous { at, .. } => {
-                // SAFETY: `count` elements at `buf` (non-null when bytes > 0): `bytes` contiguous
-                // bytes from `at`.
-                let bytes = unsafe { raw_bytes(buf.wrapping_byte_offset(*at), d.bytes) };
-                e.try_send_eager_now(d.world, d.env, bytes)
+        if let Some(at) = d.contiguous_at {
+            // SAFETY: `count` elements at `buf` (non-null when bytes > 0): `bytes` contiguous
+            // bytes from `at`.
+            let bytes = unsafe { raw_bytes(buf.wrapping_byte_offset(at), d.bytes) };
+            if rt.engine.try_send_eager_now(d.world, d.env, bytes) {
+                return Ok(COMPLETED_SEND);
             }
-            // A small non-contiguous message whose slot is free is packed straight into it,
-            // with no request and no send buffer (tiny-block vectors: as fast as the builtin
-            // path).
-            Elements::Scattered(layout) => {
-                let (len, count) = (d.bytes, d.count);
-                // SAFETY: forwarded from the caller: `count` readable elements at `buf`; the
-                // slots hold the packed bytes of those elements asked for.
-                let pack = |r: std::ops::Range<usize>, out: &mut [u8]| unsafe {
-                    layout.pack_to_ptr(buf.cast(), count, r, out.as_mut_ptr())
-                };
-                e.try_send_in_pieces(d.world, d.env, len, pack)
-                    || e.try_send_packed_now(d.world, d.env, len, |slot| pack(0..len, slot))
-            }
-        };
-        if sent {
-            return Ok(COMPLETED_SEND);
         }
-        let (world, env) = (d.world, d.env);
         // SAFETY: forwarded from the caller.
-        let sbuf = unsafe { d.send_buf(buf) };
-        return Ok(rt.engine.isend(world, env, sbuf, mode, comm));
+        return unsafe { start_send_direct(rt, buf, d, mode, comm) };
     }
+    // SAFETY: forwarded from the caller.
+    unsafe { start_send_checked(rt, buf, count, datatype, dest, tag, comm, mode) }
+}
+
+/// `start_send` of anything else (other modes, MPI_PROC_NULL, arguments to report), with the
+/// full checks; out of line, like `start_send_direct`, so that the eager path saves few
+/// registers.
+///
+/// # Safety
+/// As `start_send`.
+#[inline(never)]
+unsafe fn start_send_checked(
+    rt: &mut Runtime,
+    buf: *const c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    mode: SendMode,
+) -> MpiResult<u32> {
     let a = send_args(rt, count, datatype, dest, tag, comm)?;
     check_buffer(buf, a.count, &a.layout)?;
     let Peer::Rank { world, .. } = a.peer else {
@@ -279,6 +297,41 @@ unsafe fn start_send(
         return buffered_send(rt, world, a.env, sbuf, comm);
     }
     Ok(rt.engine.isend(world, a.env, sbuf, mode, comm))
+}
+
+/// `start_send` of checked arguments whose contiguous bytes did not fit a free slot (or that
+/// are scattered), out of line: the eager path above stays small.
+///
+/// # Safety
+/// As `start_send`.
+#[inline(never)]
+unsafe fn start_send_direct(
+    rt: &mut Runtime,
+    buf: *const c_void,
+    d: Direct,
+    mode: SendMode,
+    comm: MPI_Comm,
+) -> MpiResult<u32> {
+    let e = &mut rt.engine;
+    if d.contiguous_at.is_none() {
+        // A small non-contiguous message whose slot is free is packed straight into it, with
+        // no request and no send buffer (tiny-block vectors: as fast as the builtin path).
+        let layout = d.layout()?;
+        let (len, count) = (d.bytes, d.count);
+        // SAFETY: forwarded from the caller: `count` readable elements at `buf`; the slots hold
+        // the packed bytes of those elements asked for.
+        let pack = |r: std::ops::Range<usize>, out: &mut [u8]| unsafe {
+            layout.pack_to_ptr(buf.cast(), count, r, out.as_mut_ptr())
+        };
+        if e.try_send_in_pieces(d.world, d.env, len, pack)
+            || e.try_send_packed_now(d.world, d.env, len, |slot| pack(0..len, slot))
+        {
+            return Ok(COMPLETED_SEND);
+        }
+    }
+    // SAFETY: forwarded from the caller.
+    let sbuf = unsafe { d.send_buf(buf)? };
+    Ok(e.isend(d.world, d.env, sbuf, mode, comm))
 }
 
 /// The `n` bytes at `buf` (nothing when `n` is 0, whatever `buf` is).
@@ -355,7 +408,7 @@ unsafe fn start_recv(
     if let Some(d) = direct_args(rt, buf, count, datatype, source, tag, comm, true) {
         let env = d.env;
         // SAFETY: forwarded from the caller.
-        let rbuf = unsafe { d.recv_buf(buf) };
+        let rbuf = unsafe { d.recv_buf(buf)? };
         return Ok(rt.engine.irecv(env, rbuf, comm));
     }
     let (peer, env, layout, count) = recv_args(rt, count, datatype, source, tag, comm)?;
@@ -479,7 +532,7 @@ unsafe fn blocking_recv(
         }
         let env = d.env;
         // SAFETY: the buffer is valid for the duration of the blocking call.
-        let rbuf = unsafe { d.recv_buf(buf) };
+        let rbuf = unsafe { d.recv_buf(buf)? };
         Ok(Started::Pending(rt.engine.irecv(env, rbuf, comm)))
     })?;
     // SAFETY: status is MPI_STATUS_IGNORE or the caller's status.
@@ -498,18 +551,19 @@ unsafe fn recv_direct_now(rt: &mut Runtime, buf: *mut c_void, d: &Direct) -> Opt
     // Watching the ring holds the library: not with other threads in it.
     let watch = !runtime::multiple();
     let e = &mut rt.engine;
-    match &d.elements {
-        Elements::Contiguous { at, .. } => {
+    match d.contiguous_at {
+        Some(at) => {
             // SAFETY: the caller's buffer holds `bytes` writable bytes from `at`.
-            let dst = unsafe { raw_bytes_mut(buf.wrapping_byte_offset(*at), d.bytes) };
+            let dst = unsafe { raw_bytes_mut(buf.wrapping_byte_offset(at), d.bytes) };
             e.try_recv_eager_now(d.world, d.env, dst)
                 .or_else(|| if watch { e.recv_eager_arriving(d.world, d.env, dst) } else { None })
         }
-        Elements::Scattered(layout) => {
+        None => {
             let (cap, count) = (d.bytes, d.count);
             if cap > e.eager_limit() {
                 return None;
             }
+            let layout = d.layout().ok()?;
             // SAFETY: forwarded from the caller; the payload is at most `cap` bytes, the packed
             // size of the `count` elements.
             let unpack = |at: usize, payload: &[u8]| unsafe { layout.unpack(buf.cast(), count, at, payload) };

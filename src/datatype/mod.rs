@@ -583,40 +583,37 @@ fn layout_of_other(dt: MPI_Datatype) -> MpiResult<Layout> {
     Ok(l)
 }
 
-/// How the elements of a type lie in memory, as the per-message fast paths need it.
-#[derive(Debug, Clone)]
-pub enum Elements {
-    /// Any number of elements is one run of `count * size` bytes starting `at` bytes from the
-    /// buffer pointer: a builtin type, or a derived one such as a one-block vector (perhaps
-    /// with lb != 0).
-    Contiguous { size: usize, at: isize },
-    /// Anything else.
-    Scattered(Layout),
-}
-
-impl Elements {
+/// How the elements of a type lie in memory, as the per-message fast paths need it (plain
+/// words: the fast paths carry it in registers, with no layout to clone or drop).
+#[derive(Debug, Clone, Copy)]
+pub struct Elements {
     /// Bytes of data in one element.
-    pub fn size(&self) -> usize {
-        match self {
-            Elements::Contiguous { size, .. } => *size,
-            Elements::Scattered(l) => l.size,
-        }
-    }
+    pub size: usize,
+    /// `Some(at)`: any number of elements is one run of `count * size` bytes starting `at`
+    /// bytes from the buffer pointer (a builtin type, or a derived one such as a one-block
+    /// vector, perhaps with lb != 0). `None`: scattered (`layout` describes them).
+    pub contiguous_at: Option<isize>,
 }
 
 /// How the elements of `dt` lie in memory, for a committed type; None for anything else,
 /// errors included (the general path reports them). The per-message check of the fast paths:
-/// a contiguous type found in the per-thread cache of `layout` costs no lock and no
-/// reference count.
+/// a derived type found in the per-thread cache of `layout` costs no lock and no reference
+/// count.
 #[inline]
 pub fn elements(dt: MPI_Datatype) -> Option<Elements> {
-    if let Some(b) = builtin::builtin(dt) {
-        return Some(Elements::Contiguous { size: b.size, at: 0 });
+    match builtin::builtin(dt) {
+        Some(b) => Some(Elements { size: b.size, contiguous_at: Some(0) }),
+        None => derived_elements(dt),
     }
-    let of = |l: &Layout| match l.contiguous_at() {
-        Some(at) => Elements::Contiguous { size: l.size, at },
-        None => Elements::Scattered(l.clone()),
-    };
+}
+
+/// `elements` of a derived type (or an invalid handle), out of line and marked cold: the
+/// builtin check stays small enough for the callers' fast paths to inline it, and their
+/// builtin path keeps its registers (derived types cost a call more).
+#[cold]
+#[inline(never)]
+fn derived_elements(dt: MPI_Datatype) -> Option<Elements> {
+    let of = |l: &Layout| Elements { size: l.size, contiguous_at: l.contiguous_at() };
     let generation = FREES.load(Ordering::Acquire);
     let hit = LAST_LAYOUT.with(|last| match &*last.borrow() {
         Some((h, g, l)) if *h == dt && *g == generation => Some(of(l)),

@@ -253,7 +253,39 @@ enum Dest {
     /// Bytes the engine owns.
     Owned(Vec<u8>),
     /// The user's non-contiguous elements (boxed: keeps the common request small).
-    Scattered(Box<Scattered>),
+    Scattered(SpareBox),
+}
+
+/// The box of a non-contiguous receive, handed back to `SPARE_SCATTERED` when dropped (the
+/// drop glue of `Dest` runs this only for that variant: contiguous receives pay nothing).
+struct SpareBox(Option<Box<Scattered>>);
+
+impl std::ops::Deref for SpareBox {
+    type Target = Scattered;
+    fn deref(&self) -> &Scattered {
+        self.0.as_deref().expect("a receive box is taken only when dropped")
+    }
+}
+
+impl std::ops::DerefMut for SpareBox {
+    fn deref_mut(&mut self) -> &mut Scattered {
+        self.0.as_deref_mut().expect("a receive box is taken only when dropped")
+    }
+}
+
+impl Drop for SpareBox {
+    fn drop(&mut self) {
+        let Some(mut b) = self.0.take() else { return };
+        // Release the type and the staged bytes now; keep the box.
+        b.layout = crate::datatype::BYTE;
+        b.staging = None;
+        let _ = SPARE_SCATTERED.try_with(|p| {
+            let mut p = p.borrow_mut();
+            if p.len() < SPARE_SCATTERED_MAX {
+                p.push(b);
+            }
+        });
+    }
 }
 
 struct Scattered {
@@ -294,7 +326,7 @@ impl RecvBuf {
                     }
                     None => Box::new(s),
                 };
-                RecvBuf { direct: std::ptr::null_mut(), capacity, dest: Dest::Scattered(boxed) }
+                RecvBuf { direct: std::ptr::null_mut(), capacity, dest: Dest::Scattered(SpareBox(Some(boxed))) }
             }
         }
     }
@@ -387,29 +419,10 @@ impl RecvBuf {
     }
 
     /// The received bytes of an engine-owned buffer.
-    pub fn into_owned(mut self) -> Vec<u8> {
-        match std::mem::replace(&mut self.dest, Dest::Contiguous) {
+    pub fn into_owned(self) -> Vec<u8> {
+        match self.dest {
             Dest::Owned(v) => v,
             _ => Vec::new(),
-        }
-    }
-}
-
-impl Drop for RecvBuf {
-    fn drop(&mut self) {
-        if !matches!(self.dest, Dest::Scattered(_)) {
-            return;
-        }
-        if let Dest::Scattered(mut b) = std::mem::replace(&mut self.dest, Dest::Contiguous) {
-            // Release the type and the staged bytes now; keep the box.
-            b.layout = crate::datatype::BYTE;
-            b.staging = None;
-            let _ = SPARE_SCATTERED.try_with(|p| {
-                let mut p = p.borrow_mut();
-                if p.len() < SPARE_SCATTERED_MAX {
-                    p.push(b);
-                }
-            });
         }
     }
 }

@@ -142,7 +142,8 @@ impl Default for Slab {
 }
 
 impl Slab {
-    #[inline]
+    // Inline: the caller builds the request straight into the slot, not on its stack first.
+    #[inline(always)]
     pub fn insert(&mut self, r: Request) -> u32 {
         if let Some(id) = self.free.pop() {
             self.slots[id as usize] = Some(r);

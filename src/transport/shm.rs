@@ -202,12 +202,8 @@ pub struct Segment {
     map: memmap2::MmapRaw,
     geo: Geometry,
     me: usize,
-    /// This rank's ring to each peer, at the next slot it fills.
-    send_rings: Vec<Cursor>,
-    /// The ring from each peer, at the next slot this rank reads.
-    recv_rings: Vec<Cursor>,
-    /// Per peer: our read position in its ring when we last sent to it (`answered`).
-    read_at_send: Vec<usize>,
+    /// Per peer: the rings to and from it (one entry: a send touches both cursors).
+    rings: Vec<PeerRings>,
     /// Every rank registered for membarrier: notifiers need no fence (see `notify`).
     light_fences: bool,
     /// This rank registered, so its sleeps issue the heavy barrier.
@@ -226,6 +222,16 @@ pub struct Segment {
 struct Cursor {
     base: *mut u8,
     next: usize,
+}
+
+/// This rank's cursors in the two rings it shares with one peer.
+struct PeerRings {
+    /// Our ring to the peer, at the next slot we fill.
+    send: Cursor,
+    /// The peer's ring to us, at the next slot we read.
+    recv: Cursor,
+    /// `recv.next` when we last sent to the peer (`answered`).
+    read_at_send: usize,
 }
 
 // SAFETY: the segment is only touched through atomics (flags, doorbells) and through slot
@@ -310,9 +316,9 @@ impl Segment {
             }
         }
         let seg = Segment {
-            send_rings: (0..geo.nranks).map(|dst| ring(me, dst)).collect(),
-            recv_rings: (0..geo.nranks).map(|src| ring(src, me)).collect(),
-            read_at_send: vec![0; geo.nranks],
+            rings: (0..geo.nranks)
+                .map(|peer| PeerRings { send: ring(me, peer), recv: ring(peer, me), read_at_send: 0 })
+                .collect(),
             map,
             geo,
             me,
@@ -625,29 +631,31 @@ impl Segment {
     /// Whether the next slot towards `dst` is free (the receiver gave the credit back).
     #[inline]
     pub fn can_send(&self, dst: usize) -> bool {
-        let p = self.slot_at(self.send_rings[dst]);
+        let p = self.slot_at(self.rings[dst].send);
         self.slot_header(p).full.load(Ordering::Acquire) == 0
     }
 
     /// Moves the send cursor towards `dst` past the slot just published.
     #[inline]
     fn advance_send(&mut self, dst: usize) {
-        Self::advance(&mut self.send_rings[dst], self.geo.nslots);
-        self.read_at_send[dst] = self.recv_rings[dst].next;
+        let r = &mut self.rings[dst];
+        Self::advance(&mut r.send, self.geo.nslots);
+        r.read_at_send = r.recv.next;
     }
 
     /// Whether this rank took a packet from `dst` since it last sent one there (the pattern of
     /// a ping-pong: `dst` answered).
     #[inline]
     pub fn answered(&self, dst: usize) -> bool {
-        self.read_at_send[dst] != self.recv_rings[dst].next
+        let r = &self.rings[dst];
+        r.read_at_send != r.recv.next
     }
 
     /// Whether the receiver gave back every slot sent to `dst` (the last one written is free
     /// again): it has taken everything and, likely, waits for more.
     #[inline]
     pub fn drained(&self, dst: usize) -> bool {
-        let c = self.send_rings[dst];
+        let c = self.rings[dst].send;
         let last = if c.next == 0 { self.geo.nslots - 1 } else { c.next - 1 };
         let p = self.slot_at(Cursor { next: last, ..c });
         self.slot_header(p).full.load(Ordering::Acquire) == 0
@@ -658,7 +666,7 @@ impl Segment {
     /// The caller checked `can_send(dst)`, and calls `notify(dst)` after its last send of a
     /// batch (the peer may sleep on its doorbell).
     pub fn send(&mut self, dst: usize, packet: &Packet, fill: impl FnOnce(&mut [u8])) {
-        let p = self.slot_at(self.send_rings[dst]);
+        let p = self.slot_at(self.rings[dst].send);
         debug_assert_eq!(self.slot_header(p).full.load(Ordering::Relaxed), 0);
         let cap = self.geo.payload_capacity();
         // SAFETY: the slot is empty, so the receiver does not touch it until we set the flag;
@@ -680,7 +688,7 @@ impl Segment {
             let pk = Packet { kind: EAGER_KIND, context, src, tag, len: bytes.len() as u64, ..Default::default() };
             return self.send(dst, &pk, |slot| slot[..bytes.len()].copy_from_slice(bytes));
         }
-        let p = self.slot_at(self.send_rings[dst]);
+        let p = self.slot_at(self.rings[dst].send);
         let h = p as *mut CompactHeader;
         // SAFETY: the slot is empty (caller checked `can_send`), so the receiver does not read
         // it until the flag below is set; header and payload (at most payload_capacity <
@@ -731,7 +739,7 @@ impl Segment {
             let pk = Packet { kind: EAGER_KIND, context, src, tag, len: len as u64, ..Default::default() };
             return self.send(dst, &pk, |slot| fill(&mut slot[..len]));
         }
-        let p = self.slot_at(self.send_rings[dst]);
+        let p = self.slot_at(self.rings[dst].send);
         let h = p as *mut CompactHeader;
         // SAFETY: as in `send_eager`: the slot is empty (caller checked `can_send`), header and
         // `len` payload bytes lie inside it.
@@ -748,7 +756,7 @@ impl Segment {
     /// The next full slot from `src`, if any.
     #[inline]
     pub fn peek(&self, src: usize) -> Option<Incoming<'_>> {
-        let p = self.slot_at(self.recv_rings[src]);
+        let p = self.slot_at(self.rings[src].recv);
         let h = self.slot_header(p);
         let flag = h.full.load(Ordering::Acquire);
         if flag == 0 {
@@ -787,7 +795,7 @@ impl Segment {
     /// Whether the slot after the next one from `src` is full too: the sender is ahead of this
     /// rank by more than one packet (a window of messages in flight).
     pub fn backlog(&self, src: usize) -> bool {
-        let mut c = self.recv_rings[src];
+        let mut c = self.rings[src].recv;
         Self::advance(&mut c, self.geo.nslots);
         self.slot_header(self.slot_at(c)).full.load(Ordering::Acquire) != 0
     }
@@ -797,9 +805,9 @@ impl Segment {
     /// batch.
     #[inline]
     pub fn release(&mut self, src: usize) {
-        let p = self.slot_at(self.recv_rings[src]);
+        let p = self.slot_at(self.rings[src].recv);
         self.slot_header(p).full.store(0, Ordering::Release);
-        Self::advance(&mut self.recv_rings[src], self.geo.nslots);
+        Self::advance(&mut self.rings[src].recv, self.geo.nslots);
     }
 
     /// Wakes `rank` if it sleeps, after a batch of sends to it or releases of its slots. Pairs
