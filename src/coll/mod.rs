@@ -726,8 +726,20 @@ fn uniform_blocks(n: usize, block: usize) -> Blocks {
     Blocks::from_fn(n, |i| Block::bytes_at(i * block, block))
 }
 
+/// The contiguous collectives of a communicator of one rank: its input becomes its output
+/// (any operation of one vector is the vector); in place (`send` None) there is nothing to do.
+fn copy_alone(send: Option<&[u8]>, recv: Option<&mut [u8]>) {
+    if let (Some(s), Some(r)) = (send, recv) {
+        let n = s.len().min(r.len());
+        r[..n].copy_from_slice(&s[..n]);
+    }
+}
+
 /// MPI_Bcast of the contiguous buffer `data`.
 pub fn bcast_bytes(g: &mut Group, data: &mut [u8], root: usize) -> MpiResult<()> {
+    if g.size() == 1 {
+        return Ok(());
+    }
     if let Some(r) = hier::bcast_bytes(g, data, root) {
         return r;
     }
@@ -743,6 +755,10 @@ pub fn reduce_bytes(
     red: &Reduction,
     root: usize,
 ) -> MpiResult<()> {
+    if g.size() == 1 {
+        copy_alone(send, recv);
+        return Ok(());
+    }
     let input = match (send, &recv) {
         (Some(s), _) => std::borrow::Cow::Borrowed(s),
         (None, Some(o)) => std::borrow::Cow::Owned(o.to_vec()),
@@ -757,6 +773,10 @@ pub fn reduce_bytes(
 
 /// MPI_Allreduce of contiguous vectors (as `reduce_bytes`): `send` is None for MPI_IN_PLACE.
 pub fn allreduce_bytes(g: &mut Group, send: Option<&[u8]>, recv: &mut [u8], red: &Reduction) -> MpiResult<()> {
+    if g.size() == 1 {
+        copy_alone(send, Some(recv));
+        return Ok(());
+    }
     let input = match send {
         Some(s) => std::borrow::Cow::Borrowed(s),
         None => std::borrow::Cow::Owned(recv.to_vec()),
@@ -777,6 +797,10 @@ pub fn gather_bytes(
     block: usize,
     root: usize,
 ) -> MpiResult<()> {
+    if g.size() == 1 {
+        copy_alone(send, recv);
+        return Ok(());
+    }
     if let Some(r) = hier::gather_bytes(g, send, recv.as_deref_mut(), block, root) {
         return r;
     }
@@ -794,6 +818,10 @@ pub fn scatter_bytes(
     block: usize,
     root: usize,
 ) -> MpiResult<()> {
+    if g.size() == 1 {
+        copy_alone(send, recv);
+        return Ok(());
+    }
     if let Some(r) = hier::scatter_bytes(g, send, recv.as_deref_mut(), block, root) {
         return r;
     }
@@ -806,6 +834,9 @@ pub fn scatter_bytes(
 
 /// MPI_Barrier: dissemination, ceil(log2 n) rounds of one empty message each way.
 pub fn barrier(g: &mut Group) -> MpiResult<()> {
+    if g.size() == 1 {
+        return Ok(());
+    }
     if let Some(r) = hier::barrier(g) {
         return r;
     }
