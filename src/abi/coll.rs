@@ -16,7 +16,7 @@ use crate::coll::sched::{self, Schedule, Target, UserBuf};
 use crate::coll::{self, Block, Blocks, Group, In, Out, inter};
 use crate::datatype::{self, Layout};
 use crate::error::{MpiResult, err};
-use crate::op::{Op, Reduction};
+use crate::op::Reduction;
 use crate::p2p::request::{self, Persistent, Request, Status};
 use crate::runtime;
 use std::borrow::Cow;
@@ -182,7 +182,7 @@ fn rooted_runs(
 /// The reduction of `op` on `datatype`, whose `layout` the caller looked up first (so an
 /// invalid datatype is reported before an invalid operation, as in MPICH).
 fn reduction(op: MPI_Op, datatype: MPI_Datatype, layout: &Layout) -> MpiResult<Reduction> {
-    Reduction::with_layout(&Op::from_handle(op)?, datatype, layout.clone())
+    Reduction::from_handles(op, datatype, layout)
 }
 
 /// How a buffer is split among the members: the same count at consecutive places, or a

@@ -184,6 +184,31 @@ impl Reduction {
         Ok(Reduction { op: op.clone(), datatype, layout, kernel })
     }
 
+    /// `with_layout` from the handles: `layout` is `datatype`'s, looked up by the caller.
+    /// Programs reduce the same predefined operation and datatype call after call: the last
+    /// such pair this thread bound is kept with its kernel (predefined handles never change
+    /// meaning, so the entry cannot go stale), sparing the operation and kernel lookups.
+    #[inline]
+    pub fn from_handles(op: MPI_Op, datatype: MPI_Datatype, layout: &Layout) -> MpiResult<Reduction> {
+        thread_local! {
+            static LAST_PREDEFINED: std::cell::Cell<Option<(MPI_Op, MPI_Datatype, Builtin, kernels::Kernel)>> =
+                const { std::cell::Cell::new(None) };
+        }
+        if let Some((o, d, b, k)) = LAST_PREDEFINED.get()
+            && o == op
+            && d == datatype
+        {
+            return Ok(Reduction { op: Op::Builtin(b), datatype, layout: layout.clone(), kernel: Some(k) });
+        }
+        let r = Reduction::with_layout(&Op::from_handle(op)?, datatype, layout.clone())?;
+        if let (Op::Builtin(b), Some(k)) = (&r.op, r.kernel)
+            && crate::datatype::builtin::builtin(datatype).is_some()
+        {
+            LAST_PREDEFINED.set(Some((op, datatype, *b, k)));
+        }
+        Ok(r)
+    }
+
     pub fn is_commutative(&self) -> bool {
         self.op.is_commutative()
     }
