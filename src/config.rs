@@ -229,8 +229,8 @@ pub const TUNABLES: &[Tunable] = &[
     },
     Tunable {
         name: COLL_SHM_BCAST_COPY_MIN,
-        default: "65536, or 262144 when ranks outnumber cores",
-        what: "on one node, broadcasts of at least this many bytes move by single copy (the others read the root's buffer)",
+        default: "65536, or never when ranks outnumber cores",
+        what: "on one node, broadcasts of at least this many bytes move by single copy (the others read the root's buffer); below, and by default when ranks outnumber cores, they go through the shared slots",
     },
     Tunable {
         name: COLL_SHM_REDUCE_COPY_MIN,

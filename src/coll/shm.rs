@@ -78,12 +78,15 @@ const SINGLE_COPY_MIN: usize = 64 * 1024;
 /// slots and return at once beat the parallel combining, which ends in a synchronization
 /// (measured at 64 KiB, np 2: 6 µs through the slots, 14 µs by single copy).
 const REDUCE_SINGLE_COPY_MIN: usize = 256 * 1024;
-/// Broadcasts move by single copy from this size when ranks outnumber cores: the root
-/// waits for every reader, each a scheduling round away, while through the slots it runs
-/// 4 calls of 64 KiB ahead (np 4 and 8 on 2 loaded cores, 64 KiB: 91 and 349 µs through
-/// the slots, 194 and 718 µs by single copy; 1 MiB: 1,740 and 6,068 µs against 695 and
-/// 3,978).
-const BCAST_SINGLE_COPY_MIN_OVERSUBSCRIBED: usize = 256 * 1024;
+/// Broadcasts never move by single copy when ranks outnumber cores: the root waits for
+/// every reader, each a scheduling round away, while through the slots it runs several
+/// pieces ahead. Eighth session, 2 cores, alternated runs, µs per call, slots against single
+/// copy: np 4, 256 KiB 50-54 against 60-70, 1 MiB 182-304 against 290-449 (Open MPI
+/// 328-470), 4 MiB 923-1,007 against 1,474-1,819; np 8, 1 MiB 458-522 against 666-800 (Open
+/// MPI 667-719), 4 MiB 1,670-2,546 against 4,295-5,722, 16 MiB 8,433-10,145 against
+/// 16,796-17,799; np 8 at 256 KiB about even. (The sixth session had single copy ahead
+/// from 256 KiB, before the slots ran pieces ahead.)
+const BCAST_SINGLE_COPY_MIN_OVERSUBSCRIBED: usize = usize::MAX;
 /// The single-copy thresholds with their `OXMPI_COLL_SHM_*` overrides (read once).
 struct CopyPolicy {
     /// Allreduce.
