@@ -84,8 +84,8 @@ const REDUCE_SINGLE_COPY_MIN: usize = 256 * 1024;
 /// copy: np 4, 256 KiB 50-54 against 60-70, 1 MiB 182-304 against 290-449 (Open MPI
 /// 328-470), 4 MiB 923-1,007 against 1,474-1,819; np 8, 1 MiB 458-522 against 666-800 (Open
 /// MPI 667-719), 4 MiB 1,670-2,546 against 4,295-5,722, 16 MiB 8,433-10,145 against
-/// 16,796-17,799; np 8 at 256 KiB about even. (The sixth session had single copy ahead
-/// from 256 KiB, before the slots ran pieces ahead.)
+/// 16,796-17,799; np 8 at 256 KiB about even. (An earlier measurement, on a loaded
+/// machine, had single copy ahead from 256 KiB.)
 const BCAST_SINGLE_COPY_MIN_OVERSUBSCRIBED: usize = usize::MAX;
 /// The single-copy thresholds with their `OXMPI_COLL_SHM_*` overrides (read once).
 struct CopyPolicy {
