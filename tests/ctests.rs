@@ -84,6 +84,7 @@ ctests! {
     p2p_eager_paths => "p2p_eager_paths.c",
     p2p_recv_arriving => "p2p_recv_arriving.c",
     p2p_shared_copy => "p2p_shared_copy.c",
+    p2p_bound_ranks => "p2p_bound_ranks.c",
     p2p_nonblocking => "p2p_nonblocking.c",
     p2p_null_requests => "p2p_null_requests.c",
     p2p_ssend => "p2p_ssend.c",

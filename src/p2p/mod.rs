@@ -207,14 +207,21 @@ struct WaitPolicy {
     /// and the sleeper a scheduling round, both on the critical path of every
     /// synchronizing collective.
     hand_off: bool,
-    /// More ranks on this node than cores.
+    /// More ranks on this node than the CPUs they may run on together
+    /// (`Segment::ranks_outnumber_cores`).
     oversubscribed: bool,
 }
 
 impl WaitPolicy {
     fn for_node(local_ranks: usize, seg: Option<&Segment>) -> WaitPolicy {
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        let oversubscribed = local_ranks > cores;
+        // The node-wide answer (the union of all ranks' CPUs): a launcher that binds each rank
+        // to a core of its own (Hydra's -bind-to core, srun --cpu-bind=cores) leaves every
+        // rank one CPU, yet no two ranks share one, so they should spin (ping-pong under
+        // -bind-to core: 0.33 µs when each rank counted only its own CPU).
+        let oversubscribed = match seg {
+            Some(s) => s.ranks_outnumber_cores(),
+            None => local_ranks > std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        };
         let hand_off = oversubscribed && seg.is_some_and(|s| s.yields_reach_peers());
         let us = |name, default| Duration::from_micros(config::usize_var(name).unwrap_or(default) as u64);
         let spin = us(config::SPIN_US, if oversubscribed { 0 } else { 20 });
@@ -402,11 +409,11 @@ impl Engine {
             return;
         }
         // Shared copies need the sender on a core of its own while the receiver copies (by
-        // default; an explicit OXMPI_CMA_SPLIT applies at any rank count).
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // default, decided node-wide as the wait policy is; an explicit OXMPI_CMA_SPLIT
+        // applies at any rank count).
         let (split_min, split) = match config::usize_var(config::CMA_SPLIT) {
             Some(min) => (min, min > 0),
-            None => (SPLIT_MIN_DEFAULT, self.nranks <= cores),
+            None => (SPLIT_MIN_DEFAULT, !seg.ranks_outnumber_cores()),
         };
         for peer in 0..self.nranks {
             if peer == self.me {
@@ -443,6 +450,20 @@ impl Engine {
     /// must make alike. False for a job of one.
     pub fn ranks_outnumber_cores(&self) -> bool {
         self.shm.as_ref().is_some_and(Segment::ranks_outnumber_cores)
+    }
+
+    /// What this rank decided at start-up, for the debug log: the CPUs the node's ranks may
+    /// run on together, whether it waits as an oversubscribed rank (no spinning), and with how
+    /// many peers it shares large copies (None for a job of one).
+    pub fn node_summary(&self) -> Option<String> {
+        let seg = self.shm.as_ref()?;
+        let shared = self.split_peer.iter().filter(|&&s| s).count();
+        Some(format!(
+            "{} ranks on {} CPUs, waits as oversubscribed: {}, shares copies with {shared} peers",
+            self.nranks,
+            seg.node_cores(),
+            self.wait.oversubscribed
+        ))
     }
 
     pub fn eager_limit(&self) -> usize {

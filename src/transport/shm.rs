@@ -398,6 +398,11 @@ impl Segment {
         self.geo.nranks > self.node_cores
     }
 
+    /// The CPUs the node's ranks may run on together (`ranks_outnumber_cores`).
+    pub fn node_cores(&self) -> usize {
+        self.node_cores
+    }
+
     /// Whether some rank of the node started at MPI_THREAD_MULTIPLE (the same on every rank).
     pub fn any_thread_multiple(&self) -> bool {
         self.any_thread_multiple
