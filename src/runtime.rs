@@ -415,7 +415,9 @@ fn bring_up(required: c_int) -> MpiResult<c_int> {
     COLL_SCHEDULES.store(seg.as_ref().map_or(multiple, Segment::any_thread_multiple), Ordering::Relaxed);
     let mut engine = Engine::new(rank, size, seg);
     engine.probe_cma();
-    if let Some(summary) = engine.node_summary() {
+    if log::log_enabled!(log::Level::Debug)
+        && let Some(summary) = engine.node_summary()
+    {
         // Decisions every rank must take alike (a C test checks them under per-rank binding).
         log::debug!("initialized: {summary}");
     }

@@ -419,6 +419,21 @@ fn nothing_to_move(g: &Group, mode: &Mode, bytes: impl FnOnce() -> MpiResult<usi
     Ok(matches!(mode, Mode::Blocking) && !g.is_inter() && bytes()? == 0)
 }
 
+/// One rank's own block of a rooted collective (a Gather's input, a Scatter's output):
+/// its count and datatype checked, and the buffer when the block has bytes, in MPICH's order.
+fn checked_block(
+    buf: *const c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    count_name: &str,
+    buf_name: &str,
+) -> MpiResult<(usize, Layout)> {
+    let count = check_count(count, count_name)?;
+    let layout = datatype::layout(datatype)?;
+    check_buf(buf, count * layout.size, buf_name)?;
+    Ok((count, layout))
+}
+
 /// Bytes of `count` elements of `datatype` (checked).
 fn bytes_of(count: i64, datatype: MPI_Datatype, what: &str) -> MpiResult<usize> {
     Ok(check_count(count, what)? * datatype::layout(datatype)?.size)
@@ -914,9 +929,7 @@ unsafe fn gather(
             let send = if in_place {
                 None
             } else {
-                let count = check_count(sendcount, "sendcount")?;
-                let layout = datatype::layout(sendtype)?;
-                check_buf(sendbuf, count * layout.size, "sendbuf")?;
+                let (count, layout) = checked_block(sendbuf, sendcount, sendtype, "sendcount", "sendbuf")?;
                 Some(contiguous_run(sendbuf, count, &layout))
             };
             let recv = if is_root {
@@ -942,9 +955,7 @@ unsafe fn gather(
         let send = if in_place || !root.takes_part() {
             None
         } else {
-            let count = check_count(sendcount, "sendcount")?;
-            let layout = datatype::layout(sendtype)?;
-            check_buf(sendbuf, count * layout.size, "sendbuf")?;
+            let (count, layout) = checked_block(sendbuf, sendcount, sendtype, "sendcount", "sendbuf")?;
             Some(Region::one(sendbuf, count, layout))
         };
         // MPI_Gather's blocks have the same size on every rank (the binomial tree may run).
@@ -1075,9 +1086,7 @@ unsafe fn scatter(
             let recv = if in_place {
                 None
             } else {
-                let count = check_count(recvcount, "recvcount")?;
-                let layout = datatype::layout(recvtype)?;
-                check_buf(recvbuf, count * layout.size, "recvbuf")?;
+                let (count, layout) = checked_block(recvbuf, recvcount, recvtype, "recvcount", "recvbuf")?;
                 if is_root && count * layout.size > 0 {
                     check_alias(sendbuf, recvbuf)?;
                 }
@@ -1104,9 +1113,7 @@ unsafe fn scatter(
         let recv = if in_place || !root.takes_part() {
             None
         } else {
-            let count = check_count(recvcount, "recvcount")?;
-            let layout = datatype::layout(recvtype)?;
-            check_buf(recvbuf, count * layout.size, "recvbuf")?;
+            let (count, layout) = checked_block(recvbuf, recvcount, recvtype, "recvcount", "recvbuf")?;
             if is_root && count * layout.size > 0 {
                 check_alias(sendbuf, recvbuf)?;
             }
@@ -1196,9 +1203,7 @@ unsafe fn allgather(
         let send = if in_place {
             None
         } else {
-            let count = check_count(sendcount, "sendcount")?;
-            let layout = datatype::layout(sendtype)?;
-            check_buf(sendbuf, count * layout.size, "sendbuf")?;
+            let (count, layout) = checked_block(sendbuf, sendcount, sendtype, "sendcount", "sendbuf")?;
             Some(Region::one(sendbuf, count, layout))
         };
         let layout = datatype::layout(recvtype)?;

@@ -278,6 +278,17 @@ macro_rules! hier_or_none {
     };
 }
 
+/// The value of a step that may decline (`None`: the caller returns None, the point-to-point
+/// path runs) or fail (the caller returns `Some(Err)`): the areas of the paths below.
+macro_rules! area_or_decline {
+    ($step:expr) => {
+        match $step? {
+            Ok(v) => v,
+            Err(e) => return Some(Err(e)),
+        }
+    };
+}
+
 /// Whether `red` over `len` bytes may take this path on `h`. User functions see the vector
 /// whole: programs may treat several elements as one (MPICH's tests do), so it must fit one
 /// slot.
@@ -459,10 +470,7 @@ pub fn gather(
     if let Some(r) = gather_single_copy(g, send, recv, root, block) {
         return Some(r);
     }
-    let mut area = match rooted_area(g, block, gather_max())? {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e)),
-    };
+    let mut area = area_or_decline!(rooted_area(g, block, gather_max()));
     let e = &mut *g.engine;
     let Some(out) = recv.as_mut().filter(|_| g.rank == root) else {
         let s = send.as_ref().expect("non-root members send");
@@ -488,10 +496,7 @@ pub fn scatter(
     if let Some(r) = scatter_single_copy(g, send, recv, root, block) {
         return Some(r);
     }
-    let mut area = match rooted_area(g, block, scatter_max())? {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e)),
-    };
+    let mut area = area_or_decline!(rooted_area(g, block, scatter_max()));
     let (e, n) = (&mut *g.engine, g.members.len());
     if g.rank != root {
         let out = recv.as_mut().expect("non-root members receive");
@@ -542,10 +547,7 @@ fn rooted_copy_area<'s>(g: &mut Group<'s>, block: usize) -> Option<MpiResult<Ref
     if !rooted_copy_wanted(g.size(), block) {
         return None;
     }
-    let mut area = match one_node_area(g)? {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e)),
-    };
+    let mut area = area_or_decline!(one_node_area(g));
     (area.oversubscribed() && area.peers_readable(g.engine)).then_some(Ok(area))
 }
 
@@ -569,10 +571,7 @@ fn gather_single_copy(
     root: usize,
     block: usize,
 ) -> Option<MpiResult<()>> {
-    let mut area = match rooted_copy_area(g, block)? {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e)),
-    };
+    let mut area = area_or_decline!(rooted_copy_area(g, block));
     let e = &mut *g.engine;
     let Some(out) = recv.as_mut().filter(|_| g.rank == root) else {
         let s = send.as_ref().expect("non-root members send");
@@ -606,10 +605,7 @@ fn scatter_single_copy(
     root: usize,
     block: usize,
 ) -> Option<MpiResult<()>> {
-    let mut area = match rooted_copy_area(g, block)? {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e)),
-    };
+    let mut area = area_or_decline!(rooted_copy_area(g, block));
     let (e, n) = (&mut *g.engine, g.members.len());
     if g.rank != root {
         let out = recv.as_mut().expect("non-root members receive");
@@ -636,10 +632,7 @@ fn exchange_area<'s>(g: &mut Group<'s>, entry: usize, total: usize) -> Option<Mp
     if entry == 0 || entry > LANE_ENTRY_MAX || max.is_some_and(|m| total > m) || g.size() < 2 || !enabled() {
         return None;
     }
-    let area = match one_node_area(g)? {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e)),
-    };
+    let area = area_or_decline!(one_node_area(g));
     // The area's finding, the same on every rank.
     let oversubscribed = area.oversubscribed();
     if entry > if oversubscribed { exchange_entry_max() } else { LANE_CAP }
@@ -694,10 +687,7 @@ pub fn allgather(g: &mut Group, send: &Option<In>, recv: &mut Out) -> Option<Mpi
     }
     let n = g.size();
     let entry = recv.blocks.iter().map(Block::bytes).max().unwrap_or(0);
-    let mut area = match exchange_area(g, entry, entry * n)? {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e)),
-    };
+    let mut area = area_or_decline!(exchange_area(g, entry, entry * n));
     let (e, me) = (&mut *g.engine, g.rank);
     let mine: Cow<[u8]> = match send {
         Some(s) => {
@@ -724,10 +714,7 @@ pub fn alltoall(g: &mut Group, send: &Option<In>, recv: &mut Out) -> Option<MpiR
     }
     let n = g.size();
     let block = recv.blocks[0].bytes();
-    let mut area = match exchange_area(g, block * (n - 1), block * n * n)? {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e)),
-    };
+    let mut area = area_or_decline!(exchange_area(g, block * (n - 1), block * n * n));
     let (e, me) = (&mut *g.engine, g.rank);
     let mut pieces = vec![0u8; block * (n - 1)];
     for (k, j) in (0..n).filter(|&j| j != me).enumerate() {
@@ -765,10 +752,7 @@ fn reduce_scatter_copy(
         return None;
     }
     let largest = counts.iter().max().copied().unwrap_or(0) * esize;
-    let mut area = match copy_area(g, largest)? {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e)),
-    };
+    let mut area = area_or_decline!(copy_area(g, largest));
     let me = g.rank;
     let start = counts[..me].iter().sum::<usize>() * esize;
     let seg = start..start + counts[me] * esize;
@@ -798,10 +782,7 @@ fn copy_area<'s>(g: &mut Group<'s>, block: usize) -> Option<MpiResult<RefMut<'s,
     if min == 0 || block < min || g.size() < 2 || 8 * g.size() > SLOT_CAP || !enabled() {
         return None;
     }
-    let mut area = match one_node_area(g)? {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e)),
-    };
+    let mut area = area_or_decline!(one_node_area(g));
     area.can_copy(g.engine).then_some(Ok(area))
 }
 
@@ -845,10 +826,7 @@ fn copy_in(e: &mut Engine, area: &mut Area, addrs: &[u64], out: &mut Out, at: us
 /// then reads every other rank's straight into its receive buffer.
 fn allgather_copy(g: &mut Group, send: &Option<In>, recv: &mut Out) -> Option<MpiResult<()>> {
     let entry = recv.blocks.iter().map(Block::bytes).max().unwrap_or(0);
-    let mut area = match copy_area(g, entry)? {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e)),
-    };
+    let mut area = area_or_decline!(copy_area(g, entry));
     let (me, n) = (g.rank, g.size());
     let e = &mut *g.engine;
     let mut keep = Vec::new();
@@ -867,10 +845,7 @@ fn allgather_copy(g: &mut Group, send: &Option<In>, recv: &mut Out) -> Option<Mp
 /// MPI_Alltoall of large blocks on one node: every rank publishes where its block for each
 /// rank is, then reads its own from every other rank straight into its receive buffer.
 fn alltoall_copy(g: &mut Group, send: &Option<In>, recv: &mut Out) -> Option<MpiResult<()>> {
-    let mut area = match copy_area(g, recv.blocks[0].bytes())? {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e)),
-    };
+    let mut area = area_or_decline!(copy_area(g, recv.blocks[0].bytes()));
     let (me, n) = (g.rank, g.size());
     let e = &mut *g.engine;
     let mut keep = Vec::new();
@@ -909,10 +884,7 @@ pub fn reduce_scatter(
     if let Some(r) = reduce_scatter_copy(g, input, recv, counts, red) {
         return Some(r);
     }
-    let mut area = match exchange_area(g, input.len(), input.len() * g.size())? {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e)),
-    };
+    let mut area = area_or_decline!(exchange_area(g, input.len(), input.len() * g.size()));
     // User functions see the whole segment (one node: rank order is node order).
     if red.elem_size() == 0 || !(red.is_builtin() || input.len() <= SLOT_CAP) {
         return None;
@@ -933,10 +905,7 @@ pub fn bcast_bytes(g: &mut Group, data: &mut [u8], root: usize) -> Option<MpiRes
     if data.is_empty() {
         return None;
     }
-    let mut area = match one_node_area(g)? {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e)),
-    };
+    let mut area = area_or_decline!(one_node_area(g));
     Some(area.bcast(g.engine, data, root))
 }
 
@@ -952,10 +921,7 @@ pub fn reduce_bytes(
     if input.is_empty() {
         return None;
     }
-    let mut area = match one_node_area(g)? {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e)),
-    };
+    let mut area = area_or_decline!(one_node_area(g));
     if !reduction_fits_slots(red, input.len()) {
         return None;
     }
@@ -968,10 +934,7 @@ pub fn allreduce_bytes(g: &mut Group, input: &[u8], out: &mut [u8], red: &Reduct
         return None;
     }
     // Set up (a collective step at the first call) exactly where `allreduce` does.
-    let mut area = match one_node_area(g)? {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e)),
-    };
+    let mut area = area_or_decline!(one_node_area(g));
     // `allreduce` declines a context that does not fit the leaders' ones (`Hier::leader_ctx`)
     // on one node too.
     if !reduction_fits_slots(red, input.len()) || g.ctx >= 1 << LEADER_SET_SHIFT {
@@ -989,10 +952,7 @@ pub fn gather_bytes(
     block: usize,
     root: usize,
 ) -> Option<MpiResult<()>> {
-    let mut area = match rooted_area(g, block, gather_max())? {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e)),
-    };
+    let mut area = area_or_decline!(rooted_area(g, block, gather_max()));
     let e = &mut *g.engine;
     let Some(out) = out.filter(|_| g.rank == root) else {
         return Some(area.gather(e, block, send.expect("non-root members send"), root, |_, _| {}));
@@ -1012,10 +972,7 @@ pub fn scatter_bytes(
     block: usize,
     root: usize,
 ) -> Option<MpiResult<()>> {
-    let mut area = match rooted_area(g, block, scatter_max())? {
-        Ok(a) => a,
-        Err(e) => return Some(Err(e)),
-    };
+    let mut area = area_or_decline!(rooted_area(g, block, scatter_max()));
     let (e, n) = (&mut *g.engine, g.members.len());
     if g.rank != root {
         return Some(area.scatter(e, &[], out.expect("non-root members receive"), root));
