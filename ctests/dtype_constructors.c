@@ -287,5 +287,16 @@ int main(int argc, char **argv)
         MPI_CHECK(MPI_Type_free(&t));
     }
 
+    /* MPI-1's MPI_Address: the address MPI_Get_address gives */
+    {
+        double cells[3];
+        MPI_Aint a = 0, g = 0;
+        MPI_CHECK(MPI_Address(&cells[2], &a));
+        MPI_CHECK(MPI_Get_address(&cells[2], &g));
+        CHECK(a == g && a == (MPI_Aint)&cells[2], "MPI_Address gives %ld, MPI_Get_address %ld", (long)a, (long)g);
+        MPI_CHECK(MPI_Address(&cells[0], &g));
+        CHECK(a - g == 2 * (MPI_Aint)sizeof(double), "MPI_Address difference %ld", (long)(a - g));
+    }
+
     return mt_finalize();
 }

@@ -169,6 +169,7 @@ ctests! {
     coll_inter_nb => "coll_inter_nb.c",
     example_hello_ring => "examples/hello_ring.c",
     fortran_sentinels => "fortran/f_sentinels.f",
+    fortran_address => "fortran/f_address.f",
     fortran_pt2pt => "fortran/f_pt2pt.f90",
     fortran_coll => "fortran/f_coll.f90",
     fortran_comm => "fortran/f_comm.f90",

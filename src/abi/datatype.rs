@@ -561,6 +561,11 @@ pub unsafe fn MPI_Get_address(location: *const c_void, address: *mut MPI_Aint) -
     unsafe { put(address, location as MPI_Aint) }
 }
 
+/// MPI-1's name for MPI_Get_address (removed in MPI-3; MPICH still exports it).
+pub unsafe fn MPI_Address(location: *mut c_void, address: *mut MPI_Aint) -> MpiResult {
+    unsafe { MPI_Get_address(location, address) }
+}
+
 // ----- pack and unpack -----
 
 fn check_comm(comm: MPI_Comm) -> MpiResult {

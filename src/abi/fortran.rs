@@ -10,7 +10,7 @@
 //! references to the executable's copies, and an argument *is* MPI_IN_PLACE when its address
 //! is that of the executable's `mpipriv1_ + 4`.
 
-use crate::abi::consts::{MPI_ERR_OTHER, MPI_ERR_UNSUPPORTED_OPERATION, MPI_SUCCESS};
+use crate::abi::consts::{MPI_ERR_ARG, MPI_ERR_OTHER, MPI_ERR_UNSUPPORTED_OPERATION, MPI_SUCCESS};
 use crate::abi::globals::{MPI_F_STATUS_IGNORE, MPI_F_STATUSES_IGNORE, MPI_UNWEIGHTED, MPI_WEIGHTS_EMPTY};
 use crate::abi::types::{MPI_Aint, MPI_Comm, MPI_Fint, MPI_Status};
 pub use crate::attr::CallbackLang;
@@ -162,6 +162,31 @@ pub fn weights_mut(p: *mut c_int) -> *mut c_int {
 /// An address-sized value returned in a default INTEGER (MPI-1 routines); saturates.
 pub fn aint_to_fint(v: MPI_Aint) -> MPI_Fint {
     v.clamp(MPI_Aint::from(MPI_Fint::MIN), MPI_Aint::from(MPI_Fint::MAX)) as MPI_Fint
+}
+
+/// MPI_ADDRESS's result in a default INTEGER: an address that does not fit is an error (not a
+/// truncated value the program would go on to use); MPI_GET_ADDRESS returns any address.
+///
+/// # Safety
+/// `out` points to a writable INTEGER.
+pub unsafe fn address_to_fint(rc: c_int, address: MPI_Aint, out: *mut MPI_Fint) -> c_int {
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    match MPI_Fint::try_from(address) {
+        Ok(v) => {
+            // SAFETY: writable per the contract.
+            unsafe { *out = v };
+            MPI_SUCCESS
+        }
+        Err(_) => {
+            let e = MpiError::new(
+                MPI_ERR_ARG,
+                format!("the address 0x{address:x} does not fit in a default INTEGER: use MPI_GET_ADDRESS"),
+            );
+            crate::errhandler::raise("MPI_ADDRESS", None, e)
+        }
+    }
 }
 
 /// Stores the C return code in Fortran's `ierror`.

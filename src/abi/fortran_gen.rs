@@ -402,7 +402,11 @@ fn convert(f: &Func, p: &Param, callbacks: &[String]) -> Result<Conv, String> {
                 hidden: vec![],
                 pre: vec![format!("let mut {n}_c: MPI_Aint = 0;")],
                 arg: format!("&raw mut {n}_c"),
-                post: vec![format!("*{n} = f::aint_to_fint({n}_c);")],
+                post: vec![if f.name == "MPI_Address" {
+                    format!("let rc = f::address_to_fint(rc, {n}_c, {n});")
+                } else {
+                    format!("*{n} = f::aint_to_fint({n}_c);")
+                }],
             }
         });
     }
