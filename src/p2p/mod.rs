@@ -459,10 +459,11 @@ impl Engine {
         let seg = self.shm.as_ref()?;
         let shared = self.split_peer.iter().filter(|&&s| s).count();
         Some(format!(
-            "{} ranks on {} CPUs, waits as oversubscribed: {}, shares copies with {shared} peers",
+            "{} ranks on {} CPUs, waits as oversubscribed: {}, shares copies with {shared} peers, light fences: {}",
             self.nranks,
             seg.node_cores(),
-            self.wait.oversubscribed
+            self.wait.oversubscribed,
+            seg.light_fences()
         ))
     }
 

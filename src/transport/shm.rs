@@ -204,9 +204,12 @@ pub struct Segment {
     me: usize,
     /// Per peer: the rings to and from it (one entry: a send touches both cursors).
     rings: Vec<PeerRings>,
-    /// Every rank registered for membarrier: notifiers need no fence (see `notify`).
+    /// Every rank registered for membarrier and the ranks do not outnumber the node's CPUs:
+    /// notifiers need no fence (see `notify`). Decided in `verify`, the same on every rank.
     light_fences: bool,
-    /// This rank registered, so its sleeps issue the heavy barrier.
+    /// This rank's sleeps issue the heavy barrier: it registered, and until `verify` it
+    /// cannot know whether peers that passed theirs rely on it; afterwards only with
+    /// `light_fences`.
     registered: bool,
     /// The CPU this rank is counted on in the CPU table (`track_cpu`), if any.
     counted_cpu: Cell<Option<usize>>,
@@ -283,10 +286,10 @@ impl Segment {
             .map_err(|e| shm_error(&format!("cannot open {path}"), e))?;
         let map =
             memmap2::MmapOptions::new().len(geo.total_bytes()).map_raw(&file).map_err(|e| shm_error("mmap", e))?;
-        // Asymmetric fences only when ranks have cores of their own: oversubscribed ranks
-        // sleep often, and each sleep would then cost a membarrier (IPIs, VM exits in a VM).
+        // Registered whatever this rank's own CPUs: whether the fences go asymmetric is decided
+        // node-wide in `verify` (ranks bound to a CPU each see one CPU but do not share one).
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let registered = geo.nranks <= cores && membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED);
+        let registered = membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED);
         let ring = |src: usize, dst: usize| Cursor {
             // SAFETY: the ring of (src, dst) lies inside the mapping (total_bytes covers all).
             base: unsafe { map.as_mut_ptr().add(geo.rings_offset() + (src * geo.nranks + dst) * geo.ring_bytes()) },
@@ -360,7 +363,7 @@ impl Segment {
 
     /// Checks that the creator's geometry matches ours (after the fence following every
     /// rank's attach), and chooses the doorbell protocol: light fences when every rank
-    /// registered for membarrier.
+    /// registered for membarrier and the ranks do not outnumber the node's CPUs.
     pub fn verify(&mut self) -> MpiResult<()> {
         let h = self.header();
         if h.magic.load(Ordering::Acquire) != SEGMENT_MAGIC
@@ -373,7 +376,7 @@ impl Segment {
                 "shared memory: segment geometry differs between ranks (OXMPI_SHM_* must be the same on every rank)",
             ));
         }
-        self.light_fences = (0..self.geo.nranks).all(|r| self.info(r).light.load(Ordering::Acquire) == 1);
+        let all_registered = (0..self.geo.nranks).all(|r| self.info(r).light.load(Ordering::Acquire) == 1);
         let ranks = || (0..self.geo.nranks).map(|r| self.info(r));
         let mut union = [0u64; RANK_CPU_WORDS];
         for i in ranks() {
@@ -386,7 +389,16 @@ impl Segment {
         let multiple = ranks().any(|i| i.thread_multiple.load(Ordering::Relaxed) == 1);
         self.node_cores = limit.map_or(cores, |l| l.min(cores)).max(1);
         self.any_thread_multiple = multiple;
+        // Asymmetric fences only when ranks have CPUs of their own: oversubscribed ranks sleep
+        // often, and each sleep would then cost a membarrier (IPIs, VM exits in a VM).
+        self.light_fences = all_registered && !self.ranks_outnumber_cores();
+        self.registered &= self.light_fences;
         Ok(())
+    }
+
+    /// Whether notifiers skip their fence (`light_fences`), for the start-up summary.
+    pub fn light_fences(&self) -> bool {
+        self.light_fences
     }
 
     /// Whether the node's ranks outnumber the CPUs they can run on together: the union of
