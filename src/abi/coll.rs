@@ -63,7 +63,18 @@ impl Rooted {
     }
 }
 
+#[inline]
 fn check_root(g: &Group, root: c_int) -> MpiResult<Rooted> {
+    if !g.is_inter() && root >= 0 && (root as usize) < g.size() {
+        return Ok(Rooted::Intra(root as usize));
+    }
+    check_root_other(g, root)
+}
+
+/// `check_root` on an intercommunicator, or of an invalid root.
+#[cold]
+#[inline(never)]
+fn check_root_other(g: &Group, root: c_int) -> MpiResult<Rooted> {
     if g.is_inter() {
         return match root {
             MPI_ROOT => Ok(Rooted::Inter(inter::Root::Here)),
@@ -157,20 +168,18 @@ unsafe fn run_bytes_mut<'a>((p, len): ByteRun) -> &'a mut [u8] {
 }
 
 /// The buffers of MPI_Gather (of MPI_Scatter with the roles swapped) as bytes: this member's
-/// block `own` and the root's `n` blocks `all`, each not significant (None), or its run when
-/// contiguous (`Some(None)`: not contiguous); with the block size. None when a buffer is not
-/// contiguous, they overlap, or the root's own block is not a whole block of `all`
-/// (erroneous: the general path reports it).
+/// block `own` and the root's `n` blocks `all` (with the bytes of one), each not significant
+/// (None), or its run when contiguous (`Some(None)`: not contiguous); with the block size.
+/// None when a buffer is not contiguous, they overlap, or the root's own block is not a whole
+/// block of `all` (erroneous: the general path reports it).
 fn rooted_runs(
     own: Option<Option<ByteRun>>,
-    all: Option<Option<ByteRun>>,
-    n: usize,
+    all: Option<(Option<ByteRun>, usize)>,
 ) -> Option<(Option<ByteRun>, Option<ByteRun>, usize)> {
     match (own, all) {
-        (Some(None), _) | (_, Some(None)) | (None, None) => None,
+        (Some(None), _) | (_, Some((None, _))) | (None, None) => None,
         (Some(Some(o)), None) => Some((Some(o), None, o.1)),
-        (own, Some(Some(a))) => {
-            let block = a.1 / n;
+        (own, Some((Some(a), block))) => {
             match own {
                 Some(Some(o)) if o.1 != block || runs_overlap(o, a) => None,
                 _ => Some((own.flatten(), Some(a), block)),
@@ -421,6 +430,7 @@ fn nothing_to_move(g: &Group, mode: &Mode, bytes: impl FnOnce() -> MpiResult<usi
 
 /// One rank's own block of a rooted collective (a Gather's input, a Scatter's output):
 /// its count and datatype checked, and the buffer when the block has bytes, in MPICH's order.
+#[inline]
 fn checked_block(
     buf: *const c_void,
     count: i64,
@@ -435,6 +445,7 @@ fn checked_block(
 }
 
 /// Bytes of `count` elements of `datatype` (checked).
+#[inline]
 fn bytes_of(count: i64, datatype: MPI_Datatype, what: &str) -> MpiResult<usize> {
     Ok(check_count(count, what)? * datatype::layout(datatype)?.size)
 }
@@ -586,8 +597,8 @@ pub unsafe fn MPI_Reduce_c(
         if let (Mode::Blocking, Rooted::Intra(root), Some(red)) = (&mode, root, &red)
             && layout.is_contiguous()
         {
-            let send = (!in_place).then(|| contiguous_run(sendbuf, count, &layout)).flatten();
-            let recv = is_root.then(|| contiguous_run(recvbuf, count, &layout)).flatten();
+            let send = if in_place { None } else { contiguous_run(sendbuf, count, &layout) };
+            let recv = if is_root { contiguous_run(recvbuf, count, &layout) } else { None };
             if !matches!((send, recv), (Some(s), Some(r)) if runs_overlap(s, r)) {
                 // SAFETY: the caller's buffers, disjoint, valid for this call.
                 let (send, recv) = unsafe { (send.map(|s| run_bytes(s)), recv.map(|r| run_bytes_mut(r))) };
@@ -675,7 +686,7 @@ unsafe fn all_reduce_like(
             (&mode, kind, g.is_inter(), layout.is_contiguous())
             && let Some(recv) = contiguous_run(recvbuf, count, &layout)
         {
-            let send = (!in_place).then(|| contiguous_run(sendbuf, count, &layout)).flatten();
+            let send = if in_place { None } else { contiguous_run(sendbuf, count, &layout) };
             if !send.is_some_and(|s| runs_overlap(s, recv)) {
                 // SAFETY: the caller's buffers, disjoint, valid for this call.
                 let (send, recv) = unsafe { (send.map(|s| run_bytes(s)), run_bytes_mut(recv)) };
@@ -942,11 +953,11 @@ unsafe fn gather(
                 {
                     check_alias(sendbuf, recvbuf)?;
                 }
-                Some(contiguous_run(recvbuf, n * count, &layout))
+                Some((contiguous_run(recvbuf, n * count, &layout), count * layout.size))
             } else {
                 None
             };
-            if let Some((send, recv, block)) = rooted_runs(send, recv, n) {
+            if let Some((send, recv, block)) = rooted_runs(send, recv) {
                 // SAFETY: the caller's buffers, disjoint, valid for this call.
                 let (send, recv) = unsafe { (send.map(|s| run_bytes(s)), recv.map(|r| run_bytes_mut(r))) };
                 return coll::gather_bytes(g, send, recv, block, root);
@@ -1079,7 +1090,7 @@ unsafe fn scatter(
                 let count = check_count(sc, "sendcount")?;
                 check_buf(sendbuf, n * count * layout.size, "sendbuf")?;
                 check_not_in_place(sendbuf, "sendbuf")?;
-                Some(contiguous_run(sendbuf, n * count, &layout))
+                Some((contiguous_run(sendbuf, n * count, &layout), count * layout.size))
             } else {
                 None
             };
@@ -1092,7 +1103,7 @@ unsafe fn scatter(
                 }
                 Some(contiguous_run(recvbuf, count, &layout))
             };
-            if let Some((recv, send, block)) = rooted_runs(recv, send, n) {
+            if let Some((recv, send, block)) = rooted_runs(recv, send) {
                 // SAFETY: the caller's buffers, disjoint, valid for this call.
                 let (send, recv) = unsafe { (send.map(|s| run_bytes(s)), recv.map(|r| run_bytes_mut(r))) };
                 return coll::scatter_bytes(g, send, recv, block, root);

@@ -138,17 +138,31 @@ impl Hier {
 }
 
 /// This rank's node-aware state, set up on first use; None where the path does not apply.
+#[inline]
 fn prepare<'s>(g: &mut Group<'s>) -> MpiResult<Option<RefMut<'s, Hier>>> {
     if !enabled() || g.is_inter() || g.size() < 2 {
         return Ok(None);
     }
     let cell: &'s CommShm = g.shm;
-    let mut st = cell.0.borrow_mut();
+    let st = cell.0.borrow_mut();
     if let State::Unknown = *st {
-        *st = State::Off;
-        if let Some(h) = build(g)? {
-            *st = State::On(Box::new(h));
-        }
+        return prepare_first(g, st);
+    }
+    Ok(RefMut::filter_map(st, |s| match s {
+        State::On(h) => Some(&mut **h),
+        _ => None,
+    })
+    .ok())
+}
+
+/// `prepare` at the communicator's first collective: finds its node structure and sets up
+/// the area (out of line: every later call only looks at the state).
+#[cold]
+#[inline(never)]
+fn prepare_first<'s>(g: &mut Group<'s>, mut st: RefMut<'s, State>) -> MpiResult<Option<RefMut<'s, Hier>>> {
+    *st = State::Off;
+    if let Some(h) = build(g)? {
+        *st = State::On(Box::new(h));
     }
     Ok(RefMut::filter_map(st, |s| match s {
         State::On(h) => Some(&mut **h),
@@ -432,6 +446,7 @@ fn scatter_max() -> usize {
 /// The area of a one-node communicator for a gather or scatter of `block` bytes per rank
 /// (the same on every rank: MPI_Gather/Scatter's blocks match) and at most `max` bytes in
 /// all, when the blocks go through the lanes.
+#[inline]
 fn rooted_area<'s>(g: &mut Group<'s>, block: usize, max: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
     let n = g.size();
     // Not for single-copy candidates: the block-list paths try single copy first, and the
@@ -450,6 +465,7 @@ fn rooted_area<'s>(g: &mut Group<'s>, block: usize, max: usize) -> Option<MpiRes
 
 /// The shared area of a communicator of several ranks on one node (its local numbers are the
 /// ranks); None on several nodes.
+#[inline]
 fn one_node_area<'s>(g: &mut Group<'s>) -> Option<MpiResult<RefMut<'s, Area>>> {
     let h = hier_or_none!(g);
     if h.nodes.len() != 1 {
@@ -500,7 +516,7 @@ pub fn scatter(
     let (e, n) = (&mut *g.engine, g.members.len());
     if g.rank != root {
         let out = recv.as_mut().expect("non-root members receive");
-        return Some(with_packed_out(out, false, |o| area.scatter(e, &[], o, root)));
+        return Some(with_packed_out(out, false, |o| area.scatter(e, &[], o, block, root)));
     }
     let s = send.as_ref().expect("the root has a send buffer");
     let others = (0..n).filter(|&j| j != root);
@@ -525,7 +541,7 @@ pub fn scatter(
         // SAFETY: distinct user buffers (an overlapping input was copied).
         unsafe { super::copy_block(s.mem.as_ptr(), &s.blocks[root], out.mem.as_mut_ptr(), &out.blocks[0]) };
     }
-    Some(area.scatter(e, &pieces, &mut [], root))
+    Some(area.scatter(e, &pieces, &mut [], block, root))
 }
 
 /// Smallest block of a gather or scatter by single copy through the area when ranks
@@ -901,6 +917,7 @@ pub fn reduce_scatter(
 // block lists; None where those would not run on one node, or on several nodes.
 
 /// As `bcast`, on one node.
+#[inline]
 pub fn bcast_bytes(g: &mut Group, data: &mut [u8], root: usize) -> Option<MpiResult<()>> {
     if data.is_empty() {
         return None;
@@ -911,6 +928,7 @@ pub fn bcast_bytes(g: &mut Group, data: &mut [u8], root: usize) -> Option<MpiRes
 
 /// As `reduce`, on one node; `input` is this rank's vector (the root's `out` with
 /// MPI_IN_PLACE, copied by the caller).
+#[inline]
 pub fn reduce_bytes(
     g: &mut Group,
     input: &[u8],
@@ -929,6 +947,7 @@ pub fn reduce_bytes(
 }
 
 /// As `allreduce`, on one node.
+#[inline]
 pub fn allreduce_bytes(g: &mut Group, input: &[u8], out: &mut [u8], red: &Reduction) -> Option<MpiResult<()>> {
     if input.is_empty() {
         return None;
@@ -945,6 +964,7 @@ pub fn allreduce_bytes(g: &mut Group, input: &[u8], out: &mut [u8], red: &Reduct
 
 /// As `gather`: `send` is this rank's block (None: MPI_IN_PLACE at the root), `out` the
 /// root's `block * n` bytes.
+#[inline]
 pub fn gather_bytes(
     g: &mut Group,
     send: Option<&[u8]>,
@@ -965,6 +985,7 @@ pub fn gather_bytes(
 
 /// As `scatter`: `send` is the root's `block * n` bytes, `out` this rank's block (None:
 /// MPI_IN_PLACE at the root).
+#[inline]
 pub fn scatter_bytes(
     g: &mut Group,
     send: Option<&[u8]>,
@@ -975,7 +996,7 @@ pub fn scatter_bytes(
     let mut area = area_or_decline!(rooted_area(g, block, scatter_max()));
     let (e, n) = (&mut *g.engine, g.members.len());
     if g.rank != root {
-        return Some(area.scatter(e, &[], out.expect("non-root members receive"), root));
+        return Some(area.scatter(e, &[], out.expect("non-root members receive"), block, root));
     }
     let s = send.expect("the root has a send buffer");
     // The other ranks' blocks, in rank order: one run unless the root is in the middle.
@@ -987,7 +1008,7 @@ pub fn scatter_bytes(
     if let Some(out) = out {
         out.copy_from_slice(&s[root * block..(root + 1) * block]);
     }
-    Some(area.scatter(e, &pieces, &mut [], root))
+    Some(area.scatter(e, &pieces, &mut [], block, root))
 }
 
 /// MPI_Allreduce: on one node through shared memory alone; across nodes, reduce within

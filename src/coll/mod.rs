@@ -736,6 +736,7 @@ fn copy_alone(send: Option<&[u8]>, recv: Option<&mut [u8]>) {
 }
 
 /// MPI_Bcast of the contiguous buffer `data`.
+#[inline]
 pub fn bcast_bytes(g: &mut Group, data: &mut [u8], root: usize) -> MpiResult<()> {
     if g.size() == 1 {
         return Ok(());
@@ -748,6 +749,7 @@ pub fn bcast_bytes(g: &mut Group, data: &mut [u8], root: usize) -> MpiResult<()>
 
 /// MPI_Reduce of contiguous vectors (of a type with its data at the pointer): `send` is None for MPI_IN_PLACE at the root; `recv`
 /// matters at the root only.
+#[inline]
 pub fn reduce_bytes(
     g: &mut Group,
     send: Option<&[u8]>,
@@ -772,6 +774,7 @@ pub fn reduce_bytes(
 }
 
 /// MPI_Allreduce of contiguous vectors (as `reduce_bytes`): `send` is None for MPI_IN_PLACE.
+#[inline]
 pub fn allreduce_bytes(g: &mut Group, send: Option<&[u8]>, recv: &mut [u8], red: &Reduction) -> MpiResult<()> {
     if g.size() == 1 {
         copy_alone(send, Some(recv));
@@ -790,6 +793,7 @@ pub fn allreduce_bytes(g: &mut Group, send: Option<&[u8]>, recv: &mut [u8], red:
 
 /// MPI_Gather of `block` bytes per member: `send` is None for MPI_IN_PLACE at the root;
 /// `recv` (the root's `block * size` bytes) matters at the root only.
+#[inline]
 pub fn gather_bytes(
     g: &mut Group,
     send: Option<&[u8]>,
@@ -811,6 +815,7 @@ pub fn gather_bytes(
 
 /// MPI_Scatter of `block` bytes per member: `send` (the root's `block * size` bytes)
 /// matters at the root only; `recv` is None for MPI_IN_PLACE at the root.
+#[inline]
 pub fn scatter_bytes(
     g: &mut Group,
     send: Option<&[u8]>,

@@ -162,10 +162,12 @@ pub struct Area {
     /// First line (counted from the start, not wrapped) of the recent lane steps, by step
     /// number modulo `LANE_LINES` (each step takes a line at least, so the steps still
     /// to be told apart fit).
-    lane_starts: Box<[u64]>,
+    lane_starts: Box<[u64; LANE_LINES]>,
     /// The last lane step that starts before the lines the current step reuses: every rank
     /// must have finished it before a writer fills them.
     lane_reuse: u64,
+    /// Offset of the lanes in the mapping (`lane_offset`).
+    lane_base: usize,
     /// Process ids of the area's ranks when every rank can read every other's memory
     /// (decided at the first large collective, the same on every rank); empty: it cannot.
     single_copy: Option<Vec<u32>>,
@@ -261,8 +263,9 @@ impl Area {
             lane_seq: 0,
             lane_floor: 0,
             lane_head: 0,
-            lane_starts: vec![0; LANE_LINES].into_boxed_slice(),
+            lane_starts: vec![0; LANE_LINES].into_boxed_slice().try_into().expect("LANE_LINES starts"),
             lane_reuse: 0,
+            lane_base: lane_offset(n),
             single_copy: None,
             bcast_single_copy_min: SINGLE_COPY_MIN,
             oversubscribed: false,
@@ -352,7 +355,7 @@ impl Area {
     /// Offset of line `line` (a ring index) of rank `i`'s lane.
     fn lane_line_offset(&self, i: usize, line: usize) -> usize {
         assert!(i < self.n && line < LANE_LINES);
-        lane_offset(self.n) + (i * LANE_LINES + line) * LINE
+        self.lane_base + (i * LANE_LINES + line) * LINE
     }
 
     /// Flag of rank `i`'s lane line `line`: the lane step that last published an entry
@@ -366,12 +369,26 @@ impl Area {
     /// says published; the owner does not rewrite it before every rank finished the step).
     fn lane_read(&self, i: usize, st: &LaneStep, out: &mut [u8]) {
         assert!(out.len() <= st.lines * LANE_LINE_CAP);
+        if out.len() <= LANE_LINE_CAP {
+            // Most entries: one line, no chunking.
+            out.copy_from_slice(self.lane_line_payload(i, st.line, 0, out.len()));
+            return;
+        }
         for (k, chunk) in out.chunks_mut(LANE_LINE_CAP).enumerate() {
             let off = self.lane_line_offset(i, st.line + k) + 8;
             // SAFETY: inside the mapping (the entry's lines do not wrap); see above.
             let src = unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(off), chunk.len()) };
             chunk.copy_from_slice(src);
         }
+    }
+
+    /// Bytes `at..at + len` of the payload of rank `i`'s lane line `line` (within the line).
+    fn lane_line_payload(&self, i: usize, line: usize, at: usize, len: usize) -> &[u8] {
+        assert!(at + len <= LANE_LINE_CAP);
+        let off = self.lane_line_offset(i, line) + 8 + at;
+        // SAFETY: inside the mapping, past the line's flag word; readers call it for
+        // published entries, which the owner does not rewrite before every rank finished them.
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(off), len) }
     }
 
     fn slot_offset(&self, i: usize, b: usize) -> usize {
@@ -514,6 +531,15 @@ impl Area {
             }
             self.lane_floor = floor(self);
         }
+        if bytes.len() <= LANE_LINE_CAP {
+            // Most entries: one line, payload then flag.
+            let off = self.lane_line_offset(self.me, st.line) + 8;
+            // SAFETY: as below.
+            let dst = unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(off), bytes.len()) };
+            dst.copy_from_slice(bytes);
+            self.lane_flag(self.me, st.line).store(st.s, Ordering::Release);
+            return;
+        }
         for (k, chunk) in bytes.chunks(LANE_LINE_CAP).enumerate() {
             let off = self.lane_line_offset(self.me, st.line + k) + 8;
             // SAFETY: this rank's own lane lines, inside the mapping (entries do not wrap),
@@ -557,6 +583,10 @@ impl Area {
     /// (after `lane_wait_range` for them).
     fn lane_read_at(&self, i: usize, st: &LaneStep, at: usize, out: &mut [u8]) {
         assert!(at + out.len() <= st.lines * LANE_LINE_CAP);
+        if at + out.len() <= LANE_LINE_CAP {
+            out.copy_from_slice(self.lane_line_payload(i, st.line, at, out.len()));
+            return;
+        }
         let mut done = 0;
         while done < out.len() {
             let pos = at + done;
@@ -1170,8 +1200,8 @@ impl Area {
     /// ranks' blocks in local rank order (its own left out); elsewhere `out` receives this
     /// rank's block. The root returns once it published; a member waits only for the lines of
     /// its own piece.
-    pub fn scatter(&mut self, e: &mut Engine, pieces: &[u8], out: &mut [u8], root: usize) -> MpiResult<()> {
-        let block = if self.me == root { pieces.len() / (self.n - 1) } else { out.len() };
+    pub fn scatter(&mut self, e: &mut Engine, pieces: &[u8], out: &mut [u8], block: usize, root: usize) -> MpiResult<()> {
+        debug_assert!(if self.me == root { pieces.len() == block * (self.n - 1) } else { out.len() == block });
         let st = self.lane_step(block * (self.n - 1));
         if self.me == root {
             self.lane_publish(e, &st, pieces);
@@ -1283,11 +1313,12 @@ impl Area {
     /// a zeroed stack buffer of `LANE_CAP` bytes cost a 2 KiB memset in every call).
     fn lane_range<'a>(&'a self, i: usize, st: &LaneStep, r: std::ops::Range<usize>, tmp: &'a mut Vec<u8>) -> &'a [u8] {
         assert!(r.end <= st.lines * LANE_LINE_CAP);
+        if r.end <= LANE_LINE_CAP {
+            return self.lane_line_payload(i, st.line, r.start, r.len());
+        }
         if r.is_empty() || r.start / LANE_LINE_CAP == (r.end - 1) / LANE_LINE_CAP {
             let line = r.start / LANE_LINE_CAP;
-            let off = self.lane_line_offset(i, st.line + line.min(st.lines - 1)) + 8 + r.start % LANE_LINE_CAP;
-            // SAFETY: as in `lane_read` (one line's payload, inside the mapping).
-            return unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(off), r.len()) };
+            return self.lane_line_payload(i, st.line + line.min(st.lines - 1), r.start % LANE_LINE_CAP, r.len());
         }
         tmp.resize(r.len(), 0);
         self.lane_read_at(i, st, r.start, tmp);

@@ -74,12 +74,14 @@ impl Layout {
 
     /// Whether `count` elements occupy exactly `count * size` bytes from the buffer pointer,
     /// with no gaps.
+    #[inline]
     pub fn is_contiguous(&self) -> bool {
         self.contiguous_at() == Some(0)
     }
 
     /// Where the data starts relative to the buffer pointer, when any number of elements is
     /// one contiguous run of `count * size` bytes (a contiguous type, perhaps with lb != 0).
+    #[inline]
     pub fn contiguous_at(&self) -> Option<isize> {
         match &self.flat {
             None => Some(0),
