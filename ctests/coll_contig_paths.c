@@ -1,9 +1,10 @@
 /* oxmpi-test: np=1,2,3,4,8 timeout=120 */
-/* Blocking Bcast, Reduce, Allreduce, Gather and Scatter with contiguous buffers (the paths
-   that take them as bytes) against the general ones: every root, MPI_IN_PLACE, sizes from
-   1 byte to past the shared-memory lanes, a contiguous derived type whose data starts after
-   the buffer pointer, a non-contiguous type; count 0 of every kind (no effect on the
-   buffers, NULL allowed); and bad arguments rejected with count 0 too. */
+/* Blocking Bcast, Reduce, Allreduce, Gather, Scatter, Allgather and Alltoall with contiguous
+   buffers (the paths that take them as bytes) against the general ones: every root,
+   MPI_IN_PLACE, sizes from 1 byte to past the shared-memory lanes, a contiguous derived type
+   whose data starts after the buffer pointer, a non-contiguous type, ranks taking different
+   paths in one call; count 0 of every kind (no effect on the buffers, NULL allowed); and bad
+   arguments rejected, with count 0 too. */
 #include "coll_mtest.h"
 #ifndef MT_OXMPI
 #define MT_OXMPI 0 /* set by the harness when testing oxmpi */
@@ -22,6 +23,43 @@ static void expect(int rc, int cls, const char *what)
     if (rc != MPI_SUCCESS)
         MPI_Error_class(rc, &got);
     CHECK(rc != MPI_SUCCESS && got == cls, "%s: rc %d class %d, want class %d", what, rc, got, cls);
+}
+
+/* Allgather and Alltoall of `len` bytes per block, plain and in place. */
+static void exchange_bytes(int len)
+{
+    size_t all = (size_t)len * size;
+    unsigned char *a = malloc(all + 8), *b = malloc(all + 8);
+    int i, j, inplace;
+    for (inplace = 0; inplace < 2; inplace++) {
+        for (i = 0; i < len; i++)
+            a[i] = pat(rank, i);
+        for (i = 0; i < (int)all; i++)
+            b[i] = 0;
+        if (inplace)
+            memcpy(b + (size_t)rank * len, a, (size_t)len);
+        MPI_Allgather(inplace ? MPI_IN_PLACE : a, len, MPI_BYTE, b, len, MPI_BYTE, MPI_COMM_WORLD);
+        for (j = 0; j < size; j++) {
+            for (i = 0; i < len && b[(size_t)j * len + i] == pat(j, i); i++)
+                ;
+            CHECK(i == len, "Allgather len %d inplace %d: block %d byte %d", len, inplace, j, i);
+        }
+        /* Alltoall: the block for rank j carries pat(rank * size + j, i). */
+        unsigned char *src = inplace ? b : a;
+        for (j = 0; j < size; j++)
+            for (i = 0; i < len; i++)
+                src[(size_t)j * len + i] = pat(rank * size + j, i);
+        if (!inplace)
+            memset(b, 0, all);
+        MPI_Alltoall(inplace ? MPI_IN_PLACE : a, len, MPI_BYTE, b, len, MPI_BYTE, MPI_COMM_WORLD);
+        for (j = 0; j < size; j++) {
+            for (i = 0; i < len && b[(size_t)j * len + i] == pat(j * size + rank, i); i++)
+                ;
+            CHECK(i == len, "Alltoall len %d inplace %d: block from %d byte %d", len, inplace, j, i);
+        }
+    }
+    free(a);
+    free(b);
 }
 
 /* Bytes of every rooted collective and of Allreduce, `len` bytes per rank. */
@@ -106,6 +144,7 @@ static void bytes_paths(int len)
     free(y);
     free(a);
     free(b);
+    exchange_bytes(len);
 }
 
 /* A contiguous type of 2 ints whose data starts 8 bytes after the buffer pointer (lb 8,
@@ -179,6 +218,46 @@ static void type_paths(void)
             CHECK(buf[0] == -1 && buf[1] == -1, "Gather shifted wrote before the data");
         }
     }
+    /* Allgather and Alltoall with the types differing between ranks (same signatures):
+       even ranks send `shifted` elements (one run: the byte path), odd ranks `strided` ones
+       (the general path); received as plain ints on even ranks, `strided` on odd ones. */
+    {
+        int odd = rank % 2, n2 = 2 * k;
+        MPI_Datatype stype = odd ? strided : shifted, rtype = odd ? strided : MPI_INT;
+        int rcount = odd ? k : n2;
+        int *s2 = calloc((size_t)(3 * k * size + 8), sizeof(int));
+        int *r2 = calloc((size_t)(3 * k * size + 8), sizeof(int));
+        /* The i-th int of the block for rank j (Alltoall) or of the block (Allgather). */
+#define VAL(from, to, i) (100000 * (from) + 1000 * (to) + (i))
+        /* Where send element ints live: shifted: ints 2.. of each 2-int element (one run
+           from int 2); strided: ints 0 and 2 of each 3-int element. */
+#define SAT(blk, i) (odd ? 3 * k * (blk) + ((i) / 2) * 3 + ((i) % 2) * 2 : 2 + n2 * (blk) + (i))
+#define RAT(blk, i) (odd ? 3 * k * (blk) + ((i) / 2) * 3 + ((i) % 2) * 2 : n2 * (blk) + (i))
+        for (i = 0; i < n2; i++)
+            s2[SAT(0, i)] = VAL(rank, 0, i);
+        for (i = 0; i < 3 * k * size; i++)
+            r2[i] = -1;
+        MPI_Allgather(s2, k, stype, r2, rcount, rtype, MPI_COMM_WORLD);
+        for (int j = 0; j < size; j++)
+            for (i = 0; i < n2; i++)
+                CHECK(r2[RAT(j, i)] == VAL(j, 0, i), "Allgather mixed types: block %d int %d = %d", j, i,
+                      r2[RAT(j, i)]);
+        for (int j = 0; j < size; j++)
+            for (i = 0; i < n2; i++)
+                s2[SAT(j, i)] = VAL(rank, j, i);
+        for (i = 0; i < 3 * k * size; i++)
+            r2[i] = -1;
+        MPI_Alltoall(s2, k, stype, r2, rcount, rtype, MPI_COMM_WORLD);
+        for (int j = 0; j < size; j++)
+            for (i = 0; i < n2; i++)
+                CHECK(r2[RAT(j, i)] == VAL(j, rank, i), "Alltoall mixed types: from %d int %d = %d", j, i,
+                      r2[RAT(j, i)]);
+#undef VAL
+#undef SAT
+#undef RAT
+        free(s2);
+        free(r2);
+    }
     free(buf);
     free(mine);
     MPI_Type_free(&t0);
@@ -238,6 +317,24 @@ static void zero_count_errors(void)
     expect(MPI_Scatter(a, 0, MPI_INT, b, 0, MPI_INT, -2, MPI_COMM_WORLD), MPI_ERR_ROOT, "Scatter count 0 root=-2");
     expect(MPI_Scatter(a, 0, MPI_INT, b, -1, MPI_INT, 0, MPI_COMM_WORLD), MPI_ERR_COUNT, "Scatter recvcount=-1");
     expect(MPI_Gather(a, -1, MPI_INT, b, 0, MPI_INT, 0, MPI_COMM_WORLD), MPI_ERR_COUNT, "Gather sendcount=-1");
+    /* The exchanges' byte paths check as the general ones do. */
+    int *big = calloc((size_t)size + 1, sizeof(int));
+    expect(MPI_Allgather(a, 1, MPI_INT, NULL, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_BUFFER, "Allgather NULL recvbuf");
+    expect(MPI_Allgather(NULL, 1, MPI_INT, big, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_BUFFER, "Allgather NULL sendbuf");
+    /* MPICH reports aliasing only where sendbuf is the rank's own block of recvbuf (here on
+       rank 0 alone, the others then wait in the collective); oxmpi on every rank. */
+    if (MT_OXMPI)
+        expect(MPI_Allgather(big, 1, MPI_INT, big, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_BUFFER, "Allgather aliased");
+    expect(MPI_Allgather(a, 1, MPI_INT, big, -1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_COUNT, "Allgather recvcount=-1");
+    expect(MPI_Allgather(a, 1, MPI_INT, big, 1, MPI_DATATYPE_NULL, MPI_COMM_WORLD), MPI_ERR_TYPE,
+           "Allgather recvtype NULL");
+    expect(MPI_Alltoall(big, 1, MPI_INT, NULL, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_BUFFER, "Alltoall NULL recvbuf");
+    expect(MPI_Alltoall(NULL, 1, MPI_INT, big, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_BUFFER, "Alltoall NULL sendbuf");
+    expect(MPI_Alltoall(big, 1, MPI_INT, big, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_BUFFER, "Alltoall aliased");
+    expect(MPI_Alltoall(big, -1, MPI_INT, b, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_COUNT, "Alltoall sendcount=-1");
+    expect(MPI_Alltoall(MPI_IN_PLACE, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_BUFFER,
+           "Alltoall recvbuf MPI_IN_PLACE");
+    free(big);
 }
 
 int main(int argc, char **argv)

@@ -1211,6 +1211,11 @@ unsafe fn allgather(
         {
             return Ok(());
         }
+        if let (Mode::Blocking, false, Spread::Uniform(rc)) = (&mode, g.is_inter(), recv)
+            && unsafe { allgather_contiguous(g, sendbuf, sendcount, sendtype, recvbuf, rc, recvtype) }?
+        {
+            return Ok(());
+        }
         let send = if in_place {
             None
         } else {
@@ -1241,6 +1246,48 @@ unsafe fn allgather(
         let (send, recv) = unsafe { keep_pair(send, recv) };
         schedule(g, comm, mode, None, recv, move |s| sched::allgather(s, send.as_ref().map(|b| b.pack(0))))
     })
+}
+
+/// MPI_Allgather of contiguous buffers on an intracommunicator, blocking: as bytes, with the
+/// general path's checks, in its order. Ok(false): a buffer is not one run of bytes, the
+/// blocks differ, or the buffers overlap; the general path runs (and repeats the checks).
+///
+/// # Safety
+/// As `allgather`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn allgather_contiguous(
+    g: &mut Group,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+) -> MpiResult<bool> {
+    let n = g.size();
+    let send = if is_in_place(sendbuf) {
+        None
+    } else {
+        let (count, layout) = checked_block(sendbuf, sendcount, sendtype, "sendcount", "sendbuf")?;
+        let Some(run) = contiguous_run(sendbuf, count, &layout) else { return Ok(false) };
+        Some(run)
+    };
+    let layout = datatype::layout(recvtype)?;
+    let count = check_count(recvcount, "recvcount")?;
+    let Some(recv) = contiguous_run(recvbuf, n * count, &layout) else { return Ok(false) };
+    check_buf(recvbuf, recv.1, "recvbuf")?;
+    check_not_in_place(recvbuf, "recvbuf")?;
+    if send.is_some_and(|s| s.1 > 0) {
+        check_alias(sendbuf, recvbuf)?;
+    }
+    let block = count * layout.size;
+    if send.is_some_and(|s| s.1 != block || runs_overlap(s, recv)) {
+        return Ok(false);
+    }
+    // SAFETY: the caller's buffers, disjoint, valid for this call.
+    let (send, recv) = unsafe { (send.map(|s| run_bytes(s)), run_bytes_mut(recv)) };
+    coll::allgather_bytes(g, send, recv, block)?;
+    Ok(true)
 }
 
 pub unsafe fn MPI_Alltoall_c(
@@ -1342,6 +1389,64 @@ unsafe fn alltoall_region(p: *const c_void, spread: Spread, types: Types, n: usi
     }
 }
 
+/// A buffer of `n` blocks of `count` elements of `datatype` as one run of bytes, with the
+/// checks of `alltoall_region` and `Region::check_not_null`, in their order; with the bytes
+/// of one block. None when the type is not contiguous.
+fn uniform_run(
+    p: *const c_void,
+    n: usize,
+    count: i64,
+    datatype: MPI_Datatype,
+    count_name: &str,
+    buf_name: &str,
+) -> MpiResult<Option<(ByteRun, usize)>> {
+    let layout = datatype::layout(datatype)?;
+    let count = check_count(count, count_name)?;
+    let Some(run) = contiguous_run(p, n * count, &layout) else { return Ok(None) };
+    if run.1 > 0 && run.0.is_null() {
+        null_buffer(buf_name)?;
+    }
+    Ok(Some((run, count * layout.size)))
+}
+
+/// MPI_Alltoall of contiguous buffers on an intracommunicator, blocking: as bytes, with the
+/// general path's checks, in its order. Ok(false): as in `allgather_contiguous`.
+///
+/// # Safety
+/// As `alltoall`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoall_contiguous(
+    g: &mut Group,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+) -> MpiResult<bool> {
+    let n = g.size();
+    let send = if is_in_place(sendbuf) {
+        None
+    } else {
+        let Some(run) = uniform_run(sendbuf, n, sendcount, sendtype, "sendcount", "sendbuf")? else { return Ok(false) };
+        Some(run)
+    };
+    let Some((recv, block)) = uniform_run(recvbuf, n, recvcount, recvtype, "recvcount", "recvbuf")? else {
+        return Ok(false);
+    };
+    check_not_in_place(recvbuf, "recvbuf")?;
+    if send.is_some_and(|(s, _)| s.1 > 0) {
+        check_alias(sendbuf, recvbuf)?;
+    }
+    if send.is_some_and(|(s, b)| b != block || runs_overlap(s, recv)) {
+        return Ok(false);
+    }
+    // SAFETY: the caller's buffers, disjoint, valid for this call.
+    let (send, recv) = unsafe { (send.map(|(s, _)| run_bytes(s)), run_bytes_mut(recv)) };
+    coll::alltoall_bytes(g, send, recv, block)?;
+    Ok(true)
+}
+
 /// Alltoall(v,w).
 ///
 /// # Safety
@@ -1365,6 +1470,11 @@ unsafe fn alltoall(
         {
             let out = || Ok(if in_place { 0 } else { bytes_of(sc, st, "sendcount")? });
             if nothing_to_move(g, &mode, || Ok(out()? + bytes_of(rc, rt, "recvcount")?))? {
+                return Ok(());
+            }
+            if let (Mode::Blocking, false) = (&mode, g.is_inter())
+                && unsafe { alltoall_contiguous(g, sendbuf, sc, st, recvbuf, rc, rt) }?
+            {
                 return Ok(());
             }
         }

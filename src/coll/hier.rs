@@ -749,6 +749,71 @@ pub fn alltoall(g: &mut Group, send: &Option<In>, recv: &mut Out) -> Option<MpiR
     Some(area.exchange(e, block * (n - 1), &pieces, |j| at(j)..at(j) + block, |j, bytes| put_block(recv, j, bytes)))
 }
 
+/// Whether an allgather or all-to-all of `block`-byte blocks is a single-copy candidate
+/// (`copy_area`'s size test): the byte paths below leave those to the general ones, so that
+/// every rank chooses alike whichever path its buffers take.
+fn exchange_copy_candidate(block: usize) -> bool {
+    let min = exchange_copy_min();
+    min != 0 && block >= min
+}
+
+/// As `allgather`, for contiguous buffers: blocks of `block` bytes, `send` None for
+/// MPI_IN_PLACE. The same lane entries as `allgather`.
+#[inline]
+pub fn allgather_bytes(g: &mut Group, send: Option<&[u8]>, recv: &mut [u8], block: usize) -> Option<MpiResult<()>> {
+    if exchange_copy_candidate(block) {
+        return None;
+    }
+    let n = g.size();
+    let mut area = area_or_decline!(exchange_area(g, block, block * n));
+    let (e, me) = (&mut *g.engine, g.rank);
+    let own = me * block..(me + 1) * block;
+    let mine: Cow<[u8]> = match send {
+        Some(s) => {
+            recv[own].copy_from_slice(s);
+            Cow::Borrowed(s)
+        }
+        // In place: a copy, as the other blocks are written meanwhile.
+        None => Cow::Owned(recv[own].to_vec()),
+    };
+    Some(area.exchange(e, block, &mine, |_| 0..block, |j, bytes| recv[j * block..(j + 1) * block].copy_from_slice(bytes)))
+}
+
+/// As `alltoall`, for contiguous buffers: blocks of `block` bytes, `send` None for
+/// MPI_IN_PLACE. The same lane entries as `alltoall` (the blocks for the others, in rank
+/// order).
+#[inline]
+pub fn alltoall_bytes(g: &mut Group, send: Option<&[u8]>, recv: &mut [u8], block: usize) -> Option<MpiResult<()>> {
+    if exchange_copy_candidate(block) {
+        return None;
+    }
+    let n = g.size();
+    let mut area = area_or_decline!(exchange_area(g, block * (n - 1), block * n * n));
+    let (e, me) = (&mut *g.engine, g.rank);
+    let own = me * block..(me + 1) * block;
+    // The blocks for the others: one run of the send buffer when this rank's own block is
+    // first or last, else joined; in place a copy, as they are overwritten as the others'
+    // arrive.
+    let pieces: Cow<[u8]> = match send {
+        Some(s) if me == 0 => Cow::Borrowed(&s[block..]),
+        Some(s) if me == n - 1 => Cow::Borrowed(&s[..own.start]),
+        Some(s) => Cow::Owned([&s[..own.start], &s[own.end..]].concat()),
+        None => Cow::Owned([&recv[..own.start], &recv[own.end..]].concat()),
+    };
+    if let Some(s) = send {
+        recv[own.clone()].copy_from_slice(&s[own]);
+    }
+    // This rank's piece in rank j's entry (which leaves j's own block out).
+    let at = |j: usize| (if me < j { me } else { me - 1 }) * block;
+    Some(area.exchange(
+        e,
+        block * (n - 1),
+        &pieces,
+        |j| at(j)..at(j) + block,
+        |j, bytes| recv[j * block..(j + 1) * block].copy_from_slice(bytes),
+    ))
+}
+
 // ----- exchanges of large blocks by single copy -----
 
 /// MPI_Reduce_scatter(_block) with builtin operations and large segments (the largest at

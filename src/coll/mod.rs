@@ -835,6 +835,37 @@ pub fn scatter_bytes(
     scatter_uniform(g, send, recv.map(bytes_out), root)
 }
 
+/// MPI_Allgather of `block` bytes per member, contiguous buffers: `send` is None for
+/// MPI_IN_PLACE (the own block is already in `recv`, `block * size` bytes).
+#[inline]
+pub fn allgather_bytes(g: &mut Group, send: Option<&[u8]>, recv: &mut [u8], block: usize) -> MpiResult<()> {
+    let n = g.size();
+    if n == 1 {
+        copy_alone(send, Some(recv));
+        return Ok(());
+    }
+    if let Some(r) = hier::allgather_bytes(g, send, recv, block) {
+        return r;
+    }
+    allgather(g, send.map(bytes_in), Out { mem: recv, blocks: uniform_blocks(n, block) })
+}
+
+/// MPI_Alltoall of `block` bytes per pair, contiguous buffers: `send` is None for
+/// MPI_IN_PLACE (what goes to member i is block i of `recv`).
+#[inline]
+pub fn alltoall_bytes(g: &mut Group, send: Option<&[u8]>, recv: &mut [u8], block: usize) -> MpiResult<()> {
+    let n = g.size();
+    if n == 1 {
+        copy_alone(send, Some(recv));
+        return Ok(());
+    }
+    if let Some(r) = hier::alltoall_bytes(g, send, recv, block) {
+        return r;
+    }
+    let send = send.map(|mem| In { mem: std::borrow::Cow::Borrowed(mem), blocks: uniform_blocks(n, block) });
+    alltoall_uniform(g, send, Out { mem: recv, blocks: uniform_blocks(n, block) })
+}
+
 // ----- barrier and broadcast -----
 
 /// MPI_Barrier: dissemination, ceil(log2 n) rounds of one empty message each way.
