@@ -534,7 +534,8 @@ impl Area {
         if bytes.len() <= LANE_LINE_CAP {
             // Most entries: one line, payload then flag.
             let off = self.lane_line_offset(self.me, st.line) + 8;
-            // SAFETY: as below.
+            // SAFETY: this rank's own lane line, inside the mapping, past the flag word; no rank
+            // reads it any more (see above).
             let dst = unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(off), bytes.len()) };
             dst.copy_from_slice(bytes);
             self.lane_flag(self.me, st.line).store(st.s, Ordering::Release);
