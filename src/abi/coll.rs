@@ -71,7 +71,8 @@ fn check_root(g: &Group, root: c_int) -> MpiResult<Rooted> {
     check_root_other(g, root)
 }
 
-/// `check_root` on an intercommunicator, or of an invalid root.
+/// `check_root` on an intercommunicator, or the error of an invalid root on an
+/// intracommunicator.
 #[cold]
 #[inline(never)]
 fn check_root_other(g: &Group, root: c_int) -> MpiResult<Rooted> {
@@ -90,10 +91,7 @@ fn check_root_other(g: &Group, root: c_int) -> MpiResult<Rooted> {
             ),
         };
     }
-    if root < 0 || root as usize >= g.size() {
-        return err(MPI_ERR_ROOT, format!("invalid root argument (root={root}, communicator size {})", g.size()));
-    }
-    Ok(Rooted::Intra(root as usize))
+    err(MPI_ERR_ROOT, format!("invalid root argument (root={root}, communicator size {})", g.size()))
 }
 
 /// MPI_ERR_BUFFER for MPI_IN_PLACE on an intercommunicator (`p` is `what`, significant here).
@@ -179,12 +177,10 @@ fn rooted_runs(
     match (own, all) {
         (Some(None), _) | (_, Some((None, _))) | (None, None) => None,
         (Some(Some(o)), None) => Some((Some(o), None, o.1)),
-        (own, Some((Some(a), block))) => {
-            match own {
-                Some(Some(o)) if o.1 != block || runs_overlap(o, a) => None,
-                _ => Some((own.flatten(), Some(a), block)),
-            }
-        }
+        (own, Some((Some(a), block))) => match own {
+            Some(Some(o)) if o.1 != block || runs_overlap(o, a) => None,
+            _ => Some((own.flatten(), Some(a), block)),
+        },
     }
 }
 

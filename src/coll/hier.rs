@@ -144,9 +144,9 @@ fn prepare<'s>(g: &mut Group<'s>) -> MpiResult<Option<RefMut<'s, Hier>>> {
         return Ok(None);
     }
     let cell: &'s CommShm = g.shm;
-    let st = cell.0.borrow_mut();
+    let mut st = cell.0.borrow_mut();
     if let State::Unknown = *st {
-        return prepare_first(g, st);
+        set_up(g, &mut st)?;
     }
     Ok(RefMut::filter_map(st, |s| match s {
         State::On(h) => Some(&mut **h),
@@ -159,16 +159,12 @@ fn prepare<'s>(g: &mut Group<'s>) -> MpiResult<Option<RefMut<'s, Hier>>> {
 /// the area (out of line: every later call only looks at the state).
 #[cold]
 #[inline(never)]
-fn prepare_first<'s>(g: &mut Group<'s>, mut st: RefMut<'s, State>) -> MpiResult<Option<RefMut<'s, Hier>>> {
+fn set_up(g: &mut Group, st: &mut State) -> MpiResult<()> {
     *st = State::Off;
     if let Some(h) = build(g)? {
         *st = State::On(Box::new(h));
     }
-    Ok(RefMut::filter_map(st, |s| match s {
-        State::On(h) => Some(&mut **h),
-        _ => None,
-    })
-    .ok())
+    Ok(())
 }
 
 /// The node structure of the communicator and, with company on this node, its area.
@@ -776,7 +772,13 @@ pub fn allgather_bytes(g: &mut Group, send: Option<&[u8]>, recv: &mut [u8], bloc
         // In place: a copy, as the other blocks are written meanwhile.
         None => Cow::Owned(recv[own].to_vec()),
     };
-    Some(area.exchange(e, block, &mine, |_| 0..block, |j, bytes| recv[j * block..(j + 1) * block].copy_from_slice(bytes)))
+    Some(area.exchange(
+        e,
+        block,
+        &mine,
+        |_| 0..block,
+        |j, bytes| recv[j * block..(j + 1) * block].copy_from_slice(bytes),
+    ))
 }
 
 /// As `alltoall`, for contiguous buffers: blocks of `block` bytes, `send` None for
@@ -859,8 +861,7 @@ const EXCHANGE_COPY_MIN: usize = 64 * 1024;
 /// The area of a one-node communicator for an exchange of blocks of `block` bytes (the same
 /// on every rank) by single copy, when the ranks can read each other's memory.
 fn copy_area<'s>(g: &mut Group<'s>, block: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
-    let min = exchange_copy_min();
-    if min == 0 || block < min || g.size() < 2 || 8 * g.size() > SLOT_CAP || !enabled() {
+    if !exchange_copy_candidate(block) || g.size() < 2 || 8 * g.size() > SLOT_CAP || !enabled() {
         return None;
     }
     let mut area = area_or_decline!(one_node_area(g));

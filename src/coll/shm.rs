@@ -1201,7 +1201,14 @@ impl Area {
     /// ranks' blocks in local rank order (its own left out); elsewhere `out` receives this
     /// rank's block. The root returns once it published; a member waits only for the lines of
     /// its own piece.
-    pub fn scatter(&mut self, e: &mut Engine, pieces: &[u8], out: &mut [u8], block: usize, root: usize) -> MpiResult<()> {
+    pub fn scatter(
+        &mut self,
+        e: &mut Engine,
+        pieces: &[u8],
+        out: &mut [u8],
+        block: usize,
+        root: usize,
+    ) -> MpiResult<()> {
         debug_assert!(if self.me == root { pieces.len() == block * (self.n - 1) } else { out.len() == block });
         let st = self.lane_step(block * (self.n - 1));
         if self.me == root {
