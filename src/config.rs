@@ -234,8 +234,8 @@ pub const TUNABLES: &[Tunable] = &[
     },
     Tunable {
         name: COLL_SHM_REDUCE_COPY_MIN,
-        default: "262144",
-        what: "on one node, reduce vectors of at least this many bytes move by single copy",
+        default: "2097152 on 8 ranks or more, else never",
+        what: "on one node, reduce vectors of at least this many bytes move by single copy (the ranks read each other's inputs); below, and by default on fewer than 8 ranks, they go through the shared slots",
     },
     Tunable {
         name: COLL_SHM_REDUCE_ROOT_RANKS,

@@ -165,23 +165,99 @@ unsafe fn run_bytes_mut<'a>((p, len): ByteRun) -> &'a mut [u8] {
     if len == 0 { &mut [] } else { unsafe { std::slice::from_raw_parts_mut(p as *mut u8, len) } }
 }
 
-/// The buffers of MPI_Gather (of MPI_Scatter with the roles swapped) as bytes: this member's
-/// block `own` and the root's `n` blocks `all` (with the bytes of one), each not significant
-/// (None), or its run when contiguous (`Some(None)`: not contiguous); with the block size.
-/// None when a buffer is not contiguous, they overlap, or the root's own block is not a whole
-/// block of `all` (erroneous: the general path reports it).
-fn rooted_runs(
-    own: Option<Option<ByteRun>>,
-    all: Option<(Option<ByteRun>, usize)>,
-) -> Option<(Option<ByteRun>, Option<ByteRun>, usize)> {
-    match (own, all) {
-        (Some(None), _) | (_, Some((None, _))) | (None, None) => None,
-        (Some(Some(o)), None) => Some((Some(o), None, o.1)),
-        (own, Some((Some(a), block))) => match own {
-            Some(Some(o)) if o.1 != block || runs_overlap(o, a) => None,
-            _ => Some((own.flatten(), Some(a), block)),
-        },
+/// `count` elements of `datatype` at `p` as one run of bytes, when none of the general path's
+/// checks can fail and no lookup beyond the type's is needed: a count of at least 0, a
+/// committed type whose elements lie in one run, a buffer that is neither MPI_IN_PLACE nor
+/// NULL with bytes to hold. None otherwise: the general path checks everything again and
+/// reports what is wrong, in its order.
+#[inline]
+fn plain_run(p: *const c_void, count: i64, datatype: MPI_Datatype) -> Option<ByteRun> {
+    let elements = datatype::elements(datatype)?;
+    let at = elements.contiguous_at?;
+    let len = usize::try_from(count).ok()? * elements.size;
+    if is_in_place(p) || (len > 0 && p.is_null()) {
+        return None;
     }
+    Some(((p as *const u8).wrapping_offset(at), len))
+}
+
+/// Whether a collective call may take a plain path: blocking, on an intracommunicator.
+#[inline]
+fn plain_call(g: &Group, mode: &Mode) -> bool {
+    matches!(mode, Mode::Blocking) && !g.is_inter()
+}
+
+/// The root of a plain call (`plain_call`) when it is a valid rank; None otherwise (the
+/// general path runs).
+#[inline]
+fn plain_root(g: &Group, mode: &Mode, root: c_int) -> Option<usize> {
+    usize::try_from(root).ok().filter(|&r| plain_call(g, mode) && r < g.size())
+}
+
+/// The buffers of a blocking MPI_Gather (of MPI_Scatter, with the roles swapped) on an
+/// intracommunicator as bytes, when every argument is plainly valid (`plain_run`): the valid
+/// root, this member's block `own` (None: MPI_IN_PLACE at the root) and, at the root, the `n`
+/// blocks `all`; with the block size (0: nothing to move). None: the general path runs.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn rooted_plain(
+    g: &Group,
+    mode: &Mode,
+    root: c_int,
+    own_buf: *const c_void,
+    own_count: i64,
+    own_type: MPI_Datatype,
+    all_buf: *const c_void,
+    all_count: i64,
+    all_type: MPI_Datatype,
+) -> Option<(usize, Option<ByteRun>, Option<ByteRun>, usize)> {
+    let (n, root) = (g.size(), plain_root(g, mode, root)?);
+    if g.rank() != root {
+        let own = plain_run(own_buf, own_count, own_type)?;
+        return Some((root, Some(own), None, own.1));
+    }
+    let (at, block) = plain_run(all_buf, all_count, all_type)?;
+    let all = (at, block * n);
+    let own = if is_in_place(own_buf) { None } else { Some(plain_run(own_buf, own_count, own_type)?) };
+    if own.is_some_and(|o| o.1 != block || runs_overlap(o, all)) {
+        return None;
+    }
+    Some((root, own, Some(all), block))
+}
+
+/// The buffers of a blocking MPI_Allgather (`send_blocks` 1) or MPI_Alltoall (`send_blocks`
+/// the size) on an intracommunicator as bytes, when every argument is plainly valid
+/// (`plain_run`) and the blocks match: the send run (None: MPI_IN_PLACE), the receive run
+/// and the block size (0: nothing to move). None: the general path runs.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn exchange_plain(
+    g: &Group,
+    mode: &Mode,
+    send_blocks: usize,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+) -> Option<(Option<ByteRun>, ByteRun, usize)> {
+    if !plain_call(g, mode) {
+        return None;
+    }
+    let (at, block) = plain_run(recvbuf, recvcount, recvtype)?;
+    let recv = (at, block * g.size());
+    let send = if is_in_place(sendbuf) {
+        None
+    } else {
+        let (at, len) = plain_run(sendbuf, sendcount, sendtype).filter(|s| s.1 == block)?;
+        let send = (at, len * send_blocks);
+        if runs_overlap(send, recv) {
+            return None;
+        }
+        Some(send)
+    };
+    Some((send, recv, block))
 }
 
 /// The reduction of `op` on `datatype`, whose `layout` the caller looked up first (so an
@@ -508,6 +584,16 @@ pub unsafe fn MPI_Bcast_c(
     mode: Mode,
 ) -> MpiResult {
     with_any_group(comm, mode, |g, mode| {
+        // A contiguous buffer, every argument plainly valid: as bytes.
+        if let Some(root) = plain_root(g, &mode, root)
+            && let Some(run) = plain_run(buffer, count, datatype)
+        {
+            if run.1 == 0 {
+                return Ok(());
+            }
+            // SAFETY: the caller's buffer, ours for this call.
+            return coll::bcast_bytes(g, unsafe { run_bytes_mut(run) }, root);
+        }
         let count = check_count(count, "count")?;
         let layout = datatype::layout(datatype)?;
         let root = check_root(g, root)?;
@@ -517,12 +603,6 @@ pub unsafe fn MPI_Bcast_c(
         check_not_in_place(buffer, "the buffer")?;
         if nothing_to_move(g, &mode, || Ok(count * layout.size))? {
             return Ok(());
-        }
-        if let (Mode::Blocking, Rooted::Intra(root)) = (&mode, root)
-            && let Some(run) = contiguous_run(buffer, count, &layout)
-        {
-            // SAFETY: the caller's buffer, ours for this call.
-            return coll::bcast_bytes(g, unsafe { run_bytes_mut(run) }, root);
         }
         let region = Region::one(buffer, count, layout);
         let root = match root {
@@ -905,6 +985,18 @@ unsafe fn gather(
     mode: Mode,
 ) -> MpiResult {
     with_any_group(comm, mode, |g, mode| {
+        // MPI_Gather of contiguous buffers, every argument plainly valid: as bytes.
+        if let Spread::Uniform(rc) = recv
+            && let Some((root, send, recv, block)) =
+                rooted_plain(g, &mode, root, sendbuf, sendcount, sendtype, recvbuf, rc, recvtype)
+        {
+            if block == 0 {
+                return Ok(());
+            }
+            // SAFETY: the caller's buffers, disjoint, valid for this call.
+            let (send, recv) = unsafe { (send.map(|s| run_bytes(s)), recv.map(|r| run_bytes_mut(r))) };
+            return coll::gather_bytes(g, send, recv, block, root);
+        }
         let root = check_root(g, root)?;
         let is_root = root.is_root(g.rank());
         if root.takes_part() {
@@ -928,36 +1020,6 @@ unsafe fn gather(
         };
         if nothing_to_move(g, &mode, mine)? {
             return Ok(());
-        }
-        // MPI_Gather of contiguous buffers on an intracommunicator: as bytes, with the checks
-        // of the general path below, in its order.
-        if let (Mode::Blocking, Rooted::Intra(root), Spread::Uniform(rc)) = (&mode, root, recv) {
-            let n = g.size();
-            let send = if in_place {
-                None
-            } else {
-                let (count, layout) = checked_block(sendbuf, sendcount, sendtype, "sendcount", "sendbuf")?;
-                Some(contiguous_run(sendbuf, count, &layout))
-            };
-            let recv = if is_root {
-                let layout = datatype::layout(recvtype)?;
-                let count = check_count(rc, "recvcount")?;
-                check_buf(recvbuf, n * count * layout.size, "recvbuf")?;
-                check_not_in_place(recvbuf, "recvbuf")?;
-                if let Some(Some((_, len))) = send
-                    && len > 0
-                {
-                    check_alias(sendbuf, recvbuf)?;
-                }
-                Some((contiguous_run(recvbuf, n * count, &layout), count * layout.size))
-            } else {
-                None
-            };
-            if let Some((send, recv, block)) = rooted_runs(send, recv) {
-                // SAFETY: the caller's buffers, disjoint, valid for this call.
-                let (send, recv) = unsafe { (send.map(|s| run_bytes(s)), recv.map(|r| run_bytes_mut(r))) };
-                return coll::gather_bytes(g, send, recv, block, root);
-            }
         }
         let send = if in_place || !root.takes_part() {
             None
@@ -1052,6 +1114,18 @@ unsafe fn scatter(
     mode: Mode,
 ) -> MpiResult {
     with_any_group(comm, mode, |g, mode| {
+        // MPI_Scatter of contiguous buffers, every argument plainly valid: as bytes.
+        if let Spread::Uniform(sc) = send
+            && let Some((root, recv, send, block)) =
+                rooted_plain(g, &mode, root, recvbuf, recvcount, recvtype, sendbuf, sc, sendtype)
+        {
+            if block == 0 {
+                return Ok(());
+            }
+            // SAFETY: the caller's buffers, disjoint, valid for this call.
+            let (send, recv) = unsafe { (send.map(|s| run_bytes(s)), recv.map(|r| run_bytes_mut(r))) };
+            return coll::scatter_bytes(g, send, recv, block, root);
+        }
         let root = check_root(g, root)?;
         let is_root = root.is_root(g.rank());
         if root.takes_part() {
@@ -1076,34 +1150,6 @@ unsafe fn scatter(
         };
         if nothing_to_move(g, &mode, mine)? {
             return Ok(());
-        }
-        // MPI_Scatter of contiguous buffers on an intracommunicator: as bytes, with the checks
-        // of the general path below, in its order.
-        if let (Mode::Blocking, Rooted::Intra(root), Spread::Uniform(sc)) = (&mode, root, send) {
-            let n = g.size();
-            let send = if is_root {
-                let layout = datatype::layout(sendtype)?;
-                let count = check_count(sc, "sendcount")?;
-                check_buf(sendbuf, n * count * layout.size, "sendbuf")?;
-                check_not_in_place(sendbuf, "sendbuf")?;
-                Some((contiguous_run(sendbuf, n * count, &layout), count * layout.size))
-            } else {
-                None
-            };
-            let recv = if in_place {
-                None
-            } else {
-                let (count, layout) = checked_block(recvbuf, recvcount, recvtype, "recvcount", "recvbuf")?;
-                if is_root && count * layout.size > 0 {
-                    check_alias(sendbuf, recvbuf)?;
-                }
-                Some(contiguous_run(recvbuf, count, &layout))
-            };
-            if let Some((recv, send, block)) = rooted_runs(recv, send) {
-                // SAFETY: the caller's buffers, disjoint, valid for this call.
-                let (send, recv) = unsafe { (send.map(|s| run_bytes(s)), recv.map(|r| run_bytes_mut(r))) };
-                return coll::scatter_bytes(g, send, recv, block, root);
-            }
         }
         // MPI_Scatter's blocks have the same size on every rank (the binomial tree may run).
         let uniform = matches!(send, Spread::Uniform(_));
@@ -1200,15 +1246,22 @@ unsafe fn allgather(
     mode: Mode,
 ) -> MpiResult {
     with_any_group(comm, mode, |g, mode| {
+        // MPI_Allgather of contiguous buffers, every argument plainly valid: as bytes.
+        if let Spread::Uniform(rc) = recv
+            && let Some((send, recv, block)) =
+                exchange_plain(g, &mode, 1, sendbuf, sendcount, sendtype, recvbuf, rc, recvtype)
+        {
+            if block == 0 {
+                return Ok(());
+            }
+            // SAFETY: the caller's buffers, disjoint, valid for this call.
+            let (send, recv) = unsafe { (send.map(|s| run_bytes(s)), run_bytes_mut(recv)) };
+            return coll::allgather_bytes(g, send, recv, block);
+        }
         check_not_in_place_inter(g, sendbuf, "sendbuf")?;
         let in_place = is_in_place(sendbuf);
         if let Spread::Uniform(c) = recv
             && nothing_to_move(g, &mode, || bytes_of(c, recvtype, "recvcount"))?
-        {
-            return Ok(());
-        }
-        if let (Mode::Blocking, false, Spread::Uniform(rc)) = (&mode, g.is_inter(), recv)
-            && unsafe { allgather_contiguous(g, sendbuf, sendcount, sendtype, recvbuf, rc, recvtype) }?
         {
             return Ok(());
         }
@@ -1242,48 +1295,6 @@ unsafe fn allgather(
         let (send, recv) = unsafe { keep_pair(send, recv) };
         schedule(g, comm, mode, None, recv, move |s| sched::allgather(s, send.as_ref().map(|b| b.pack(0))))
     })
-}
-
-/// MPI_Allgather of contiguous buffers on an intracommunicator, blocking: as bytes, with the
-/// general path's checks, in its order. Ok(false): a buffer is not one run of bytes, the
-/// blocks differ, or the buffers overlap; the general path runs (and repeats the checks).
-///
-/// # Safety
-/// As `allgather`.
-#[allow(clippy::too_many_arguments)]
-unsafe fn allgather_contiguous(
-    g: &mut Group,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: i64,
-    recvtype: MPI_Datatype,
-) -> MpiResult<bool> {
-    let n = g.size();
-    let send = if is_in_place(sendbuf) {
-        None
-    } else {
-        let (count, layout) = checked_block(sendbuf, sendcount, sendtype, "sendcount", "sendbuf")?;
-        let Some(run) = contiguous_run(sendbuf, count, &layout) else { return Ok(false) };
-        Some(run)
-    };
-    let layout = datatype::layout(recvtype)?;
-    let count = check_count(recvcount, "recvcount")?;
-    let Some(recv) = contiguous_run(recvbuf, n * count, &layout) else { return Ok(false) };
-    check_buf(recvbuf, recv.1, "recvbuf")?;
-    check_not_in_place(recvbuf, "recvbuf")?;
-    if send.is_some_and(|s| s.1 > 0) {
-        check_alias(sendbuf, recvbuf)?;
-    }
-    let block = count * layout.size;
-    if send.is_some_and(|s| s.1 != block || runs_overlap(s, recv)) {
-        return Ok(false);
-    }
-    // SAFETY: the caller's buffers, disjoint, valid for this call.
-    let (send, recv) = unsafe { (send.map(|s| run_bytes(s)), run_bytes_mut(recv)) };
-    coll::allgather_bytes(g, send, recv, block)?;
-    Ok(true)
 }
 
 pub unsafe fn MPI_Alltoall_c(
@@ -1385,64 +1396,6 @@ unsafe fn alltoall_region(p: *const c_void, spread: Spread, types: Types, n: usi
     }
 }
 
-/// A buffer of `n` blocks of `count` elements of `datatype` as one run of bytes, with the
-/// checks of `alltoall_region` and `Region::check_not_null`, in their order; with the bytes
-/// of one block. None when the type is not contiguous.
-fn uniform_run(
-    p: *const c_void,
-    n: usize,
-    count: i64,
-    datatype: MPI_Datatype,
-    count_name: &str,
-    buf_name: &str,
-) -> MpiResult<Option<(ByteRun, usize)>> {
-    let layout = datatype::layout(datatype)?;
-    let count = check_count(count, count_name)?;
-    let Some(run) = contiguous_run(p, n * count, &layout) else { return Ok(None) };
-    if run.1 > 0 && run.0.is_null() {
-        null_buffer(buf_name)?;
-    }
-    Ok(Some((run, count * layout.size)))
-}
-
-/// MPI_Alltoall of contiguous buffers on an intracommunicator, blocking: as bytes, with the
-/// general path's checks, in its order. Ok(false): as in `allgather_contiguous`.
-///
-/// # Safety
-/// As `alltoall`.
-#[allow(clippy::too_many_arguments)]
-unsafe fn alltoall_contiguous(
-    g: &mut Group,
-    sendbuf: *const c_void,
-    sendcount: i64,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: i64,
-    recvtype: MPI_Datatype,
-) -> MpiResult<bool> {
-    let n = g.size();
-    let send = if is_in_place(sendbuf) {
-        None
-    } else {
-        let Some(run) = uniform_run(sendbuf, n, sendcount, sendtype, "sendcount", "sendbuf")? else { return Ok(false) };
-        Some(run)
-    };
-    let Some((recv, block)) = uniform_run(recvbuf, n, recvcount, recvtype, "recvcount", "recvbuf")? else {
-        return Ok(false);
-    };
-    check_not_in_place(recvbuf, "recvbuf")?;
-    if send.is_some_and(|(s, _)| s.1 > 0) {
-        check_alias(sendbuf, recvbuf)?;
-    }
-    if send.is_some_and(|(s, b)| b != block || runs_overlap(s, recv)) {
-        return Ok(false);
-    }
-    // SAFETY: the caller's buffers, disjoint, valid for this call.
-    let (send, recv) = unsafe { (send.map(|(s, _)| run_bytes(s)), run_bytes_mut(recv)) };
-    coll::alltoall_bytes(g, send, recv, block)?;
-    Ok(true)
-}
-
 /// Alltoall(v,w).
 ///
 /// # Safety
@@ -1459,18 +1412,26 @@ unsafe fn alltoall(
 ) -> MpiResult {
     with_any_group(comm, mode, |g, mode| {
         let n = g.peer_count();
-        check_not_in_place_inter(g, sendbuf, "sendbuf")?;
-        let in_place = is_in_place(sendbuf);
-        if let (Spread::Uniform(sc), Spread::Uniform(rc), Types::One(st), Types::One(rt)) =
-            (send, recv, sendtypes, recvtypes)
+        let uniform_args = match (send, recv, sendtypes, recvtypes) {
+            (Spread::Uniform(sc), Spread::Uniform(rc), Types::One(st), Types::One(rt)) => Some((sc, st, rc, rt)),
+            _ => None,
+        };
+        // MPI_Alltoall of contiguous buffers, every argument plainly valid: as bytes.
+        if let Some((sc, st, rc, rt)) = uniform_args
+            && let Some((send, recv, block)) = exchange_plain(g, &mode, n, sendbuf, sc, st, recvbuf, rc, rt)
         {
-            let out = || Ok(if in_place { 0 } else { bytes_of(sc, st, "sendcount")? });
-            if nothing_to_move(g, &mode, || Ok(out()? + bytes_of(rc, rt, "recvcount")?))? {
+            if block == 0 {
                 return Ok(());
             }
-            if let (Mode::Blocking, false) = (&mode, g.is_inter())
-                && unsafe { alltoall_contiguous(g, sendbuf, sc, st, recvbuf, rc, rt) }?
-            {
+            // SAFETY: the caller's buffers, disjoint, valid for this call.
+            let (send, recv) = unsafe { (send.map(|s| run_bytes(s)), run_bytes_mut(recv)) };
+            return coll::alltoall_bytes(g, send, recv, block);
+        }
+        check_not_in_place_inter(g, sendbuf, "sendbuf")?;
+        let in_place = is_in_place(sendbuf);
+        if let Some((sc, st, rc, rt)) = uniform_args {
+            let out = || Ok(if in_place { 0 } else { bytes_of(sc, st, "sendcount")? });
+            if nothing_to_move(g, &mode, || Ok(out()? + bytes_of(rc, rt, "recvcount")?))? {
                 return Ok(());
             }
         }

@@ -108,6 +108,8 @@ struct Hier {
     contiguous: bool,
     /// The area shared with the other ranks of this node (None when alone on it).
     area: Option<Area>,
+    /// Gathers and scatters through the lanes (one node only).
+    lane_blocks: LaneBlocks,
 }
 
 impl Hier {
@@ -189,7 +191,8 @@ fn build(g: &mut Group) -> MpiResult<Option<Hier>> {
     let my_node = nodes.iter().position(|v| v.contains(&g.rank)).expect("this rank is a member");
     let contiguous = nodes.iter().all(|v| v[v.len() - 1] - v[0] + 1 == v.len());
     let area = if nodes[my_node].len() > 1 { Some(setup_area(g, &nodes[my_node])?) } else { None };
-    Ok(Some(Hier { nodes, my_node, contiguous, area }))
+    let lane_blocks = if nodes.len() == 1 { LaneBlocks::new(g.size()) } else { LaneBlocks::default() };
+    Ok(Some(Hier { nodes, my_node, contiguous, area, lane_blocks }))
 }
 
 /// Creates (the node's lowest rank) or opens the area of this node's ranks `local`: the
@@ -439,24 +442,52 @@ fn scatter_max() -> usize {
     *MAX.get_or_init(|| config::usize_var(config::COLL_SHM_SCATTER_MAX).unwrap_or(LANE_CAP))
 }
 
+/// Which rooted collective a lane path is for (`LaneBlocks`).
+#[derive(Clone, Copy)]
+enum RootedKind {
+    Gather,
+    Scatter,
+}
+
+/// The largest block (bytes per rank) of a Gather and of a Scatter that goes through the
+/// lanes of a one-node communicator (0: none, as on several nodes), decided when the
+/// communicator's area is set up: `gather_max`/`scatter_max` over the ranks, the lane entry,
+/// and the single-copy choice (`rooted_copy_from`). Every rank has the same values.
+#[derive(Default)]
+struct LaneBlocks {
+    gather: usize,
+    scatter: usize,
+}
+
+impl LaneBlocks {
+    fn new(n: usize) -> LaneBlocks {
+        if n < 2 || !enabled() {
+            return LaneBlocks::default();
+        }
+        // Not for single-copy candidates: the block-list paths try single copy first, and the
+        // contiguous `*_bytes` paths, which do not, must choose as they do.
+        let most = (LANE_CAP / (n - 1)).min(rooted_copy_from(n).saturating_sub(1));
+        LaneBlocks { gather: most.min(gather_max() / n), scatter: most.min(scatter_max() / n) }
+    }
+}
+
 /// The area of a one-node communicator for a gather or scatter of `block` bytes per rank
-/// (the same on every rank: MPI_Gather/Scatter's blocks match) and at most `max` bytes in
-/// all, when the blocks go through the lanes.
+/// (the same on every rank: MPI_Gather/Scatter's blocks match), when the blocks go through
+/// the lanes (`LaneBlocks`).
 #[inline]
-fn rooted_area<'s>(g: &mut Group<'s>, block: usize, max: usize) -> Option<MpiResult<RefMut<'s, Area>>> {
-    let n = g.size();
-    // Not for single-copy candidates: the block-list paths try single copy first, and the
-    // contiguous `*_bytes` paths, which do not, must choose as they do.
-    if block == 0
-        || n < 2
-        || block * n > max
-        || block * (n - 1) > LANE_CAP
-        || !enabled()
-        || rooted_copy_wanted(n, block)
-    {
+fn rooted_area<'s>(g: &mut Group<'s>, block: usize, kind: RootedKind) -> Option<MpiResult<RefMut<'s, Area>>> {
+    if block == 0 {
         return None;
     }
-    one_node_area(g)
+    let h = hier_or_none!(g);
+    let most = match kind {
+        RootedKind::Gather => h.lane_blocks.gather,
+        RootedKind::Scatter => h.lane_blocks.scatter,
+    };
+    if block > most {
+        return None;
+    }
+    Some(Ok(RefMut::map(h, |h| h.area.as_mut().expect("one node of several ranks has an area"))))
 }
 
 /// The shared area of a communicator of several ranks on one node (its local numbers are the
@@ -482,7 +513,7 @@ pub fn gather(
     if let Some(r) = gather_single_copy(g, send, recv, root, block) {
         return Some(r);
     }
-    let mut area = area_or_decline!(rooted_area(g, block, gather_max()));
+    let mut area = area_or_decline!(rooted_area(g, block, RootedKind::Gather));
     let e = &mut *g.engine;
     let Some(out) = recv.as_mut().filter(|_| g.rank == root) else {
         let s = send.as_ref().expect("non-root members send");
@@ -508,7 +539,7 @@ pub fn scatter(
     if let Some(r) = scatter_single_copy(g, send, recv, root, block) {
         return Some(r);
     }
-    let mut area = area_or_decline!(rooted_area(g, block, scatter_max()));
+    let mut area = area_or_decline!(rooted_area(g, block, RootedKind::Scatter));
     let (e, n) = (&mut *g.engine, g.members.len());
     if g.rank != root {
         let out = recv.as_mut().expect("non-root members receive");
@@ -566,12 +597,22 @@ fn rooted_copy_area<'s>(g: &mut Group<'s>, block: usize) -> Option<MpiResult<Ref
 /// Whether a gather or scatter of `block` bytes among `n` ranks is one for single copy by
 /// its size and the settings (`rooted_copy_area` then asks the area).
 fn rooted_copy_wanted(n: usize, block: usize) -> bool {
-    let wanted = match rooted_copy_min() {
-        Some(min) => min > 0 && block >= min,
-        None => block.saturating_mul(n) > super::tune::get().piece_max,
-    };
+    block > 0 && block >= rooted_copy_from(n)
+}
+
+/// The smallest block of a gather or scatter among `n` ranks that is one for single copy by
+/// the settings (usize::MAX: none).
+fn rooted_copy_from(n: usize) -> usize {
     // The root's slot holds an address per rank.
-    wanted && block > 0 && n >= 2 && 8 * n <= SLOT_CAP && enabled()
+    if n < 2 || 8 * n > SLOT_CAP || !enabled() {
+        return usize::MAX;
+    }
+    match rooted_copy_min() {
+        Some(0) => usize::MAX,
+        Some(min) => min,
+        // Where block * n > piece_max.
+        None => super::tune::get().piece_max / n + 1,
+    }
 }
 
 /// MPI_Gather by single copy (`rooted_copy_area`): the root reads every member's block
@@ -1038,7 +1079,7 @@ pub fn gather_bytes(
     block: usize,
     root: usize,
 ) -> Option<MpiResult<()>> {
-    let mut area = area_or_decline!(rooted_area(g, block, gather_max()));
+    let mut area = area_or_decline!(rooted_area(g, block, RootedKind::Gather));
     let e = &mut *g.engine;
     let Some(out) = out.filter(|_| g.rank == root) else {
         return Some(area.gather(e, block, send.expect("non-root members send"), root, |_, _| {}));
@@ -1059,7 +1100,7 @@ pub fn scatter_bytes(
     block: usize,
     root: usize,
 ) -> Option<MpiResult<()>> {
-    let mut area = area_or_decline!(rooted_area(g, block, scatter_max()));
+    let mut area = area_or_decline!(rooted_area(g, block, RootedKind::Scatter));
     let (e, n) = (&mut *g.engine, g.members.len());
     if g.rank != root {
         return Some(area.scatter(e, &[], out.expect("non-root members receive"), block, root));
@@ -1133,7 +1174,13 @@ mod tests {
     #[test]
     fn leader_sets_get_distinct_contexts() {
         // Nodes {0, 2, 4} and {1, 3}: ranks dealt round robin.
-        let h = Hier { nodes: vec![vec![0, 2, 4], vec![1, 3]], my_node: 0, contiguous: false, area: None };
+        let h = Hier {
+            nodes: vec![vec![0, 2, 4], vec![1, 3]],
+            my_node: 0,
+            contiguous: false,
+            area: None,
+            lane_blocks: LaneBlocks::default(),
+        };
         assert_eq!(h.leaders(None), vec![0, 1]);
         assert_eq!(h.leaders(Some(3)), vec![0, 3]);
         assert_eq!(h.leaders(Some(4)), vec![4, 1]);

@@ -74,10 +74,17 @@ pub const LANE_ENTRY_MAX: usize = 16384;
 /// Payloads from this size move by single copy where the area allows it (below, the pipeline
 /// through the slots lets a broadcast root return before its readers copied).
 const SINGLE_COPY_MIN: usize = 64 * 1024;
-/// Reduce moves by single copy from this size: below it, contributors that copy into their
-/// slots and return at once beat the parallel combining, which ends in a synchronization
-/// (measured at 64 KiB, np 2: 6 µs through the slots, 14 µs by single copy).
-const REDUCE_SINGLE_COPY_MIN: usize = 256 * 1024;
+/// Reduce moves by single copy from this size, on areas of at least
+/// `REDUCE_SINGLE_COPY_MIN_RANKS` ranks; otherwise through the slots, where contributors copy
+/// their pieces and return at once while the root combines the pieces already there (a
+/// pipeline over two cores), against a root that reads or collects everything after one
+/// synchronization. Tenth session, 2 cores, 4 alternated runs, median µs per call, slots
+/// against single copy: np 2, 256-512 KiB even, 1 MiB 141 against 181, 4 MiB 630 against
+/// 875 (Open MPI 192 and 908); np 4, 256 KiB 99 against 148, 1 MiB 448 against 489, 8 MiB
+/// 3,487 against 4,023; np 8, 256 KiB 286 against 422, 1 MiB 1,044 against 1,263, but 2 MiB
+/// 2,152 against 1,970 and 4 MiB 4,506 against 3,902.
+const REDUCE_SINGLE_COPY_MIN: usize = 2 * 1024 * 1024;
+const REDUCE_SINGLE_COPY_MIN_RANKS: usize = 8;
 /// Broadcasts never move by single copy when ranks outnumber cores: the root waits for
 /// every reader, each a scheduling round away, while through the slots it runs several
 /// pieces ahead. Eighth session, 2 cores, alternated runs, µs per call, slots against single
@@ -93,7 +100,8 @@ struct CopyPolicy {
     min: usize,
     /// Broadcast (None: by oversubscription, `set_policy`).
     bcast_min: Option<usize>,
-    reduce_min: usize,
+    /// Reduce (None: by the area's rank count, `set_policy`).
+    reduce_min: Option<usize>,
     /// Reduce on at most this many ranks: the root combines alone.
     reduce_root_ranks: usize,
 }
@@ -104,7 +112,7 @@ fn copy_policy() -> &'static CopyPolicy {
     POLICY.get_or_init(|| CopyPolicy {
         min: usize_var(c::COLL_SHM_COPY_MIN).unwrap_or(SINGLE_COPY_MIN),
         bcast_min: usize_var(c::COLL_SHM_BCAST_COPY_MIN),
-        reduce_min: usize_var(c::COLL_SHM_REDUCE_COPY_MIN).unwrap_or(REDUCE_SINGLE_COPY_MIN),
+        reduce_min: usize_var(c::COLL_SHM_REDUCE_COPY_MIN),
         reduce_root_ranks: usize_var(c::COLL_SHM_REDUCE_ROOT_RANKS).unwrap_or(2),
     })
 }
@@ -171,8 +179,9 @@ pub struct Area {
     /// Process ids of the area's ranks when every rank can read every other's memory
     /// (decided at the first large collective, the same on every rank); empty: it cannot.
     single_copy: Option<Vec<u32>>,
-    /// Broadcasts move by single copy from this size (`set_policy`).
+    /// Broadcasts and reduces move by single copy from these sizes (`set_policy`).
     bcast_single_copy_min: usize,
+    reduce_single_copy_min: usize,
     /// The node runs more ranks than cores (the creator's finding, the same on every rank).
     oversubscribed: bool,
 }
@@ -243,6 +252,8 @@ impl Area {
         let c = copy_policy();
         self.bcast_single_copy_min =
             c.bcast_min.unwrap_or(if oversubscribed { BCAST_SINGLE_COPY_MIN_OVERSUBSCRIBED } else { SINGLE_COPY_MIN });
+        let reduce_default = if self.n >= REDUCE_SINGLE_COPY_MIN_RANKS { REDUCE_SINGLE_COPY_MIN } else { usize::MAX };
+        self.reduce_single_copy_min = c.reduce_min.unwrap_or(reduce_default);
     }
 
     fn map(file: &std::fs::File, path: &str, worlds: Vec<usize>, me: usize, can_read_peers: bool) -> MpiResult<Area> {
@@ -268,6 +279,7 @@ impl Area {
             lane_base: lane_offset(n),
             single_copy: None,
             bcast_single_copy_min: SINGLE_COPY_MIN,
+            reduce_single_copy_min: usize::MAX,
             oversubscribed: false,
         };
         // Map every rank's lane now (this rank writes its own, reads the others'): otherwise
@@ -1133,7 +1145,7 @@ impl Area {
         red: &Reduction,
         root: usize,
     ) -> MpiResult<()> {
-        if red.is_builtin() && input.len() >= copy_policy().reduce_min && self.single_copy(e, input.len()) {
+        if red.is_builtin() && input.len() >= self.reduce_single_copy_min && self.single_copy(e, input.len()) {
             return self.reduce_single_copy(e, input, out, red, Some(root));
         }
         if input.len() <= LANE_CAP {
