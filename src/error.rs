@@ -3,18 +3,32 @@
 use crate::abi::consts;
 use std::ffi::c_int;
 
-/// An MPI error: its class (or a user-defined code) and a message that names the bad argument.
+/// An MPI error: its class (or a user-defined code) and a message that names the bad argument
+/// (`ErrorDetail`, read through the error). Boxed: an `MpiResult<()>` is then one pointer,
+/// returned in a register by every function on the per-call paths, where the error and its
+/// message inline would be 32 bytes written to and copied through memory at each return.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MpiError {
+pub struct MpiError(Box<ErrorDetail>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorDetail {
     /// MPI error class or code, as returned to C.
     pub code: c_int,
     /// Human-readable detail, e.g. `invalid count argument (count=-1)`.
     pub msg: String,
 }
 
+impl std::ops::Deref for MpiError {
+    type Target = ErrorDetail;
+    fn deref(&self) -> &ErrorDetail {
+        &self.0
+    }
+}
+
 impl MpiError {
+    #[cold]
     pub fn new(code: c_int, msg: impl Into<String>) -> Self {
-        MpiError { code, msg: msg.into() }
+        MpiError(Box::new(ErrorDetail { code, msg: msg.into() }))
     }
 
     /// A function that is exported but not implemented yet.

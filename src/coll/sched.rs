@@ -24,7 +24,7 @@ use super::allreduce::{HalvingStep, folded_displacements, halving_steps, pieces,
 use super::tune::{self, pof2_below};
 use super::{Block, Blocks, Group, tag};
 use crate::abi::consts::*;
-use crate::error::{MpiError, MpiResult, err};
+use crate::error::{MpiResult, err};
 use crate::op::{self, Reduction};
 use crate::p2p::Engine;
 use crate::p2p::Envelope;
@@ -583,10 +583,10 @@ fn advance_request(e: &mut Engine, id: u32) -> bool {
             return false;
         }
         Ok(true) => None,
-        Err(MpiError { code, msg, .. }) => {
-            log::debug!("nonblocking collective failed: {msg}");
+        Err(err) => {
+            log::debug!("nonblocking collective failed: {}", err.msg);
             s.abandon(e);
-            Some(code)
+            Some(err.code)
         }
     };
     let r = e.reqs.get_mut(id).expect("schedule request vanished");
