@@ -145,6 +145,7 @@ ctests! {
     coll_pieces_forced => "coll_pieces_forced.c",
     coll_pieces_linear => "coll_pieces_linear.c",
     coll_pieces_copy => "coll_pieces_copy.c",
+    coll_pieces_nocopy => "coll_pieces_nocopy.c",
     coll_mixed_affinity => "coll_mixed_affinity.c",
     coll_mixed_threads => "coll_mixed_threads.c",
     coll_sparse => "coll_sparse.c",

@@ -571,13 +571,23 @@ pub fn scatter(
     Some(area.scatter(e, &pieces, &mut [], block, root))
 }
 
+/// Default smallest block of a gather or scatter by single copy when ranks outnumber cores.
+/// Below it the blocks travel as eager pieces through the rings, which lets the root
+/// (scatter) or the members (gather) return at once; from it the pieces' waits for the
+/// members' turns cost more than the single copy's. Tenth session, 2 cores, 5 alternated
+/// runs, median (p90) µs per call, pieces against single copy: gather np 4, 32 KiB 18 (28)
+/// against 12 (16), 64 KiB 44 (69) against 21 (23), 128 KiB 77 against 30; gather np 8,
+/// 32 KiB 47 (481) against 33 (40), 64 KiB 159 (1,247) against 49 (65); scatter np 8,
+/// 32 KiB 50 (245) against 34 (42), 64 KiB 66 (369) against 48 (56); scatter np 4, 32 KiB
+/// 9 (71) against 12 (15), 64 KiB 17 (210) against 19 (22). At 16 KiB about even (pieces'
+/// medians a little lower, their p90 far higher).
+const ROOTED_COPY_MIN: usize = 32 * 1024;
+
 /// Smallest block of a gather or scatter by single copy through the area when ranks
-/// outnumber cores (`OXMPI_COLL_SHM_ROOTED_COPY_MIN`; 0: never). Unset: where the blocks do
-/// not travel in eager pieces (`tune::Tuning::piece`: block times ranks above
-/// `OXMPI_COLL_PIECE_MAX`). Below that, pieces copied into the rings let the root (scatter) or
-/// the members (gather) return at once, which beat single copy 2-5x at 16-64 KiB blocks on
-/// np 4 and 8 (2 cores); above, single copy took 0.8-1.0x the time of one rendezvous message
-/// per member (docs/perf-r7-np8.md).
+/// outnumber cores (`OXMPI_COLL_SHM_ROOTED_COPY_MIN`; 0: never). Unset: `ROOTED_COPY_MIN`,
+/// or smaller where the blocks would not travel in eager pieces (`tune::Tuning::piece`: block
+/// times ranks above `OXMPI_COLL_PIECE_MAX`), where single copy took 0.8-1.0x the time of one
+/// rendezvous message per member (docs/perf-r7-np8.md).
 fn rooted_copy_min() -> Option<usize> {
     static MIN: OnceLock<Option<usize>> = OnceLock::new();
     *MIN.get_or_init(|| config::usize_var(config::COLL_SHM_ROOTED_COPY_MIN))
@@ -610,8 +620,8 @@ fn rooted_copy_from(n: usize) -> usize {
     match rooted_copy_min() {
         Some(0) => usize::MAX,
         Some(min) => min,
-        // Where block * n > piece_max.
-        None => super::tune::get().piece_max / n + 1,
+        // Where block * n > piece_max, if that is smaller.
+        None => ROOTED_COPY_MIN.min(super::tune::get().piece_max / n + 1),
     }
 }
 
