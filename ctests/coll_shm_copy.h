@@ -8,12 +8,20 @@
  * OXMPI_COLL_SHM_EXCHANGE_COPY_MIN.
  * Roots 0, last and middle, MPI_IN_PLACE, a strided (vector) buffer; every element checked
  * exactly (small integers) along with the bytes after each buffer. Sizes come as multiples
- * of the thresholds: `unit` bytes (the including file's threshold, default 64 KiB). */
+ * of the thresholds: `unit` bytes (the including file's threshold, default 64 KiB), the
+ * reduce's `REDUCE_UNIT` and the exchanges' `EXCHANGE_UNIT`. */
 #include "coll_mtest.h"
 #include <stdint.h>
 
 #ifndef UNIT
 #define UNIT 65536
+#endif
+/* The reduce's threshold (default: 4 units) and the exchanges' (default: one unit). */
+#ifndef REDUCE_UNIT
+#define REDUCE_UNIT (4L * UNIT)
+#endif
+#ifndef EXCHANGE_UNIT
+#define EXCHANGE_UNIT UNIT
 #endif
 
 static int rank, size;
@@ -295,8 +303,8 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int roots[3] = {0, size - 1, size / 2}, salt = 1;
-    /* Around the threshold (unit) and at 4 units (the default reduce threshold). */
-    const long sizes[] = {UNIT - 8, UNIT, UNIT + 8, 4L * UNIT - 8, 4L * UNIT, 4L * UNIT + 8, 3L * 4 * UNIT + 136};
+    /* Around the threshold (unit) and the reduce's. */
+    const long sizes[] = {UNIT - 8, UNIT, UNIT + 8, REDUCE_UNIT - 8, REDUCE_UNIT, REDUCE_UNIT + 8, 3L * REDUCE_UNIT + 136};
     for (int s = 0; s < 7; s++) {
         long bytes = sizes[s], count = bytes / 8;
         for (int k = 0; k < 3; k++, salt++) {
@@ -317,8 +325,8 @@ int main(int argc, char **argv)
         reduce_sum(4 * UNIT / 8, densities[d], -1, d % 2, salt++);
         reduce_sum(4 * UNIT / 8 + 1, densities[d], -1, 0, salt++);
     }
-    /* Exchanges around their single-copy threshold (one unit by default). */
-    const long blocks[] = {UNIT - 8, UNIT - 1, UNIT, UNIT + 1, 6L * UNIT + 8};
+    /* Exchanges around their single-copy threshold. */
+    const long blocks[] = {EXCHANGE_UNIT - 8, EXCHANGE_UNIT - 1, EXCHANGE_UNIT, EXCHANGE_UNIT + 1, 6L * EXCHANGE_UNIT + 8};
     for (int b = 0; b < 5; b++)
         for (int mode = 0; mode < 4; mode++, salt++) {
             allgather(blocks[b], mode, salt);

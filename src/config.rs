@@ -244,7 +244,7 @@ pub const TUNABLES: &[Tunable] = &[
     },
     Tunable {
         name: COLL_SHM_EXCHANGE_COPY_MIN,
-        default: "65536",
+        default: "16384",
         what: "on one node, allgather(v) and alltoall blocks and reduce_scatter segments (builtin ops, 3 ranks or more) of at least this many bytes (the largest) move by single copy: every rank reads what it needs straight from the others' buffers (0: never)",
     },
     Tunable {

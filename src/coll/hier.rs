@@ -905,9 +905,12 @@ fn exchange_copy_min() -> usize {
 /// Default of `exchange_copy_min`. With 4 and 8 ranks on 2 cores, blocks of 64 KiB-1 MiB
 /// took 0.4-0.8x the point-to-point algorithms' time (one publication and one final wait
 /// instead of n - 1 rendezvous rounds, each needing both partners scheduled); at 2 ranks
-/// about the same (docs/perf-r7-big.md). 16-32 KiB gained too at 4 and 8 ranks; left to
-/// the small-size tuning.
-const EXCHANGE_COPY_MIN: usize = 64 * 1024;
+/// about the same (docs/perf-r7-big.md). Tenth session, 4 alternated runs, median µs per
+/// call, point to point against single copy: np 8, 16 KiB allgather 117 against 74,
+/// alltoall 113 against 66, reduce-scatter 139 against 83; 32 KiB 215-239 against 116-146;
+/// np 4, 16 KiB allgather 34 against 21, reduce-scatter 30 against 24, alltoall 17 against
+/// 20; np 2 even. At 8 KiB mixed (np 8 better, np 4 worse).
+const EXCHANGE_COPY_MIN: usize = 16 * 1024;
 
 /// The area of a one-node communicator for an exchange of blocks of `block` bytes (the same
 /// on every rank) by single copy, when the ranks can read each other's memory.
