@@ -275,7 +275,7 @@ pub const TUNABLES: &[Tunable] = &[
     },
     Tunable {
         name: COLL_SHM_ROOTED_COPY_MIN,
-        default: "32768, or less where blocks would not travel in pieces (block x ranks > OXMPI_COLL_PIECE_MAX)",
+        default: "32768, or less where blocks would not travel in pieces (block x ranks > OXMPI_COLL_PIECE_MAX); scatters only below 262144",
         what: "when ranks outnumber cores on one node: smallest block (bytes) of a Gather/Scatter moved by single copy \
                through the shared-memory area (the root reads every block, or every member its own; 0: never)",
     },
