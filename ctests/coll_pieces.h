@@ -4,8 +4,7 @@
  * the same OXMPI_* variables as the library: contiguous blocks, strided blocks on either side
  * (pieces staged and unpacked), roots other than 0, MPI_IN_PLACE, the v forms with different
  * sizes per rank (some above, some below the limits, some empty), and many calls back to
- * back (members run ahead of the root, or the root of its members). The whole program: the
- * including files choose the settings (their oxmpi-test lines). */
+ * back (members run ahead of the root, or the root of its members). */
 #include "coll_mtest.h"
 
 static int rank, size;
@@ -176,13 +175,4 @@ static void run_pieces(void)
     }
     check_v(5 * eager, size - 1, 20);
     check_strided(3, size - 1, 1);
-}
-
-int main(int argc, char **argv)
-{
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    run_pieces();
-    return coll_finish();
 }
