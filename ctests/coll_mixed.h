@@ -6,6 +6,7 @@
  * MPI_Init from the launcher's environment (PMI_RANK; Open MPI's OMPI_COMM_WORLD_RANK). */
 #define _GNU_SOURCE
 #include <sched.h>
+#define COLL_PIECES_OWN_MAIN
 #include "coll_pieces.h"
 
 static int launcher_rank(void)

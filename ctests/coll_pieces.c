@@ -3,12 +3,3 @@
  * ranks outnumber cores, pieces below 32 KiB blocks and single copy from there (see
  * coll_pieces.h; coll_pieces_nocopy.c keeps the pieces up to the piece limit). */
 #include "coll_pieces.h"
-
-int main(int argc, char **argv)
-{
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    run_pieces();
-    return coll_finish();
-}

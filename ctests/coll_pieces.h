@@ -176,3 +176,16 @@ static void run_pieces(void)
     check_v(5 * eager, size - 1, 20);
     check_strided(3, size - 1, 1);
 }
+
+/* The program of the coll_pieces*.c tests, which differ only in their settings (their
+ * oxmpi-test lines); coll_mixed.h has its own. */
+#ifndef COLL_PIECES_OWN_MAIN
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    run_pieces();
+    return coll_finish();
+}
+#endif

@@ -5,12 +5,3 @@
  * block, or every member its own, strided blocks packed at either side, roots other than 0,
  * MPI_IN_PLACE, many calls back to back. */
 #include "coll_pieces.h"
-
-int main(int argc, char **argv)
-{
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    run_pieces();
-    return coll_finish();
-}

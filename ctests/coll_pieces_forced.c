@@ -3,12 +3,3 @@
  * blocks * ranks up to 40000 bytes): binomial trees only (see
  * coll_pieces.h). */
 #include "coll_pieces.h"
-
-int main(int argc, char **argv)
-{
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    run_pieces();
-    return coll_finish();
-}

@@ -3,12 +3,3 @@
  * limit travel in pieces where ranks outnumber cores (by default they move by single copy
  * there; coll_pieces.c). */
 #include "coll_pieces.h"
-
-int main(int argc, char **argv)
-{
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    run_pieces();
-    return coll_finish();
-}
