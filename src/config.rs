@@ -230,7 +230,7 @@ pub const TUNABLES: &[Tunable] = &[
     Tunable {
         name: COLL_SHM_BCAST_COPY_MIN,
         default: "65536, or never when ranks outnumber cores",
-        what: "on one node, broadcasts of at least this many bytes move by single copy (the others read the root's buffer); below, and by default when ranks outnumber cores, they go through the shared slots",
+        what: "on one node, broadcasts of at least this many bytes move by single copy (the others read the root's buffer; between two ranks, a point-to-point message that both copy at once); below, and by default when ranks outnumber cores, they go through the shared slots",
     },
     Tunable {
         name: COLL_SHM_REDUCE_COPY_MIN,

@@ -340,6 +340,9 @@ pub fn bcast(g: &mut Group, buf: &mut Out, root: usize) -> Option<MpiResult<()>>
     if h.nodes.len() == 1 {
         // One node: its local numbers are the ranks.
         let (area, e) = (h.area.as_mut().expect("one node of several ranks has an area"), &mut *g.engine);
+        if area.bcast_by_pair(len) {
+            return None;
+        }
         return Some(with_packed_out(buf, g.rank == root, |data| area.bcast(e, data, root)));
     }
     let leaders = h.leaders(Some(root));
@@ -1056,6 +1059,9 @@ pub fn bcast_bytes(g: &mut Group, data: &mut [u8], root: usize) -> Option<MpiRes
         return None;
     }
     let mut area = area_or_decline!(one_node_area(g));
+    if area.bcast_by_pair(data.len()) {
+        return None;
+    }
     Some(area.bcast(g.engine, data, root))
 }
 
