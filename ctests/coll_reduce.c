@@ -182,6 +182,28 @@ static void test_user_ops(void)
     double d[3] = {rank, 1, -rank}, dout[3];
     MPI_Allreduce(d, dout, 3, MPI_DOUBLE, sum, MPI_COMM_WORLD);
     CHECK(dout[0] == size * (size - 1) / 2.0 && dout[1] == size && dout[2] == -dout[0], "user sum");
+
+    /* Large commutative user op (point-to-point tree, rendezvous messages), several calls in a
+       row at every root with new data each time: buffers reused from call to call must carry
+       nothing over. */
+    int nd = 200000;
+    double *v = malloc(nd * sizeof(double)), *vout = malloc(nd * sizeof(double));
+    for (int root = 0; root < size; root++)
+        for (int it = 0; it < 3; it++) {
+            for (int k = 0; k < nd; k++)
+                v[k] = rank + k % 1000 + 7 * it;
+            for (int k = 0; k < nd; k++)
+                vout[k] = -1;
+            MPI_Reduce(v, vout, nd, MPI_DOUBLE, sum, root, MPI_COMM_WORLD);
+            if (rank == root) {
+                int wrong = 0;
+                for (int k = 0; k < nd; k++)
+                    wrong += vout[k] != size * (k % 1000 + 7.0 * it) + size * (size - 1) / 2.0;
+                CHECK(wrong == 0, "large user-sum Reduce root %d call %d: %d wrong", root, it, wrong);
+            }
+        }
+    free(v);
+    free(vout);
     MPI_Op_free(&seq);
     MPI_Op_free(&sum);
     CHECK(seq == MPI_OP_NULL, "MPI_Op_free did not reset the handle");

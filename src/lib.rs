@@ -6,6 +6,7 @@
 //! process-manager client (`pmi`) hold the behaviour.
 
 pub mod abi;
+mod alloc_cache;
 pub mod attr;
 pub mod coll;
 pub mod comm;
@@ -23,3 +24,6 @@ pub mod session;
 pub mod topo;
 pub mod transport;
 pub mod win;
+
+#[global_allocator]
+static ALLOCATOR: alloc_cache::CachingAllocator = alloc_cache::CachingAllocator;

@@ -67,10 +67,11 @@ pub(super) fn reduce(g: &mut Group, mut acc: Acc, v: &Vecs, root: usize, tag: i3
         v.absorb(&mut acc, 0, v.count, higher, false)?;
     }
     if vr != 0 {
-        g.send(real(vr - mask), tag, v.message(&acc, 0, v.count));
+        g.send_up(real(vr - mask), tag, v.into_message(acc));
         if r == root {
             // Non-commutative op with root != 0: rank 0 forwards the result.
             let msg = g.recv(0, tag + tag::PHASE_ROOT, full)?;
+            let mut acc = Acc::Dense(Vec::new());
             v.install(&mut acc, 0, v.count, msg)?;
             return Ok(Some(acc));
         }
@@ -79,7 +80,7 @@ pub(super) fn reduce(g: &mut Group, mut acc: Acc, v: &Vecs, root: usize, tag: i3
     if r == root {
         return Ok(Some(acc));
     }
-    g.send(root, tag + tag::PHASE_ROOT, v.message(&acc, 0, v.count));
+    g.send_up(root, tag + tag::PHASE_ROOT, v.into_message(acc));
     Ok(None)
 }
 
@@ -93,7 +94,8 @@ fn fold_in(g: &mut Group, acc: &mut Acc, v: &Vecs, tag: i32) -> MpiResult<Option
         return Ok(Some(r - rem));
     }
     if r % 2 == 0 {
-        g.send(r + 1, tag, v.message(acc, 0, v.count));
+        // The vector comes back whole at the end (`fold_out`).
+        g.send_up(r + 1, tag, v.into_message(std::mem::replace(acc, Acc::Dense(Vec::new()))));
         return Ok(None);
     }
     let lower = g.recv(r - 1, tag, v.msg_len(0, v.count))?;

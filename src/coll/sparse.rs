@@ -479,7 +479,26 @@ impl<'a> Vecs<'a> {
         });
         match found {
             Some(e) => Acc::Sparse(e),
-            None => Acc::Dense(packed.unwrap_or_else(|| mem[b.offset..b.offset + bytes].to_vec())),
+            None => Acc::Dense(packed.unwrap_or_else(|| {
+                // Room for the trailer byte of `into_message`.
+                let mut d = Vec::with_capacity(bytes + 1);
+                d.extend_from_slice(&mem[b.offset..b.offset + bytes]);
+                d
+            })),
+        }
+    }
+
+    /// The message for the whole vector, taking `acc`: a dense one goes as it is (with the
+    /// trailer byte, for which `input` leaves room), without the copy `message` makes.
+    pub fn into_message(&self, acc: Acc) -> Vec<u8> {
+        match acc {
+            Acc::Dense(mut d) => {
+                if self.codec.is_some() {
+                    d.push(0);
+                }
+                d
+            }
+            sparse => self.message(&sparse, 0, self.count),
         }
     }
 
