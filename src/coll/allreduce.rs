@@ -25,7 +25,7 @@ pub(super) fn allreduce(g: &mut Group, acc: Acc, v: &Vecs, alg: Allreduce, tag: 
         Allreduce::Rabenseifner => rabenseifner(g, acc, v, tag),
         Allreduce::Ring => ring(g, acc, v, tag),
         Allreduce::ReduceBcast => {
-            let result = reduce(g, acc, v, 0, tag + tag::PHASE_REDUCE)?;
+            let result = reduce(g, Mine::Acc(acc), v, 0, tag + tag::PHASE_REDUCE)?;
             let mut msg = match &result {
                 Some(a) => v.message(a, 0, v.count),
                 None => Vec::new(),
@@ -43,10 +43,18 @@ pub(super) fn allreduce(g: &mut Group, acc: Acc, v: &Vecs, alg: Allreduce, tag: 
     }
 }
 
+/// A member's contribution to `reduce`: its vector as an accumulator, or the user's block
+/// itself (`Vecs::borrows_input`: nothing to scan for sparsity), which a leaf sends in place
+/// and an inner node reads as the lower operand, without a packed copy of it.
+pub(super) enum Mine<'m> {
+    Acc(Acc),
+    Block(&'m [u8], &'m Block),
+}
+
 /// Binomial-tree reduction to `root`; returns the result at `root`. Each step combines a
 /// lower-ranked partial result (first operand) with the next higher one; for non-commutative
 /// operations the tree is rooted at rank 0 and the result forwarded to `root`.
-pub(super) fn reduce(g: &mut Group, mut acc: Acc, v: &Vecs, root: usize, tag: i32) -> MpiResult<Option<Acc>> {
+pub(super) fn reduce(g: &mut Group, mine: Mine, v: &Vecs, root: usize, tag: i32) -> MpiResult<Option<Acc>> {
     let (n, r) = (g.size(), g.rank());
     let full = v.msg_len(0, v.count);
     let tree_root = if v.red_is_commutative() { root } else { 0 };
@@ -61,13 +69,25 @@ pub(super) fn reduce(g: &mut Group, mut acc: Acc, v: &Vecs, root: usize, tag: i3
         }
         mask <<= 1;
     }
+    let (mut acc, block) = match mine {
+        Mine::Acc(a) => (Some(a), None),
+        Mine::Block(mem, b) => (None, Some((mem, b))),
+    };
     for req in children {
         g.wait_all(&[req]);
         let higher = g.take(req)?;
-        v.absorb(&mut acc, 0, v.count, higher, false)?;
+        match (&mut acc, block) {
+            (Some(a), _) => v.absorb(a, 0, v.count, higher, false)?,
+            (None, Some((mem, b))) => acc = Some(v.absorb_onto(mem, b, higher)?),
+            (None, None) => unreachable!("a contribution is an accumulator or a block"),
+        }
     }
     if vr != 0 {
-        g.send_up(real(vr - mask), tag, v.into_message(acc));
+        match (acc, block) {
+            (Some(a), _) => g.send_up(real(vr - mask), tag, v.into_message(a)),
+            (None, Some((mem, b))) => g.send_block_up(real(vr - mask), tag, mem, b),
+            (None, None) => unreachable!("a contribution is an accumulator or a block"),
+        }
         if r == root {
             // Non-commutative op with root != 0: rank 0 forwards the result.
             let msg = g.recv(0, tag + tag::PHASE_ROOT, full)?;
@@ -77,6 +97,11 @@ pub(super) fn reduce(g: &mut Group, mut acc: Acc, v: &Vecs, root: usize, tag: i3
         }
         return Ok(None);
     }
+    let acc = match (acc, block) {
+        (Some(a), _) => a,
+        (None, Some((mem, b))) => Acc::Dense(super::pack_block(mem, b)),
+        (None, None) => unreachable!("a contribution is an accumulator or a block"),
+    };
     if r == root {
         return Ok(Some(acc));
     }

@@ -161,6 +161,14 @@ impl<'a> Group<'a> {
         self.engine.free_request(req);
     }
 
+    /// `send_up` of block `b` of the user's memory `mem`, sent in place (waited for).
+    fn send_block_up(&mut self, to: usize, tag: i32, mem: &[u8], b: &Block) {
+        // SAFETY: `mem` holds the block and stays borrowed, unchanged, until the wait below.
+        let req = unsafe { self.isend_block(to, tag, mem.as_ptr(), b) };
+        self.wait_all(&[req]);
+        self.engine.free_request(req);
+    }
+
     /// Posts a receive of up to `len` bytes from member `from`; returns the request id.
     fn post_recv(&mut self, from: usize, tag: i32, len: usize) -> u32 {
         let env = Envelope { ctx: self.ctx, src: from as i32, tag };
@@ -1064,12 +1072,18 @@ pub fn reduce(g: &mut Group, send: Option<In>, mut recv: Option<Out>, red: &Redu
         return Ok(());
     }
     let v = Vecs::new(red, block.count, g.size());
-    let mine = match (&send, &recv) {
-        (Some(s), _) => v.input(&s.mem, &block),
-        (_, Some(o)) => v.input(o.mem, &block),
+    let mem: &[u8] = match (&send, &recv) {
+        (Some(s), _) => &s.mem,
+        (_, Some(o)) => o.mem,
         (None, None) => unreachable!(),
     };
-    if let Some(result) = allreduce::reduce(g, mine, &v, root, tag::REDUCE)? {
+    let mine = if v.is_sparse_aware() {
+        allreduce::Mine::Acc(v.input(mem, &block))
+    } else {
+        allreduce::Mine::Block(mem, &block)
+    };
+    let result = allreduce::reduce(g, mine, &v, root, tag::REDUCE)?;
+    if let Some(result) = result {
         v.write(result, &mut recv.expect("the root has a receive buffer"));
     }
     Ok(())
@@ -1098,7 +1112,7 @@ pub fn allreduce(g: &mut Group, send: Option<In>, mut recv: Out, red: &Reduction
 /// Reduce of packed vectors among the members of `g` (the node leaders' step of coll::hier).
 fn reduce_packed(g: &mut Group, mine: Vec<u8>, red: &Reduction, root: usize, tag: i32) -> MpiResult<Option<Vec<u8>>> {
     let v = Vecs::new(red, mine.len() / red.elem_size().max(1), g.size());
-    Ok(allreduce::reduce(g, Acc::Dense(mine), &v, root, tag)?.map(|r| v.to_dense(&r)))
+    Ok(allreduce::reduce(g, allreduce::Mine::Acc(Acc::Dense(mine)), &v, root, tag)?.map(|r| v.to_dense(&r)))
 }
 
 /// Allreduce of packed vectors among the members of `g` (the node leaders' step of coll::hier).
@@ -1158,7 +1172,8 @@ pub fn reduce_scatter(
         tune::ReduceScatter::Pairwise => allreduce::reduce_scatter_pairwise(g, input, red, counts, tag, &mut recv)?,
         tune::ReduceScatter::ReduceThenScatter => {
             let v = Vecs::dense(red, input.len() / size);
-            let result = allreduce::reduce(g, sparse::Acc::Dense(input.to_vec()), &v, 0, tag + tag::PHASE_REDUCE)?;
+            let mine = allreduce::Mine::Acc(sparse::Acc::Dense(input.to_vec()));
+            let result = allreduce::reduce(g, mine, &v, 0, tag + tag::PHASE_REDUCE)?;
             let piece = if r == 0 {
                 let Some(sparse::Acc::Dense(all)) = result else { unreachable!("rank 0 holds the dense reduction") };
                 let mut start = 0;

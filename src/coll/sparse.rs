@@ -627,6 +627,22 @@ impl<'a> Vecs<'a> {
         Ok(())
     }
 
+    /// `mine op theirs` (whole vectors) for a reduction that is not sparse-aware, where
+    /// `mine` is block `b` of the user's memory `mem`: combined straight into `theirs`, read
+    /// in place when contiguous.
+    pub fn absorb_onto(&self, mem: &[u8], b: &Block, theirs: Vec<u8>) -> MpiResult<Acc> {
+        debug_assert!(self.codec.is_none());
+        let Part::Dense(mut t) = self.decode(theirs, self.count)? else {
+            unreachable!("sparse message without the codec")
+        };
+        if b.layout.is_contiguous() {
+            self.red.apply(&mem[b.offset..b.offset + b.bytes()], &mut t);
+        } else {
+            self.red.apply(&super::pack_block(mem, b), &mut t);
+        }
+        Ok(Acc::Dense(t))
+    }
+
     /// Elements `lo..hi` of `acc` become the (final) values of message `theirs`.
     pub fn install(&self, acc: &mut Acc, lo: usize, hi: usize, theirs: Vec<u8>) -> MpiResult<()> {
         let es = self.esize;
