@@ -44,8 +44,8 @@ pub(super) fn allreduce(g: &mut Group, acc: Acc, v: &Vecs, alg: Allreduce, tag: 
 }
 
 /// A member's contribution to `reduce`: its vector as an accumulator, or the user's block
-/// itself (`Vecs::borrows_input`: nothing to scan for sparsity), which a leaf sends in place
-/// and an inner node reads as the lower operand, without a packed copy of it.
+/// itself when the reduction is not sparse-aware (nothing to scan or encode), which a leaf
+/// sends in place and an inner node reads as the lower operand, without a packed copy.
 pub(super) enum Mine<'m> {
     Acc(Acc),
     Block(&'m [u8], &'m Block),
