@@ -202,6 +202,16 @@ static void test_user_ops(void)
                 CHECK(wrong == 0, "large user-sum Reduce root %d call %d: %d wrong", root, it, wrong);
             }
         }
+    /* The same as Allreduce (Rabenseifner, or the ring on 3 ranks), pieces sent in place. */
+    for (int it = 0; it < 2; it++) {
+        for (int k = 0; k < nd; k++)
+            v[k] = rank * (k % 7) + it;
+        MPI_Allreduce(v, vout, nd, MPI_DOUBLE, sum, MPI_COMM_WORLD);
+        int wrong = 0;
+        for (int k = 0; k < nd; k++)
+            wrong += vout[k] != (k % 7) * size * (size - 1) / 2.0 + (double)it * size;
+        CHECK(wrong == 0, "large user-sum Allreduce call %d: %d wrong", it, wrong);
+    }
     free(v);
     free(vout);
     MPI_Op_free(&seq);

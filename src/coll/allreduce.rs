@@ -196,7 +196,7 @@ fn recursive_doubling(g: &mut Group, mut acc: Acc, v: &Vecs, tag: i32) -> MpiRes
         let mut mask = 1;
         while mask < pof2 {
             let dst = real_rank(nr ^ mask, rem);
-            let theirs = g.sendrecv(dst, v.message(&acc, 0, v.count), dst, v.msg_len(0, v.count), tag)?;
+            let theirs = g.sendrecv_acc(v, &acc, (0, v.count), (dst, dst), v.msg_len(0, v.count), tag)?;
             v.absorb(&mut acc, 0, v.count, theirs, dst < r)?;
             mask <<= 1;
         }
@@ -244,7 +244,7 @@ fn rabenseifner(g: &mut Group, mut acc: Acc, v: &Vecs, tag: i32) -> MpiResult<Ac
                 ((send_idx, recv_idx), (recv_idx, last_idx))
             };
             let (slo, shi, rlo, rhi) = (disp[send.0], disp[send.1], disp[recv.0], disp[recv.1]);
-            let theirs = g.sendrecv(dst, v.message(&acc, slo, shi), dst, v.msg_len(rlo, rhi), tag)?;
+            let theirs = g.sendrecv_acc(v, &acc, (slo, shi), (dst, dst), v.msg_len(rlo, rhi), tag)?;
             v.absorb(&mut acc, rlo, rhi, theirs, dst < r)?;
             send_idx = recv_idx;
             mask <<= 1;
@@ -269,7 +269,7 @@ fn rabenseifner(g: &mut Group, mut acc: Acc, v: &Vecs, tag: i32) -> MpiResult<Ac
                 ((send_idx, last_idx), (recv_idx, send_idx))
             };
             let (slo, shi, rlo, rhi) = (disp[send.0], disp[send.1], disp[recv.0], disp[recv.1]);
-            let theirs = g.sendrecv(dst, v.message(&acc, slo, shi), dst, v.msg_len(rlo, rhi), tag)?;
+            let theirs = g.sendrecv_acc(v, &acc, (slo, shi), (dst, dst), v.msg_len(rlo, rhi), tag)?;
             v.install(&mut acc, rlo, rhi, theirs)?;
             if nr > newdst {
                 send_idx = recv_idx;
@@ -291,13 +291,13 @@ fn ring(g: &mut Group, mut acc: Acc, v: &Vecs, tag: i32) -> MpiResult<Acc> {
     for step in 0..n - 1 {
         let (slo, shi) = piece(r + n - step);
         let (rlo, rhi) = piece(r + 2 * n - step - 1);
-        let theirs = g.sendrecv(right, v.message(&acc, slo, shi), left, v.msg_len(rlo, rhi), tag)?;
+        let theirs = g.sendrecv_acc(v, &acc, (slo, shi), (right, left), v.msg_len(rlo, rhi), tag)?;
         v.absorb(&mut acc, rlo, rhi, theirs, true)?;
     }
     for step in 0..n - 1 {
         let (slo, shi) = piece(r + 1 + n - step);
         let (rlo, rhi) = piece(r + n - step);
-        let theirs = g.sendrecv(right, v.message(&acc, slo, shi), left, v.msg_len(rlo, rhi), tag)?;
+        let theirs = g.sendrecv_acc(v, &acc, (slo, shi), (right, left), v.msg_len(rlo, rhi), tag)?;
         v.install(&mut acc, rlo, rhi, theirs)?;
     }
     Ok(acc)

@@ -547,6 +547,31 @@ impl<'a> Group<'a> {
         self.wait_all(&[r]);
         self.take(r)
     }
+
+    /// `sendrecv` of elements `lo..hi` of `acc`: a dense accumulator of a reduction that is
+    /// not sparse-aware (where the message is exactly those bytes) is sent in place and waited
+    /// for, instead of copied into a message first.
+    fn sendrecv_acc(
+        &mut self,
+        v: &Vecs,
+        acc: &Acc,
+        (lo, hi): (usize, usize),
+        (to, from): (usize, usize),
+        len: usize,
+        tag: i32,
+    ) -> MpiResult<Vec<u8>> {
+        let d = match acc {
+            Acc::Dense(d) if !v.is_sparse_aware() => d,
+            _ => return self.sendrecv(to, v.message(acc, lo, hi), from, len, tag),
+        };
+        let es = v.elem_size();
+        let r = self.post_recv(from, tag, len);
+        // SAFETY: `d` stays borrowed, unchanged, until the send is waited for below.
+        let s = unsafe { self.isend_block(to, tag, d.as_ptr(), &Block::bytes_at(lo * es, (hi - lo) * es)) };
+        self.wait_all(&[r, s]);
+        self.engine.free_request(s);
+        self.take(r)
+    }
 }
 
 /// Receives under way for a gather or scatter (`Group::start_rooted`): the requests, and the
