@@ -54,7 +54,7 @@ pub(super) enum Mine<'m> {
 /// Binomial-tree reduction to `root`; returns the result at `root`. Each step combines a
 /// lower-ranked partial result (first operand) with the next higher one; for non-commutative
 /// operations the tree is rooted at rank 0 and the result forwarded to `root`.
-pub(super) fn reduce(g: &mut Group, mine: Mine, v: &Vecs, root: usize, tag: i32) -> MpiResult<Option<Acc>> {
+pub(super) fn reduce(g: &mut Group, mut mine: Mine, v: &Vecs, root: usize, tag: i32) -> MpiResult<Option<Acc>> {
     let (n, r) = (g.size(), g.rank());
     let full = v.msg_len(0, v.count);
     let tree_root = if v.red_is_commutative() { root } else { 0 };
@@ -69,24 +69,21 @@ pub(super) fn reduce(g: &mut Group, mine: Mine, v: &Vecs, root: usize, tag: i32)
         }
         mask <<= 1;
     }
-    let (mut acc, block) = match mine {
-        Mine::Acc(a) => (Some(a), None),
-        Mine::Block(mem, b) => (None, Some((mem, b))),
-    };
     for req in children {
         g.wait_all(&[req]);
         let higher = g.take(req)?;
-        match (&mut acc, block) {
-            (Some(a), _) => v.absorb(a, 0, v.count, higher, false)?,
-            (None, Some((mem, b))) => acc = Some(v.absorb_onto(mem, b, higher)?),
-            (None, None) => unreachable!("a contribution is an accumulator or a block"),
-        }
+        mine = Mine::Acc(match mine {
+            Mine::Acc(mut a) => {
+                v.absorb(&mut a, 0, v.count, higher, false)?;
+                a
+            }
+            Mine::Block(mem, b) => v.absorb_onto(mem, b, higher)?,
+        });
     }
     if vr != 0 {
-        match (acc, block) {
-            (Some(a), _) => g.send_up(real(vr - mask), tag, v.into_message(a)),
-            (None, Some((mem, b))) => g.send_block_up(real(vr - mask), tag, mem, b),
-            (None, None) => unreachable!("a contribution is an accumulator or a block"),
+        match mine {
+            Mine::Acc(a) => g.send_up(real(vr - mask), tag, v.into_message(a)),
+            Mine::Block(mem, b) => g.send_block_up(real(vr - mask), tag, mem, b),
         }
         if r == root {
             // Non-commutative op with root != 0: rank 0 forwards the result.
@@ -97,10 +94,9 @@ pub(super) fn reduce(g: &mut Group, mine: Mine, v: &Vecs, root: usize, tag: i32)
         }
         return Ok(None);
     }
-    let acc = match (acc, block) {
-        (Some(a), _) => a,
-        (None, Some((mem, b))) => Acc::Dense(super::pack_block(mem, b)),
-        (None, None) => unreachable!("a contribution is an accumulator or a block"),
+    let acc = match mine {
+        Mine::Acc(a) => a,
+        Mine::Block(mem, b) => Acc::Dense(super::pack_block(mem, b)),
     };
     if r == root {
         return Ok(Some(acc));

@@ -14,7 +14,7 @@
 //! leaders in node order); otherwise they use the point-to-point algorithms.
 
 use super::shm::{Area, LANE_CAP, LANE_ENTRY_MAX, SLOT_CAP};
-use super::{Block, Group, In, Out, allreduce_packed, bcast_packed, pack_block, reduce_packed, tag};
+use super::{Block, Group, In, Out, allreduce_packed, bcast_packed, pack_block, packed_in, reduce_packed, tag};
 use crate::config;
 use crate::error::{MpiError, MpiResult};
 use crate::op::Reduction;
@@ -256,15 +256,6 @@ fn as_leader<R>(
         shm: &off,
     };
     f(&mut lg)
-}
-
-/// The packed bytes of block 0 of `mem`, borrowed when the layout is contiguous.
-fn packed_in<'m>(mem: &'m [u8], b: &Block) -> Cow<'m, [u8]> {
-    if b.layout.is_contiguous() {
-        Cow::Borrowed(&mem[b.offset..b.offset + b.bytes()])
-    } else {
-        Cow::Owned(pack_block(mem, b))
-    }
 }
 
 /// Runs `f` on the packed bytes of block 0 of `out`: the user's memory itself when the

@@ -138,10 +138,21 @@ impl<'a> Group<'a> {
         self.engine
     }
 
+    /// Starts a send of `data` to member `to`; returns the request.
+    fn isend_owned(&mut self, to: usize, tag: i32, data: Vec<u8>) -> u32 {
+        let env = Envelope { ctx: self.ctx, src: self.rank as i32, tag };
+        self.engine.isend(self.members[to], env, SendBuf::owned(data), SendMode::Standard, MPI_COMM_NULL)
+    }
+
     /// Starts a send of `data` to member `to` and lets it complete on its own.
     fn send(&mut self, to: usize, tag: i32, data: Vec<u8>) {
-        let env = Envelope { ctx: self.ctx, src: self.rank as i32, tag };
-        let req = self.engine.isend(self.members[to], env, SendBuf::owned(data), SendMode::Standard, MPI_COMM_NULL);
+        let req = self.isend_owned(to, tag, data);
+        self.engine.free_request(req);
+    }
+
+    /// Waits for send `req` and frees it.
+    fn finish_send(&mut self, req: u32) {
+        self.wait_all(&[req]);
         self.engine.free_request(req);
     }
 
@@ -152,21 +163,19 @@ impl<'a> Group<'a> {
     /// (np 2, 1 MiB with a user operation: about 260 faults per call, most of the member's
     /// time); waiting, it reuses one buffer and helps copy the message.
     fn send_up(&mut self, to: usize, tag: i32, data: Vec<u8>) {
-        let large = data.len() > self.engine.eager_limit();
-        let env = Envelope { ctx: self.ctx, src: self.rank as i32, tag };
-        let req = self.engine.isend(self.members[to], env, SendBuf::owned(data), SendMode::Standard, MPI_COMM_NULL);
-        if large {
-            self.wait_all(&[req]);
+        if data.len() > self.engine.eager_limit() {
+            let req = self.isend_owned(to, tag, data);
+            self.finish_send(req);
+        } else {
+            self.send(to, tag, data);
         }
-        self.engine.free_request(req);
     }
 
     /// `send_up` of block `b` of the user's memory `mem`, sent in place (waited for).
     fn send_block_up(&mut self, to: usize, tag: i32, mem: &[u8], b: &Block) {
         // SAFETY: `mem` holds the block and stays borrowed, unchanged, until the wait below.
         let req = unsafe { self.isend_block(to, tag, mem.as_ptr(), b) };
-        self.wait_all(&[req]);
-        self.engine.free_request(req);
+        self.finish_send(req);
     }
 
     /// Posts a receive of up to `len` bytes from member `from`; returns the request id.
@@ -568,8 +577,8 @@ impl<'a> Group<'a> {
         let r = self.post_recv(from, tag, len);
         // SAFETY: `d` stays borrowed, unchanged, until the send is waited for below.
         let s = unsafe { self.isend_block(to, tag, d.as_ptr(), &Block::bytes_at(lo * es, (hi - lo) * es)) };
-        self.wait_all(&[r, s]);
-        self.engine.free_request(s);
+        self.wait_all(&[r]);
+        self.finish_send(s);
         self.take(r)
     }
 }
@@ -719,6 +728,15 @@ fn pack_block(mem: &[u8], b: &Block) -> Vec<u8> {
         return Vec::new();
     }
     op::pack(&b.layout, b.count, &mem[b.offset..])
+}
+
+/// The packed bytes of block `b` of `mem`, borrowed when the layout is contiguous.
+fn packed_in<'m>(mem: &'m [u8], b: &Block) -> std::borrow::Cow<'m, [u8]> {
+    if b.layout.is_contiguous() {
+        std::borrow::Cow::Borrowed(&mem[b.offset..b.offset + b.bytes()])
+    } else {
+        std::borrow::Cow::Owned(pack_block(mem, b))
+    }
 }
 
 impl In<'_> {
@@ -1107,8 +1125,7 @@ pub fn reduce(g: &mut Group, send: Option<In>, mut recv: Option<Out>, red: &Redu
     } else {
         allreduce::Mine::Block(mem, &block)
     };
-    let result = allreduce::reduce(g, mine, &v, root, tag::REDUCE)?;
-    if let Some(result) = result {
+    if let Some(result) = allreduce::reduce(g, mine, &v, root, tag::REDUCE)? {
         v.write(result, &mut recv.expect("the root has a receive buffer"));
     }
     Ok(())

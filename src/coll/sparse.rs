@@ -635,11 +635,7 @@ impl<'a> Vecs<'a> {
         let Part::Dense(mut t) = self.decode(theirs, self.count)? else {
             unreachable!("sparse message without the codec")
         };
-        if b.layout.is_contiguous() {
-            self.red.apply(&mem[b.offset..b.offset + b.bytes()], &mut t);
-        } else {
-            self.red.apply(&super::pack_block(mem, b), &mut t);
-        }
+        self.red.apply(&super::packed_in(mem, b), &mut t);
         Ok(Acc::Dense(t))
     }
 
