@@ -176,6 +176,19 @@ static void test_user_ops(void)
     for (int k = 0; k < n; k += 3)
         bad += !(bigout[k] == 0 && bigout[k + 1] == size - 1 && bigout[k + 2] == 1);
     CHECK(bad == 0, "large non-commutative Allreduce: %d wrong", bad);
+    /* Mid-size (recursive doubling in the receive buffer), also in place. */
+    for (int in_place = 0; in_place < 2; in_place++) {
+        int m = 3 * 300;
+        for (int k = 0; k < m; k++)
+            bigout[k] = in_place ? big[k] : -1;
+        bigout[m] = -7;
+        MPI_Allreduce(in_place ? MPI_IN_PLACE : big, bigout, m, MPI_INT, seq, MPI_COMM_WORLD);
+        bad = 0;
+        for (int k = 0; k < m; k += 3)
+            bad += !(bigout[k] == 0 && bigout[k + 1] == size - 1 && bigout[k + 2] == 1);
+        CHECK(bad == 0, "mid-size non-commutative Allreduce (in place %d): %d wrong", in_place, bad);
+        CHECK(bigout[m] == -7, "mid-size non-commutative Allreduce wrote past its count");
+    }
     free(big);
     free(bigout);
 
@@ -202,15 +215,22 @@ static void test_user_ops(void)
                 CHECK(wrong == 0, "large user-sum Reduce root %d call %d: %d wrong", root, it, wrong);
             }
         }
-    /* The same as Allreduce (Rabenseifner, or the ring on 3 ranks), pieces sent in place. */
-    for (int it = 0; it < 2; it++) {
+    /* The same as Allreduce (Rabenseifner, or the ring on 3 ranks), combined in the receive
+       buffer: twice, then in place, then with a count that does not split evenly into pieces;
+       the element after the count must stay untouched. */
+    for (int it = 0; it < 4; it++) {
+        int count = it == 3 ? nd - 3 : nd;
         for (int k = 0; k < nd; k++)
             v[k] = rank * (k % 7) + it;
-        MPI_Allreduce(v, vout, nd, MPI_DOUBLE, sum, MPI_COMM_WORLD);
-        int wrong = 0;
         for (int k = 0; k < nd; k++)
+            vout[k] = it == 2 ? v[k] : -1;
+        MPI_Allreduce(it == 2 ? MPI_IN_PLACE : v, vout, count, MPI_DOUBLE, sum, MPI_COMM_WORLD);
+        int wrong = 0;
+        for (int k = 0; k < count; k++)
             wrong += vout[k] != (k % 7) * size * (size - 1) / 2.0 + (double)it * size;
         CHECK(wrong == 0, "large user-sum Allreduce call %d: %d wrong", it, wrong);
+        if (count < nd)
+            CHECK(vout[count] == -1, "large user-sum Allreduce wrote past its count: %g", vout[count]);
     }
     free(v);
     free(vout);

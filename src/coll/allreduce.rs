@@ -9,6 +9,10 @@
 //! order (the lower-ranked partial result is always the first operand), so they serve
 //! non-commutative operations; Rabenseifner and ring combine pieces in another order and are
 //! chosen for commutative operations only (`tune::Tuning::allreduce`).
+//!
+//! The algorithms that exchange pieces keep the partial result in a `Partial`: an engine
+//! vector (`Acc`), or, for dense reductions that are not sparse-aware, the program's receive
+//! buffer itself (`InBuffer`).
 
 use super::sparse::{Acc, Vecs};
 use super::tune::{self, Allreduce};
@@ -16,14 +20,14 @@ use super::{Block, Group, Out, bcast_packed, tag};
 use crate::error::MpiResult;
 
 /// Allreduce of `acc` (this member's contribution); returns the result.
-pub(super) fn allreduce(g: &mut Group, acc: Acc, v: &Vecs, alg: Allreduce, tag: i32) -> MpiResult<Acc> {
+pub(super) fn allreduce(g: &mut Group, mut acc: Acc, v: &Vecs, alg: Allreduce, tag: i32) -> MpiResult<Acc> {
     if g.size() == 1 {
         return Ok(acc);
     }
     match alg {
-        Allreduce::RecursiveDoubling => recursive_doubling(g, acc, v, tag),
-        Allreduce::Rabenseifner => rabenseifner(g, acc, v, tag),
-        Allreduce::Ring => ring(g, acc, v, tag),
+        Allreduce::RecursiveDoubling => recursive_doubling(g, &mut acc, v, tag).map(|()| acc),
+        Allreduce::Rabenseifner => rabenseifner(g, &mut acc, v, tag).map(|()| acc),
+        Allreduce::Ring => ring(g, &mut acc, v, tag).map(|()| acc),
         Allreduce::ReduceBcast => {
             let result = reduce(g, Mine::Acc(acc), v, 0, tag + tag::PHASE_REDUCE)?;
             let mut msg = match &result {
@@ -40,6 +44,21 @@ pub(super) fn allreduce(g: &mut Group, acc: Acc, v: &Vecs, alg: Allreduce, tag: 
                 }
             }
         }
+    }
+}
+
+/// Allreduce in the program's contiguous receive buffer `buf`, which holds this member's
+/// contribution, for a reduction that is not sparse-aware (`InBuffer`) and an algorithm that
+/// exchanges pieces (not `ReduceBcast`).
+pub(super) fn allreduce_in_buffer(g: &mut Group, buf: &mut [u8], v: &Vecs, alg: Allreduce, tag: i32) -> MpiResult<()> {
+    debug_assert!(!v.is_sparse_aware());
+    let p = &mut InBuffer(buf);
+    match alg {
+        _ if g.size() == 1 => Ok(()),
+        Allreduce::RecursiveDoubling => recursive_doubling(g, p, v, tag),
+        Allreduce::Rabenseifner => rabenseifner(g, p, v, tag),
+        Allreduce::Ring => ring(g, p, v, tag),
+        Allreduce::ReduceBcast => unreachable!("reduce + broadcast keeps its result in an engine vector"),
     }
 }
 
@@ -108,7 +127,7 @@ pub(super) fn reduce(g: &mut Group, mut mine: Mine, v: &Vecs, root: usize, tag: 
 /// The first step of the power-of-two algorithms: returns this rank's number among the
 /// `pof2` remaining ones, or None for an even rank of the first `2 * rem` (which sent its
 /// vector up and waits for the result).
-fn fold_in(g: &mut Group, acc: &mut Acc, v: &Vecs, tag: i32) -> MpiResult<Option<usize>> {
+fn fold_in(g: &mut Group, p: &mut impl Partial, v: &Vecs, tag: i32) -> MpiResult<Option<usize>> {
     let (n, r) = (g.size(), g.rank());
     let rem = n - tune::pof2_below(n);
     if r >= 2 * rem {
@@ -116,27 +135,158 @@ fn fold_in(g: &mut Group, acc: &mut Acc, v: &Vecs, tag: i32) -> MpiResult<Option
     }
     if r % 2 == 0 {
         // The vector comes back whole at the end (`fold_out`).
-        g.send_up(r + 1, tag, v.into_message(std::mem::replace(acc, Acc::Dense(Vec::new()))));
+        p.give_whole(g, v, r + 1, tag);
         return Ok(None);
     }
-    let lower = g.recv(r - 1, tag, v.msg_len(0, v.count))?;
-    v.absorb(acc, 0, v.count, lower, true)?;
+    p.absorb_lower_whole(g, v, r - 1, tag)?;
     Ok(Some(r / 2))
 }
 
 /// The last step: odd ranks of the first `2 * rem` hand the result to the even rank below.
-fn fold_out(g: &mut Group, acc: &mut Acc, v: &Vecs, newrank: Option<usize>, tag: i32) -> MpiResult<()> {
+fn fold_out(g: &mut Group, p: &mut impl Partial, v: &Vecs, newrank: Option<usize>, tag: i32) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     let rem = n - tune::pof2_below(n);
     match newrank {
-        Some(_) if r < 2 * rem => g.send(r - 1, tag, v.message(acc, 0, v.count)),
-        Some(_) => {}
-        None => {
-            let msg = g.recv(r + 1, tag, v.msg_len(0, v.count))?;
-            v.install(acc, 0, v.count, msg)?;
-        }
+        Some(_) if r < 2 * rem => p.send_whole(g, v, r - 1, tag),
+        Some(_) => Ok(()),
+        None => p.take_whole(g, v, r + 1, tag),
     }
-    Ok(())
+}
+
+/// One exchange of an allreduce step: elements `send` (a range) go to member `to` while
+/// elements `recv` come from member `from`.
+#[derive(Clone, Copy)]
+pub(super) struct Exchange {
+    send: (usize, usize),
+    to: usize,
+    recv: (usize, usize),
+    from: usize,
+}
+
+/// Where an allreduce keeps its partial result while the algorithms below exchange pieces
+/// (ranges of elements) of it: an engine vector (`Acc`, dense or sparse), or the program's
+/// own contiguous receive buffer (`InBuffer`), where pieces are combined and land in place.
+pub(super) trait Partial {
+    /// Makes exchange `x` and combines the elements received in: `theirs op mine` when
+    /// `theirs_lower`, else `mine op theirs`.
+    fn reduce_step(&mut self, g: &mut Group, v: &Vecs, x: Exchange, theirs_lower: bool, tag: i32) -> MpiResult<()>;
+    /// Makes exchange `x`, the elements received being final values.
+    fn gather_step(&mut self, g: &mut Group, v: &Vecs, x: Exchange, tag: i32) -> MpiResult<()>;
+    /// Hands the whole vector to `to`, which combines it (`fold_in`'s even ranks).
+    fn give_whole(&mut self, g: &mut Group, v: &Vecs, to: usize, tag: i32);
+    /// Combines the whole vector of the lower-ranked `from` in (`fold_in`'s odd ranks).
+    fn absorb_lower_whole(&mut self, g: &mut Group, v: &Vecs, from: usize, tag: i32) -> MpiResult<()>;
+    /// Sends the whole result to `to` (`fold_out`'s odd ranks).
+    fn send_whole(&mut self, g: &mut Group, v: &Vecs, to: usize, tag: i32) -> MpiResult<()>;
+    /// Takes the whole result from `from` (`fold_out`'s even ranks).
+    fn take_whole(&mut self, g: &mut Group, v: &Vecs, from: usize, tag: i32) -> MpiResult<()>;
+}
+
+impl Partial for Acc {
+    fn reduce_step(&mut self, g: &mut Group, v: &Vecs, x: Exchange, theirs_lower: bool, tag: i32) -> MpiResult<()> {
+        let (lo, hi) = x.recv;
+        let theirs = g.sendrecv_acc(v, self, x.send, (x.to, x.from), v.msg_len(lo, hi), tag)?;
+        v.absorb(self, lo, hi, theirs, theirs_lower)
+    }
+
+    fn gather_step(&mut self, g: &mut Group, v: &Vecs, x: Exchange, tag: i32) -> MpiResult<()> {
+        let (lo, hi) = x.recv;
+        let theirs = g.sendrecv_acc(v, self, x.send, (x.to, x.from), v.msg_len(lo, hi), tag)?;
+        v.install(self, lo, hi, theirs)
+    }
+
+    fn give_whole(&mut self, g: &mut Group, v: &Vecs, to: usize, tag: i32) {
+        g.send_up(to, tag, v.into_message(std::mem::replace(self, Acc::Dense(Vec::new()))));
+    }
+
+    fn absorb_lower_whole(&mut self, g: &mut Group, v: &Vecs, from: usize, tag: i32) -> MpiResult<()> {
+        let lower = g.recv(from, tag, v.msg_len(0, v.count))?;
+        v.absorb(self, 0, v.count, lower, true)
+    }
+
+    fn send_whole(&mut self, g: &mut Group, v: &Vecs, to: usize, tag: i32) -> MpiResult<()> {
+        g.send(to, tag, v.message(self, 0, v.count));
+        Ok(())
+    }
+
+    fn take_whole(&mut self, g: &mut Group, v: &Vecs, from: usize, tag: i32) -> MpiResult<()> {
+        let msg = g.recv(from, tag, v.msg_len(0, v.count))?;
+        v.install(self, 0, v.count, msg)
+    }
+}
+
+/// The program's contiguous receive buffer holding the partial result of a reduction that is
+/// not sparse-aware (messages are exactly the elements' bytes): pieces are sent from it and
+/// final pieces received into it, without the engine vector's copy in, copies of each
+/// received piece and copy out. Only the pieces to combine are received apart (an operation
+/// reads its two operands from separate memory).
+pub(super) struct InBuffer<'m>(pub &'m mut [u8]);
+
+impl InBuffer<'_> {
+    /// Starts the send of elements `lo..hi` straight from the buffer.
+    fn isend_range(&mut self, g: &mut Group, v: &Vecs, to: usize, (lo, hi): (usize, usize), tag: i32) -> u32 {
+        let es = v.elem_size();
+        // SAFETY: the range lies in the buffer, which is not written until the send is waited
+        // for (every caller waits before it touches the buffer again).
+        unsafe { g.isend_bytes(to, tag, self.0.as_ptr().add(lo * es), (hi - lo) * es) }
+    }
+
+    /// Posts the receive of elements `lo..hi` from `from` straight into the buffer.
+    fn recv_range(&mut self, g: &mut Group, v: &Vecs, from: usize, (lo, hi): (usize, usize), tag: i32) -> u32 {
+        let es = v.elem_size();
+        // SAFETY: the range lies in the buffer, which is not read or written by anything else
+        // until the receive is waited for (`finish_range`).
+        unsafe { g.irecv_block(from, tag, self.0.as_mut_ptr(), &Block::bytes_at(lo * es, (hi - lo) * es)) }
+    }
+
+    /// Waits for receive `req` of elements `lo..hi` and checks it brought all of them.
+    fn finish_range(g: &mut Group, v: &Vecs, req: u32, (lo, hi): (usize, usize)) -> MpiResult<()> {
+        let got = g.finish_recv(req)?;
+        v.check_dense_len(got, hi - lo)
+    }
+}
+
+impl Partial for InBuffer<'_> {
+    fn reduce_step(&mut self, g: &mut Group, v: &Vecs, x: Exchange, theirs_lower: bool, tag: i32) -> MpiResult<()> {
+        let es = v.elem_size();
+        let (lo, hi) = x.recv;
+        let r = g.post_recv(x.from, tag, (hi - lo) * es);
+        let s = self.isend_range(g, v, x.to, x.send, tag);
+        g.wait_all(&[r]);
+        // The sent range may overlap the combined one (recursive doubling sends everything).
+        g.finish_send(s);
+        let theirs = g.take(r)?;
+        v.combine_dense(&mut self.0[lo * es..hi * es], theirs, theirs_lower)
+    }
+
+    fn gather_step(&mut self, g: &mut Group, v: &Vecs, x: Exchange, tag: i32) -> MpiResult<()> {
+        debug_assert!(x.send.1 <= x.recv.0 || x.recv.1 <= x.send.0, "an allgather step sends and receives apart");
+        let r = self.recv_range(g, v, x.from, x.recv, tag);
+        let s = self.isend_range(g, v, x.to, x.send, tag);
+        let got = Self::finish_range(g, v, r, x.recv);
+        g.finish_send(s);
+        got
+    }
+
+    fn give_whole(&mut self, g: &mut Group, _v: &Vecs, to: usize, tag: i32) {
+        g.send_block_up(to, tag, self.0, &Block::bytes_at(0, self.0.len()));
+    }
+
+    fn absorb_lower_whole(&mut self, g: &mut Group, v: &Vecs, from: usize, tag: i32) -> MpiResult<()> {
+        let lower = g.recv(from, tag, self.0.len())?;
+        v.combine_dense(self.0, lower, true)
+    }
+
+    fn send_whole(&mut self, g: &mut Group, v: &Vecs, to: usize, tag: i32) -> MpiResult<()> {
+        let s = self.isend_range(g, v, to, (0, v.count), tag);
+        g.finish_send(s);
+        Ok(())
+    }
+
+    fn take_whole(&mut self, g: &mut Group, v: &Vecs, from: usize, tag: i32) -> MpiResult<()> {
+        let r = self.recv_range(g, v, from, (0, v.count), tag);
+        Self::finish_range(g, v, r, (0, v.count))
+    }
 }
 
 /// One step of recursive halving (`halving_steps`): the partner's folded rank and the windows
@@ -183,22 +333,21 @@ pub(super) fn real_rank(nr: usize, rem: usize) -> usize {
     if nr < rem { nr * 2 + 1 } else { nr + rem }
 }
 
-fn recursive_doubling(g: &mut Group, mut acc: Acc, v: &Vecs, tag: i32) -> MpiResult<Acc> {
+fn recursive_doubling(g: &mut Group, p: &mut impl Partial, v: &Vecs, tag: i32) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     let pof2 = tune::pof2_below(n);
     let rem = n - pof2;
-    let newrank = fold_in(g, &mut acc, v, tag)?;
+    let newrank = fold_in(g, p, v, tag)?;
     if let Some(nr) = newrank {
         let mut mask = 1;
         while mask < pof2 {
             let dst = real_rank(nr ^ mask, rem);
-            let theirs = g.sendrecv_acc(v, &acc, (0, v.count), (dst, dst), v.msg_len(0, v.count), tag)?;
-            v.absorb(&mut acc, 0, v.count, theirs, dst < r)?;
+            let whole = (0, v.count);
+            p.reduce_step(g, v, Exchange { send: whole, to: dst, recv: whole, from: dst }, dst < r, tag)?;
             mask <<= 1;
         }
     }
-    fold_out(g, &mut acc, v, newrank, tag)?;
-    Ok(acc)
+    fold_out(g, p, v, newrank, tag)
 }
 
 /// Element offsets of `parts` nearly equal pieces of `count` (the first `count % parts` one
@@ -218,11 +367,11 @@ pub(super) fn pieces(count: usize, parts: usize) -> Vec<usize> {
 /// Rabenseifner's allreduce (MPICH's formulation): after folding to `pof2` ranks, recursive
 /// halving leaves each rank the reduced `1/pof2` piece of the vector it owns, then recursive
 /// doubling gathers the pieces.
-fn rabenseifner(g: &mut Group, mut acc: Acc, v: &Vecs, tag: i32) -> MpiResult<Acc> {
-    let (n, r) = (g.size(), g.rank());
+fn rabenseifner(g: &mut Group, p: &mut impl Partial, v: &Vecs, tag: i32) -> MpiResult<()> {
+    let n = g.size();
     let pof2 = tune::pof2_below(n);
     let rem = n - pof2;
-    let newrank = fold_in(g, &mut acc, v, tag)?;
+    let newrank = fold_in(g, p, v, tag)?;
     if let Some(nr) = newrank {
         let disp = pieces(v.count, pof2);
         // Reduce-scatter: the window of pieces [send_idx.., last_idx) halves every step.
@@ -240,8 +389,11 @@ fn rabenseifner(g: &mut Group, mut acc: Acc, v: &Vecs, tag: i32) -> MpiResult<Ac
                 ((send_idx, recv_idx), (recv_idx, last_idx))
             };
             let (slo, shi, rlo, rhi) = (disp[send.0], disp[send.1], disp[recv.0], disp[recv.1]);
-            let theirs = g.sendrecv_acc(v, &acc, (slo, shi), (dst, dst), v.msg_len(rlo, rhi), tag)?;
-            v.absorb(&mut acc, rlo, rhi, theirs, dst < r)?;
+            // Commutative operations only: combining into our own piece (`theirs op mine`)
+            // needs no copy back, and every piece is combined at one rank only, so all ranks
+            // still end with the same values.
+            let x = Exchange { send: (slo, shi), to: dst, recv: (rlo, rhi), from: dst };
+            p.reduce_step(g, v, x, true, tag)?;
             send_idx = recv_idx;
             mask <<= 1;
             if mask < pof2 {
@@ -265,38 +417,32 @@ fn rabenseifner(g: &mut Group, mut acc: Acc, v: &Vecs, tag: i32) -> MpiResult<Ac
                 ((send_idx, last_idx), (recv_idx, send_idx))
             };
             let (slo, shi, rlo, rhi) = (disp[send.0], disp[send.1], disp[recv.0], disp[recv.1]);
-            let theirs = g.sendrecv_acc(v, &acc, (slo, shi), (dst, dst), v.msg_len(rlo, rhi), tag)?;
-            v.install(&mut acc, rlo, rhi, theirs)?;
+            p.gather_step(g, v, Exchange { send: (slo, shi), to: dst, recv: (rlo, rhi), from: dst }, tag)?;
             if nr > newdst {
                 send_idx = recv_idx;
             }
             mask >>= 1;
         }
     }
-    fold_out(g, &mut acc, v, newrank, tag)?;
-    Ok(acc)
+    fold_out(g, p, v, newrank, tag)
 }
 
 /// Ring allreduce: `n - 1` reduce-scatter steps (each rank passes a piece to the right and
 /// combines the one from the left), then `n - 1` allgather steps of the reduced pieces.
-fn ring(g: &mut Group, mut acc: Acc, v: &Vecs, tag: i32) -> MpiResult<Acc> {
+fn ring(g: &mut Group, p: &mut impl Partial, v: &Vecs, tag: i32) -> MpiResult<()> {
     let (n, r) = (g.size(), g.rank());
     let disp = pieces(v.count, n);
     let (left, right) = ((r + n - 1) % n, (r + 1) % n);
     let piece = |i: usize| (disp[i % n], disp[i % n + 1]);
     for step in 0..n - 1 {
-        let (slo, shi) = piece(r + n - step);
-        let (rlo, rhi) = piece(r + 2 * n - step - 1);
-        let theirs = g.sendrecv_acc(v, &acc, (slo, shi), (right, left), v.msg_len(rlo, rhi), tag)?;
-        v.absorb(&mut acc, rlo, rhi, theirs, true)?;
+        let x = Exchange { send: piece(r + n - step), to: right, recv: piece(r + 2 * n - step - 1), from: left };
+        p.reduce_step(g, v, x, true, tag)?;
     }
     for step in 0..n - 1 {
-        let (slo, shi) = piece(r + 1 + n - step);
-        let (rlo, rhi) = piece(r + n - step);
-        let theirs = g.sendrecv_acc(v, &acc, (slo, shi), (right, left), v.msg_len(rlo, rhi), tag)?;
-        v.install(&mut acc, rlo, rhi, theirs)?;
+        let x = Exchange { send: piece(r + 1 + n - step), to: right, recv: piece(r + n - step), from: left };
+        p.gather_step(g, v, x, tag)?;
     }
-    Ok(acc)
+    Ok(())
 }
 
 /// Offsets, in units of `unit` (1: elements; the element size: bytes), of blocks of `counts`

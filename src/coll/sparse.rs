@@ -210,6 +210,16 @@ pub enum Acc {
     Sparse(Entries),
 }
 
+/// The error for a reduction message of `got` bytes where `elems` elements were expected.
+fn length_mismatch<T>(got: usize, elems: usize) -> MpiResult<T> {
+    err(
+        MPI_ERR_TRUNCATE,
+        format!(
+            "reduction message of {got} bytes does not fit {elems} elements (counts or types differ between ranks)"
+        ),
+    )
+}
+
 /// A received message, decoded: dense bytes of the range, or entries relative to its start.
 enum Part {
     Dense(Vec<u8>),
@@ -544,15 +554,7 @@ impl<'a> Vecs<'a> {
 
     fn decode(&self, mut msg: Vec<u8>, elems: usize) -> MpiResult<Part> {
         let es = self.esize;
-        let mismatch = || {
-            err(
-                MPI_ERR_TRUNCATE,
-                format!(
-                    "reduction message of {} bytes does not fit {elems} elements (counts or types differ between ranks)",
-                    msg.len()
-                ),
-            )
-        };
+        let mismatch = || length_mismatch(msg.len(), elems);
         if self.codec.is_none() {
             if msg.len() != elems * es {
                 return mismatch();
@@ -637,6 +639,28 @@ impl<'a> Vecs<'a> {
         };
         self.red.apply(&super::packed_in(mem, b), &mut t);
         Ok(Acc::Dense(t))
+    }
+
+    /// Dense elements `mine` (the program's receive buffer, for a reduction that is not
+    /// sparse-aware) become `theirs op mine` (`mine op theirs` when `theirs_lower` is false),
+    /// `theirs` being a message of as many elements.
+    pub fn combine_dense(&self, mine: &mut [u8], theirs: Vec<u8>, theirs_lower: bool) -> MpiResult<()> {
+        debug_assert!(self.codec.is_none());
+        let Part::Dense(mut t) = self.decode(theirs, mine.len() / self.esize.max(1))? else {
+            unreachable!("sparse message without the codec")
+        };
+        if theirs_lower {
+            self.red.apply(&t, mine);
+        } else {
+            self.red.apply(mine, &mut t);
+            mine.copy_from_slice(&t);
+        }
+        Ok(())
+    }
+
+    /// Checks that `got` bytes, received straight into a dense buffer, are `elems` elements.
+    pub fn check_dense_len(&self, got: usize, elems: usize) -> MpiResult<()> {
+        if got == elems * self.esize { Ok(()) } else { length_mismatch(got, elems) }
     }
 
     /// Elements `lo..hi` of `acc` become the (final) values of message `theirs`.
