@@ -176,6 +176,20 @@ static void test_user_ops(void)
     for (int k = 0; k < n; k += 3)
         bad += !(bigout[k] == 0 && bigout[k + 1] == size - 1 && bigout[k + 2] == 1);
     CHECK(bad == 0, "large non-commutative Allreduce: %d wrong", bad);
+    /* Large non-commutative Reduce (point-to-point tree; the root's first child lands in
+       its receive buffer), at the first and the last rank, also in place. */
+    for (int which = 0; which < 3; which++) {
+        int root = which == 0 ? 0 : size - 1, in_place = which == 2;
+        for (int k = 0; k < n; k++)
+            bigout[k] = in_place && rank == root ? big[k] : -1;
+        MPI_Reduce(in_place && rank == root ? MPI_IN_PLACE : big, bigout, n, MPI_INT, seq, root, MPI_COMM_WORLD);
+        if (rank == root) {
+            bad = 0;
+            for (int k = 0; k < n; k += 3)
+                bad += !(bigout[k] == 0 && bigout[k + 1] == size - 1 && bigout[k + 2] == 1);
+            CHECK(bad == 0, "large non-commutative Reduce at %d (in place %d): %d wrong", root, in_place, bad);
+        }
+    }
     /* Mid-size (recursive doubling in the receive buffer), also in place. */
     for (int in_place = 0; in_place < 2; in_place++) {
         int m = 3 * 300;

@@ -68,11 +68,28 @@ pub(super) fn allreduce_in_buffer(g: &mut Group, buf: &mut [u8], v: &Vecs, alg: 
 pub(super) enum Mine<'m> {
     Acc(Acc),
     Block(&'m [u8], &'m Block),
+    /// The user's block and the root's contiguous receive buffer (a reduction that is not
+    /// sparse-aware): the first child's vector lands in the buffer and is combined there.
+    BlockOut(&'m [u8], &'m Block, &'m mut [u8]),
+    /// The partial result, in the root's receive buffer.
+    Out(&'m mut [u8]),
 }
 
-/// Binomial-tree reduction to `root`; returns the result at `root`. Each step combines a
-/// lower-ranked partial result (first operand) with the next higher one; for non-commutative
-/// operations the tree is rooted at rank 0 and the result forwarded to `root`.
+impl Mine<'_> {
+    /// Sends this partial result to `to`, towards the root (`Group::send_up`).
+    fn send_up(self, g: &mut Group, v: &Vecs, to: usize, tag: i32) {
+        match self {
+            Mine::Acc(a) => g.send_up(to, tag, v.into_message(a)),
+            Mine::Block(mem, b) | Mine::BlockOut(mem, b, _) => g.send_block_up(to, tag, mem, b),
+            Mine::Out(out) => g.send_block_up(to, tag, out, &Block::bytes_at(0, out.len())),
+        }
+    }
+}
+
+/// Binomial-tree reduction to `root`; returns the result at `root`, unless it was left in the
+/// root's receive buffer (`Mine::BlockOut`). Each step combines a lower-ranked partial result
+/// (first operand) with the next higher one; for non-commutative operations the tree is
+/// rooted at rank 0 and the result forwarded to `root`.
 pub(super) fn reduce(g: &mut Group, mut mine: Mine, v: &Vecs, root: usize, tag: i32) -> MpiResult<Option<Acc>> {
     let (n, r) = (g.size(), g.rank());
     let full = v.msg_len(0, v.count);
@@ -84,26 +101,43 @@ pub(super) fn reduce(g: &mut Group, mut mine: Mine, v: &Vecs, root: usize, tag: 
     let mut mask = 1;
     while mask < n && vr & mask == 0 {
         if vr + mask < n {
-            children.push(g.post_recv(real(vr + mask), tag, full));
+            let from = real(vr + mask);
+            children.push(match &mut mine {
+                // SAFETY: the program's receive buffer, ours for the call and not touched
+                // until this receive is waited for below.
+                Mine::BlockOut(_, _, out) if children.is_empty() => unsafe {
+                    g.irecv_block(from, tag, out.as_mut_ptr(), &Block::bytes_at(0, out.len()))
+                },
+                _ => g.post_recv(from, tag, full),
+            });
         }
         mask <<= 1;
     }
-    for req in children {
+    let taken = |g: &mut Group, req: u32| {
         g.wait_all(&[req]);
-        let higher = g.take(req)?;
-        mine = Mine::Acc(match mine {
+        g.take(req)
+    };
+    for req in children {
+        mine = match mine {
             Mine::Acc(mut a) => {
-                v.absorb(&mut a, 0, v.count, higher, false)?;
-                a
+                v.absorb(&mut a, 0, v.count, taken(g, req)?, false)?;
+                Mine::Acc(a)
             }
-            Mine::Block(mem, b) => v.absorb_onto(mem, b, higher)?,
-        });
+            Mine::Block(mem, b) => Mine::Acc(v.absorb_onto(mem, b, taken(g, req)?)?),
+            Mine::BlockOut(mem, b, out) => {
+                v.check_dense_len(g.finish_recv(req)?, v.count)?;
+                v.combine_onto(&super::packed_in(mem, b), out);
+                Mine::Out(out)
+            }
+            Mine::Out(out) => {
+                // The higher operand second; a commutative one may come first, without the copy.
+                v.combine_dense(out, taken(g, req)?, v.red_is_commutative())?;
+                Mine::Out(out)
+            }
+        };
     }
     if vr != 0 {
-        match mine {
-            Mine::Acc(a) => g.send_up(real(vr - mask), tag, v.into_message(a)),
-            Mine::Block(mem, b) => g.send_block_up(real(vr - mask), tag, mem, b),
-        }
+        mine.send_up(g, v, real(vr - mask), tag);
         if r == root {
             // Non-commutative op with root != 0: rank 0 forwards the result.
             let msg = g.recv(0, tag + tag::PHASE_ROOT, full)?;
@@ -113,15 +147,20 @@ pub(super) fn reduce(g: &mut Group, mut mine: Mine, v: &Vecs, root: usize, tag: 
         }
         return Ok(None);
     }
-    let acc = match mine {
-        Mine::Acc(a) => a,
-        Mine::Block(mem, b) => Acc::Dense(super::pack_block(mem, b)),
-    };
-    if r == root {
-        return Ok(Some(acc));
+    if r != root {
+        mine.send_up(g, v, root, tag + tag::PHASE_ROOT);
+        return Ok(None);
     }
-    g.send_up(root, tag + tag::PHASE_ROOT, v.into_message(acc));
-    Ok(None)
+    Ok(match mine {
+        Mine::Acc(a) => Some(a),
+        Mine::Block(mem, b) => Some(Acc::Dense(super::pack_block(mem, b))),
+        Mine::BlockOut(mem, b, out) => {
+            // No children (a single member).
+            out.copy_from_slice(&super::packed_in(mem, b));
+            None
+        }
+        Mine::Out(_) => None,
+    })
 }
 
 /// The first step of the power-of-two algorithms: returns this rank's number among the

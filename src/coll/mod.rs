@@ -1115,15 +1115,25 @@ pub fn reduce(g: &mut Group, send: Option<In>, mut recv: Option<Out>, red: &Redu
         return Ok(());
     }
     let v = Vecs::new(red, block.count, g.size());
-    let mem: &[u8] = match (&send, &recv) {
-        (Some(s), _) => &s.mem,
-        (_, Some(o)) => o.mem,
-        (None, None) => unreachable!(),
+    let contribution = |mem| {
+        if v.is_sparse_aware() {
+            allreduce::Mine::Acc(v.input(mem, &block))
+        } else {
+            allreduce::Mine::Block(mem, &block)
+        }
     };
-    let mine = if v.is_sparse_aware() {
-        allreduce::Mine::Acc(v.input(mem, &block))
-    } else {
-        allreduce::Mine::Block(mem, &block)
+    let mine = match (&send, &mut recv) {
+        // The root's contiguous receive buffer takes its first child's vector and the result
+        // (not in place: the buffer holds the root's own vector then), without a zero-filled
+        // message buffer and the copy out: np 2, a 1 MiB user sum 347-387 -> 220-234 µs
+        // (Open MPI 240-280).
+        (Some(s), Some(out)) if !v.is_sparse_aware() && out.blocks[0].layout.is_contiguous() => {
+            let b = &out.blocks[0];
+            allreduce::Mine::BlockOut(&s.mem, &block, &mut out.mem[b.offset..b.offset + b.bytes()])
+        }
+        (Some(s), _) => contribution(&s.mem),
+        (None, Some(o)) => contribution(o.mem),
+        (None, None) => unreachable!("MPI_IN_PLACE without a receive buffer is rejected at the edge"),
     };
     if let Some(result) = allreduce::reduce(g, mine, &v, root, tag::REDUCE)? {
         v.write(result, &mut recv.expect("the root has a receive buffer"));

@@ -658,6 +658,13 @@ impl<'a> Vecs<'a> {
         Ok(())
     }
 
+    /// `out` (dense, the higher operand) becomes `mine op out`, for a reduction that is not
+    /// sparse-aware.
+    pub fn combine_onto(&self, mine: &[u8], out: &mut [u8]) {
+        debug_assert!(self.codec.is_none());
+        self.red.apply(mine, out);
+    }
+
     /// Checks that `got` bytes, received straight into a dense buffer, are `elems` elements.
     pub fn check_dense_len(&self, got: usize, elems: usize) -> MpiResult<()> {
         if got == elems * self.esize { Ok(()) } else { length_mismatch(got, elems) }
