@@ -1059,37 +1059,51 @@ pub fn bcast_bytes(g: &mut Group, data: &mut [u8], root: usize) -> Option<MpiRes
 /// As `reduce`, on one node; `input` is this rank's vector (the root's `out` with
 /// MPI_IN_PLACE, copied by the caller).
 #[inline]
+/// `send` is None for MPI_IN_PLACE (the input is in `out`, copied only when this path takes
+/// the call: the root's output overwrites it while others may still read it).
 pub fn reduce_bytes(
     g: &mut Group,
-    input: &[u8],
+    send: Option<&[u8]>,
     out: Option<&mut [u8]>,
     red: &Reduction,
     root: usize,
 ) -> Option<MpiResult<()>> {
-    if input.is_empty() {
+    let len = send.or(out.as_deref()).map_or(0, <[u8]>::len);
+    if len == 0 {
         return None;
     }
     let mut area = area_or_decline!(one_node_area(g));
-    if !reduction_fits_slots(red, input.len()) {
+    if !reduction_fits_slots(red, len) {
         return None;
     }
-    Some(area.reduce(g.engine, input, out.filter(|_| g.rank == root), red, root))
+    let input = in_place_input(send, out.as_deref());
+    Some(area.reduce(g.engine, &input, out.filter(|_| g.rank == root), red, root))
+}
+
+/// The input of a reduction: `send`, or for MPI_IN_PLACE (None) a copy of `out`.
+fn in_place_input<'s>(send: Option<&'s [u8]>, out: Option<&[u8]>) -> std::borrow::Cow<'s, [u8]> {
+    match (send, out) {
+        (Some(s), _) => std::borrow::Cow::Borrowed(s),
+        (None, Some(o)) => std::borrow::Cow::Owned(o.to_vec()),
+        (None, None) => unreachable!("MPI_IN_PLACE without a receive buffer is rejected at the edge"),
+    }
 }
 
 /// As `allreduce`, on one node.
 #[inline]
-pub fn allreduce_bytes(g: &mut Group, input: &[u8], out: &mut [u8], red: &Reduction) -> Option<MpiResult<()>> {
-    if input.is_empty() {
+pub fn allreduce_bytes(g: &mut Group, send: Option<&[u8]>, out: &mut [u8], red: &Reduction) -> Option<MpiResult<()>> {
+    if out.is_empty() {
         return None;
     }
     // Set up (a collective step at the first call) exactly where `allreduce` does.
     let mut area = area_or_decline!(one_node_area(g));
     // `allreduce` declines a context that does not fit the leaders' ones (`Hier::leader_ctx`)
     // on one node too.
-    if !reduction_fits_slots(red, input.len()) || g.ctx >= 1 << LEADER_SET_SHIFT {
+    if !reduction_fits_slots(red, out.len()) || g.ctx >= 1 << LEADER_SET_SHIFT {
         return None;
     }
-    Some(area.allreduce(g.engine, input, out, red))
+    let input = in_place_input(send, Some(out));
+    Some(area.allreduce(g.engine, &input, out, red))
 }
 
 /// As `gather`: `send` is this rank's block (None: MPI_IN_PLACE at the root), `out` the

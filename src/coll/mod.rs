@@ -828,15 +828,9 @@ pub fn reduce_bytes(
         copy_alone(send, recv);
         return Ok(());
     }
-    let input = match (send, &recv) {
-        (Some(s), _) => std::borrow::Cow::Borrowed(s),
-        (None, Some(o)) => std::borrow::Cow::Owned(o.to_vec()),
-        (None, None) => unreachable!("MPI_IN_PLACE without a receive buffer is rejected at the edge"),
-    };
-    if let Some(r) = hier::reduce_bytes(g, &input, recv.as_deref_mut(), red, root) {
+    if let Some(r) = hier::reduce_bytes(g, send, recv.as_deref_mut(), red, root) {
         return r;
     }
-    drop(input);
     reduce(g, send.map(|s| vector_in(s, red)), recv.map(|r| vector_out(r, red)), red, root)
 }
 
@@ -847,14 +841,9 @@ pub fn allreduce_bytes(g: &mut Group, send: Option<&[u8]>, recv: &mut [u8], red:
         copy_alone(send, Some(recv));
         return Ok(());
     }
-    let input = match send {
-        Some(s) => std::borrow::Cow::Borrowed(s),
-        None => std::borrow::Cow::Owned(recv.to_vec()),
-    };
-    if let Some(r) = hier::allreduce_bytes(g, &input, recv, red) {
+    if let Some(r) = hier::allreduce_bytes(g, send, recv, red) {
         return r;
     }
-    drop(input);
     allreduce(g, send.map(|s| vector_in(s, red)), vector_out(recv, red), red)
 }
 
