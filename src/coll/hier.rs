@@ -368,18 +368,20 @@ pub fn reduce(
     red: &Reduction,
     root: usize,
 ) -> Option<MpiResult<()>> {
-    let input = match (send, recv.as_ref()) {
-        (Some(s), _) => packed_in(&s.mem, &s.blocks[0]),
-        (None, Some(o)) => Cow::Owned(o.pack(0)),
+    let len = match (send, recv.as_ref()) {
+        (Some(s), _) => s.blocks[0].bytes(),
+        (None, Some(o)) => o.blocks[0].bytes(),
         (None, None) => return None,
     };
-    if input.is_empty() {
+    if len == 0 {
         return None;
     }
     let mut h = hier_or_none!(g);
-    if !reduction_fits(&h, red, input.len()) {
+    if !reduction_fits(&h, red, len) {
         return None;
     }
+    // Packed only now: a large vector that goes point to point is not copied for nothing.
+    let input = packed_input(send, recv.as_ref());
     let me = g.rank;
     if h.nodes.len() == 1 {
         // One node: its local numbers are the ranks.
@@ -1080,11 +1082,21 @@ pub fn reduce_bytes(
     Some(area.reduce(g.engine, &input, out.filter(|_| g.rank == root), red, root))
 }
 
+/// The packed input of a reduction: `send`'s block, or for MPI_IN_PLACE (None) a copy of
+/// the receive buffer's (the result overwrites it while peers may still read it).
+fn packed_input<'s>(send: &'s Option<In>, recv: Option<&Out>) -> Cow<'s, [u8]> {
+    match (send, recv) {
+        (Some(s), _) => packed_in(&s.mem, &s.blocks[0]),
+        (None, Some(o)) => Cow::Owned(o.pack(0)),
+        (None, None) => unreachable!("MPI_IN_PLACE without a receive buffer is rejected at the edge"),
+    }
+}
+
 /// The input of a reduction: `send`, or for MPI_IN_PLACE (None) a copy of `out`.
-fn in_place_input<'s>(send: Option<&'s [u8]>, out: Option<&[u8]>) -> std::borrow::Cow<'s, [u8]> {
+fn in_place_input<'s>(send: Option<&'s [u8]>, out: Option<&[u8]>) -> Cow<'s, [u8]> {
     match (send, out) {
-        (Some(s), _) => std::borrow::Cow::Borrowed(s),
-        (None, Some(o)) => std::borrow::Cow::Owned(o.to_vec()),
+        (Some(s), _) => Cow::Borrowed(s),
+        (None, Some(o)) => Cow::Owned(o.to_vec()),
         (None, None) => unreachable!("MPI_IN_PLACE without a receive buffer is rejected at the edge"),
     }
 }
@@ -1158,18 +1170,20 @@ pub fn scatter_bytes(
 /// MPI_Allreduce: on one node through shared memory alone; across nodes, reduce within
 /// each node to its first rank, allreduce among those, broadcast within each node.
 pub fn allreduce(g: &mut Group, send: &Option<In>, recv: &mut Out, red: &Reduction) -> Option<MpiResult<()>> {
-    let input = match send {
-        Some(s) => packed_in(&s.mem, &s.blocks[0]),
-        None => Cow::Owned(recv.pack(0)),
+    let len = match send {
+        Some(s) => s.blocks[0].bytes(),
+        None => recv.blocks[0].bytes(),
     };
-    if input.is_empty() {
+    if len == 0 {
         return None;
     }
     let mut h = hier_or_none!(g);
-    if !reduction_fits(&h, red, input.len()) {
+    if !reduction_fits(&h, red, len) {
         return None;
     }
     let ctx = h.leader_ctx(g.ctx, None)?;
+    // Packed only now, as in `reduce`.
+    let input = packed_input(send, Some(&*recv));
     let (my_node, many, me) = (h.my_node, h.nodes.len() > 1, g.rank);
     let e = &mut *g.engine;
     if !many {
