@@ -1058,11 +1058,10 @@ pub fn bcast_bytes(g: &mut Group, data: &mut [u8], root: usize) -> Option<MpiRes
     Some(area.bcast(g.engine, data, root))
 }
 
-/// As `reduce`, on one node; `input` is this rank's vector (the root's `out` with
-/// MPI_IN_PLACE, copied by the caller).
+/// As `reduce`, on one node; `send` is None for MPI_IN_PLACE (the input is in `out`, copied
+/// only when this path takes the call: the root's output overwrites it while others may
+/// still read it).
 #[inline]
-/// `send` is None for MPI_IN_PLACE (the input is in `out`, copied only when this path takes
-/// the call: the root's output overwrites it while others may still read it).
 pub fn reduce_bytes(
     g: &mut Group,
     send: Option<&[u8]>,
@@ -1101,7 +1100,7 @@ fn in_place_input<'s>(send: Option<&'s [u8]>, out: Option<&[u8]>) -> Cow<'s, [u8
     }
 }
 
-/// As `allreduce`, on one node.
+/// As `allreduce`, on one node; `send` as in `reduce_bytes`.
 #[inline]
 pub fn allreduce_bytes(g: &mut Group, send: Option<&[u8]>, out: &mut [u8], red: &Reduction) -> Option<MpiResult<()>> {
     if out.is_empty() {

@@ -1584,14 +1584,16 @@ impl Engine {
             if src == self.me {
                 continue;
             }
-            let mut released = false;
+            let mut taken = 0usize;
             loop {
                 let seg = self.shm.as_mut().unwrap();
                 let Some(inc) = seg.peek(src) else { break };
-                if released && inc.payload.len() <= STREAM_PREFETCH_MAX {
+                if taken > 0 && inc.payload.len() <= STREAM_PREFETCH_MAX {
                     // A second message in one pass: a stream. Not for the first, which is
-                    // also a ping-pong's, whose latency would pay for the prefetches.
-                    seg.prefetch_ahead(src, STREAM_PREFETCH_SLOTS);
+                    // also a ping-pong's, whose latency would pay for the prefetches. The
+                    // second asks for the next slots, each later one for one more.
+                    let first = if taken == 1 { 1 } else { STREAM_PREFETCH_SLOTS };
+                    seg.prefetch_ahead(src, first..=STREAM_PREFETCH_SLOTS);
                 }
                 let pk = inc.packet;
                 // Copy-free hand-off: the slot stays ours until release below. The payload
@@ -1601,9 +1603,9 @@ impl Engine {
                 // writes to other slots (towards peers), never to the ring from `src`.
                 self.on_packet(src, pk, unsafe { &*payload });
                 self.shm.as_mut().unwrap().release(src);
-                released = true;
+                taken += 1;
             }
-            if released {
+            if taken > 0 {
                 // The sender may sleep waiting for these credits: one doorbell check for all.
                 self.shm.as_ref().unwrap().notify(src);
                 did = true;

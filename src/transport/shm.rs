@@ -809,16 +809,19 @@ impl Segment {
         Some(Incoming { packet, payload })
     }
 
-    /// Asks for the first lines of the `n` slots after the next one from `src`: while a window
-    /// of messages streams in, their transfers from the sender's cache then overlap the
-    /// handling of this one instead of each starting when its slot is peeked (every slot lies
-    /// on its own pages, where the hardware prefetchers do not follow).
+    /// Asks for the first lines of the slots `ahead` (distances after the next one from `src`):
+    /// while a window of messages streams in, their transfers from the sender's cache then
+    /// overlap the handling of this one instead of each starting when its slot is peeked
+    /// (every slot lies on its own pages, where the hardware prefetchers do not follow).
     #[inline]
-    pub fn prefetch_ahead(&self, src: usize, n: usize) {
-        let mut c = self.rings[src].recv;
-        for _ in 0..n {
-            Self::advance(&mut c, self.geo.nslots);
-            prefetch(self.slot_at(c));
+    pub fn prefetch_ahead(&self, src: usize, ahead: std::ops::RangeInclusive<usize>) {
+        let c = self.rings[src].recv;
+        for d in ahead {
+            let mut next = c.next + d;
+            while next >= self.geo.nslots {
+                next -= self.geo.nslots;
+            }
+            prefetch(self.slot_at(Cursor { next, ..c }));
         }
     }
 
