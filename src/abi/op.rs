@@ -47,22 +47,23 @@ pub unsafe fn MPI_Op_create(user_fn: MPI_User_function, commute: c_int, op: *mut
     if op.is_null() {
         return err(MPI_ERR_ARG, "invalid op pointer (NULL)");
     }
-    let func = move |input: &[u8], inout: &mut [u8], count: usize, dt: MPI_Datatype| {
-        let per = input.len().checked_div(count).unwrap_or(0);
-        // The C function takes an int count: call it on pieces of at most INT_MAX elements.
-        let step = (c_int::MAX as usize).max(1);
-        let mut done = 0;
-        while done < count {
-            let n = step.min(count - done);
-            let (a, b) = (&input[done * per..(done + n) * per], &mut inout[done * per..(done + n) * per]);
-            with_aligned(a, b, |pa, pb| {
+    let func = move |input: &[u8], inout: &mut [u8], el: op::Elements, dt: MPI_Datatype| {
+        with_aligned(input, inout, |pa, pb| {
+            // The C function takes an int count: call it on pieces of at most INT_MAX elements.
+            let mut done = 0;
+            while done < el.count {
+                let n = (c_int::MAX as usize).min(el.count - done);
+                let at = el.origin + (done * el.extent) as isize;
                 let (mut len, mut dt) = (n as c_int, dt);
-                // SAFETY: the user function reads `len` elements of `dt` at pa and updates
-                // them at pb; both buffers hold that many elements in C layout.
-                unsafe { f(pa, pb, &mut len, &mut dt) }
-            });
-            done += n;
-        }
+                // SAFETY: the user function reads `len` elements of `dt` whose origins start
+                // `at` bytes from pa and updates them at pb; the buffers hold every byte those
+                // elements' displacements reach (the origin itself may lie outside them, so the
+                // pointer is formed with wrapping arithmetic and only dereferenced by C at data
+                // bytes).
+                unsafe { f(pa.wrapping_byte_offset(at), pb.wrapping_byte_offset(at), &mut len, &mut dt) }
+                done += n;
+            }
+        });
     };
     let h = op::create(Box::new(func), commute != 0);
     // SAFETY: checked non-null.
@@ -75,11 +76,11 @@ pub unsafe fn MPI_Op_create_c(user_fn: MPI_User_function_c, commute: c_int, op: 
     if op.is_null() {
         return err(MPI_ERR_ARG, "invalid op pointer (NULL)");
     }
-    let func = move |input: &[u8], inout: &mut [u8], count: usize, dt: MPI_Datatype| {
+    let func = move |input: &[u8], inout: &mut [u8], el: op::Elements, dt: MPI_Datatype| {
         with_aligned(input, inout, |pa, pb| {
-            let (mut len, mut dt) = (count as MPI_Count, dt);
+            let (mut len, mut dt) = (el.count as MPI_Count, dt);
             // SAFETY: as in MPI_Op_create, with an MPI_Count length.
-            unsafe { f(pa, pb, &mut len, &mut dt) }
+            unsafe { f(pa.wrapping_byte_offset(el.origin), pb.wrapping_byte_offset(el.origin), &mut len, &mut dt) }
         });
     };
     let h = op::create(Box::new(func), commute != 0);

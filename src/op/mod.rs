@@ -73,9 +73,21 @@ impl Builtin {
     }
 }
 
-/// A user function over memory-layout bytes: `(in, inout, count, datatype)`. Built at the ABI
-/// edge around the C callback.
-pub type UserFn = dyn Fn(&[u8], &mut [u8], usize, MPI_Datatype) + Send + Sync;
+/// A user function over memory-layout bytes: `(in, inout, elements, datatype)`. Built at the
+/// ABI edge around the C callback.
+pub type UserFn = dyn Fn(&[u8], &mut [u8], Elements, MPI_Datatype) + Send + Sync;
+
+/// Where the elements handed to a user function lie in its two buffers: element `i`'s origin
+/// (the address its datatype's displacements count from) is `origin + i * extent` bytes from
+/// the buffers' start. `origin` is not 0 when the datatype's lowest byte is not its origin
+/// (a lower bound other than 0, a negative stride): C code adds the displacements to the
+/// pointer it gets, so it must get the origin, not the lowest byte.
+#[derive(Clone, Copy, Debug)]
+pub struct Elements {
+    pub count: usize,
+    pub origin: isize,
+    pub extent: usize,
+}
 
 pub struct UserOp {
     pub func: Box<UserFn>,
@@ -256,13 +268,14 @@ impl Reduction {
         }
         let count = n / size;
         if self.layout.is_contiguous() {
-            (u.func)(input, inout, count, self.datatype);
+            (u.func)(input, inout, Elements { count, origin: 0, extent: size }, self.datatype);
         } else {
             // The user function sees C's memory layout: spread the packed bytes out, then
-            // gather the result back.
+            // gather the result back. `unpack` puts the lowest data byte at the start.
             let a = unpack(&self.layout, count, input);
             let mut b = unpack(&self.layout, count, inout);
-            (u.func)(&a, &mut b, count, self.datatype);
+            let elements = Elements { count, origin: -self.layout.lower(count), extent: self.layout.extent };
+            (u.func)(&a, &mut b, elements, self.datatype);
             pack_into(&self.layout, count, &b, inout);
         }
     }
