@@ -182,8 +182,9 @@ fn invalid_pairs_are_err_op() {
 fn user_ops_see_memory_layout_and_order() {
     // Records the operand order: inout = in * 10 + inout, on ints (not commutative).
     let h = create(
-        Box::new(|a: &[u8], b: &mut [u8], n: usize, _dt| {
-            for i in 0..n {
+        Box::new(|a: &[u8], b: &mut [u8], el: Elements, _dt| {
+            assert_eq!((el.origin, el.extent), (0, 4));
+            for i in 0..el.count {
                 let x = i32::from_ne_bytes(a[i * 4..i * 4 + 4].try_into().unwrap());
                 let y = i32::from_ne_bytes(b[i * 4..i * 4 + 4].try_into().unwrap());
                 b[i * 4..i * 4 + 4].copy_from_slice(&(x * 10 + y).to_ne_bytes());
@@ -198,7 +199,13 @@ fn user_ops_see_memory_layout_and_order() {
     // A padded type: the user function gets 16-byte elements (double, int, padding).
     let seen = std::sync::Arc::new(std::sync::Mutex::new(0usize));
     let s2 = seen.clone();
-    let h2 = create(Box::new(move |a: &[u8], _b: &mut [u8], n, _| *s2.lock().unwrap() = a.len() / n), true);
+    let h2 = create(
+        Box::new(move |a: &[u8], _b: &mut [u8], el: Elements, _| {
+            assert_eq!(el.origin, 0);
+            *s2.lock().unwrap() = a.len() / el.count;
+        }),
+        true,
+    );
     let red = Reduction::new(&Op::from_handle(h2).unwrap(), MPI_DOUBLE_INT).unwrap();
     let mut out = vec![0u8; 24];
     red.apply(&[0u8; 24], &mut out);
