@@ -904,8 +904,22 @@ static void do_reduction(ctx *x, int count)
     } else if (kind == C_REDUCE) {
         tbuf_check(&rb, 0, NULL, 0, 0, 1, "receive buffer of a non-root");
     }
-    if (kind == C_ALLREDUCE)
+    if (kind == C_ALLREDUCE) {
         same_everywhere(x, &rb);
+        /* The same call on the same data gives the same bits (MPI-4.1 6.9.1 advice). */
+        tbuf again;
+        tbuf_init(&again, L, count);
+        tbuf_put(&sb, 0, mine, (size_t)count * L->n_per);
+        int rc = MPI_Allreduce(sb.base, again.base, count, L->dt, op, x->comm);
+        if (rc != MPI_SUCCESS)
+            fail("repeated MPI_Allreduce returned %s", mt_errstr(rc));
+        for (size_t i = 0; i < (size_t)count * L->n_per; i++)
+            if (memcmp(elem_at(&again, i), elem_at(&rb, i), bases[L->k].size)) {
+                fail("a repeated Allreduce on the same data gave other bits at element %zu", i);
+                break;
+            }
+        tbuf_free(&again);
+    }
     (void)s;
     free(snap);
     free(mine);
