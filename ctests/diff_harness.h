@@ -931,6 +931,23 @@ static void do_reduction(ctx *x, int count)
 
 static int inplace_sym(const ctx *x) { return x->inplace; }
 
+/* Counts and displacements (in units of the layout used: f of them per shared-layout
+ * instance) of one block per rank of a gather or scatter: vc[r] instances
+ * (v-forms, placed in `order` with random gaps) or `count` each at r * count * f. Returns the
+ * buffer's length in the same units. */
+static int place_blocks(int n, const int *order, const int *vc, int count, int f, rng_t *sr,
+                        int *counts, int *displs)
+{
+    int at = 0;
+    for (int i = 0; i < n; i++) {
+        int r = order[i];
+        counts[r] = (vc ? vc[r] : count) * f;
+        displs[r] = vc ? at : r * count * f;
+        at += counts[r] + (vc ? rbelow(sr, 2) * f : 0);
+    }
+    return at;
+}
+
 /* Bcast, gathers, scatters, allgathers, alltoalls: pure data movement. */
 static void do_movement(ctx *x, int count)
 {
@@ -984,17 +1001,7 @@ static void do_movement(ctx *x, int count)
     case C_GATHER: case C_ALLGATHER: case C_GATHERV: case C_ALLGATHERV: {
         int v = kind == C_GATHERV || kind == C_ALLGATHERV, all = kind == C_ALLGATHER || kind == C_ALLGATHERV;
         /* rank r contributes blk[r] shared-layout instances at displacement disp[r] */
-        int at = 0;
-        for (int i = 0; i < n; i++) {
-            int r = order[i];
-            rcounts[r] = (v ? vc[r] : count) * rf;
-            rdispls[r] = at;
-            at += rcounts[r] + (v ? rbelow(&sr, 2) * rf : 0);
-        }
-        if (!v)
-            for (int r = 0; r < n; r++)
-                rdispls[r] = r * rcount;
-        int rtotal = v ? at : n * rcount;
+        int rtotal = place_blocks(n, order, v ? vc : NULL, count, rf, &sr, rcounts, rdispls);
         int mycnt = (v ? vc[me] : count) * sf;
         int receiver = all || me == root;
         inplace = inplace && receiver;
@@ -1033,17 +1040,7 @@ static void do_movement(ctx *x, int count)
     }
     case C_SCATTER: case C_SCATTERV: {
         int v = kind == C_SCATTERV;
-        int at = 0;
-        for (int i = 0; i < n; i++) {
-            int r = order[i];
-            scounts[r] = (v ? vc[r] : count) * sf;
-            sdispls[r] = at;
-            at += scounts[r] + (v ? rbelow(&sr, 2) * sf : 0);
-        }
-        if (!v)
-            for (int r = 0; r < n; r++)
-                sdispls[r] = r * scount;
-        int stotal = v ? at : n * scount;
+        int stotal = place_blocks(n, order, v ? vc : NULL, count, sf, &sr, scounts, sdispls);
         int mycnt = (v ? vc[me] : count) * rf;
         inplace = inplace && me == root;
         tbuf_init(&sb, SL, me == root ? stotal : 0);
