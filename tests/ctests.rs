@@ -155,6 +155,7 @@ ctests! {
     coll_sparse_reduce_bcast => "coll_sparse_reduce_bcast.c",
     coll_sparse_off => "coll_sparse_off.c",
     op_user_derived => "op_user_derived.c",
+    reduce_grouping => "reduce_grouping.c",
     diff_default => "diff_default.c",
     diff_nosparse => "diff_nosparse.c",
     diff_noshm => "diff_noshm.c",

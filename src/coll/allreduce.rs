@@ -703,12 +703,15 @@ pub(super) fn reduce_scatter_direct(
         return Ok(());
     }
     all[r * len..(r + 1) * len].copy_from_slice(&input[disp[r]..disp[r + 1]]);
-    // Right to left, each block the first operand: x0 op (x1 op (... op x(n-1))).
-    let (lower, acc) = all.split_at_mut((n - 1) * len);
-    for k in (0..n - 1).rev() {
-        red.apply(&lower[k * len..(k + 1) * len], acc);
+    // Folded into the seed's block, in place.
+    let (seed, rest) = red.fold_order(n);
+    let (below, from_seed) = all.split_at_mut(seed * len);
+    let (acc, above) = from_seed.split_at_mut(len);
+    for k in rest {
+        let theirs = if k < seed { &below[k * len..(k + 1) * len] } else { &above[(k - seed - 1) * len..(k - seed) * len] };
+        red.apply(theirs, acc);
     }
-    out.put(0, &all[(n - 1) * len..]);
+    out.put(0, acc);
     super::recycle(all);
     Ok(())
 }

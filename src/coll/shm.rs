@@ -768,8 +768,8 @@ impl Area {
             .map_err(|err| shm_error(format!("single-copy read of {} bytes from local rank {i}", into.len()), err))
     }
 
-    /// `out = a0 op (a1 op (... op a(n-1)))` over bytes `at..at + out.len()` of every rank's
-    /// input (`input` is this rank's whole one; the others' at `addrs`), a piece at a time so
+    /// `out` = every rank's bytes `at..at + out.len()` folded in `fold_order` (`input` is
+    /// this rank's whole input; the others' are at `addrs`), a piece at a time so
     /// what is read stays in cache. Builtin operations only (they may be split anywhere
     /// between elements).
     fn combine_from_peers(
@@ -788,13 +788,13 @@ impl Area {
         for (k, o) in out.chunks_mut(piece).enumerate() {
             let start = at + k * piece;
             let range = start..start + o.len();
-            let last = self.n - 1;
-            if last == self.me {
+            let (seed, rest) = red.fold_order(self.n);
+            if seed == self.me {
                 o.copy_from_slice(&input[range.clone()]);
             } else {
-                self.read_peer(last, addrs[last] + start as u64, o)?;
+                self.read_peer(seed, addrs[seed] + start as u64, o)?;
             }
-            for j in (0..last).rev() {
+            for j in rest {
                 if j == self.me {
                     red.apply(&input[range.clone()], o);
                 } else {
@@ -1193,14 +1193,13 @@ impl Area {
                     self.lane_wait(e, j, &st);
                 }
                 let mut tmp = Vec::new();
-                // a0 op (a1 op (... op a(n-1))): rank order for non-commutative operations.
-                let last = self.n - 1;
-                if last == root {
+                let (seed, rest) = red.fold_order(self.n);
+                if seed == root {
                     out.copy_from_slice(input);
                 } else {
-                    self.lane_read(last, &st, out);
+                    self.lane_read(seed, &st, out);
                 }
-                for j in (0..last).rev() {
+                for j in rest {
                     if j == root {
                         red.apply(input, out);
                     } else {
@@ -1229,9 +1228,9 @@ impl Area {
                 let out = &mut out.as_deref_mut().expect("the root has a result buffer")[range];
                 let len = mine.len();
                 let src = |j: usize| if j == root { mine } else { self.data(j, b, len) };
-                // a0 op (a1 op (... op a(n-1))): rank order for non-commutative operations.
-                out.copy_from_slice(src(self.n - 1));
-                for j in (0..self.n - 1).rev() {
+                let (seed, rest) = red.fold_order(self.n);
+                out.copy_from_slice(src(seed));
+                for j in rest {
                     red.apply(src(j), out);
                 }
                 self.prefetch_next_all(s);
@@ -1329,7 +1328,7 @@ impl Area {
 
     /// Reduce-scatter through the lanes: every rank publishes its whole `input` (at most
     /// `LANE_CAP` bytes, the same length on every rank), then combines bytes `seg` of every
-    /// rank's input into `out`, in local rank order (`a0 op (a1 op (... op a(n-1)))`).
+    /// rank's input into `out`, in local rank order (`Reduction::fold_order`).
     pub fn reduce_scatter(
         &mut self,
         e: &mut Engine,
@@ -1344,11 +1343,11 @@ impl Area {
         if !seg.is_empty() {
             self.lane_wait_all(e, &st, &|_| seg.clone());
             let mut tmp = Vec::new();
-            let last = self.n - 1;
-            for j in (0..self.n).rev() {
+            let (seed, rest) = red.fold_order(self.n);
+            for j in std::iter::once(seed).chain(rest) {
                 let theirs =
                     if j == self.me { &input[seg.clone()] } else { self.lane_range(j, &st, seg.clone(), &mut tmp) };
-                if j == last {
+                if j == seed {
                     out.copy_from_slice(theirs);
                 } else {
                     red.apply(theirs, out);
@@ -1398,8 +1397,9 @@ impl Area {
             self.wait_all_flags(e, b, s);
             // User functions get whole vectors (see coll::hier).
             if len <= ALLREDUCE_FLAT_MAX || !red.is_builtin() {
-                out.copy_from_slice(self.data(self.n - 1, b, len));
-                for j in (0..self.n - 1).rev() {
+                let (seed, rest) = red.fold_order(self.n);
+                out.copy_from_slice(self.data(seed, b, len));
+                for j in rest {
                     red.apply(self.data(j, b, len), out);
                 }
             } else {
@@ -1409,8 +1409,9 @@ impl Area {
                 let seg = |k: usize| (k * elems / self.n * esize)..((k + 1) * elems / self.n * esize);
                 let mine_seg = seg(self.me);
                 let acc = &mut out[mine_seg.clone()];
-                acc.copy_from_slice(&self.data(self.n - 1, b, len)[mine_seg.clone()]);
-                for j in (0..self.n - 1).rev() {
+                let (seed, rest) = red.fold_order(self.n);
+                acc.copy_from_slice(&self.data(seed, b, len)[mine_seg.clone()]);
+                for j in rest {
                     red.apply(&self.data(j, b, len)[mine_seg.clone()], acc);
                 }
                 self.own_data(b, mine_seg.clone()).copy_from_slice(acc);

@@ -794,19 +794,22 @@ impl Vecs<'_> {
         Ok(Entries { idx, val })
     }
 
-    /// `out` (the dense result, `count` elements) = `lists[0] op (lists[1] op (... op
-    /// lists[n-1]))`: the dense path's order, so every rank computes the same bits.
-    /// Straight into `out`: filled with the neutral element, the last rank's entries stored,
-    /// then every lower rank's combined in as the lower operand (positions a rank leaves
-    /// neutral are skipped, as everywhere on the sparse path).
+    /// `out` (the dense result, `count` elements) = `lists` folded in `Reduction::fold_order`:
+    /// the dense path's order, so every rank computes the same bits. Straight into `out`:
+    /// filled with the neutral element, the seed's entries stored, then the others combined
+    /// in as the lower operand (positions a rank leaves neutral are skipped, as everywhere
+    /// on the sparse path).
     pub fn fold_into(&self, lists: &[&Entries], out: &mut [u8]) {
         let c = self.codec.as_ref().expect("entries come with the codec");
-        let Some((last, rest)) = lists.split_last() else { return };
+        if lists.is_empty() {
+            return;
+        }
+        let (seed, rest) = self.red.fold_order(lists.len());
         typed!(c.ty, T => {
             fill::<T>(out, T::neutral(c.op));
-            scatter_store::<T>(out, 0, last, 0..last.len());
-            for a in rest.iter().rev() {
-                scatter_combine::<T>(c.op, out, 0, a, false);
+            scatter_store::<T>(out, 0, lists[seed], 0..lists[seed].len());
+            for k in rest {
+                scatter_combine::<T>(c.op, out, 0, lists[k], false);
             }
         });
     }

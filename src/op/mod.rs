@@ -253,6 +253,18 @@ impl Reduction {
         self.layout.size
     }
 
+    /// The order of a fold of `n` operands into one accumulator: the operand that seeds it,
+    /// then those combined in, each as `apply`'s `input` (the lower operand). Commutative
+    /// operations go left to right, `((a0 op a1) op a2) op ...`, the grouping of a loop over
+    /// the ranks; others right to left, `a0 op (a1 op (... op a(n-1)))`, which keeps rank
+    /// order. Every fold of one collective uses this, so the grouping (which changes rounded
+    /// floating-point results) does not depend on the path taken.
+    pub fn fold_order(&self, n: usize) -> (usize, impl Iterator<Item = usize> + use<>) {
+        let left = self.is_commutative();
+        let seed = if left { 0 } else { n.saturating_sub(1) };
+        (seed, (0..n.saturating_sub(1)).map(move |i| if left { i + 1 } else { n - 2 - i }))
+    }
+
     /// `inout = input op inout`, element by element, on packed bytes of equal length.
     pub fn apply(&self, input: &[u8], inout: &mut [u8]) {
         debug_assert_eq!(input.len(), inout.len());
