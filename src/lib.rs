@@ -19,6 +19,7 @@ pub mod info;
 pub mod op;
 pub mod p2p;
 pub mod pmi;
+pub mod rma;
 pub mod runtime;
 pub mod session;
 pub mod topo;

@@ -1,10 +1,7 @@
 //! Window entry points: creation (the four flavours), free, group, name, hints, shared
-//! queries, dynamic attach/detach, attributes and error handlers. Argument checks and
-//! pointer decoding only; the windows themselves are in `crate::win`.
-//!
-//! One-sided communication and its synchronisation (MPI_Put, MPI_Get, MPI_Accumulate,
-//! MPI_Win_fence, MPI_Win_lock, ...) are not implemented yet: their generated entries
-//! report MPI_ERR_UNSUPPORTED_OPERATION through the window's error handler.
+//! queries, dynamic attach/detach, attributes and error handlers, one-sided operations and
+//! their synchronisation. Argument checks and pointer decoding only; the windows themselves
+//! are in `crate::win`, the operations and epochs in `crate::rma`.
 
 use super::attr::{AttrHost, delete_all};
 use super::consts::*;
@@ -14,6 +11,7 @@ use super::types::*;
 use crate::attr::{AttrType, AttrValue, ObjKind};
 use crate::errhandler::{self, HandlerKind};
 use crate::error::{MpiResult, err};
+use crate::rma;
 use crate::runtime;
 use crate::win::{self, Flavor};
 use std::ffi::{CStr, c_char, c_int, c_void};
@@ -407,4 +405,398 @@ pub unsafe fn MPI_Win_get_errhandler(win: MPI_Win, errhandler: *mut MPI_Errhandl
 pub fn MPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int) -> MpiResult {
     win::check(win)?;
     errhandler::call_win_errhandler(win, errorcode)
+}
+
+// ----- one-sided operations (crate::rma)
+
+/// A checked count and the committed datatype's layout.
+fn data_arg(count: MPI_Count, datatype: MPI_Datatype) -> MpiResult<(usize, crate::datatype::Layout)> {
+    if count < 0 {
+        return err(MPI_ERR_COUNT, format!("invalid count argument (count={count})"));
+    }
+    Ok((count as usize, crate::datatype::layout(datatype)?))
+}
+
+/// The origin (or result) buffer: `count` elements of `datatype` at `addr`.
+fn local_arg<'a>(addr: *const c_void, count: usize, layout: &'a crate::datatype::Layout) -> MpiResult<rma::Local<'a>> {
+    // A null buffer is MPI_BOTTOM: fine with absolute displacements (data not at the pointer).
+    if addr.is_null() && count > 0 && layout.size > 0 && layout.lower(count) == 0 {
+        return err(MPI_ERR_BUFFER, "invalid buffer pointer (NULL with a nonzero count)");
+    }
+    Ok(rma::Local { addr: addr as usize, count, layout })
+}
+
+/// A request already complete: operations finish as they are issued (`crate::rma`).
+///
+/// # Safety
+/// `request` was checked non-null and is writable.
+unsafe fn completed_request(win: MPI_Win, request: *mut MPI_Request) -> MpiResult {
+    let comm = win::with(win, |w| Ok(w.comm))?;
+    let id = runtime::with(|rt| {
+        Ok(rt.engine.reqs.insert(crate::p2p::request::Request::completed(crate::p2p::request::Status::default(), comm)))
+    })?;
+    // SAFETY: the caller's contract.
+    unsafe { *request = super::p2p::request_handle(id) };
+    Ok(())
+}
+
+pub unsafe fn MPI_Put_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> MpiResult {
+    let r = win::rma(win)?;
+    let (oc, ol) = data_arg(origin_count, origin_datatype)?;
+    let (tc, tl) = data_arg(target_count, target_datatype)?;
+    let origin = local_arg(origin_addr, oc, &ol)?;
+    // SAFETY: MPI's contract: the origin buffer holds its elements.
+    unsafe { r.put(&origin, &rma::TargetSpec { rank: target_rank, disp: target_disp, count: tc, layout: &tl }) }
+}
+
+pub unsafe fn MPI_Get_c(
+    origin_addr: *mut c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> MpiResult {
+    let r = win::rma(win)?;
+    let (oc, ol) = data_arg(origin_count, origin_datatype)?;
+    let (tc, tl) = data_arg(target_count, target_datatype)?;
+    let origin = local_arg(origin_addr, oc, &ol)?;
+    // SAFETY: MPI's contract: the origin buffer holds its elements, writable.
+    unsafe { r.get(&origin, &rma::TargetSpec { rank: target_rank, disp: target_disp, count: tc, layout: &tl }) }
+}
+
+pub unsafe fn MPI_Accumulate_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> MpiResult {
+    let r = win::rma(win)?;
+    let (oc, ol) = data_arg(origin_count, origin_datatype)?;
+    let (tc, tl) = data_arg(target_count, target_datatype)?;
+    let origin = local_arg(origin_addr, oc, &ol)?;
+    let target = rma::TargetSpec { rank: target_rank, disp: target_disp, count: tc, layout: &tl };
+    // SAFETY: MPI's contract: the origin buffer holds its elements.
+    unsafe { r.accumulate(&origin, origin_datatype, None, &target, target_datatype, op) }
+}
+
+pub unsafe fn MPI_Get_accumulate_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: MPI_Count,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> MpiResult {
+    let r = win::rma(win)?;
+    // MPI_NO_OP ignores the origin buffer (its arguments may be anything).
+    let no_op = op == MPI_NO_OP;
+    let (oc, ol) = if no_op { (0, crate::datatype::BYTE) } else { data_arg(origin_count, origin_datatype)? };
+    let (rc, rl) = data_arg(result_count, result_datatype)?;
+    let (tc, tl) = data_arg(target_count, target_datatype)?;
+    let origin = local_arg(origin_addr, oc, &ol)?;
+    let result = local_arg(result_addr, rc, &rl)?;
+    let target = rma::TargetSpec { rank: target_rank, disp: target_disp, count: tc, layout: &tl };
+    let origin_datatype = if no_op { target_datatype } else { origin_datatype };
+    // SAFETY: MPI's contract: the origin buffer holds its elements, the result buffer is writable.
+    unsafe { r.accumulate(&origin, origin_datatype, Some((&result, result_datatype)), &target, target_datatype, op) }
+}
+
+pub unsafe fn MPI_Fetch_and_op(
+    origin_addr: *const c_void,
+    result_addr: *mut c_void,
+    datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> MpiResult {
+    // SAFETY: forwarded: one element of `datatype` at each address.
+    unsafe {
+        MPI_Get_accumulate_c(
+            origin_addr,
+            1,
+            datatype,
+            result_addr,
+            1,
+            datatype,
+            target_rank,
+            target_disp,
+            1,
+            datatype,
+            op,
+            win,
+        )
+    }
+}
+
+pub unsafe fn MPI_Compare_and_swap(
+    origin_addr: *const c_void,
+    compare_addr: *const c_void,
+    result_addr: *mut c_void,
+    datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    win: MPI_Win,
+) -> MpiResult {
+    let r = win::rma(win)?;
+    let Some(b) = crate::datatype::builtin::builtin(datatype) else {
+        return err(MPI_ERR_TYPE, "MPI_Compare_and_swap takes a predefined datatype");
+    };
+    let layout = crate::datatype::layout(datatype)?;
+    for (p, what) in
+        [(origin_addr, "origin_addr"), (compare_addr, "compare_addr"), (result_addr.cast_const(), "result_addr")]
+    {
+        non_null(p, what)?;
+    }
+    // SAFETY: MPI's contract: one element of `datatype` at each address (checked non-null).
+    let (origin, compare) = unsafe {
+        (
+            std::slice::from_raw_parts(origin_addr.cast::<u8>(), b.size),
+            std::slice::from_raw_parts(compare_addr.cast::<u8>(), b.size),
+        )
+    };
+    let mut old = vec![0u8; b.size];
+    r.compare_and_swap(origin, compare, &mut old, &layout, target_rank, target_disp)?;
+    // SAFETY: as above; `result_addr` is writable and may alias the other two (read already).
+    unsafe { std::ptr::copy_nonoverlapping(old.as_ptr(), result_addr.cast::<u8>(), b.size) };
+    Ok(())
+}
+
+pub unsafe fn MPI_Rput_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    non_null(request, "request")?;
+    win::rma(win)?.check_request_based(target_rank, "MPI_Rput")?;
+    // SAFETY: forwarded from the caller; `request` checked non-null.
+    unsafe {
+        MPI_Put_c(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+        )?;
+        completed_request(win, request)
+    }
+}
+
+pub unsafe fn MPI_Rget_c(
+    origin_addr: *mut c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    non_null(request, "request")?;
+    win::rma(win)?.check_request_based(target_rank, "MPI_Rget")?;
+    // SAFETY: forwarded from the caller; `request` checked non-null.
+    unsafe {
+        MPI_Get_c(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            win,
+        )?;
+        completed_request(win, request)
+    }
+}
+
+pub unsafe fn MPI_Raccumulate_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    non_null(request, "request")?;
+    win::rma(win)?.check_request_based(target_rank, "MPI_Raccumulate")?;
+    // SAFETY: forwarded from the caller; `request` checked non-null.
+    unsafe {
+        MPI_Accumulate_c(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win,
+        )?;
+        completed_request(win, request)
+    }
+}
+
+pub unsafe fn MPI_Rget_accumulate_c(
+    origin_addr: *const c_void,
+    origin_count: MPI_Count,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: MPI_Count,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: MPI_Count,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    non_null(request, "request")?;
+    win::rma(win)?.check_request_based(target_rank, "MPI_Rget_accumulate")?;
+    // SAFETY: forwarded from the caller; `request` checked non-null.
+    unsafe {
+        MPI_Get_accumulate_c(
+            origin_addr,
+            origin_count,
+            origin_datatype,
+            result_addr,
+            result_count,
+            result_datatype,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+            op,
+            win,
+        )?;
+        completed_request(win, request)
+    }
+}
+
+// ----- synchronisation
+
+pub fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> MpiResult {
+    let comm = win::with(win, |w| Ok(w.comm))?;
+    win::rma(win)?.fence(comm, assert)
+}
+
+pub fn MPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: MPI_Win) -> MpiResult {
+    win::rma(win)?.lock(lock_type, rank, assert)
+}
+
+pub fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> MpiResult {
+    win::rma(win)?.unlock(rank)
+}
+
+pub fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> MpiResult {
+    win::rma(win)?.lock_all(assert)
+}
+
+pub fn MPI_Win_unlock_all(win: MPI_Win) -> MpiResult {
+    win::rma(win)?.unlock_all()
+}
+
+pub fn MPI_Win_flush(rank: c_int, win: MPI_Win) -> MpiResult {
+    win::rma(win)?.flush(Some(rank), "MPI_Win_flush")
+}
+
+pub fn MPI_Win_flush_local(rank: c_int, win: MPI_Win) -> MpiResult {
+    win::rma(win)?.flush(Some(rank), "MPI_Win_flush_local")
+}
+
+pub fn MPI_Win_flush_all(win: MPI_Win) -> MpiResult {
+    win::rma(win)?.flush(None, "MPI_Win_flush_all")
+}
+
+pub fn MPI_Win_flush_local_all(win: MPI_Win) -> MpiResult {
+    win::rma(win)?.flush(None, "MPI_Win_flush_local_all")
+}
+
+/// MPI_Win_sync: the unified model needs a memory barrier only.
+pub fn MPI_Win_sync(win: MPI_Win) -> MpiResult {
+    win::check(win)?;
+    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    Ok(())
+}
+
+/// The window ranks of the members of `group` (MPI_ERR_GROUP for a process outside the window).
+fn window_ranks(win: MPI_Win, group: MPI_Group) -> MpiResult<Vec<usize>> {
+    let g = crate::group::get(group)?;
+    let members = win::with(win, |w| Ok(w.members.clone()))?;
+    g.members
+        .iter()
+        .map(|w| {
+            members.iter().position(|m| m == w).ok_or_else(|| {
+                crate::error::MpiError::new(
+                    MPI_ERR_GROUP,
+                    format!("process {w} of the group is not a member of the window"),
+                )
+            })
+        })
+        .collect()
+}
+
+pub fn MPI_Win_post(group: MPI_Group, assert: c_int, win: MPI_Win) -> MpiResult {
+    let r = win::rma(win)?;
+    r.post(window_ranks(win, group)?, assert)
+}
+
+pub fn MPI_Win_start(group: MPI_Group, assert: c_int, win: MPI_Win) -> MpiResult {
+    let r = win::rma(win)?;
+    r.start(window_ranks(win, group)?, assert)
+}
+
+pub fn MPI_Win_complete(win: MPI_Win) -> MpiResult {
+    win::rma(win)?.complete()
+}
+
+pub fn MPI_Win_wait(win: MPI_Win) -> MpiResult {
+    win::rma(win)?.wait(true).map(|_| ())
+}
+
+pub unsafe fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> MpiResult {
+    let r = win::rma(win)?;
+    non_null(flag, "flag")?;
+    let done = r.wait(false)?;
+    // SAFETY: checked non-null; C passes a writable int.
+    unsafe { *flag = done as c_int };
+    Ok(())
 }

@@ -708,7 +708,8 @@ pub(super) fn reduce_scatter_direct(
     let (below, from_seed) = all.split_at_mut(seed * len);
     let (acc, above) = from_seed.split_at_mut(len);
     for k in rest {
-        let theirs = if k < seed { &below[k * len..(k + 1) * len] } else { &above[(k - seed - 1) * len..(k - seed) * len] };
+        let theirs =
+            if k < seed { &below[k * len..(k + 1) * len] } else { &above[(k - seed - 1) * len..(k - seed) * len] };
         red.apply(theirs, acc);
     }
     out.put(0, acc);

@@ -2,14 +2,15 @@
 //! freeing, the memory of the allocating flavours, and what a window records about itself
 //! (group, name, hints, attributes, dynamic regions).
 //!
-//! One-sided communication (MPI_Put, MPI_Get, synchronisation) is not implemented yet: a
-//! window here is the object MPI programs create, query and free.
+//! One-sided operations and synchronisation live in `rma`; a window here is the object MPI
+//! programs create, query and free, with its `rma::Rma`.
 //!
 //! Creation is collective: each window takes a duplicate of its communicator (a context of
 //! its own), and every collective step of the window runs on it, so it never meets the
-//! program's traffic. MPI_Win_allocate_shared puts the memory of all members in one file of
-//! /dev/shm that every member maps (members are on one node: a job spans one node today);
-//! the file is unlinked as soon as all have mapped it.
+//! program's traffic. Every window has one file of /dev/shm that all members map (members
+//! are on one node: a job spans one node today): the control area of `rma`, then, for
+//! MPI_Win_allocate and MPI_Win_allocate_shared, the memory of all members, so that origins
+//! reach it directly. The file is unlinked as soon as all have mapped it.
 //!
 //! Windows are process-local objects like groups, so the table has its own lock; it is never
 //! held while the runtime runs a collective or a user callback.
@@ -42,15 +43,12 @@ const HINTS: [(&str, &str); 6] = [
     ("alloc_shared_noncontig", "false"),
 ];
 
-/// What the memory of a window is and who releases it.
+/// The mapping of a window's shared segment (control area, then the allocating flavours'
+/// memory); unmapped with the window.
 #[derive(Debug)]
-enum Memory {
-    /// The program's (MPI_Win_create) or none (MPI_Win_create_dynamic).
-    Program,
-    /// malloc'ed here (MPI_Win_allocate); freed with the window.
-    Heap(usize),
-    /// The mapping of the shared segment (MPI_Win_allocate_shared); unmapped with the window.
-    Shared { addr: usize, len: usize },
+struct Segment {
+    addr: usize,
+    len: usize,
 }
 
 /// What a member of a window exposes, as seen from this process.
@@ -82,7 +80,9 @@ pub struct Win {
     pub attrs: Attrs,
     /// MPI_Win_attach'ed regions of a dynamic window: (address, size).
     pub regions: Vec<(usize, usize)>,
-    memory: Memory,
+    /// One-sided operations and epochs (shared with calls in progress on other threads).
+    pub rma: std::sync::Arc<crate::rma::Rma>,
+    segment: Segment,
 }
 
 /// How the memory of a new window comes about.
@@ -258,23 +258,11 @@ fn build(
     members: Vec<usize>,
     rank: usize,
 ) -> MpiResult<(MPI_Win, usize)> {
-    let (memory, base) = match flavor {
-        Flavor::Create(base) => (Memory::Program, base),
-        Flavor::Dynamic => (Memory::Program, 0),
-        Flavor::Allocate => {
-            // malloc(0) may return NULL; one byte gives the window a distinct address.
-            // SAFETY: malloc has no preconditions; the result is checked.
-            let mem = unsafe { libc::malloc(size.max(1)) } as usize;
-            if !all_ok(own, mem != 0)? {
-                // SAFETY: `mem` is null or was just returned by malloc.
-                unsafe { libc::free(mem as *mut libc::c_void) };
-                return err(MPI_ERR_NO_MEM, format!("cannot allocate {size} bytes of window memory on some rank"));
-            }
-            (Memory::Heap(mem), mem)
-        }
-        Flavor::Shared => (Memory::Program, 0),
+    let own_base = match flavor {
+        Flavor::Create(base) => base,
+        _ => 0,
     };
-    let mine: Vec<u8> = [base as u64, size as u64, disp_unit as u64].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let mine: Vec<u8> = [own_base as u64, size as u64, disp_unit as u64].iter().flat_map(|v| v.to_ne_bytes()).collect();
     let all = on_comm(own, |g| allgather_bytes(g, &mine))?;
     let mut peers: Vec<Peer> = all
         .chunks_exact(24)
@@ -283,17 +271,30 @@ fn build(
             Peer { base: word(0) as usize, size: word(1) as MPI_Aint, disp_unit: word(2) as MPI_Aint }
         })
         .collect();
-    let (memory, base) = if flavor == Flavor::Shared {
-        let (addr, len) = map_shared(own, rank, &peers)?;
-        let mut offset = 0;
-        for p in &mut peers {
-            p.base = if p.size > 0 { addr + offset } else { 0 };
-            offset += p.size as usize;
+    // The control area, then the members' memory: contiguous in rank order for
+    // MPI_Win_allocate_shared (MPICH's layout, which programs index across), each part on a
+    // cache line of its own for MPI_Win_allocate.
+    let control = crate::rma::control_bytes(members.len()).next_multiple_of(4096);
+    let align = if flavor == Flavor::Allocate { 64 } else { 1 };
+    let mut offsets = Vec::with_capacity(peers.len());
+    let mut end = control;
+    for p in &peers {
+        end = end.next_multiple_of(align);
+        offsets.push(end);
+        end += p.size as usize;
+    }
+    let allocating = matches!(flavor, Flavor::Allocate | Flavor::Shared);
+    let (addr, len) = map_window_segment(own, rank, if allocating { end } else { control })?;
+    if allocating {
+        for (p, &off) in peers.iter_mut().zip(&offsets) {
+            // A member without memory has no address (MPICH: NULL), in every flavour.
+            p.base = if p.size > 0 { addr + off } else { 0 };
         }
-        (Memory::Shared { addr, len }, peers[rank].base)
-    } else {
-        (memory, base)
-    };
+    }
+    let base = if allocating { peers[rank].base } else { own_base };
+    let worlds = members.clone();
+    let (targets, why) = targets_of(flavor, &peers, &worlds, rank);
+    let rma = std::sync::Arc::new(crate::rma::Rma::new(rank, worlds, targets, addr, why));
     let win = Win {
         comm: own,
         members,
@@ -308,19 +309,15 @@ fn build(
         hints: hints_of(info, default_hints()),
         attrs: Attrs::default(),
         regions: Vec::new(),
-        memory,
+        rma,
+        segment: Segment { addr, len },
     };
     Ok((insert(win)?, base))
 }
 
-/// Makes and maps the shared segment of MPI_Win_allocate_shared: the members' memory one
-/// after the other, in rank order (MPICH's contiguous layout). Returns (address, length);
-/// (0, 0) when every member asked for 0 bytes.
-fn map_shared(own: MPI_Comm, rank: usize, peers: &[Peer]) -> MpiResult<(usize, usize)> {
-    let total: usize = peers.iter().map(|p| p.size as usize).sum();
-    if total == 0 {
-        return Ok((0, 0));
-    }
+/// Makes and maps a window's shared segment of `total` bytes, zeroed, on every member.
+/// Returns (address, length).
+fn map_window_segment(own: MPI_Comm, rank: usize, total: usize) -> MpiResult<(usize, usize)> {
     // Rank 0 names and sizes the file; the name goes to the others with a status byte.
     const NAME_MAX: usize = 128;
     let mut msg = [0u8; NAME_MAX + 1];
@@ -331,7 +328,7 @@ fn map_shared(own: MPI_Comm, rank: usize, peers: &[Peer]) -> MpiResult<(usize, u
                 msg[0] = 1;
                 msg[1..1 + path.len()].copy_from_slice(path.as_bytes());
             }
-            Err(e) => log::error!("MPI_Win_allocate_shared: {}", e.msg),
+            Err(e) => log::error!("window creation: {}", e.msg),
         }
     }
     on_comm(own, |g| bcast_bytes(g, &mut msg, 0))?;
@@ -413,7 +410,10 @@ fn unmap(addr: usize, len: usize) {
 /// (their accesses to this process's memory are over), then releases the memory and the
 /// window's communicator.
 pub fn free(handle: MPI_Win) -> MpiResult<()> {
-    let comm = with(handle, |w| Ok(w.comm))?;
+    let comm = with(handle, |w| {
+        w.rma.check_closed()?;
+        Ok(w.comm)
+    })?;
     on_comm(comm, coll::barrier)?;
     let win = {
         let mut t = table();
@@ -422,13 +422,59 @@ pub fn free(handle: MPI_Win) -> MpiResult<()> {
     for (keyval, _) in win.attrs.iter() {
         crate::attr::release(keyval);
     }
-    match win.memory {
-        Memory::Program => {}
-        // SAFETY: malloc'ed by `build` for this window, which is gone now.
-        Memory::Heap(p) => unsafe { libc::free(p as *mut libc::c_void) },
-        Memory::Shared { addr, len } => unmap(addr, len),
-    }
+    unmap(win.segment.addr, win.segment.len);
     runtime::with(|rt| rt.comms.free(win.comm))
+}
+
+/// How this member reaches each member's memory: directly in the shared segment for the
+/// allocating flavours (and its own memory always), by single copy for the program's memory
+/// of others when the kernel permits it. Also the reason given for unreachable ones.
+fn targets_of(
+    flavor: Flavor,
+    peers: &[Peer],
+    worlds: &[usize],
+    rank: usize,
+) -> (Vec<crate::rma::Target>, &'static str) {
+    use crate::rma::{Access, Target};
+    let single_copy = matches!(flavor, Flavor::Create(_))
+        && runtime::with(|rt| Ok(crate::coll::shm::probe_peer_reads(&rt.engine, worlds, rank))).unwrap_or(false);
+    let why = match flavor {
+        Flavor::Dynamic => "one-sided operations on windows of MPI_Win_create_dynamic are not implemented yet in oxmpi",
+        _ => {
+            "one-sided operations on windows of MPI_Win_create need single-copy access to the target's memory \
+             (process_vm_writev), which is disabled (OXMPI_CMA=0) or denied here; the message-based fallback is not \
+             implemented yet in oxmpi (MPI_Win_allocate works)"
+        }
+    };
+    let targets = peers
+        .iter()
+        .enumerate()
+        .map(|(r, p)| {
+            let access = match flavor {
+                Flavor::Allocate | Flavor::Shared => Access::Direct,
+                Flavor::Create(_) if r == rank => Access::Direct,
+                Flavor::Create(_) if single_copy => {
+                    let pid = runtime::with(|rt| Ok(rt.engine.segment().map(|s| s.peer_identity(worlds[r]).0)))
+                        .ok()
+                        .flatten();
+                    pid.map_or(Access::Unsupported, |pid| Access::SingleCopy { pid })
+                }
+                _ => Access::Unsupported,
+            };
+            Target { base: p.base, size: p.size as usize, disp_unit: p.disp_unit as usize, access }
+        })
+        .collect();
+    (targets, why)
+}
+
+/// A barrier over the window's communicator `comm` (MPI_Win_fence).
+pub fn barrier(comm: MPI_Comm) -> MpiResult<()> {
+    on_comm(comm, coll::barrier)
+}
+
+/// The one-sided side of window `handle`.
+pub fn rma(handle: MPI_Win) -> MpiResult<std::sync::Arc<crate::rma::Rma>> {
+    with(handle, |w| Ok(w.rma.clone()))
 }
 
 /// MPI_Win_shared_query: the size, displacement unit and local address of member `rank`'s

@@ -1,0 +1,785 @@
+//! One-sided communication on one node: operations done by the origin alone, epochs kept in
+//! a control area every member maps.
+//!
+//! Every window has a shared segment (made by `win`): this control area, then, for the
+//! allocating flavours, the members' memory. The origin of an operation does all of its
+//! work: a Put or Get is a copy into or out of the target's memory (in the shared mapping,
+//! or by single copy, `process_vm_writev`/`readv`, for memory of the program's own), and an
+//! accumulate is a read-modify-write under the target's accumulate lock. So an operation is
+//! complete when its call returns, and passive-target epochs need nothing from the target.
+//! Synchronisation calls therefore only order memory and wait for each other: a fence is a
+//! barrier, a lock a reader-writer lock word per target, post/start/complete/wait counters
+//! per pair of members.
+//!
+//! Not yet: dynamic windows' operations, windows over the program's memory when single copy
+//! is not permitted (both answer MPI_ERR_UNSUPPORTED_OPERATION), and members on several nodes.
+
+use crate::abi::consts::*;
+use crate::datatype::Layout;
+use crate::error::{MpiResult, err};
+use crate::op::{Op, Reduction};
+use crate::runtime;
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicU32, Ordering, fence};
+use std::sync::{Mutex, MutexGuard};
+
+/// How the origin reaches a member's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Mapped here (the shared segment, or this process's own memory).
+    Direct,
+    /// Single copy into and out of process `pid`.
+    SingleCopy { pid: u32 },
+    /// Not reachable yet (the reason is `Rma::unreachable_why`).
+    Unsupported,
+}
+
+/// A member's memory as the origin reaches it.
+#[derive(Debug, Clone, Copy)]
+pub struct Target {
+    /// Its address here (Direct) or in its own process (SingleCopy).
+    pub base: usize,
+    pub size: usize,
+    pub disp_unit: usize,
+    pub access: Access,
+}
+
+/// One member's lock words, on a cache line of their own.
+#[repr(C, align(64))]
+struct LockLine {
+    /// Passive-target lock: `WRITER` for an exclusive holder, else the count of shared ones.
+    rw: AtomicU32,
+    /// Held around every accumulate's read-modify-write of this member's memory.
+    acc: AtomicU32,
+}
+
+const WRITER: u32 = 1 << 31;
+
+/// Bytes of the control area of a window of `n` members: their lock lines, then two
+/// `n * n` counter matrices (posts and completions of post/start/complete/wait).
+pub fn control_bytes(n: usize) -> usize {
+    n * size_of::<LockLine>() + 2 * n * n * size_of::<AtomicU32>()
+}
+
+/// The control area, mapped by every member.
+struct Control {
+    addr: usize,
+    n: usize,
+}
+
+impl Control {
+    fn lock_line(&self, r: usize) -> &LockLine {
+        assert!(r < self.n);
+        // SAFETY: the area holds `n` lock lines from its start (`control_bytes`), zeroed at
+        // creation (a fresh file) and only ever accessed atomically; it stays mapped while
+        // the window (and so `self`) exists.
+        unsafe { &*(self.addr as *const LockLine).add(r) }
+    }
+
+    /// Counter `[t][o]` of matrix `m` (0: posts of target t to origin o; 1: completions of
+    /// origin o toward target t).
+    fn counter(&self, m: usize, t: usize, o: usize) -> &AtomicU32 {
+        assert!(m < 2 && t < self.n && o < self.n);
+        let start = self.addr + self.n * size_of::<LockLine>();
+        // SAFETY: both matrices follow the lock lines (`control_bytes`), 4-byte aligned since
+        // lock lines are 64 bytes; atomically accessed only; mapped while `self` exists.
+        unsafe { &*(start as *const AtomicU32).add(m * self.n * self.n + t * self.n + o) }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LockKind {
+    Shared,
+    Exclusive,
+}
+
+/// This process's epochs on a window.
+#[derive(Default)]
+struct Epochs {
+    /// Between a fence and the next one with MPI_MODE_NOSUCCEED (or a lock or start).
+    fence: bool,
+    /// Passive-target locks held, by target (MPI_Win_lock).
+    locks: Vec<Option<LockKind>>,
+    lock_all: bool,
+    /// The targets of the access epoch MPI_Win_start opened.
+    started: Option<Vec<usize>>,
+    /// The origins of the exposure epoch MPI_Win_post opened.
+    posted: Option<Vec<usize>>,
+    /// Posts of each target consumed by MPI_Win_start, completions of each origin consumed
+    /// by MPI_Win_wait/test.
+    posts_seen: Vec<u32>,
+    completions_seen: Vec<u32>,
+}
+
+impl Epochs {
+    fn passive(&self) -> bool {
+        self.lock_all || self.locks.iter().any(Option::is_some)
+    }
+
+    /// MPI_ERR_RMA_SYNC unless an access epoch covers `target`.
+    fn check_access(&self, target: usize) -> MpiResult<()> {
+        if self.fence
+            || self.lock_all
+            || self.locks[target].is_some()
+            || self.started.as_ref().is_some_and(|g| g.contains(&target))
+        {
+            return Ok(());
+        }
+        err(MPI_ERR_RMA_SYNC, format!("no access epoch is open on the window for target rank {target}"))
+    }
+
+    /// MPI_ERR_RMA_SYNC unless a passive-target epoch covers `target` (request-based
+    /// operations and flushes).
+    fn check_passive(&self, target: usize, what: &str) -> MpiResult<()> {
+        if self.lock_all || self.locks[target].is_some() {
+            return Ok(());
+        }
+        err(
+            MPI_ERR_RMA_SYNC,
+            format!("{what} needs a passive-target epoch (MPI_Win_lock or MPI_Win_lock_all) on target rank {target}"),
+        )
+    }
+}
+
+/// The one-sided side of a window.
+pub struct Rma {
+    /// This member's rank in the window and the world ranks of all members.
+    pub rank: usize,
+    worlds: Vec<usize>,
+    targets: Vec<Target>,
+    /// Why `Access::Unsupported` targets are unreachable.
+    unreachable_why: &'static str,
+    control: Control,
+    epochs: Mutex<Epochs>,
+}
+
+/// Where the target's data lies: the origin's view of `count` elements of `layout` at
+/// displacement `disp`.
+pub struct TargetSpec<'a> {
+    pub rank: c_int,
+    pub disp: i64,
+    pub count: usize,
+    pub layout: &'a Layout,
+}
+
+/// Data on the origin side: `count` elements of `layout` at `addr` (MPI_BOTTOM-relative
+/// addresses allowed, as in messages).
+pub struct Local<'a> {
+    pub addr: usize,
+    pub count: usize,
+    pub layout: &'a Layout,
+}
+
+impl Local<'_> {
+    fn bytes(&self) -> usize {
+        self.layout.size * self.count
+    }
+
+    /// The packed bytes.
+    ///
+    /// # Safety
+    /// `addr` holds `count` readable elements of `layout`.
+    unsafe fn pack(&self) -> Vec<u8> {
+        // SAFETY: the caller's contract.
+        unsafe { self.layout.pack_to_vec(self.addr as *const u8, self.count, 0..self.bytes()) }
+    }
+
+    /// Stores packed bytes.
+    ///
+    /// # Safety
+    /// `addr` holds `count` writable elements of `layout`, not overlapping `packed`.
+    unsafe fn unpack(&self, packed: &[u8]) {
+        // SAFETY: the caller's contract.
+        unsafe { self.layout.unpack(self.addr as *mut u8, self.count, 0, packed) }
+    }
+}
+
+/// A resolved target access: its address (here or in the target's process) and route.
+struct Place<'a> {
+    addr: usize,
+    count: usize,
+    layout: &'a Layout,
+    access: Access,
+}
+
+impl Place<'_> {
+    fn bytes(&self) -> usize {
+        self.layout.size * self.count
+    }
+
+    fn remote_blocks(&self) -> Vec<(u64, u64)> {
+        self.layout
+            .iovecs(self.addr as *const u8, self.count, 0..self.bytes())
+            .into_iter()
+            .map(|(a, l)| (a as u64, l as u64))
+            .collect()
+    }
+
+    /// The target's packed bytes.
+    fn read(&self) -> MpiResult<Vec<u8>> {
+        let len = self.bytes();
+        match self.access {
+            // SAFETY: `resolve` checked that the data lies within the target's window memory,
+            // which stays mapped here while the window exists.
+            Access::Direct => Ok(unsafe { self.layout.pack_to_vec(self.addr as *const u8, self.count, 0..len) }),
+            Access::SingleCopy { pid } => {
+                let mut out = vec![0u8; len];
+                let local = [(out.as_mut_ptr() as usize, len)];
+                // SAFETY: `out` is ours, writable, and nothing else touches it during the call.
+                unsafe { crate::transport::shm::cma_readv(pid, &local, &self.remote_blocks(), len) }
+                    .map_err(|e| single_copy_failed("read", e))?;
+                Ok(out)
+            }
+            Access::Unsupported => unreachable!("resolve refuses unreachable targets"),
+        }
+    }
+
+    /// Stores packed bytes in the target's memory.
+    fn write(&self, packed: &[u8]) -> MpiResult<()> {
+        debug_assert_eq!(packed.len(), self.bytes());
+        match self.access {
+            // SAFETY: as in `read`; the origin's packed copy does not overlap window memory.
+            Access::Direct => unsafe { self.layout.unpack(self.addr as *mut u8, self.count, 0, packed) },
+            Access::SingleCopy { pid } => {
+                let local = [(packed.as_ptr() as usize, packed.len())];
+                crate::transport::shm::cma_writev_range(pid, &local, &self.remote_blocks(), 0..packed.len())
+                    .map_err(|e| single_copy_failed("write", e))?;
+            }
+            Access::Unsupported => unreachable!("resolve refuses unreachable targets"),
+        }
+        Ok(())
+    }
+}
+
+fn single_copy_failed(what: &str, e: std::io::Error) -> crate::error::MpiError {
+    crate::error::MpiError::new(MPI_ERR_OTHER, format!("single-copy {what} of the target's window memory failed: {e}"))
+}
+
+/// The predefined datatype the elements of `layout`'s type `dt` are made of (accumulate
+/// operations combine element by element).
+fn basic_type(dt: MPI_Datatype) -> MpiResult<MPI_Datatype> {
+    if crate::datatype::builtin::builtin(dt).is_some() {
+        return Ok(dt);
+    }
+    let ty = crate::datatype::lookup(dt)?;
+    let mut basic: Option<MPI_Datatype> = None;
+    let mut mixed = false;
+    ty.data().sig.for_each_run(1, &mut |b, _| match basic {
+        None => basic = Some(b.handle),
+        Some(h) if h != b.handle => mixed = true,
+        Some(_) => {}
+    });
+    match basic {
+        Some(h) if !mixed => Ok(h),
+        Some(_) => err(
+            MPI_ERR_TYPE,
+            "accumulate operations need a datatype made of one predefined type (derived types of pair types are not supported yet)",
+        ),
+        None => Ok(MPI_BYTE),
+    }
+}
+
+use crate::abi::types::MPI_Datatype;
+
+impl Rma {
+    /// `control` is the address of this window's control area (`control_bytes(n)` bytes,
+    /// zeroed, mapped by every member), valid until the window is freed.
+    pub fn new(
+        rank: usize,
+        worlds: Vec<usize>,
+        targets: Vec<Target>,
+        control: usize,
+        unreachable_why: &'static str,
+    ) -> Rma {
+        let n = worlds.len();
+        let epochs =
+            Epochs { locks: vec![None; n], posts_seen: vec![0; n], completions_seen: vec![0; n], ..Epochs::default() };
+        Rma {
+            rank,
+            worlds,
+            targets,
+            unreachable_why,
+            control: Control { addr: control, n },
+            epochs: Mutex::new(epochs),
+        }
+    }
+
+    fn n(&self) -> usize {
+        self.worlds.len()
+    }
+
+    fn epochs(&self) -> MutexGuard<'_, Epochs> {
+        self.epochs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The window rank `rank` (MPI_ERR_RANK when out of range); None for MPI_PROC_NULL.
+    fn target_rank(&self, rank: c_int) -> MpiResult<Option<usize>> {
+        if rank == MPI_PROC_NULL {
+            return Ok(None);
+        }
+        match usize::try_from(rank) {
+            Ok(r) if r < self.n() => Ok(Some(r)),
+            _ => err(MPI_ERR_RANK, format!("invalid target rank {rank} (the window has {} members)", self.n())),
+        }
+    }
+
+    /// Checks the epoch and the range of a target access; None for MPI_PROC_NULL.
+    fn resolve<'a>(&self, t: &TargetSpec<'a>, passive_only: Option<&str>) -> MpiResult<Option<Place<'a>>> {
+        let Some(r) = self.target_rank(t.rank)? else { return Ok(None) };
+        {
+            let ep = self.epochs();
+            match passive_only {
+                Some(what) => ep.check_passive(r, what)?,
+                None => ep.check_access(r)?,
+            }
+        }
+        let target = self.targets[r];
+        if target.access == Access::Unsupported {
+            return err(MPI_ERR_UNSUPPORTED_OPERATION, self.unreachable_why);
+        }
+        let bytes = t.layout.size * t.count;
+        let offset = t.disp.checked_mul(target.disp_unit as i64);
+        let range = offset.and_then(|o| {
+            let lo = o.checked_add(t.layout.lower(t.count) as i64)?;
+            Some((lo, lo.checked_add(t.layout.span(t.count) as i64)?))
+        });
+        match range {
+            _ if bytes == 0 => {}
+            Some((lo, hi)) if lo >= 0 && hi <= target.size as i64 => {}
+            _ => {
+                return err(
+                    MPI_ERR_RMA_RANGE,
+                    format!(
+                        "the target data (displacement {}, {} elements) lies outside the {} bytes of target rank {r}'s window",
+                        t.disp, t.count, target.size
+                    ),
+                );
+            }
+        }
+        let addr = target.base.wrapping_add_signed(offset.unwrap_or(0) as isize);
+        Ok(Some(Place { addr, count: t.count, layout: t.layout, access: target.access }))
+    }
+
+    /// MPI_Put.
+    ///
+    /// # Safety
+    /// `origin` holds its elements, readable.
+    pub unsafe fn put(&self, origin: &Local, target: &TargetSpec) -> MpiResult<()> {
+        let Some(place) = self.resolve(target, None)? else { return Ok(()) };
+        same_bytes(origin.bytes(), place.bytes())?;
+        // SAFETY: the caller's contract.
+        let packed = unsafe { origin.pack() };
+        place.write(&packed)
+    }
+
+    /// MPI_Get.
+    ///
+    /// # Safety
+    /// `origin` holds its elements, writable, not overlapping the target's window memory.
+    pub unsafe fn get(&self, origin: &Local, target: &TargetSpec) -> MpiResult<()> {
+        let Some(place) = self.resolve(target, None)? else { return Ok(()) };
+        same_bytes(origin.bytes(), place.bytes())?;
+        let packed = place.read()?;
+        // SAFETY: the caller's contract.
+        unsafe { origin.unpack(&packed) };
+        Ok(())
+    }
+
+    /// MPI_Accumulate (`result` None) and MPI_Get_accumulate (the target's data before the
+    /// operation goes to `result`), atomic per element with respect to other accumulates:
+    /// done under the target's accumulate lock.
+    ///
+    /// # Safety
+    /// `origin` holds readable elements (ignored for MPI_NO_OP); `result` writable ones.
+    pub unsafe fn accumulate(
+        &self,
+        origin: &Local,
+        origin_type: MPI_Datatype,
+        result: Option<(&Local, MPI_Datatype)>,
+        target: &TargetSpec,
+        target_type: MPI_Datatype,
+        op: MPI_Op,
+    ) -> MpiResult<()> {
+        let op = Op::from_handle(op)?;
+        let Op::Builtin(builtin) = op else {
+            return err(MPI_ERR_OP, "accumulate operations take predefined operations only");
+        };
+        let Some(place) = self.resolve(target, None)? else { return Ok(()) };
+        let no_op = builtin == crate::op::Builtin::NoOp;
+        // Nothing to combine (MPICH then checks no types either).
+        if place.bytes() == 0 && (no_op || origin.bytes() == 0) && result.is_none_or(|(r, _)| r.bytes() == 0) {
+            return Ok(());
+        }
+        let basic = basic_type(target_type)?;
+        if !no_op && basic_type(origin_type)? != basic {
+            return err(MPI_ERR_TYPE, "the origin and target datatypes are made of different predefined types");
+        }
+        if let Some((_, rt)) = result
+            && basic_type(rt)? != basic
+        {
+            return err(MPI_ERR_TYPE, "the result and target datatypes are made of different predefined types");
+        }
+        let red = Reduction::new(&op, basic)?;
+        if !no_op {
+            same_bytes(origin.bytes(), place.bytes())?;
+        }
+        if let Some((res, _)) = result {
+            same_bytes(res.bytes(), place.bytes())?;
+        }
+        // SAFETY: the caller's contract.
+        let input = if no_op { Vec::new() } else { unsafe { origin.pack() } };
+        let t = self.target_rank(target.rank)?.expect("resolved above");
+        let _held = self.acc_lock(t);
+        if result.is_none() && builtin == crate::op::Builtin::Replace {
+            return place.write(&input);
+        }
+        let mut data = place.read()?;
+        if let Some((res, _)) = result {
+            // SAFETY: the caller's contract.
+            unsafe { res.unpack(&data) };
+        }
+        if !no_op {
+            red.apply(&input, &mut data);
+            place.write(&data)?;
+        }
+        Ok(())
+    }
+
+    /// MPI_Compare_and_swap: one element of predefined type `dt`.
+    pub fn compare_and_swap(
+        &self,
+        origin: &[u8],
+        compare: &[u8],
+        result: &mut [u8],
+        layout: &Layout,
+        target: c_int,
+        disp: i64,
+    ) -> MpiResult<()> {
+        let spec = TargetSpec { rank: target, disp, count: 1, layout };
+        let Some(place) = self.resolve(&spec, None)? else { return Ok(()) };
+        let t = self.target_rank(target)?.expect("resolved above");
+        let _held = self.acc_lock(t);
+        let old = place.read()?;
+        result.copy_from_slice(&old);
+        if old == compare {
+            place.write(origin)?;
+        }
+        Ok(())
+    }
+
+    /// Holds target `t`'s accumulate lock until the guard drops. Critical sections are a few
+    /// copies long: spin briefly, then yield (ranks may outnumber cores).
+    fn acc_lock(&self, t: usize) -> AccGuard<'_> {
+        let word = &self.control.lock_line(t).acc;
+        let mut spins = 0u32;
+        while word.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        AccGuard { word }
+    }
+
+    // ----- synchronisation
+
+    /// MPI_Win_fence: ends the epoch before it (every operation of it is complete already)
+    /// and opens the next unless `assert` has MPI_MODE_NOSUCCEED.
+    pub fn fence(&self, comm: MPI_Comm, assert: c_int) -> MpiResult<()> {
+        check_assert(assert, MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED)?;
+        {
+            let ep = self.epochs();
+            if ep.passive() || ep.started.is_some() || ep.posted.is_some() {
+                return err(
+                    MPI_ERR_RMA_SYNC,
+                    "MPI_Win_fence inside a lock, lock_all, start or post epoch of the same window",
+                );
+            }
+        }
+        fence(Ordering::SeqCst);
+        crate::win::barrier(comm)?;
+        self.epochs().fence = assert & MPI_MODE_NOSUCCEED == 0;
+        Ok(())
+    }
+
+    /// MPI_Win_lock.
+    pub fn lock(&self, lock_type: c_int, rank: c_int, assert: c_int) -> MpiResult<()> {
+        let kind = match lock_type {
+            MPI_LOCK_EXCLUSIVE => LockKind::Exclusive,
+            MPI_LOCK_SHARED => LockKind::Shared,
+            _ => return err(MPI_ERR_LOCKTYPE, format!("invalid lock type {lock_type}")),
+        };
+        check_assert(assert, MPI_MODE_NOCHECK)?;
+        let Some(t) = self.target_rank(rank)? else { return Ok(()) };
+        {
+            let mut ep = self.epochs();
+            if ep.locks[t].is_some() || ep.lock_all {
+                return err(MPI_ERR_RMA_SYNC, format!("target rank {t} is already locked by this process"));
+            }
+            if ep.started.is_some() {
+                return err(MPI_ERR_RMA_SYNC, "MPI_Win_lock inside a start epoch of the same window");
+            }
+            ep.fence = false;
+            ep.locks[t] = Some(kind);
+        }
+        if assert & MPI_MODE_NOCHECK == 0 {
+            self.acquire(t, kind);
+        }
+        Ok(())
+    }
+
+    /// MPI_Win_unlock: every operation to `rank` is complete already; releases the lock.
+    pub fn unlock(&self, rank: c_int) -> MpiResult<()> {
+        let Some(t) = self.target_rank(rank)? else { return Ok(()) };
+        let kind = {
+            let mut ep = self.epochs();
+            match ep.locks[t].take() {
+                Some(k) => k,
+                None => return err(MPI_ERR_RMA_SYNC, format!("target rank {t} is not locked by this process")),
+            }
+        };
+        self.release(t, kind);
+        Ok(())
+    }
+
+    /// MPI_Win_lock_all: a shared lock on every member.
+    pub fn lock_all(&self, assert: c_int) -> MpiResult<()> {
+        check_assert(assert, MPI_MODE_NOCHECK)?;
+        {
+            let mut ep = self.epochs();
+            if ep.passive() {
+                return err(MPI_ERR_RMA_SYNC, "MPI_Win_lock_all while this process holds locks on the window");
+            }
+            if ep.started.is_some() {
+                return err(MPI_ERR_RMA_SYNC, "MPI_Win_lock_all inside a start epoch of the same window");
+            }
+            ep.fence = false;
+            ep.lock_all = true;
+        }
+        if assert & MPI_MODE_NOCHECK == 0 {
+            for t in 0..self.n() {
+                self.acquire(t, LockKind::Shared);
+            }
+        }
+        Ok(())
+    }
+
+    /// MPI_Win_unlock_all.
+    pub fn unlock_all(&self) -> MpiResult<()> {
+        {
+            let mut ep = self.epochs();
+            if !ep.lock_all {
+                return err(MPI_ERR_RMA_SYNC, "MPI_Win_unlock_all without MPI_Win_lock_all");
+            }
+            ep.lock_all = false;
+        }
+        for t in 0..self.n() {
+            self.release(t, LockKind::Shared);
+        }
+        Ok(())
+    }
+
+    /// MPI_Win_flush, MPI_Win_flush_local (`rank` Some) and their `_all` forms: operations
+    /// complete as they are issued, so this orders memory only.
+    pub fn flush(&self, rank: Option<c_int>, what: &str) -> MpiResult<()> {
+        let ep = self.epochs();
+        match rank {
+            Some(r) => {
+                if let Some(t) = self.target_rank(r)? {
+                    ep.check_passive(t, what)?;
+                }
+            }
+            None if !ep.passive() => {
+                return err(
+                    MPI_ERR_RMA_SYNC,
+                    format!("{what} needs a passive-target epoch (MPI_Win_lock or MPI_Win_lock_all)"),
+                );
+            }
+            None => {}
+        }
+        fence(Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Whether request-based operations may target `rank` now (they need a passive epoch).
+    pub fn check_request_based(&self, rank: c_int, what: &str) -> MpiResult<()> {
+        if let Some(t) = self.target_rank(rank)? {
+            self.epochs().check_passive(t, what)?;
+        }
+        Ok(())
+    }
+
+    /// Takes target `t`'s passive lock, progressing (and sleeping when ranks outnumber cores)
+    /// while another process holds it.
+    fn acquire(&self, t: usize, kind: LockKind) {
+        let word = &self.control.lock_line(t).rw;
+        let try_take = || match kind {
+            LockKind::Exclusive => word.compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed).is_ok(),
+            LockKind::Shared => {
+                let v = word.load(Ordering::Relaxed);
+                v & WRITER == 0 && word.compare_exchange(v, v + 1, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            }
+        };
+        if try_take() {
+            return;
+        }
+        wait_for(|| try_take());
+    }
+
+    fn release(&self, t: usize, kind: LockKind) {
+        let word = &self.control.lock_line(t).rw;
+        match kind {
+            LockKind::Exclusive => word.store(0, Ordering::Release),
+            LockKind::Shared => {
+                word.fetch_sub(1, Ordering::Release);
+            }
+        }
+        self.wake_all();
+    }
+
+    /// Rings every member's doorbell (a waiter for a lock or a counter may sleep).
+    fn wake_all(&self) {
+        let _ = runtime::with(|rt| {
+            if let Some(seg) = rt.engine.segment() {
+                seg.notify_many(self.worlds.iter().copied());
+            }
+            Ok(())
+        });
+    }
+
+    /// MPI_Win_post: exposes this member's memory to the origins `group` (window ranks).
+    pub fn post(&self, group: Vec<usize>, assert: c_int) -> MpiResult<()> {
+        check_assert(assert, MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT)?;
+        {
+            let mut ep = self.epochs();
+            if ep.posted.is_some() {
+                return err(MPI_ERR_RMA_SYNC, "MPI_Win_post while an exposure epoch is open (MPI_Win_wait first)");
+            }
+            ep.fence = false;
+            ep.posted = Some(group.clone());
+        }
+        fence(Ordering::SeqCst);
+        for &o in &group {
+            self.control.counter(0, self.rank, o).fetch_add(1, Ordering::Release);
+        }
+        self.wake_all();
+        Ok(())
+    }
+
+    /// MPI_Win_start: waits until every target of `group` has posted to this member.
+    pub fn start(&self, group: Vec<usize>, assert: c_int) -> MpiResult<()> {
+        check_assert(assert, MPI_MODE_NOCHECK)?;
+        let seen: Vec<u32> = {
+            let mut ep = self.epochs();
+            if ep.started.is_some() || ep.passive() {
+                return err(MPI_ERR_RMA_SYNC, "MPI_Win_start while an access epoch is open");
+            }
+            ep.fence = false;
+            group.iter().map(|&t| ep.posts_seen[t]).collect()
+        };
+        let me = self.rank;
+        wait_for(|| {
+            group.iter().zip(&seen).all(|(&t, &s)| self.control.counter(0, t, me).load(Ordering::Acquire) != s)
+        });
+        let mut ep = self.epochs();
+        for &t in &group {
+            ep.posts_seen[t] = ep.posts_seen[t].wrapping_add(1);
+        }
+        ep.started = Some(group);
+        Ok(())
+    }
+
+    /// MPI_Win_complete: ends the access epoch, telling each target.
+    pub fn complete(&self) -> MpiResult<()> {
+        let group = match self.epochs().started.take() {
+            Some(g) => g,
+            None => return err(MPI_ERR_RMA_SYNC, "MPI_Win_complete without MPI_Win_start"),
+        };
+        fence(Ordering::SeqCst);
+        for &t in &group {
+            self.control.counter(1, t, self.rank).fetch_add(1, Ordering::Release);
+        }
+        self.wake_all();
+        Ok(())
+    }
+
+    /// MPI_Win_wait (`block`) and MPI_Win_test: whether every origin of the exposure epoch
+    /// has completed; ends the epoch when so.
+    pub fn wait(&self, block: bool) -> MpiResult<bool> {
+        let (group, seen) = {
+            let ep = self.epochs();
+            let Some(g) = ep.posted.clone() else {
+                return err(MPI_ERR_RMA_SYNC, "MPI_Win_wait or MPI_Win_test without MPI_Win_post");
+            };
+            let seen: Vec<u32> = g.iter().map(|&o| ep.completions_seen[o]).collect();
+            (g, seen)
+        };
+        let me = self.rank;
+        let all_done =
+            || group.iter().zip(&seen).all(|(&o, &s)| self.control.counter(1, me, o).load(Ordering::Acquire) != s);
+        if block {
+            wait_for(all_done);
+        } else if !all_done() {
+            // Lets messages progress between tests.
+            let _ = runtime::with(|rt| {
+                rt.engine.progress();
+                Ok(())
+            });
+            return Ok(false);
+        }
+        let mut ep = self.epochs();
+        for &o in &group {
+            ep.completions_seen[o] = ep.completions_seen[o].wrapping_add(1);
+        }
+        ep.posted = None;
+        fence(Ordering::SeqCst);
+        Ok(true)
+    }
+
+    /// MPI_ERR_RMA_SYNC when an epoch is still open (MPI_Win_free).
+    pub fn check_closed(&self) -> MpiResult<()> {
+        let ep = self.epochs();
+        if ep.passive() || ep.started.is_some() || ep.posted.is_some() {
+            return err(MPI_ERR_RMA_SYNC, "the window is freed while a lock, start or post epoch is open");
+        }
+        Ok(())
+    }
+}
+
+struct AccGuard<'a> {
+    word: &'a AtomicU32,
+}
+
+impl Drop for AccGuard<'_> {
+    fn drop(&mut self) {
+        self.word.store(0, Ordering::Release);
+    }
+}
+
+use crate::abi::types::{MPI_Comm, MPI_Op};
+
+/// Waits until `done` holds, progressing messages meanwhile (another member may wait for
+/// this one in a receive) and sleeping between checks when the doorbell is quiet.
+fn wait_for(mut done: impl FnMut() -> bool) {
+    let _ = runtime::blocking(|_| Ok(()), |_, _| done(), |_, _| Ok(Some(())));
+}
+
+fn check_assert(assert: c_int, allowed: c_int) -> MpiResult<()> {
+    if assert & !allowed != 0 {
+        return err(MPI_ERR_ASSERT, format!("invalid assert argument ({assert})"));
+    }
+    Ok(())
+}
+
+/// The origin and target data must be as long (their type signatures must match).
+fn same_bytes(origin: usize, target: usize) -> MpiResult<()> {
+    if origin != target {
+        return err(
+            MPI_ERR_TYPE,
+            format!("the origin data ({origin} bytes) and the target data ({target} bytes) differ in size"),
+        );
+    }
+    Ok(())
+}
