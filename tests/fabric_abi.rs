@@ -1,7 +1,8 @@
 //! The libfabric bindings (src/transport/net/): every struct size, alignment and field offset
 //! and every constant they declare matches the installed C headers; and the loader opens the
-//! installed libfabric, moves tagged messages over the tcp provider on loopback, and fails
-//! with a clear message when the library is missing.
+//! installed libfabric and, over the tcp provider on loopback, an endpoint sends itself tagged
+//! messages, cancels a receive, and writes, reads and atomically updates its own memory; and
+//! loading fails with a clear message when the library is missing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::c_void;
@@ -391,7 +392,7 @@ fn check(fabric: &Fabric, call: &str, ret: impl Into<i64>) {
     assert!(ret >= 0, "{call}: {} ({ret})", fabric.strerror(ret));
 }
 
-/// What the loopback test opened, closed in reverse order.
+/// What the loopback tests opened, closed in reverse order.
 struct Endpoint {
     fabric: &'static Fabric,
     info: *mut sys::fi_info,
@@ -428,7 +429,11 @@ impl Drop for Endpoint {
 /// tcp core provider.
 const PROVIDER: &std::ffi::CStr = c"tcp;ofi_rxm";
 
-fn open_loopback_endpoint() -> Endpoint {
+/// How long a loopback test waits for its completions.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+/// An RDM endpoint with `caps` from the tcp provider, bound to 127.0.0.1.
+fn open_loopback_endpoint(caps: u64) -> Endpoint {
     let fabric = Fabric::open().unwrap_or_else(|e| panic!("{e}"));
     // SAFETY: the hints come from allocinfo, whose attribute structs are allocated, and
     // prov_name is strdup'd so that freeinfo may free it; every object is opened from the
@@ -436,20 +441,20 @@ fn open_loopback_endpoint() -> Endpoint {
     unsafe {
         let hints = fabric.allocinfo();
         assert!(!hints.is_null(), "fi_allocinfo");
-        (*hints).caps = sys::FI_TAGGED;
+        (*hints).caps = caps;
         (*hints).mode = 0;
         (*(*hints).ep_attr).type_ = sys::FI_EP_RDM;
         let domain_attr = &mut *(*hints).domain_attr;
         domain_attr.data_progress = sys::FI_PROGRESS_MANUAL;
         domain_attr.control_progress = sys::FI_PROGRESS_MANUAL;
         domain_attr.av_type = sys::FI_AV_TABLE;
-        domain_attr.mr_mode = sys::FI_MR_VIRT_ADDR | sys::FI_MR_ALLOCATED | sys::FI_MR_PROV_KEY;
+        domain_attr.mr_mode = sys::FI_MR_VIRT_ADDR | sys::FI_MR_ALLOCATED | sys::FI_MR_PROV_KEY | sys::FI_MR_ENDPOINT;
         (*(*hints).fabric_attr).prov_name = libc::strdup(PROVIDER.as_ptr());
 
         let mut info = std::ptr::null_mut();
         let ret = fabric.getinfo(c"127.0.0.1".as_ptr(), std::ptr::null(), sys::FI_SOURCE, hints, &mut info);
         fabric.freeinfo(hints);
-        check(fabric, "fi_getinfo(tcp;ofi_rxm, FI_EP_RDM, FI_TAGGED, 127.0.0.1)", ret);
+        check(fabric, &format!("fi_getinfo(tcp;ofi_rxm, FI_EP_RDM, caps {caps:#x}, 127.0.0.1)"), ret);
         assert!(!info.is_null());
 
         let mut endpoint = Endpoint {
@@ -474,106 +479,366 @@ fn open_loopback_endpoint() -> Endpoint {
         check(fabric, "fi_av_open", fabric::fi_av_open(endpoint.domain, &mut av_attr, &mut endpoint.av, null));
         check(fabric, "fi_endpoint", fabric::fi_endpoint(endpoint.domain, info, &mut endpoint.ep, null));
         let ep = endpoint.ep;
-        check(
-            fabric,
-            "fi_ep_bind(cq)",
-            fabric::fi_ep_bind(ep, &raw mut (*endpoint.cq).fid, sys::FI_TRANSMIT | sys::FI_RECV),
-        );
+        let cq = &raw mut (*endpoint.cq).fid;
+        check(fabric, "fi_ep_bind(cq)", fabric::fi_ep_bind(ep, cq, sys::FI_TRANSMIT | sys::FI_RECV));
         check(fabric, "fi_ep_bind(av)", fabric::fi_ep_bind(ep, &raw mut (*endpoint.av).fid, 0));
         check(fabric, "fi_enable", fabric::fi_enable(ep));
         endpoint
     }
 }
 
+/// Completions read so far: successful entries and error entries.
+#[derive(Default)]
+struct Completions {
+    done: Vec<sys::fi_cq_tagged_entry>,
+    failed: Vec<sys::fi_cq_err_entry>,
+}
+
+impl Completions {
+    /// The one successful completion of the operation posted with `context`.
+    fn of(&self, context: *mut c_void) -> sys::fi_cq_tagged_entry {
+        let matching: Vec<_> = self.done.iter().filter(|entry| entry.op_context == context).collect();
+        assert_eq!(matching.len(), 1, "one completion per operation");
+        *matching[0]
+    }
+}
+
+impl Endpoint {
+    /// The endpoint's own address, inserted into its AV: messages to it go to itself.
+    fn own_address(&self) -> sys::fi_addr_t {
+        let mut name = [0u8; 128];
+        let mut name_len = name.len();
+        let mut address = fabric::FI_ADDR_UNSPEC;
+        // SAFETY: the endpoint and AV are open; `name` has `name_len` bytes.
+        unsafe {
+            let ret = fabric::fi_getname(&raw mut (*self.ep).fid, name.as_mut_ptr().cast(), &mut name_len);
+            check(self.fabric, "fi_getname", ret);
+            let inserted =
+                fabric::fi_av_insert(self.av, name.as_ptr().cast(), 1, &mut address, 0, std::ptr::null_mut());
+            assert_eq!(inserted, 1, "fi_av_insert of the endpoint's own name");
+        }
+        assert_ne!(address, fabric::FI_ADDR_UNSPEC);
+        address
+    }
+
+    /// Reads the CQ once, which also drives the provider's progress.
+    fn poll(&self, completions: &mut Completions) {
+        let mut entries = [sys::fi_cq_tagged_entry {
+            op_context: std::ptr::null_mut(),
+            flags: 0,
+            len: 0,
+            buf: std::ptr::null_mut(),
+            data: 0,
+            tag: 0,
+        }; 8];
+        // SAFETY: the CQ is open and of FI_CQ_FORMAT_TAGGED, so it writes up to `entries.len()`
+        // fi_cq_tagged_entry; an error entry is read into an fi_cq_err_entry.
+        unsafe {
+            let ret = fabric::fi_cq_read(self.cq, entries.as_mut_ptr().cast(), entries.len());
+            if ret > 0 {
+                completions.done.extend_from_slice(&entries[..ret as usize]);
+            } else if ret == -(sys::FI_EAVAIL as isize) {
+                let mut error: sys::fi_cq_err_entry = std::mem::zeroed();
+                let read = fabric::fi_cq_readerr(self.cq, &mut error, 0);
+                assert_eq!(read, 1, "fi_cq_readerr: {}", self.fabric.strerror(read as i64));
+                completions.failed.push(error);
+            } else {
+                assert_eq!(ret, -(sys::FI_EAGAIN as isize), "fi_cq_read: {}", self.fabric.strerror(ret as i64));
+            }
+        }
+    }
+
+    /// Polls until `count` completions (successful or not) have been read.
+    fn wait_for(&self, completions: &mut Completions, count: usize) {
+        let deadline = Instant::now() + PATIENCE;
+        while completions.done.len() + completions.failed.len() < count {
+            assert!(Instant::now() < deadline, "timed out with {} of {count} completions", completions.done.len());
+            self.poll(completions);
+        }
+        let errors: Vec<String> =
+            completions.failed.iter().map(|e| format!("{} ({})", self.fabric.strerror(e.err.into()), e.err)).collect();
+        assert!(errors.is_empty(), "completion errors: {errors:?}");
+    }
+
+    /// Posts with `post`, retrying while the provider says `-FI_EAGAIN` (queue full).
+    fn post(&self, call: &str, completions: &mut Completions, mut post: impl FnMut() -> isize) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let ret = post();
+            if ret != -(sys::FI_EAGAIN as isize) {
+                check(self.fabric, call, ret as i64);
+                return;
+            }
+            assert!(Instant::now() < deadline, "{call}: still FI_EAGAIN after {PATIENCE:?}");
+            self.poll(completions);
+        }
+    }
+}
+
+/// Distinct addresses that identify operations in their completions.
+struct Contexts([u64; 8]);
+
+impl Contexts {
+    fn get(&self, i: usize) -> *mut c_void {
+        (&raw const self.0[i]).cast_mut().cast()
+    }
+}
+
+fn pattern(len: usize, seed: u32) -> Vec<u8> {
+    (0..len as u32).map(|i| (i ^ (i >> 8) ^ seed).wrapping_mul(31) as u8).collect()
+}
+
+fn iovec_of(buf: &[u8]) -> sys::iovec {
+    sys::iovec { iov_base: buf.as_ptr().cast_mut().cast(), iov_len: buf.len() }
+}
+
 #[test]
 fn tagged_messages_to_self_over_loopback_tcp() {
-    let endpoint = open_loopback_endpoint();
-    let fabric = endpoint.fabric;
+    let endpoint = open_loopback_endpoint(sys::FI_TAGGED);
     let ep = endpoint.ep;
+    let me = endpoint.own_address();
 
     const SMALL_TAG: u64 = 0x5eed_0001;
     const LARGE_TAG: u64 = 0x5eed_0002;
-    let small: Vec<u8> = (0..300u32).map(|i| (i * 7 + 1) as u8).collect();
-    let large: Vec<u8> = (0..(1u32 << 20)).map(|i| (i ^ (i >> 8)).wrapping_mul(31) as u8).collect();
-    let mut small_in = vec![0u8; small.len()];
-    let mut large_in = vec![0u8; large.len()];
-    // Distinct addresses identify the operations in their completions.
-    let contexts = [0u64; 4];
-    let context = |i: usize| (&raw const contexts[i]).cast_mut().cast::<c_void>();
-    let (small_recv, large_recv, small_send, large_send) = (context(0), context(1), context(2), context(3));
+    const INJECT_TAG: u64 = 0x5eed_0003;
+    const NEVER_SENT_TAG: u64 = 0x5eed_0004;
+    let small = pattern(300, 1);
+    let large = pattern(1 << 20, 2);
+    let injected = pattern(32, 3);
+    let small_in = vec![0u8; small.len()];
+    let large_in = vec![0u8; large.len()];
+    let injected_in = vec![0u8; injected.len()];
+    let never_in = [0u8; 64];
+    let contexts = Contexts([0; 8]);
+    let (small_recv, large_recv, inject_recv, small_send, large_send, never_recv) =
+        (contexts.get(0), contexts.get(1), contexts.get(2), contexts.get(3), contexts.get(4), contexts.get(5));
+    let null = std::ptr::null_mut();
+    let mut completions = Completions::default();
 
-    // SAFETY: the endpoint is open and enabled; the buffers and contexts outlive every
-    // operation, which all complete (checked below) before they are dropped.
+    // The large message goes out in three pieces and comes in in two, split elsewhere.
+    let send_pieces = [iovec_of(&large[..4097]), iovec_of(&large[4097..700_001]), iovec_of(&large[700_001..])];
+    let recv_pieces = [iovec_of(&large_in[..333_333]), iovec_of(&large_in[333_333..])];
+    let mut recv_desc = [null; 2];
+    let mut send_desc = [null; 3];
+    let large_recv_msg = sys::fi_msg_tagged {
+        msg_iov: recv_pieces.as_ptr(),
+        desc: recv_desc.as_mut_ptr(),
+        iov_count: recv_pieces.len(),
+        addr: fabric::FI_ADDR_UNSPEC,
+        tag: LARGE_TAG,
+        ignore: 0,
+        context: large_recv,
+        data: 0,
+    };
+    let large_send_msg = sys::fi_msg_tagged {
+        msg_iov: send_pieces.as_ptr(),
+        desc: send_desc.as_mut_ptr(),
+        iov_count: send_pieces.len(),
+        addr: me,
+        tag: LARGE_TAG,
+        ignore: 0,
+        context: large_send,
+        data: 0,
+    };
+    let injected_iov = [iovec_of(&injected_in)];
+
+    // SAFETY: the endpoint is open and enabled; every buffer, iovec array, message and
+    // context outlives its operation, all of which complete (waited for below) or are
+    // cancelled before the end of the test.
     unsafe {
-        let mut name = [0u8; 128];
-        let mut name_len = name.len();
-        check(fabric, "fi_getname", fabric::fi_getname(&raw mut (*ep).fid, name.as_mut_ptr().cast(), &mut name_len));
-        let mut own_address: sys::fi_addr_t = fabric::FI_ADDR_UNSPEC;
-        let inserted =
-            fabric::fi_av_insert(endpoint.av, name.as_ptr().cast(), 1, &mut own_address, 0, std::ptr::null_mut());
-        assert_eq!(inserted, 1, "fi_av_insert of the endpoint's own name");
-        assert_ne!(own_address, fabric::FI_ADDR_UNSPEC);
+        let any = fabric::FI_ADDR_UNSPEC;
+        endpoint.post("fi_trecv", &mut completions, || {
+            fabric::fi_trecv(
+                ep,
+                small_in.as_ptr().cast_mut().cast(),
+                small_in.len(),
+                null,
+                any,
+                SMALL_TAG,
+                0,
+                small_recv,
+            )
+        });
+        endpoint.post("fi_trecvmsg", &mut completions, || fabric::fi_trecvmsg(ep, &large_recv_msg, sys::FI_COMPLETION));
+        endpoint.post("fi_trecvv", &mut completions, || {
+            fabric::fi_trecvv(ep, injected_iov.as_ptr(), recv_desc.as_mut_ptr(), 1, any, INJECT_TAG, 0, inject_recv)
+        });
+        endpoint.post("fi_tsend", &mut completions, || {
+            fabric::fi_tsend(ep, small.as_ptr().cast(), small.len(), null, me, SMALL_TAG, small_send)
+        });
+        endpoint.post("fi_tsendmsg", &mut completions, || fabric::fi_tsendmsg(ep, &large_send_msg, sys::FI_COMPLETION));
+        endpoint.post("fi_tinject", &mut completions, || {
+            fabric::fi_tinject(ep, injected.as_ptr().cast(), injected.len(), me, INJECT_TAG)
+        });
+        // Three receives and two sends; an inject reports no completion.
+        endpoint.wait_for(&mut completions, 5);
 
-        let null = std::ptr::null_mut();
-        for (buf, len, tag, ctx) in [
-            (small_in.as_mut_ptr(), small_in.len(), SMALL_TAG, small_recv),
-            (large_in.as_mut_ptr(), large_in.len(), LARGE_TAG, large_recv),
-        ] {
-            let ret = fabric::fi_trecv(ep, buf.cast(), len, null, fabric::FI_ADDR_UNSPEC, tag, 0, ctx);
-            check(fabric, "fi_trecv", ret as i64);
+        // A receive nobody matches, cancelled: it completes with FI_ECANCELED.
+        endpoint.post("fi_trecv", &mut completions, || {
+            fabric::fi_trecv(
+                ep,
+                never_in.as_ptr().cast_mut().cast(),
+                never_in.len(),
+                null,
+                any,
+                NEVER_SENT_TAG,
+                0,
+                never_recv,
+            )
+        });
+        let cancelled = fabric::fi_cancel(&raw mut (*ep).fid, never_recv);
+        check(endpoint.fabric, "fi_cancel", cancelled as i64);
+        let deadline = Instant::now() + PATIENCE;
+        while completions.failed.is_empty() {
+            assert!(Instant::now() < deadline, "no completion for the cancelled receive");
+            endpoint.poll(&mut completions);
         }
+    }
+    assert_eq!(completions.done.len(), 5, "no completion beyond the five expected");
+    assert_eq!(completions.failed.len(), 1);
+    assert_eq!(completions.failed[0].op_context, never_recv);
+    assert_eq!(completions.failed[0].err, sys::FI_ECANCELED);
 
-        let mut completions: Vec<sys::fi_cq_tagged_entry> = Vec::new();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let poll = |completions: &mut Vec<sys::fi_cq_tagged_entry>| {
-            assert!(Instant::now() < deadline, "timed out; completions so far: {}", completions.len());
-            let mut entries: [sys::fi_cq_tagged_entry; 4] = std::mem::zeroed();
-            let ret = fabric::fi_cq_read(endpoint.cq, entries.as_mut_ptr().cast(), entries.len());
-            if ret > 0 {
-                completions.extend_from_slice(&entries[..ret as usize]);
-            } else if ret == -(sys::FI_EAVAIL as isize) {
-                let mut error: sys::fi_cq_err_entry = std::mem::zeroed();
-                fabric::fi_cq_readerr(endpoint.cq, &mut error, 0);
-                panic!("completion error: {} (provider errno {})", fabric.strerror(error.err.into()), error.prov_errno);
-            } else {
-                assert_eq!(ret, -(sys::FI_EAGAIN as isize), "fi_cq_read: {}", fabric.strerror(ret as i64));
-            }
-        };
-
-        for (buf, len, tag, ctx) in
-            [(small.as_ptr(), small.len(), SMALL_TAG, small_send), (large.as_ptr(), large.len(), LARGE_TAG, large_send)]
-        {
-            loop {
-                let ret = fabric::fi_tsend(ep, buf.cast(), len, null, own_address, tag, ctx);
-                if ret != -(sys::FI_EAGAIN as isize) {
-                    check(fabric, "fi_tsend", ret as i64);
-                    break;
-                }
-                poll(&mut completions);
-            }
-        }
-        while completions.len() < 4 {
-            poll(&mut completions);
-        }
-        assert_eq!(completions.len(), 4);
-
-        let find = |ctx: *mut c_void| {
-            let matching: Vec<_> = completions.iter().filter(|entry| entry.op_context == ctx).collect();
-            assert_eq!(matching.len(), 1, "one completion per operation");
-            *matching[0]
-        };
-        for (ctx, tag, len) in [(small_recv, SMALL_TAG, small.len()), (large_recv, LARGE_TAG, large.len())] {
-            let entry = find(ctx);
-            assert_ne!(entry.flags & sys::FI_RECV, 0, "receive completion flags {:#x}", entry.flags);
-            assert_ne!(entry.flags & sys::FI_TAGGED, 0);
-            assert_eq!(entry.tag, tag);
-            assert_eq!(entry.len, len);
-        }
-        for ctx in [small_send, large_send] {
-            let entry = find(ctx);
-            assert_ne!(entry.flags & sys::FI_SEND, 0, "send completion flags {:#x}", entry.flags);
-        }
+    for (context, tag, len) in
+        [(small_recv, SMALL_TAG, small.len()), (large_recv, LARGE_TAG, large.len()), (inject_recv, INJECT_TAG, 32)]
+    {
+        let entry = completions.of(context);
+        assert_ne!(entry.flags & sys::FI_RECV, 0, "receive completion flags {:#x}", entry.flags);
+        assert_ne!(entry.flags & sys::FI_TAGGED, 0, "receive completion flags {:#x}", entry.flags);
+        assert_eq!(entry.tag, tag);
+        assert_eq!(entry.len, len);
+    }
+    for context in [small_send, large_send] {
+        let entry = completions.of(context);
+        assert_ne!(entry.flags & sys::FI_SEND, 0, "send completion flags {:#x}", entry.flags);
     }
     assert!(small_in == small, "the small message arrived changed");
     assert!(large_in == large, "the 1 MiB message arrived changed");
+    assert!(injected_in == injected, "the injected message arrived changed");
+}
+
+#[test]
+fn rma_and_atomics_to_self_over_loopback_tcp() {
+    let endpoint = open_loopback_endpoint(sys::FI_RMA | sys::FI_ATOMIC);
+    let fabric = endpoint.fabric;
+    let ep = endpoint.ep;
+    let me = endpoint.own_address();
+    // SAFETY: `info` stays allocated while the endpoint is open.
+    let mr_mode = unsafe { (*(*endpoint.info).domain_attr).mr_mode };
+
+    const LEN: usize = 64 * 1024;
+    // The window: LEN bytes, then one u64 for the atomics.
+    let mut window = vec![0u64; LEN / 8 + 1];
+    let window_ptr = window.as_mut_ptr();
+    let written = pattern(LEN, 4);
+    let mut read_back = vec![0u8; LEN];
+    let contexts = Contexts([0; 8]);
+    let mut completions = Completions::default();
+    let null = std::ptr::null_mut();
+
+    // SAFETY: the window stays allocated and untouched by Rust (only read through raw
+    // pointers after completions) until its region is closed; every buffer, iovec and
+    // message outlives its operation, all of which complete before the end of the block.
+    unsafe {
+        let mut mr = std::ptr::null_mut();
+        let access = sys::FI_REMOTE_READ | sys::FI_REMOTE_WRITE;
+        let ret = fabric::fi_mr_reg(endpoint.domain, window_ptr.cast(), LEN + 8, access, 0, 1, 0, &mut mr, null);
+        check(fabric, "fi_mr_reg", ret);
+        if mr_mode & sys::FI_MR_ENDPOINT != 0 {
+            check(fabric, "fi_mr_bind", fabric::fi_mr_bind(mr, &raw mut (*ep).fid, 0));
+            check(fabric, "fi_mr_enable", fabric::fi_mr_enable(mr));
+        }
+        let key = fabric::fi_mr_key(mr);
+        let _local_descriptor = fabric::fi_mr_desc(mr);
+        // Remote addresses are virtual addresses or offsets into the region.
+        let base = if mr_mode & sys::FI_MR_VIRT_ADDR != 0 { window_ptr as u64 } else { 0 };
+
+        // Write the pattern in two pieces with one message.
+        let pieces = [iovec_of(&written[..1000]), iovec_of(&written[1000..])];
+        let mut desc = [null; 2];
+        let target = [sys::fi_rma_iov { addr: base, len: LEN, key }];
+        let write = sys::fi_msg_rma {
+            msg_iov: pieces.as_ptr(),
+            desc: desc.as_mut_ptr(),
+            iov_count: pieces.len(),
+            addr: me,
+            rma_iov: target.as_ptr(),
+            rma_iov_count: 1,
+            context: contexts.get(0),
+            data: 0,
+        };
+        endpoint.post("fi_writemsg", &mut completions, || {
+            fabric::fi_writemsg(ep, &write, sys::FI_COMPLETION | sys::FI_DELIVERY_COMPLETE)
+        });
+        endpoint.wait_for(&mut completions, 1);
+
+        // Read it back into two pieces split elsewhere.
+        let (head, tail) = read_back.split_at_mut(40_000);
+        let read_pieces = [iovec_of(head), iovec_of(tail)];
+        endpoint.post("fi_readv", &mut completions, || {
+            fabric::fi_readv(ep, read_pieces.as_ptr(), desc.as_mut_ptr(), 2, me, base, key, contexts.get(1))
+        });
+        endpoint.wait_for(&mut completions, 2);
+        assert_ne!(completions.of(contexts.get(0)).flags & sys::FI_WRITE, 0);
+        assert_ne!(completions.of(contexts.get(1)).flags & sys::FI_READ, 0);
+        let window_bytes = std::slice::from_raw_parts(window_ptr.cast::<u8>(), LEN);
+        assert!(window_bytes == &written[..], "fi_writemsg left other bytes in the window");
+        assert!(read_back == written, "fi_readv read other bytes than were written");
+
+        // Atomics on the u64 after the bytes: add 5 to 0 fetching 0, then swap 5 for 9.
+        let counter = base + LEN as u64;
+        let mut count = 0usize;
+        check(fabric, "fi_atomicvalid", fabric::fi_fetch_atomicvalid(ep, sys::FI_UINT64, sys::FI_SUM, &mut count));
+        assert!(count >= 1);
+        check(
+            fabric,
+            "fi_compare_atomicvalid",
+            fabric::fi_compare_atomicvalid(ep, sys::FI_UINT64, sys::FI_CSWAP, &mut count),
+        );
+        let addend = 5u64;
+        let mut fetched = u64::MAX;
+        endpoint.post("fi_fetch_atomic", &mut completions, || {
+            fabric::fi_fetch_atomic(
+                ep,
+                (&raw const addend).cast(),
+                1,
+                null,
+                (&raw mut fetched).cast(),
+                null,
+                me,
+                counter,
+                key,
+                sys::FI_UINT64,
+                sys::FI_SUM,
+                contexts.get(2),
+            )
+        });
+        endpoint.wait_for(&mut completions, 3);
+        assert_eq!(fetched, 0);
+        let (expected, desired) = (5u64, 9u64);
+        let mut previous = u64::MAX;
+        endpoint.post("fi_compare_atomic", &mut completions, || {
+            fabric::fi_compare_atomic(
+                ep,
+                (&raw const desired).cast(),
+                1,
+                null,
+                (&raw const expected).cast(),
+                null,
+                (&raw mut previous).cast(),
+                null,
+                me,
+                counter,
+                key,
+                sys::FI_UINT64,
+                sys::FI_CSWAP,
+                contexts.get(3),
+            )
+        });
+        endpoint.wait_for(&mut completions, 4);
+        assert_eq!(previous, 5);
+        assert_eq!(window_ptr.add(LEN / 8).read_volatile(), 9);
+
+        check(fabric, "fi_close(mr)", fabric::fi_close(&raw mut (*mr).fid));
+    }
 }

@@ -143,7 +143,8 @@ impl Fabric {
         if version < API_VERSION {
             return Err(LoadError {
                 message: format!(
-                    "{} is libfabric {}.{}; the network transport needs {}.{} or newer (Debian/Ubuntu package libfabric1)",
+                    "{} is libfabric {}.{}; the network transport needs {}.{} or newer \
+                     (Debian/Ubuntu package libfabric1)",
                     library.to_string_lossy(),
                     version >> 16,
                     version & 0xffff,
