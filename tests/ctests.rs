@@ -159,6 +159,7 @@ ctests! {
     rma_basic => "rma_basic.c",
     rma_nocma => "rma_nocma.c",
     rma_stress => "rma_stress.c",
+    rma_dynamic => "rma_dynamic.c",
     diff_default => "diff_default.c",
     diff_nosparse => "diff_nosparse.c",
     diff_noshm => "diff_noshm.c",

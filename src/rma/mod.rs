@@ -11,8 +11,12 @@
 //! barrier, a lock a reader-writer lock word per target, post/start/complete/wait counters
 //! per pair of members.
 //!
-//! Not yet: dynamic windows' operations, windows over the program's memory when single copy
-//! is not permitted (both answer MPI_ERR_UNSUPPORTED_OPERATION), and members on several nodes.
+//! Dynamic windows publish each member's attached regions in the control area (a table per
+//! member behind a sequence counter), so that an origin checks an absolute target address
+//! against them before a single copy.
+//!
+//! Not yet: windows over the program's memory when single copy is not permitted (answered
+//! with MPI_ERR_UNSUPPORTED_OPERATION), and members on several nodes.
 
 use crate::abi::consts::*;
 use crate::datatype::Layout;
@@ -20,7 +24,7 @@ use crate::error::{MpiResult, err};
 use crate::op::{Op, Reduction};
 use crate::runtime;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU32, Ordering, fence};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 use std::sync::{Mutex, MutexGuard};
 
 /// How the origin reaches a member's memory.
@@ -55,16 +59,32 @@ struct LockLine {
 
 const WRITER: u32 = 1 << 31;
 
-/// Bytes of the control area of a window of `n` members: their lock lines, then two
-/// `n * n` counter matrices (posts and completions of post/start/complete/wait).
-pub fn control_bytes(n: usize) -> usize {
-    n * size_of::<LockLine>() + 2 * n * n * size_of::<AtomicU32>()
+/// Regions a member of a dynamic window may have attached at once.
+pub const REGIONS_MAX: usize = 64;
+
+/// A member's attached regions of a dynamic window, as origins read them: `seq` is odd while
+/// the owner rewrites the table (a sequence lock: readers retry).
+#[repr(C)]
+struct RegionTable {
+    seq: AtomicU64,
+    count: AtomicU64,
+    /// (address, length) pairs.
+    regions: [[AtomicU64; 2]; REGIONS_MAX],
+}
+
+/// Bytes of the control area of a window of `n` members: their lock lines, two `n * n`
+/// counter matrices (posts and completions of post/start/complete/wait), and for a dynamic
+/// window a region table per member.
+pub fn control_bytes(n: usize, dynamic: bool) -> usize {
+    let tables = if dynamic { n * size_of::<RegionTable>() } else { 0 };
+    (n * size_of::<LockLine>() + 2 * n * n * size_of::<AtomicU32>()).next_multiple_of(64) + tables
 }
 
 /// The control area, mapped by every member.
 struct Control {
     addr: usize,
     n: usize,
+    dynamic: bool,
 }
 
 impl Control {
@@ -84,6 +104,16 @@ impl Control {
         // SAFETY: both matrices follow the lock lines (`control_bytes`), 4-byte aligned since
         // lock lines are 64 bytes; atomically accessed only; mapped while `self` exists.
         unsafe { &*(start as *const AtomicU32).add(m * self.n * self.n + t * self.n + o) }
+    }
+
+    /// Member `r`'s region table (dynamic windows).
+    fn regions(&self, r: usize) -> &RegionTable {
+        assert!(self.dynamic && r < self.n);
+        let start = self.addr + control_bytes(self.n, false);
+        // SAFETY: a dynamic window's control area holds `n` tables after the matrices
+        // (`control_bytes`), 64-byte aligned, zeroed at creation, accessed atomically only;
+        // mapped while `self` exists.
+        unsafe { &*(start as *const RegionTable).add(r) }
     }
 }
 
@@ -289,6 +319,7 @@ impl Rma {
         worlds: Vec<usize>,
         targets: Vec<Target>,
         control: usize,
+        dynamic: bool,
         unreachable_why: &'static str,
     ) -> Rma {
         let n = worlds.len();
@@ -299,7 +330,7 @@ impl Rma {
             worlds,
             targets,
             unreachable_why,
-            control: Control { addr: control, n },
+            control: Control { addr: control, n, dynamic },
             epochs: Mutex::new(epochs),
         }
     }
@@ -337,6 +368,9 @@ impl Rma {
         if target.access == Access::Unsupported {
             return err(MPI_ERR_UNSUPPORTED_OPERATION, self.unreachable_why);
         }
+        if self.control.dynamic {
+            return self.resolve_dynamic(r, t, target.access);
+        }
         let bytes = t.layout.size * t.count;
         let offset = t.disp.checked_mul(target.disp_unit as i64);
         let range = offset.and_then(|o| {
@@ -358,6 +392,64 @@ impl Rma {
         }
         let addr = target.base.wrapping_add_signed(offset.unwrap_or(0) as isize);
         Ok(Some(Place { addr, count: t.count, layout: t.layout, access: target.access }))
+    }
+
+    /// `resolve` for a dynamic window: the displacement is an address in the target, and the
+    /// data must lie within one region it has attached.
+    fn resolve_dynamic<'a>(&self, r: usize, t: &TargetSpec<'a>, access: Access) -> MpiResult<Option<Place<'a>>> {
+        let place = Place { addr: t.disp as usize, count: t.count, layout: t.layout, access };
+        if place.bytes() == 0 {
+            return Ok(Some(place));
+        }
+        let lo = (t.disp as usize).wrapping_add_signed(t.layout.lower(t.count));
+        let hi = lo.wrapping_add(t.layout.span(t.count));
+        if hi > lo && self.attached(r).iter().any(|&(b, l)| b <= lo && hi <= b + l) {
+            return Ok(Some(place));
+        }
+        err(
+            MPI_ERR_RMA_RANGE,
+            format!(
+                "the target data at 0x{lo:x} ({} bytes) is not within memory target rank {r} attached",
+                hi.wrapping_sub(lo)
+            ),
+        )
+    }
+
+    /// Member `r`'s attached regions (a consistent copy of its table).
+    fn attached(&self, r: usize) -> Vec<(usize, usize)> {
+        let table = self.control.regions(r);
+        loop {
+            let before = table.seq.load(Ordering::Acquire);
+            if before % 2 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let n = (table.count.load(Ordering::Relaxed) as usize).min(REGIONS_MAX);
+            let copy: Vec<(usize, usize)> = table.regions[..n]
+                .iter()
+                .map(|e| (e[0].load(Ordering::Relaxed) as usize, e[1].load(Ordering::Relaxed) as usize))
+                .collect();
+            fence(Ordering::Acquire);
+            if table.seq.load(Ordering::Relaxed) == before {
+                return copy;
+            }
+        }
+    }
+
+    /// Publishes this member's attached regions (MPI_Win_attach, MPI_Win_detach): at most
+    /// `REGIONS_MAX`, which the caller checked.
+    pub fn publish_regions(&self, regions: &[(usize, usize)]) {
+        assert!(regions.len() <= REGIONS_MAX);
+        let table = self.control.regions(self.rank);
+        let seq = table.seq.load(Ordering::Relaxed);
+        table.seq.store(seq + 1, Ordering::Relaxed);
+        fence(Ordering::Release);
+        for (e, &(b, l)) in table.regions.iter().zip(regions) {
+            e[0].store(b as u64, Ordering::Relaxed);
+            e[1].store(l as u64, Ordering::Relaxed);
+        }
+        table.count.store(regions.len() as u64, Ordering::Relaxed);
+        table.seq.store(seq + 2, Ordering::Release);
     }
 
     /// MPI_Put.

@@ -274,7 +274,7 @@ fn build(
     // The control area, then the members' memory: contiguous in rank order for
     // MPI_Win_allocate_shared (MPICH's layout, which programs index across), each part on a
     // cache line of its own for MPI_Win_allocate.
-    let control = crate::rma::control_bytes(members.len()).next_multiple_of(4096);
+    let control = crate::rma::control_bytes(members.len(), flavor == Flavor::Dynamic).next_multiple_of(4096);
     let align = if flavor == Flavor::Allocate { 64 } else { 1 };
     let mut offsets = Vec::with_capacity(peers.len());
     let mut end = control;
@@ -294,7 +294,7 @@ fn build(
     let base = if allocating { peers[rank].base } else { own_base };
     let worlds = members.clone();
     let (targets, why) = targets_of(flavor, &peers, &worlds, rank);
-    let rma = std::sync::Arc::new(crate::rma::Rma::new(rank, worlds, targets, addr, why));
+    let rma = std::sync::Arc::new(crate::rma::Rma::new(rank, worlds, targets, addr, flavor == Flavor::Dynamic, why));
     let win = Win {
         comm: own,
         members,
@@ -436,24 +436,20 @@ fn targets_of(
     rank: usize,
 ) -> (Vec<crate::rma::Target>, &'static str) {
     use crate::rma::{Access, Target};
-    let single_copy = matches!(flavor, Flavor::Create(_))
+    let single_copy = matches!(flavor, Flavor::Create(_) | Flavor::Dynamic)
         && runtime::with(|rt| Ok(crate::coll::shm::probe_peer_reads(&rt.engine, worlds, rank))).unwrap_or(false);
-    let why = match flavor {
-        Flavor::Dynamic => "one-sided operations on windows of MPI_Win_create_dynamic are not implemented yet in oxmpi",
-        _ => {
-            "one-sided operations on windows of MPI_Win_create need single-copy access to the target's memory \
-             (process_vm_writev), which is disabled (OXMPI_CMA=0) or denied here; the message-based fallback is not \
-             implemented yet in oxmpi (MPI_Win_allocate works)"
-        }
-    };
+    let why = "one-sided operations on windows over the program's memory (MPI_Win_create, \
+               MPI_Win_create_dynamic) need single-copy access to the target's memory (process_vm_writev), which is \
+               disabled (OXMPI_CMA=0) or denied here; the message-based fallback is not implemented yet in oxmpi \
+               (MPI_Win_allocate works)";
     let targets = peers
         .iter()
         .enumerate()
         .map(|(r, p)| {
             let access = match flavor {
                 Flavor::Allocate | Flavor::Shared => Access::Direct,
-                Flavor::Create(_) if r == rank => Access::Direct,
-                Flavor::Create(_) if single_copy => {
+                Flavor::Create(_) | Flavor::Dynamic if r == rank => Access::Direct,
+                Flavor::Create(_) | Flavor::Dynamic if single_copy => {
                     let pid = runtime::with(|rt| Ok(rt.engine.segment().map(|s| s.peer_identity(worlds[r]).0)))
                         .ok()
                         .flatten();
@@ -506,7 +502,14 @@ pub fn attach(handle: MPI_Win, base: usize, size: usize) -> MpiResult<()> {
         if w.regions.iter().any(|&(b, s)| base < b + s && b < base + size) {
             return err(MPI_ERR_RMA_ATTACH, format!("memory at 0x{base:x} overlaps a region already attached"));
         }
+        if w.regions.len() == crate::rma::REGIONS_MAX {
+            return err(
+                MPI_ERR_RMA_ATTACH,
+                format!("at most {} regions can be attached to a window at once", crate::rma::REGIONS_MAX),
+            );
+        }
         w.regions.push((base, size));
+        w.rma.publish_regions(&w.regions);
         Ok(())
     })
 }
@@ -520,6 +523,7 @@ pub fn detach(handle: MPI_Win, base: usize) -> MpiResult<()> {
         match w.regions.iter().position(|&(b, _)| b == base) {
             Some(i) => {
                 w.regions.remove(i);
+                w.rma.publish_regions(&w.regions);
                 Ok(())
             }
             None => err(MPI_ERR_RMA_ATTACH, format!("no memory attached at 0x{base:x}")),
