@@ -160,6 +160,7 @@ ctests! {
     rma_nocma => "rma_nocma.c",
     rma_stress => "rma_stress.c",
     rma_dynamic => "rma_dynamic.c",
+    rma_lock_contention => "rma_lock_contention.c",
     diff_default => "diff_default.c",
     diff_nosparse => "diff_nosparse.c",
     diff_noshm => "diff_noshm.c",

@@ -717,7 +717,15 @@ impl Rma {
         if try_take() {
             return;
         }
-        wait_for(|| try_take());
+        // The wait may ask again after a success (before sleeping, and once more on waking):
+        // taking the lock twice would wait for ourselves.
+        let taken = std::cell::Cell::new(false);
+        wait_for(|| {
+            if !taken.get() && try_take() {
+                taken.set(true);
+            }
+            taken.get()
+        });
     }
 
     fn release(&self, t: usize, kind: LockKind) {
@@ -853,7 +861,8 @@ impl Drop for AccGuard<'_> {
 use crate::abi::types::{MPI_Comm, MPI_Op};
 
 /// Waits until `done` holds, progressing messages meanwhile (another member may wait for
-/// this one in a receive) and sleeping between checks when the doorbell is quiet.
+/// this one in a receive) and sleeping between checks when the doorbell is quiet. `done` may
+/// be asked again after it said true, so it must not change anything the second time.
 fn wait_for(mut done: impl FnMut() -> bool) {
     let _ = runtime::blocking(|_| Ok(()), |_, _| done(), |_, _| Ok(Some(())));
 }
