@@ -126,6 +126,18 @@ static void test_flavor(int flavor)
         CHECK(back[2 * i] == rank * 10 + i, "%s: vector get: %d is %d", fn, 2 * i, back[2 * i]);
         CHECK(back[2 * i + 1] == -5, "%s: vector get wrote into a hole", fn);
     }
+    /* a strided origin into contiguous target ints */
+    int strided[8];
+    for (int i = 0; i < 8; i++)
+        strided[i] = i % 2 ? -9 : rank * 7 + i / 2;
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win);
+    MPI_Put(strided, 1, every_other, right, 12, 4, MPI_INT, win);
+    MPI_Win_unlock(right, win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock(MPI_LOCK_SHARED, rank, 0, win);
+    for (int i = 0; i < 4; i++)
+        CHECK(mem[12 + i] == left * 7 + i, "%s: strided put: int %d is %d", fn, 12 + i, mem[12 + i]);
+    MPI_Win_unlock(rank, win);
     MPI_Type_free(&every_other);
     MPI_Type_free(&vec);
 

@@ -635,6 +635,45 @@ thread_local! {
     static LAST_LAYOUT: std::cell::RefCell<Option<(MPI_Datatype, u64, Layout)>> = const { std::cell::RefCell::new(None) };
 }
 
+/// The one predefined type (basic or pair) the data of `dt` is made of, for operations that
+/// combine element by element (accumulates); None when it mixes several or holds no data.
+pub fn element_type(dt: MPI_Datatype) -> MpiResult<Option<MPI_Datatype>> {
+    Ok(match lookup(dt)? {
+        Type::Builtin(_) | Type::Pair(_) => Some(dt),
+        Type::Derived(o) if o.permanent => Some(dt),
+        Type::Derived(o) => match element_of(&o.contents.types) {
+            Element::One(h) => Some(h),
+            Element::NoData | Element::Mixed => None,
+        },
+    })
+}
+
+enum Element {
+    NoData,
+    One(MPI_Datatype),
+    Mixed,
+}
+
+fn element_of(children: &[Child]) -> Element {
+    let mut found = Element::NoData;
+    for c in children {
+        let e = match c {
+            // The bound markers of old-style structs hold no data.
+            Child::Predefined(h) if type_size(*h).unwrap_or(0) == 0 => Element::NoData,
+            Child::Predefined(h) => Element::One(*h),
+            Child::Derived(o) if o.permanent => Element::One(o.handle()),
+            Child::Derived(o) => element_of(&o.contents.types),
+        };
+        found = match (found, e) {
+            (f, Element::NoData) => f,
+            (Element::NoData, e) => e,
+            (Element::One(a), Element::One(b)) if a == b => Element::One(a),
+            _ => return Element::Mixed,
+        };
+    }
+    found
+}
+
 /// Size in bytes of one element (committed or not).
 pub fn type_size(dt: MPI_Datatype) -> MpiResult<usize> {
     if let Some(b) = builtin::builtin(dt) {

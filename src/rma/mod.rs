@@ -222,6 +222,17 @@ impl Local<'_> {
         // SAFETY: the caller's contract.
         unsafe { self.layout.unpack(self.addr as *mut u8, self.count, 0, packed) }
     }
+
+    /// The blocks holding the data, in order (a single copy's local iovecs).
+    fn blocks(&self) -> Vec<(usize, usize)> {
+        self.layout.iovecs(self.addr as *const u8, self.count, 0..self.bytes())
+    }
+
+    /// The lowest and one past the highest byte the data touches.
+    fn span(&self) -> (usize, usize) {
+        let lo = self.addr.wrapping_add_signed(self.layout.lower(self.count));
+        (lo, lo.wrapping_add(self.layout.span(self.count)))
+    }
 }
 
 /// A resolved target access: its address (here or in the target's process) and route.
@@ -235,6 +246,64 @@ struct Place<'a> {
 impl Place<'_> {
     fn bytes(&self) -> usize {
         self.layout.size * self.count
+    }
+
+    /// Copies `origin`'s data into the target (Direct access, not overlapping) in one pass
+    /// when either side is contiguous; false (nothing done) when neither is.
+    fn copy_from(&self, origin: &Local) -> bool {
+        let len = self.bytes();
+        if len == 0 {
+            return true;
+        }
+        // SAFETY (both arms): the origin data is readable (MPI's contract for the origin
+        // buffer), the target data lies in the target's window memory, mapped here
+        // (`resolve`), and the caller checked they do not overlap.
+        if let Some(at) = origin.layout.contiguous_at() {
+            unsafe {
+                let src = std::slice::from_raw_parts((origin.addr as *const u8).wrapping_offset(at), len);
+                self.layout.unpack(self.addr as *mut u8, self.count, 0, src);
+            }
+        } else if let Some(at) = self.layout.contiguous_at() {
+            unsafe {
+                let dst = std::slice::from_raw_parts_mut((self.addr as *mut u8).wrapping_offset(at), len);
+                origin.layout.pack(origin.addr as *const u8, origin.count, 0..len, dst);
+            }
+        } else {
+            return false;
+        }
+        true
+    }
+
+    /// `copy_from` the other way: the target's data into `origin` (writable).
+    fn copy_to(&self, origin: &Local) -> bool {
+        let len = self.bytes();
+        if len == 0 {
+            return true;
+        }
+        // SAFETY (both arms): as in `copy_from`, with the origin data writable (MPI's contract
+        // for a Get's origin buffer).
+        if let Some(at) = origin.layout.contiguous_at() {
+            unsafe {
+                let dst = std::slice::from_raw_parts_mut((origin.addr as *mut u8).wrapping_offset(at), len);
+                self.layout.pack(self.addr as *const u8, self.count, 0..len, dst);
+            }
+        } else if let Some(at) = self.layout.contiguous_at() {
+            unsafe {
+                let src = std::slice::from_raw_parts((self.addr as *const u8).wrapping_offset(at), len);
+                origin.layout.unpack(origin.addr as *mut u8, origin.count, 0, src);
+            }
+        } else {
+            return false;
+        }
+        true
+    }
+
+    /// Whether the target data may share bytes with `origin` (both in this process).
+    fn overlaps(&self, origin: &Local) -> bool {
+        let lo = self.addr.wrapping_add_signed(self.layout.lower(self.count));
+        let hi = lo.wrapping_add(self.layout.span(self.count));
+        let (olo, ohi) = origin.span();
+        lo < ohi && olo < hi
     }
 
     fn remote_blocks(&self) -> Vec<(u64, u64)> {
@@ -285,27 +354,13 @@ fn single_copy_failed(what: &str, e: std::io::Error) -> crate::error::MpiError {
     crate::error::MpiError::new(MPI_ERR_OTHER, format!("single-copy {what} of the target's window memory failed: {e}"))
 }
 
-/// The predefined datatype the elements of `layout`'s type `dt` are made of (accumulate
-/// operations combine element by element).
+/// The predefined datatype (basic or pair) the elements of `dt` are made of: accumulates
+/// combine element by element.
 fn basic_type(dt: MPI_Datatype) -> MpiResult<MPI_Datatype> {
-    if crate::datatype::builtin::builtin(dt).is_some() {
-        return Ok(dt);
-    }
-    let ty = crate::datatype::lookup(dt)?;
-    let mut basic: Option<MPI_Datatype> = None;
-    let mut mixed = false;
-    ty.data().sig.for_each_run(1, &mut |b, _| match basic {
-        None => basic = Some(b.handle),
-        Some(h) if h != b.handle => mixed = true,
-        Some(_) => {}
-    });
-    match basic {
-        Some(h) if !mixed => Ok(h),
-        Some(_) => err(
-            MPI_ERR_TYPE,
-            "accumulate operations need a datatype made of one predefined type (derived types of pair types are not supported yet)",
-        ),
-        None => Ok(MPI_BYTE),
+    match crate::datatype::element_type(dt)? {
+        Some(h) => Ok(h),
+        None if crate::datatype::type_size(dt)? == 0 => Ok(MPI_BYTE),
+        None => err(MPI_ERR_TYPE, "accumulate operations need a datatype made of one predefined type"),
     }
 }
 
@@ -458,10 +513,22 @@ impl Rma {
     /// `origin` holds its elements, readable.
     pub unsafe fn put(&self, origin: &Local, target: &TargetSpec) -> MpiResult<()> {
         let Some(place) = self.resolve(target, None)? else { return Ok(()) };
-        same_bytes(origin.bytes(), place.bytes())?;
-        // SAFETY: the caller's contract.
-        let packed = unsafe { origin.pack() };
-        place.write(&packed)
+        let len = origin.bytes();
+        same_bytes(len, place.bytes())?;
+        match place.access {
+            // One copy when either side is contiguous, unless the two overlap (a Put to
+            // itself).
+            Access::Direct if !place.overlaps(origin) && place.copy_from(origin) => Ok(()),
+            Access::SingleCopy { pid } => {
+                crate::transport::shm::cma_writev_range(pid, &origin.blocks(), &place.remote_blocks(), 0..len)
+                    .map_err(|e| single_copy_failed("write", e))
+            }
+            _ => {
+                // SAFETY: the caller's contract.
+                let packed = unsafe { origin.pack() };
+                place.write(&packed)
+            }
+        }
     }
 
     /// MPI_Get.
@@ -470,11 +537,23 @@ impl Rma {
     /// `origin` holds its elements, writable, not overlapping the target's window memory.
     pub unsafe fn get(&self, origin: &Local, target: &TargetSpec) -> MpiResult<()> {
         let Some(place) = self.resolve(target, None)? else { return Ok(()) };
-        same_bytes(origin.bytes(), place.bytes())?;
-        let packed = place.read()?;
-        // SAFETY: the caller's contract.
-        unsafe { origin.unpack(&packed) };
-        Ok(())
+        let len = origin.bytes();
+        same_bytes(len, place.bytes())?;
+        match place.access {
+            Access::Direct if !place.overlaps(origin) && place.copy_to(origin) => Ok(()),
+            Access::SingleCopy { pid } => {
+                // SAFETY: the origin blocks are this process's, writable, and MPI forbids
+                // touching them until the operation completes (at return).
+                unsafe { crate::transport::shm::cma_readv(pid, &origin.blocks(), &place.remote_blocks(), len) }
+                    .map_err(|e| single_copy_failed("read", e))
+            }
+            _ => {
+                let packed = place.read()?;
+                // SAFETY: the caller's contract.
+                unsafe { origin.unpack(&packed) };
+                Ok(())
+            }
+        }
     }
 
     /// MPI_Accumulate (`result` None) and MPI_Get_accumulate (the target's data before the
