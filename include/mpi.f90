@@ -17,6 +17,28 @@ module mpi
         module procedure mpi_sizeof_l4
         module procedure mpi_sizeof_ch
     end interface mpi_sizeof
+    interface
+        function mpi_aint_add(a, b)
+            import :: MPI_ADDRESS_KIND
+            integer(kind=MPI_ADDRESS_KIND) :: mpi_aint_add
+            integer(kind=MPI_ADDRESS_KIND), intent(in) :: a, b
+        end function mpi_aint_add
+        function mpi_aint_diff(a, b)
+            import :: MPI_ADDRESS_KIND
+            integer(kind=MPI_ADDRESS_KIND) :: mpi_aint_diff
+            integer(kind=MPI_ADDRESS_KIND), intent(in) :: a, b
+        end function mpi_aint_diff
+        function pmpi_aint_add(a, b)
+            import :: MPI_ADDRESS_KIND
+            integer(kind=MPI_ADDRESS_KIND) :: pmpi_aint_add
+            integer(kind=MPI_ADDRESS_KIND), intent(in) :: a, b
+        end function pmpi_aint_add
+        function pmpi_aint_diff(a, b)
+            import :: MPI_ADDRESS_KIND
+            integer(kind=MPI_ADDRESS_KIND) :: pmpi_aint_diff
+            integer(kind=MPI_ADDRESS_KIND), intent(in) :: a, b
+        end function pmpi_aint_diff
+    end interface
 contains
     subroutine mpi_sizeof_i1(x, size, ierror)
         integer (kind=1), intent(in) :: x(..)

@@ -187,6 +187,7 @@ ctests! {
     example_hello_ring => "examples/hello_ring.c",
     fortran_sentinels => "fortran/f_sentinels.f",
     fortran_address => "fortran/f_address.f",
+    fortran_rma => "fortran/f_rma.f90",
     fortran_pt2pt => "fortran/f_pt2pt.f90",
     fortran_coll => "fortran/f_coll.f90",
     fortran_comm => "fortran/f_comm.f90",

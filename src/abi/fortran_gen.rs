@@ -204,6 +204,19 @@ pub fn mpi_f90() -> String {
         lines.push(format!("        module procedure mpi_sizeof_{suffix}"));
     }
     lines.push("    end interface mpi_sizeof".into());
+    // Functions whose result is not a default INTEGER: without an explicit type, implicit
+    // typing made MPI_Aint_add's address a 32-bit integer (truncated).
+    lines.push("    interface".into());
+    for name in ["mpi_aint_add", "mpi_aint_diff", "pmpi_aint_add", "pmpi_aint_diff"] {
+        lines.extend([
+            format!("        function {name}(a, b)"),
+            "            import :: MPI_ADDRESS_KIND".into(),
+            format!("            integer(kind=MPI_ADDRESS_KIND) :: {name}"),
+            "            integer(kind=MPI_ADDRESS_KIND), intent(in) :: a, b".into(),
+            format!("        end function {name}"),
+        ]);
+    }
+    lines.push("    end interface".into());
     lines.push("contains".into());
     for (suffix, ty) in SIZEOF_TYPES {
         lines.extend([
