@@ -202,6 +202,18 @@ static void test_flavor(int flavor)
     MPI_Win_unlock_all(win);
     CHECK(rd == 77 + rank, "%s: Rget after Rput read %d", fn, rd);
 
+    /* MPI_MODE_NOCHECK takes no lock and so releases none: exclusive locks still work after */
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock(MPI_LOCK_SHARED, right, MPI_MODE_NOCHECK, win);
+    MPI_Get(&rd, 1, MPI_INT, right, 6, 1, MPI_INT, win);
+    MPI_Win_unlock(right, win);
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
+    MPI_Win_unlock_all(win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win);
+    MPI_Put(&val, 1, MPI_INT, right, 6, 1, MPI_INT, win);
+    MPI_Win_unlock(right, win);
+
     /* post/start/complete/wait on a ring: expose to the left neighbour, access the right */
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Group world, gl, gr;

@@ -2,7 +2,8 @@
 /* Dynamic windows: each rank attaches two buffers and publishes their addresses; origins
  * Put, Get and Accumulate at absolute target addresses under locks and fences, with a
  * derived target type; data outside the attached memory (past a region's end, after a
- * detach) is MPI_ERR_RMA_RANGE; attach/detach misuse is MPI_ERR_RMA_ATTACH. */
+ * detach) is MPI_ERR_RMA_RANGE; attach/detach misuse is MPI_ERR_RMA_ATTACH. A hundred
+ * regions attached one after the other are reached as one. */
 #include "mtest.h"
 
 #define LEN 32
@@ -88,15 +89,29 @@ int main(int argc, char **argv)
         rc = MPI_Put(&x, 1, MPI_INT, right, rb, 1, MPI_INT, win);
         CHECK(class_of(rc) == MPI_ERR_RMA_RANGE, "put into a detached region: class %d", class_of(rc));
         MPI_Win_unlock(right, win);
-        /* the table's capacity is reported, not overflowed */
+        /* many regions, adjacent ones reached as one: attach 100 bytes one by one, then put
+         * 40 bytes across 40 of the right neighbour's */
         char *many = malloc(100);
-        int refused = 0;
-        for (int i = 0; i < 100 && !refused; i++) {
-            rc = MPI_Win_attach(win, many + i, 1);
-            refused = rc != MPI_SUCCESS;
+        for (int i = 0; i < 100; i++) {
+            many[i] = 0;
+            MPI_CHECK(MPI_Win_attach(win, many + i, 1));
         }
-        CHECK(refused && class_of(rc) == MPI_ERR_RMA_ATTACH, "100 attaches: refused %d, class %d", refused,
-              class_of(rc));
+        MPI_Aint at, ats[64];
+        MPI_Get_address(many, &at);
+        MPI_Allgather(&at, 1, MPI_AINT, ats, 1, MPI_AINT, MPI_COMM_WORLD);
+        char bytes[40];
+        for (int i = 0; i < 40; i++)
+            bytes[i] = (char)(rank + i);
+        MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right, 0, win);
+        MPI_CHECK(MPI_Put(bytes, 40, MPI_CHAR, right, ats[right] + 50, 40, MPI_CHAR, win));
+        rc = MPI_Put(bytes, 40, MPI_CHAR, right, ats[right] + 70, 40, MPI_CHAR, win);
+        CHECK(class_of(rc) == MPI_ERR_RMA_RANGE, "put past the last of 100 regions: class %d", class_of(rc));
+        MPI_Win_unlock(right, win);
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (int i = 0; i < 40; i++)
+            CHECK(many[50 + i] == (char)(left + i), "many[%d] is %d", 50 + i, many[50 + i]);
+        CHECK(many[49] == 0 && many[90] == 0, "bytes outside the put changed");
+        MPI_Barrier(MPI_COMM_WORLD);
         for (int i = 0; i < 100; i++)
             MPI_Win_detach(win, many + i);
         free(many);

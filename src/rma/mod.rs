@@ -11,9 +11,10 @@
 //! barrier, a lock a reader-writer lock word per target, post/start/complete/wait counters
 //! per pair of members.
 //!
-//! Dynamic windows publish each member's attached regions in the control area (a table per
-//! member behind a sequence counter), so that an origin checks an absolute target address
-//! against them before a single copy.
+//! Dynamic windows: each member keeps its attached regions (sorted, adjacent ones merged) in
+//! its own memory and publishes where they are in the control area behind a sequence
+//! counter; an origin reads them by single copy when the counter moved since its last look
+//! and checks an absolute target address against them before the operation.
 //!
 //! Not yet: windows over the program's memory when single copy is not permitted (answered
 //! with MPI_ERR_UNSUPPORTED_OPERATION), and members on several nodes.
@@ -59,24 +60,21 @@ struct LockLine {
 
 const WRITER: u32 = 1 << 31;
 
-/// Regions a member of a dynamic window may have attached at once.
-pub const REGIONS_MAX: usize = 64;
-
-/// A member's attached regions of a dynamic window, as origins read them: `seq` is odd while
-/// the owner rewrites the table (a sequence lock: readers retry).
+/// Where a member of a dynamic window keeps its attached regions: `seq` is odd while the
+/// member replaces them (a sequence lock), `addr` and `count` locate the (address, length)
+/// pairs in its memory.
 #[repr(C)]
-struct RegionTable {
+struct RegionsRef {
     seq: AtomicU64,
+    addr: AtomicU64,
     count: AtomicU64,
-    /// (address, length) pairs.
-    regions: [[AtomicU64; 2]; REGIONS_MAX],
 }
 
 /// Bytes of the control area of a window of `n` members: their lock lines, two `n * n`
 /// counter matrices (posts and completions of post/start/complete/wait), and for a dynamic
 /// window a region table per member.
 pub fn control_bytes(n: usize, dynamic: bool) -> usize {
-    let tables = if dynamic { n * size_of::<RegionTable>() } else { 0 };
+    let tables = if dynamic { n * size_of::<RegionsRef>() } else { 0 };
     (n * size_of::<LockLine>() + 2 * n * n * size_of::<AtomicU32>()).next_multiple_of(64) + tables
 }
 
@@ -106,14 +104,14 @@ impl Control {
         unsafe { &*(start as *const AtomicU32).add(m * self.n * self.n + t * self.n + o) }
     }
 
-    /// Member `r`'s region table (dynamic windows).
-    fn regions(&self, r: usize) -> &RegionTable {
+    /// Where member `r` keeps its regions (dynamic windows).
+    fn regions(&self, r: usize) -> &RegionsRef {
         assert!(self.dynamic && r < self.n);
         let start = self.addr + control_bytes(self.n, false);
-        // SAFETY: a dynamic window's control area holds `n` tables after the matrices
+        // SAFETY: a dynamic window's control area holds `n` of these after the matrices
         // (`control_bytes`), 64-byte aligned, zeroed at creation, accessed atomically only;
         // mapped while `self` exists.
-        unsafe { &*(start as *const RegionTable).add(r) }
+        unsafe { &*(start as *const RegionsRef).add(r) }
     }
 }
 
@@ -128,9 +126,11 @@ enum LockKind {
 struct Epochs {
     /// Between a fence and the next one with MPI_MODE_NOSUCCEED (or a lock or start).
     fence: bool,
-    /// Passive-target locks held, by target (MPI_Win_lock).
-    locks: Vec<Option<LockKind>>,
+    /// Passive-target locks held, by target (MPI_Win_lock), and whether the lock word was
+    /// taken (not under MPI_MODE_NOCHECK): only a taken lock is released.
+    locks: Vec<Option<(LockKind, bool)>>,
     lock_all: bool,
+    lock_all_taken: bool,
     /// The targets of the access epoch MPI_Win_start opened.
     started: Option<Vec<usize>>,
     /// The origins of the exposure epoch MPI_Win_post opened.
@@ -181,6 +181,11 @@ pub struct Rma {
     unreachable_why: &'static str,
     control: Control,
     epochs: Mutex<Epochs>,
+    /// This member's attached regions as published (`RegionsRef` points at them), and the
+    /// other members' as last read, with the sequence number they were read at (dynamic
+    /// windows).
+    own_regions: Mutex<Box<[[u64; 2]]>>,
+    seen_regions: Mutex<Vec<(u64, Vec<(usize, usize)>)>>,
 }
 
 /// Where the target's data lies: the origin's view of `count` elements of `layout` at
@@ -387,6 +392,9 @@ impl Rma {
             unreachable_why,
             control: Control { addr: control, n, dynamic },
             epochs: Mutex::new(epochs),
+            own_regions: Mutex::new(Box::new([])),
+            // Sequence numbers are even once published: 1 means never read.
+            seen_regions: Mutex::new(vec![(1, Vec::new()); n]),
         }
     }
 
@@ -450,7 +458,7 @@ impl Rma {
     }
 
     /// `resolve` for a dynamic window: the displacement is an address in the target, and the
-    /// data must lie within one region it has attached.
+    /// data must lie within memory it has attached.
     fn resolve_dynamic<'a>(&self, r: usize, t: &TargetSpec<'a>, access: Access) -> MpiResult<Option<Place<'a>>> {
         let place = Place { addr: t.disp as usize, count: t.count, layout: t.layout, access };
         if place.bytes() == 0 {
@@ -458,7 +466,7 @@ impl Rma {
         }
         let lo = (t.disp as usize).wrapping_add_signed(t.layout.lower(t.count));
         let hi = lo.wrapping_add(t.layout.span(t.count));
-        if hi > lo && self.attached(r).iter().any(|&(b, l)| b <= lo && hi <= b + l) {
+        if hi > lo && self.is_attached(r, access, lo, hi)? {
             return Ok(Some(place));
         }
         err(
@@ -470,41 +478,71 @@ impl Rma {
         )
     }
 
-    /// Member `r`'s attached regions (a consistent copy of its table).
-    fn attached(&self, r: usize) -> Vec<(usize, usize)> {
-        let table = self.control.regions(r);
+    /// Whether bytes `lo..hi` of member `r` lie within one of its (merged) attached regions.
+    fn is_attached(&self, r: usize, access: Access, lo: usize, hi: usize) -> MpiResult<bool> {
+        let within = |regions: &[(usize, usize)]| {
+            let i = regions.partition_point(|&(b, _)| b <= lo);
+            i > 0 && hi <= regions[i - 1].0 + regions[i - 1].1
+        };
+        if r == self.rank {
+            let own = self.own_regions.lock().unwrap_or_else(|p| p.into_inner());
+            let regions: Vec<(usize, usize)> = own.iter().map(|&[b, l]| (b as usize, l as usize)).collect();
+            return Ok(within(&regions));
+        }
+        let Access::SingleCopy { pid } = access else {
+            unreachable!("dynamic windows reach other members by single copy")
+        };
+        let place = self.control.regions(r);
+        let mut seen = self.seen_regions.lock().unwrap_or_else(|p| p.into_inner());
         loop {
-            let before = table.seq.load(Ordering::Acquire);
-            if before % 2 == 1 {
-                std::hint::spin_loop();
+            let seq = place.seq.load(Ordering::Acquire);
+            if seq % 2 == 1 {
+                std::thread::yield_now();
                 continue;
             }
-            let n = (table.count.load(Ordering::Relaxed) as usize).min(REGIONS_MAX);
-            let copy: Vec<(usize, usize)> = table.regions[..n]
-                .iter()
-                .map(|e| (e[0].load(Ordering::Relaxed) as usize, e[1].load(Ordering::Relaxed) as usize))
-                .collect();
-            fence(Ordering::Acquire);
-            if table.seq.load(Ordering::Relaxed) == before {
-                return copy;
+            if seen[r].0 == seq {
+                return Ok(within(&seen[r].1));
             }
+            let (addr, count) = (place.addr.load(Ordering::Relaxed), place.count.load(Ordering::Relaxed) as usize);
+            let mut raw = vec![0u8; count * 16];
+            let read = if count == 0 { Ok(()) } else { crate::transport::shm::cma_read(pid, addr, &mut raw) };
+            fence(Ordering::Acquire);
+            if place.seq.load(Ordering::Relaxed) != seq {
+                // Replaced meanwhile (the old list may be gone, hence a failed read): again.
+                continue;
+            }
+            read.map_err(|e| single_copy_failed("read of the attached regions", e))?;
+            let word = |c: &[u8]| u64::from_ne_bytes(c.try_into().unwrap()) as usize;
+            let regions = raw.chunks_exact(16).map(|c| (word(&c[..8]), word(&c[8..]))).collect();
+            seen[r] = (seq, regions);
+            return Ok(within(&seen[r].1));
         }
     }
 
-    /// Publishes this member's attached regions (MPI_Win_attach, MPI_Win_detach): at most
-    /// `REGIONS_MAX`, which the caller checked.
+    /// Publishes this member's attached regions (MPI_Win_attach, MPI_Win_detach), sorted and
+    /// with adjacent ones merged (an access may span regions attached one after the other).
     pub fn publish_regions(&self, regions: &[(usize, usize)]) {
-        assert!(regions.len() <= REGIONS_MAX);
-        let table = self.control.regions(self.rank);
-        let seq = table.seq.load(Ordering::Relaxed);
-        table.seq.store(seq + 1, Ordering::Relaxed);
-        fence(Ordering::Release);
-        for (e, &(b, l)) in table.regions.iter().zip(regions) {
-            e[0].store(b as u64, Ordering::Relaxed);
-            e[1].store(l as u64, Ordering::Relaxed);
+        let mut sorted: Vec<(u64, u64)> = regions.iter().map(|&(b, l)| (b as u64, l as u64)).collect();
+        sorted.sort_unstable();
+        // (address, length) arrays: the layout a reader in another process parses.
+        let mut merged: Vec<[u64; 2]> = Vec::with_capacity(sorted.len());
+        for (b, l) in sorted {
+            match merged.last_mut() {
+                Some([mb, ml]) if *mb + *ml == b => *ml += l,
+                _ => merged.push([b, l]),
+            }
         }
-        table.count.store(regions.len() as u64, Ordering::Relaxed);
-        table.seq.store(seq + 2, Ordering::Release);
+        let list = merged.into_boxed_slice();
+        let place = self.control.regions(self.rank);
+        let mut own = self.own_regions.lock().unwrap_or_else(|p| p.into_inner());
+        let seq = place.seq.load(Ordering::Relaxed);
+        place.seq.store(seq + 1, Ordering::Relaxed);
+        fence(Ordering::Release);
+        place.addr.store(list.as_ptr() as u64, Ordering::Relaxed);
+        place.count.store(list.len() as u64, Ordering::Relaxed);
+        place.seq.store(seq + 2, Ordering::Release);
+        // The previous list goes now: a reader still copying it sees the counter moved.
+        *own = list;
     }
 
     /// MPI_Put.
@@ -693,7 +731,7 @@ impl Rma {
                 return err(MPI_ERR_RMA_SYNC, "MPI_Win_lock inside a start epoch of the same window");
             }
             ep.fence = false;
-            ep.locks[t] = Some(kind);
+            ep.locks[t] = Some((kind, assert & MPI_MODE_NOCHECK == 0));
         }
         if assert & MPI_MODE_NOCHECK == 0 {
             self.acquire(t, kind);
@@ -704,14 +742,16 @@ impl Rma {
     /// MPI_Win_unlock: every operation to `rank` is complete already; releases the lock.
     pub fn unlock(&self, rank: c_int) -> MpiResult<()> {
         let Some(t) = self.target_rank(rank)? else { return Ok(()) };
-        let kind = {
+        let (kind, taken) = {
             let mut ep = self.epochs();
             match ep.locks[t].take() {
-                Some(k) => k,
+                Some(held) => held,
                 None => return err(MPI_ERR_RMA_SYNC, format!("target rank {t} is not locked by this process")),
             }
         };
-        self.release(t, kind);
+        if taken {
+            self.release(t, kind);
+        }
         Ok(())
     }
 
@@ -728,6 +768,7 @@ impl Rma {
             }
             ep.fence = false;
             ep.lock_all = true;
+            ep.lock_all_taken = assert & MPI_MODE_NOCHECK == 0;
         }
         if assert & MPI_MODE_NOCHECK == 0 {
             for t in 0..self.n() {
@@ -739,15 +780,18 @@ impl Rma {
 
     /// MPI_Win_unlock_all.
     pub fn unlock_all(&self) -> MpiResult<()> {
-        {
+        let taken = {
             let mut ep = self.epochs();
             if !ep.lock_all {
                 return err(MPI_ERR_RMA_SYNC, "MPI_Win_unlock_all without MPI_Win_lock_all");
             }
             ep.lock_all = false;
-        }
-        for t in 0..self.n() {
-            self.release(t, LockKind::Shared);
+            ep.lock_all_taken
+        };
+        if taken {
+            for t in 0..self.n() {
+                self.release(t, LockKind::Shared);
+            }
         }
         Ok(())
     }
