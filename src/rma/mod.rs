@@ -418,15 +418,9 @@ impl Rma {
     }
 
     /// Checks the epoch and the range of a target access; None for MPI_PROC_NULL.
-    fn resolve<'a>(&self, t: &TargetSpec<'a>, passive_only: Option<&str>) -> MpiResult<Option<Place<'a>>> {
+    fn resolve<'a>(&self, t: &TargetSpec<'a>) -> MpiResult<Option<Place<'a>>> {
         let Some(r) = self.target_rank(t.rank)? else { return Ok(None) };
-        {
-            let ep = self.epochs();
-            match passive_only {
-                Some(what) => ep.check_passive(r, what)?,
-                None => ep.check_access(r)?,
-            }
-        }
+        self.epochs().check_access(r)?;
         let target = self.targets[r];
         if target.access == Access::Unsupported {
             return err(MPI_ERR_UNSUPPORTED_OPERATION, self.unreachable_why);
@@ -550,7 +544,7 @@ impl Rma {
     /// # Safety
     /// `origin` holds its elements, readable.
     pub unsafe fn put(&self, origin: &Local, target: &TargetSpec) -> MpiResult<()> {
-        let Some(place) = self.resolve(target, None)? else { return Ok(()) };
+        let Some(place) = self.resolve(target)? else { return Ok(()) };
         let len = origin.bytes();
         same_bytes(len, place.bytes())?;
         match place.access {
@@ -574,7 +568,7 @@ impl Rma {
     /// # Safety
     /// `origin` holds its elements, writable, not overlapping the target's window memory.
     pub unsafe fn get(&self, origin: &Local, target: &TargetSpec) -> MpiResult<()> {
-        let Some(place) = self.resolve(target, None)? else { return Ok(()) };
+        let Some(place) = self.resolve(target)? else { return Ok(()) };
         let len = origin.bytes();
         same_bytes(len, place.bytes())?;
         match place.access {
@@ -613,7 +607,7 @@ impl Rma {
         let Op::Builtin(builtin) = op else {
             return err(MPI_ERR_OP, "accumulate operations take predefined operations only");
         };
-        let Some(place) = self.resolve(target, None)? else { return Ok(()) };
+        let Some(place) = self.resolve(target)? else { return Ok(()) };
         let no_op = builtin == crate::op::Builtin::NoOp;
         // Nothing to combine (MPICH then checks no types either).
         if place.bytes() == 0 && (no_op || origin.bytes() == 0) && result.is_none_or(|(r, _)| r.bytes() == 0) {
@@ -665,7 +659,7 @@ impl Rma {
         disp: i64,
     ) -> MpiResult<()> {
         let spec = TargetSpec { rank: target, disp, count: 1, layout };
-        let Some(place) = self.resolve(&spec, None)? else { return Ok(()) };
+        let Some(place) = self.resolve(&spec)? else { return Ok(()) };
         let t = self.target_rank(target)?.expect("resolved above");
         let _held = self.acc_lock(t);
         let old = place.read()?;
