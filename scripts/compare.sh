@@ -6,10 +6,10 @@
 #                      [--mpis LIST] [--oxmpi-prefix DIR] [--timeout SECONDS]
 #
 #   --quick            fewer sizes and iterations, np 2 (under 5 minutes on 2 busy cores)
-#   --bench LIST       comma-separated, from: latency,bw,bibw,mbw_mr,vector,coll,sparse,startup
+#   --bench LIST       comma-separated, from: latency,bw,bibw,mbw_mr,vector,coll,sparse,rma,startup
 #                      (default: all)
 #   --np LIST          rank counts for mbw_mr, coll, sparse and startup (default 2,4 with 4
-#                      cores or more, else 2; --quick 2); latency, bw, bibw and vector always
+#                      cores or more, else 2; --quick 2); latency, bw, bibw, vector and rma always
 #                      run on 2 ranks. Rank counts above the core count oversubscribe: MPIs
 #                      that busy-poll (MPICH) then take milliseconds per operation and a full
 #                      collective run can exceed --timeout
@@ -35,7 +35,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 benchdir=$root/ctests/bench
 
 quick=no
-benches=latency,bw,bibw,mbw_mr,vector,coll,sparse,startup
+benches=latency,bw,bibw,mbw_mr,vector,coll,sparse,rma,startup
 nps=
 rounds=
 out=
@@ -82,7 +82,7 @@ IFS=, read -r -a np_list <<< "$nps"
 IFS=, read -r -a mpi_list <<< "$mpis"
 for b in "${bench_list[@]}"; do
     case $b in
-        latency|bw|bibw|mbw_mr|vector|coll|sparse|startup) ;;
+        latency|bw|bibw|mbw_mr|vector|coll|sparse|rma|startup) ;;
         *) echo "compare.sh: unknown benchmark $b" >&2; exit 2 ;;
     esac
 done
@@ -186,6 +186,7 @@ done
 # Launching: sets `cmd` to the command line (an array) that runs program $2 of MPI $1 on $3
 # ranks.
 
+declare -A osc_ucx=([bench_rma]="--mca osc ucx")
 ompi_root=()
 if [ "$(id -u)" = 0 ]; then
     ompi_root=(--allow-run-as-root)
@@ -195,7 +196,8 @@ launcher() { # mpi program np
     case $1 in
         oxmpi) cmd=("$oxprefix/bin/mpiexec" -n "$3" "$out/build/oxmpi/$2") ;;
         mpich) cmd=(mpiexec.mpich -n "$3" "$out/build/mpich/$2") ;;
-        openmpi) cmd=(mpirun.openmpi --oversubscribe "${ompi_root[@]}" -n "$3" "$out/build/openmpi/$2") ;;
+        # Open MPI's default one-sided component (osc rdma) crashes here; osc ucx works.
+        openmpi) cmd=(mpirun.openmpi --oversubscribe "${ompi_root[@]}" ${osc_ucx[$2]:-} -n "$3" "$out/build/openmpi/$2") ;;
         oxmpi-mpichbin)
             cmd=(env "LD_LIBRARY_PATH=$oxprefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
                 "$oxprefix/bin/mpiexec" -n "$3" "$out/build/mpich/$2") ;;
@@ -212,6 +214,7 @@ args_for() { # bench
             vector) bargs=(--max-size 256K --iters 40 --warmup 4 --window 16 --blocks '1:2,64:128' --step 4) ;;
             coll) bargs=(--max-size 64K --iters 30 --warmup 3 --step 4) ;;
             sparse) bargs=(--min-size 1K --max-size 256K --iters 20 --warmup 2 --step 4) ;;
+            rma) bargs=(--max-size 1M --iters 200 --warmup 20 --step 8) ;;
         esac
     else
         case $1 in
@@ -220,6 +223,7 @@ args_for() { # bench
             vector) bargs=(--max-size 4M) ;;
             coll) bargs=(--max-size 4M) ;;
             sparse) bargs=(--max-size 4M) ;;
+            rma) bargs=(--max-size 4M) ;;
         esac
     fi
 }
@@ -229,7 +233,7 @@ nps_for() { # bench
     local n
     nps_out=()
     case $1 in
-        latency|bw|bibw|vector) nps_out=(2) ;;
+        latency|bw|bibw|vector|rma) nps_out=(2) ;;
         mbw_mr)
             for n in "${np_list[@]}"; do [ $((n % 2)) = 0 ] && nps_out+=("$n"); done ;;
         *) nps_out=("${np_list[@]}") ;;

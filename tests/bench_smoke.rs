@@ -26,6 +26,7 @@ const PROGRAMS: &[(&str, &str)] = &[
     ("bench_vector", "vector.c"),
     ("bench_coll", "coll.c"),
     ("bench_sparse", "sparse.c"),
+    ("bench_rma", "rma.c"),
     ("bench_empty", "empty.c"),
 ];
 
@@ -340,6 +341,38 @@ fn cases() -> Vec<Case> {
             may_skip: false,
             ok: true,
         },
+        Case {
+            prog: "bench_rma",
+            np: 2,
+            args: "--max-size 64K --iters 3 --warmup 1 --check",
+            expect: each(
+                &[
+                    "put_flush_alloc",
+                    "get_flush_alloc",
+                    "put_fence_alloc",
+                    "get_fence_alloc",
+                    "put_flush_create",
+                    "get_flush_create",
+                ],
+                sizes(1, 65536),
+            )
+            .into_iter()
+            .chain(each(&["acc_flush_alloc", "acc_flush_create"], sizes(8, 65536)))
+            .chain(each(&["fop_flush_alloc", "cas_flush_alloc", "fop_flush_create", "cas_flush_create"], vec![8]))
+            .collect(),
+            may_skip: false,
+            ok: true,
+        },
+        // Ranks that only take part in the fences.
+        Case {
+            prog: "bench_rma",
+            np: 3,
+            args: "--max-size 256 --iters 3 --warmup 1 --check --ops put_fence_create,get_fence_alloc",
+            expect: each(&["put_fence_create", "get_fence_alloc"], sizes(1, 256)),
+            may_skip: false,
+            ok: true,
+        },
+        Case { prog: "bench_rma", np: 2, args: "--ops put_sideways_alloc", expect: vec![], may_skip: false, ok: false },
         Case { prog: "bench_empty", np: 2, args: "", expect: vec![], may_skip: false, ok: true },
         // A bad option is an error, not a silent default.
         Case { prog: "bench_latency", np: 2, args: "--no-such-option", expect: vec![], may_skip: false, ok: false },
