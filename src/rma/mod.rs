@@ -629,12 +629,41 @@ impl Rma {
         if let Some((res, _)) = result {
             same_bytes(res.bytes(), place.bytes())?;
         }
-        // SAFETY: the caller's contract.
-        let input = if no_op { Vec::new() } else { unsafe { origin.pack() } };
+        let len = place.bytes();
+        // The origin's data in place when contiguous, else packed.
+        let packed;
+        let input: &[u8] = match origin.layout.contiguous_at() {
+            _ if no_op => &[],
+            // SAFETY: the caller's contract: `len` readable bytes of data from there.
+            Some(at) => unsafe { std::slice::from_raw_parts((origin.addr as *const u8).wrapping_offset(at), len) },
+            None => {
+                // SAFETY: the caller's contract.
+                packed = unsafe { origin.pack() };
+                &packed
+            }
+        };
         let t = self.target_rank(target.rank)?.expect("resolved above");
         let _held = self.acc_lock(t);
         if result.is_none() && builtin == crate::op::Builtin::Replace {
-            return place.write(&input);
+            return place.write(input);
+        }
+        // Contiguous target data in this process: combined where it lies.
+        if let (Access::Direct, Some(at)) = (place.access, place.layout.contiguous_at())
+            && !place.overlaps(origin)
+            && result.is_none_or(|(r, _)| !place.overlaps(r))
+        {
+            // SAFETY: the target data lies in window memory mapped here (`resolve`), not
+            // overlapping the origin's; the accumulate lock keeps other accumulates out, and
+            // MPI forbids other accesses to it meanwhile.
+            let data = unsafe { std::slice::from_raw_parts_mut((place.addr as *mut u8).wrapping_offset(at), len) };
+            if let Some((res, _)) = result {
+                // SAFETY: the caller's contract; checked not to overlap the target data.
+                unsafe { res.unpack(data) };
+            }
+            if !no_op {
+                red.apply(input, data);
+            }
+            return Ok(());
         }
         let mut data = place.read()?;
         if let Some((res, _)) = result {
@@ -642,7 +671,7 @@ impl Rma {
             unsafe { res.unpack(&data) };
         }
         if !no_op {
-            red.apply(&input, &mut data);
+            red.apply(input, &mut data);
             place.write(&data)?;
         }
         Ok(())
