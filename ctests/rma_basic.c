@@ -1,6 +1,6 @@
 /* oxmpi-test: np=1,2,3,4,8 timeout=120 */
-/* One-sided communication on every window flavour that has operations today (allocate,
- * allocate_shared, create over malloc'ed memory): Put, Get, Accumulate, Get_accumulate,
+/* One-sided communication on windows of MPI_Win_allocate, MPI_Win_allocate_shared, and
+ * MPI_Win_create over malloc'ed memory and over MPI_Alloc_mem memory (which other ranks map): Put, Get, Accumulate, Get_accumulate,
  * Fetch_and_op, Compare_and_swap, Rput/Rget, with derived datatypes on both sides, under
  * fence, lock/unlock, lock_all/flush and post/start/complete/wait. RMA_NOCMA (rma_nocma.c)
  * runs it with single copy disabled, where windows over the program's memory reach only
@@ -13,8 +13,9 @@
 #define RMA_NOCMA 0
 #endif
 
-enum { ALLOCATE, SHARED, CREATE };
-static const char *flavor_name[] = {"Win_allocate", "Win_allocate_shared", "Win_create"};
+enum { ALLOCATE, SHARED, CREATE, CREATE_ALLOC_MEM };
+static const char *flavor_name[] = {"Win_allocate", "Win_allocate_shared", "Win_create",
+                                    "Win_create over MPI_Alloc_mem"};
 
 static MPI_Win make(int flavor, int **base)
 {
@@ -24,7 +25,10 @@ static MPI_Win make(int flavor, int **base)
     else if (flavor == SHARED)
         MPI_Win_allocate_shared(N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, base, &win);
     else {
-        *base = malloc(N * sizeof(int));
+        if (flavor == CREATE)
+            *base = malloc(N * sizeof(int));
+        else /* a page or more: memory other ranks can map; the window starts inside it */
+            MPI_Alloc_mem(8192, MPI_INFO_NULL, base);
         MPI_Win_create(*base, N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
     }
     MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN);
@@ -36,6 +40,8 @@ static void drop(int flavor, MPI_Win *win, int *base)
     MPI_Win_free(win);
     if (flavor == CREATE)
         free(base);
+    if (flavor == CREATE_ALLOC_MEM)
+        MPI_Free_mem(base);
 }
 
 /* Between phases: nobody still reads the old values, everybody sees the new ones. */
@@ -57,7 +63,10 @@ static int class_of(int rc)
 }
 
 /* Whether operations from this rank may reach `target` on this flavour. */
-static int reachable(int flavor, int target) { return !(RMA_NOCMA && flavor == CREATE && target != mt_rank); }
+static int reachable(int flavor, int target)
+{
+    return !(RMA_NOCMA && flavor >= CREATE && target != mt_rank);
+}
 
 static void test_flavor(int flavor)
 {
@@ -300,7 +309,7 @@ static void user_fn(void *in, void *inout, int *len, MPI_Datatype *dt)
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv);
-    for (int f = ALLOCATE; f <= CREATE; f++)
+    for (int f = ALLOCATE; f <= CREATE_ALLOC_MEM; f++)
         test_flavor(f);
 
     int *mem;

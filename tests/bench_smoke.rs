@@ -359,6 +359,8 @@ fn cases() -> Vec<Case> {
             .into_iter()
             .chain(each(&["acc_flush_alloc", "acc_flush_create"], sizes(8, 65536)))
             .chain(each(&["fop_flush_alloc", "cas_flush_alloc", "fop_flush_create", "cas_flush_create"], vec![8]))
+            .chain(each(&["put_flush_allocmem", "get_flush_allocmem"], sizes(1, 65536)))
+            .chain(each(&["acc_flush_allocmem"], sizes(8, 65536)))
             .collect(),
             may_skip: false,
             ok: true,

@@ -4,7 +4,8 @@
  *          int64), cas (Compare_and_swap on one int64);
  *   SYNC   flush: inside MPI_Win_lock_all, each operation followed by MPI_Win_flush;
  *          fence: each operation followed by MPI_Win_fence on every rank;
- *   WINDOW alloc: memory of MPI_Win_allocate; create: MPI_Win_create over malloc'ed memory.
+ *   WINDOW alloc: memory of MPI_Win_allocate; create: MPI_Win_create over malloc'ed memory;
+ *          allocmem: MPI_Win_create over memory of MPI_Alloc_mem.
  * Records are named after the item; put, get and acc run at every size (a sample is the
  * time of one operation and its synchronisation), fop and cas at 8 bytes. With --check, the
  * target verifies the data of put and the origin that of get, after each size. */
@@ -46,6 +47,8 @@ static int parse(const char *item, int *op, int *fence, int *create)
         *create = 0;
     else if (!strcmp(win, "create"))
         *create = 1;
+    else if (!strcmp(win, "allocmem"))
+        *create = 2;
     else
         return -1;
     return 0;
@@ -78,9 +81,11 @@ int main(int argc, char **argv)
 {
     static const bench_spec spec = {
         "bench_rma", "one-sided operations from rank 0 to rank 1's window", 1000, 100, (size_t)4 << 20, 0, 0,
-        "--ops", "comma-separated OP_SYNC_WINDOW items (OP: put get acc fop cas; SYNC: flush fence; WINDOW: alloc create)",
+        "--ops",
+        "comma-separated OP_SYNC_WINDOW items (OP: put get acc fop cas; SYNC: flush fence; WINDOW: alloc create allocmem)",
         "put_flush_alloc,get_flush_alloc,acc_flush_alloc,fop_flush_alloc,cas_flush_alloc,put_fence_alloc,"
-        "get_fence_alloc,put_flush_create,get_flush_create,acc_flush_create,fop_flush_create,cas_flush_create"};
+        "get_fence_alloc,put_flush_create,get_flush_create,acc_flush_create,fop_flush_create,cas_flush_create,"
+        "put_flush_allocmem,get_flush_allocmem,acc_flush_allocmem"};
     bench_opts o;
     char items[NITEMS][32];
     char *src, *dst, *mem;
@@ -118,7 +123,12 @@ int main(int argc, char **argv)
         if (first == 0) /* an empty transfer measures nothing (and MPICH 4.0.2 then loses the next put) */
             first = 1;
         if (create) {
-            mem = bench_alloc(o.max_size + 8);
+            if (create == 1)
+                mem = bench_alloc(o.max_size + 8);
+            else {
+                MPI_Alloc_mem((MPI_Aint)o.max_size + 8, MPI_INFO_NULL, &mem);
+                memset(mem, 0, o.max_size + 8);
+            }
             MPI_Win_create(mem, (MPI_Aint)o.max_size + 8, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
         } else {
             MPI_Win_allocate((MPI_Aint)o.max_size + 8, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
@@ -184,8 +194,10 @@ int main(int argc, char **argv)
             }
         }
         MPI_Win_free(&win);
-        if (create)
+        if (create == 1)
             free(mem);
+        else if (create == 2)
+            MPI_Free_mem(mem);
     }
     return bench_finish();
 }

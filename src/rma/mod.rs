@@ -19,6 +19,8 @@
 //! Not yet: windows over the program's memory when single copy is not permitted (answered
 //! with MPI_ERR_UNSUPPORTED_OPERATION), and members on several nodes.
 
+pub mod alloc_mem;
+
 use crate::abi::consts::*;
 use crate::datatype::Layout;
 use crate::error::{MpiResult, err};

@@ -83,6 +83,8 @@ pub struct Win {
     /// One-sided operations and epochs (shared with calls in progress on other threads).
     pub rma: std::sync::Arc<crate::rma::Rma>,
     segment: Segment,
+    /// Mappings of other members' MPI_Alloc_mem files (MPI_Win_create over such memory).
+    peer_maps: Vec<Segment>,
 }
 
 /// How the memory of a new window comes about.
@@ -262,14 +264,25 @@ fn build(
         Flavor::Create(base) => base,
         _ => 0,
     };
-    let mine: Vec<u8> = [own_base as u64, size as u64, disp_unit as u64].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    // Memory of MPI_Alloc_mem in a shared file: (descriptor, offset of the base, file length).
+    let shared_file = match flavor {
+        Flavor::Create(base) if size > 0 => crate::rma::alloc_mem::find(base, size),
+        _ => None,
+    };
+    let (fd, offset, file_len) = shared_file.map_or((u64::MAX, 0, 0), |(fd, o, l)| (fd as u64, o as u64, l as u64));
+    let mine: Vec<u8> = [own_base as u64, size as u64, disp_unit as u64, fd, offset, file_len]
+        .iter()
+        .flat_map(|v| v.to_ne_bytes())
+        .collect();
     let all = on_comm(own, |g| allgather_bytes(g, &mine))?;
+    let word = |c: &[u8], i: usize| u64::from_ne_bytes(c[i * 8..i * 8 + 8].try_into().unwrap());
     let mut peers: Vec<Peer> = all
-        .chunks_exact(24)
-        .map(|c| {
-            let word = |i: usize| u64::from_ne_bytes(c[i * 8..i * 8 + 8].try_into().unwrap());
-            Peer { base: word(0) as usize, size: word(1) as MPI_Aint, disp_unit: word(2) as MPI_Aint }
-        })
+        .chunks_exact(48)
+        .map(|c| Peer { base: word(c, 0) as usize, size: word(c, 1) as MPI_Aint, disp_unit: word(c, 2) as MPI_Aint })
+        .collect();
+    let files: Vec<Option<(i32, usize, usize)>> = all
+        .chunks_exact(48)
+        .map(|c| (word(c, 3) != u64::MAX).then(|| (word(c, 3) as i32, word(c, 4) as usize, word(c, 5) as usize)))
         .collect();
     // The control area, then the members' memory: contiguous in rank order for
     // MPI_Win_allocate_shared (MPICH's layout, which programs index across), each part on a
@@ -293,7 +306,7 @@ fn build(
     }
     let base = if allocating { peers[rank].base } else { own_base };
     let worlds = members.clone();
-    let (targets, why) = targets_of(flavor, &peers, &worlds, rank);
+    let (targets, why, peer_maps) = targets_of(flavor, &peers, &files, &worlds, rank);
     let rma = std::sync::Arc::new(crate::rma::Rma::new(rank, worlds, targets, addr, flavor == Flavor::Dynamic, why));
     let win = Win {
         comm: own,
@@ -311,6 +324,7 @@ fn build(
         regions: Vec::new(),
         rma,
         segment: Segment { addr, len },
+        peer_maps,
     };
     Ok((insert(win)?, base))
 }
@@ -423,18 +437,24 @@ pub fn free(handle: MPI_Win) -> MpiResult<()> {
         crate::attr::release(keyval);
     }
     unmap(win.segment.addr, win.segment.len);
+    for m in &win.peer_maps {
+        unmap(m.addr, m.len);
+    }
     runtime::with(|rt| rt.comms.free(win.comm))
 }
 
 /// How this member reaches each member's memory: directly in the shared segment for the
-/// allocating flavours (and its own memory always), by single copy for the program's memory
-/// of others when the kernel permits it. Also the reason given for unreachable ones.
+/// allocating flavours (and its own memory always), directly in a mapping of the member's
+/// MPI_Alloc_mem file (`files`) for MPI_Win_create over such memory, else by single copy
+/// when the kernel permits it. Also the reason given for unreachable ones, and the mappings
+/// made.
 fn targets_of(
     flavor: Flavor,
     peers: &[Peer],
+    files: &[Option<(i32, usize, usize)>],
     worlds: &[usize],
     rank: usize,
-) -> (Vec<crate::rma::Target>, &'static str) {
+) -> (Vec<crate::rma::Target>, &'static str, Vec<Segment>) {
     use crate::rma::{Access, Target};
     let single_copy = matches!(flavor, Flavor::Create(_) | Flavor::Dynamic)
         && runtime::with(|rt| Ok(crate::coll::shm::probe_peer_reads(&rt.engine, worlds, rank))).unwrap_or(false);
@@ -442,25 +462,33 @@ fn targets_of(
                MPI_Win_create_dynamic) need single-copy access to the target's memory (process_vm_writev), which is \
                disabled (OXMPI_CMA=0) or denied here; the message-based fallback is not implemented yet in oxmpi \
                (MPI_Win_allocate works)";
+    let pid_of =
+        |r: usize| runtime::with(|rt| Ok(rt.engine.segment().map(|s| s.peer_identity(worlds[r]).0))).ok().flatten();
+    let mut maps = Vec::new();
     let targets = peers
         .iter()
         .enumerate()
         .map(|(r, p)| {
+            let (size, disp_unit) = (p.size as usize, p.disp_unit as usize);
+            // The same permission as single copy lets this member open the other's file.
+            if let (Flavor::Create(_), Some((fd, offset, len)), true) = (flavor, files[r], r != rank && single_copy)
+                && let Some(addr) = pid_of(r).and_then(|pid| crate::rma::alloc_mem::map_peer(pid, fd, len))
+            {
+                maps.push(Segment { addr, len });
+                return Target { base: addr + offset, size, disp_unit, access: Access::Direct };
+            }
             let access = match flavor {
                 Flavor::Allocate | Flavor::Shared => Access::Direct,
                 Flavor::Create(_) | Flavor::Dynamic if r == rank => Access::Direct,
                 Flavor::Create(_) | Flavor::Dynamic if single_copy => {
-                    let pid = runtime::with(|rt| Ok(rt.engine.segment().map(|s| s.peer_identity(worlds[r]).0)))
-                        .ok()
-                        .flatten();
-                    pid.map_or(Access::Unsupported, |pid| Access::SingleCopy { pid })
+                    pid_of(r).map_or(Access::Unsupported, |pid| Access::SingleCopy { pid })
                 }
                 _ => Access::Unsupported,
             };
-            Target { base: p.base, size: p.size as usize, disp_unit: p.disp_unit as usize, access }
+            Target { base: p.base, size, disp_unit, access }
         })
         .collect();
-    (targets, why)
+    (targets, why, maps)
 }
 
 /// A barrier over the window's communicator `comm` (MPI_Win_fence).
