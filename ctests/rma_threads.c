@@ -3,7 +3,10 @@
  * one MPI_Win_lock_all epoch; each takes tickets from a counter on rank 0 with
  * Fetch_and_op, adds into every rank's counter with Accumulate, puts into its own slots of
  * the next rank and flushes, all at once. Every ticket is handed out exactly once, the sums
- * are exact, and the puts land. */
+ * are exact, and the puts land. Then each thread fences a window of its own, threads
+ * starting in a different order on each rank: a fence once held the library for its whole
+ * barrier, and ranks whose threads fenced different windows first waited for each other
+ * forever (MPICH's threads/rma/multifence). */
 #include "mtest.h"
 #include <pthread.h>
 
@@ -24,6 +27,25 @@ static void *run(void *arg)
         MPI_Accumulate(&one, 1, MPI_LONG, i % n, 1, 1, MPI_LONG, MPI_SUM, win);
         MPI_Put(&v, 1, MPI_LONG, right, 2 + t, 1, MPI_LONG, win);
         MPI_Win_flush_all(win);
+    }
+    return NULL;
+}
+
+#define FENCES 20
+static MPI_Win wins[NT];
+static int *wmem[NT];
+static int fence_errs[NT];
+
+static void *fence_run(void *arg)
+{
+    int t = (int)(long)arg, n = mt_size, right = (mt_rank + 1) % n, left = (mt_rank + n - 1) % n;
+    for (int i = 0; i < FENCES; i++) {
+        int v = mt_rank * 1000 + t * 100 + i;
+        MPI_Win_fence(0, wins[t]);
+        MPI_Put(&v, 1, MPI_INT, right, 0, 1, MPI_INT, wins[t]);
+        MPI_Win_fence(0, wins[t]);
+        if (wmem[t][0] != left * 1000 + t * 100 + i)
+            fence_errs[t]++;
     }
     return NULL;
 }
@@ -77,5 +99,19 @@ int main(int argc, char **argv)
     free(all);
     free(seen);
     MPI_Win_free(&win);
+
+    for (int t = 0; t < NT; t++)
+        MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &wmem[t], &wins[t]);
+    for (int t = 0; t < NT; t++) {
+        int tt = (t + mt_rank) % NT; /* a different first thread on each rank */
+        pthread_create(&th[tt], NULL, fence_run, (void *)(long)tt);
+    }
+    for (int t = 0; t < NT; t++) {
+        pthread_join(th[t], NULL);
+        /* MPICH 4.0.2 reads the previous round's value here now and then */
+        CHECK_STRICT(fence_errs[t] == 0, "thread %d: %d fences read the wrong value", t, fence_errs[t]);
+    }
+    for (int t = 0; t < NT; t++)
+        MPI_Win_free(&wins[t]);
     return mt_finalize();
 }

@@ -7,6 +7,7 @@ use super::attr::{AttrHost, delete_all};
 use super::consts::*;
 use super::ctypes::MPI_Win_errhandler_function;
 use super::errors::write_c_string;
+use super::family::Mode;
 use super::types::*;
 use crate::attr::{AttrType, AttrValue, ObjKind};
 use crate::errhandler::{self, HandlerKind};
@@ -715,7 +716,11 @@ pub unsafe fn MPI_Rget_accumulate_c(
 
 pub fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> MpiResult {
     let comm = win::with(win, |w| Ok(w.comm))?;
-    win::rma(win)?.fence(comm, assert)
+    // The barrier as MPI_Barrier runs it (a schedule and a wait that lets other threads in
+    // at MPI_THREAD_MULTIPLE).
+    // SAFETY: a barrier has no buffers; Mode::Blocking carries no request pointer.
+    win::rma(win)?
+        .fence(assert, || super::coll::in_mode(Mode::Blocking, |m| unsafe { super::coll::MPI_Barrier(comm, m) }))
 }
 
 pub fn MPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: MPI_Win) -> MpiResult {

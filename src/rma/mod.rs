@@ -721,7 +721,9 @@ impl Rma {
 
     /// MPI_Win_fence: ends the epoch before it (every operation of it is complete already)
     /// and opens the next unless `assert` has MPI_MODE_NOSUCCEED.
-    pub fn fence(&self, comm: MPI_Comm, assert: c_int) -> MpiResult<()> {
+    /// `barrier` synchronises the window's members (at MPI_THREAD_MULTIPLE without holding
+    /// the library while it waits: threads may fence different windows in different orders).
+    pub fn fence(&self, assert: c_int, barrier: impl FnOnce() -> MpiResult<()>) -> MpiResult<()> {
         check_assert(assert, MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED)?;
         {
             let ep = self.epochs();
@@ -733,7 +735,7 @@ impl Rma {
             }
         }
         fence(Ordering::SeqCst);
-        crate::win::barrier(comm)?;
+        barrier()?;
         self.epochs().fence = assert & MPI_MODE_NOSUCCEED == 0;
         Ok(())
     }
@@ -1006,7 +1008,7 @@ impl Drop for AccGuard<'_> {
     }
 }
 
-use crate::abi::types::{MPI_Comm, MPI_Op};
+use crate::abi::types::MPI_Op;
 
 /// Waits until `done` holds, progressing messages meanwhile (another member may wait for
 /// this one in a receive) and sleeping between checks when the doorbell is quiet. `done` may

@@ -491,11 +491,6 @@ fn targets_of(
     (targets, why, maps)
 }
 
-/// A barrier over the window's communicator `comm` (MPI_Win_fence).
-pub fn barrier(comm: MPI_Comm) -> MpiResult<()> {
-    on_comm(comm, coll::barrier)
-}
-
 /// The one-sided side of window `handle`.
 pub fn rma(handle: MPI_Win) -> MpiResult<std::sync::Arc<crate::rma::Rma>> {
     with(handle, |w| Ok(w.rma.clone()))
