@@ -16,6 +16,9 @@
 //! counter; an origin reads them by single copy when the counter moved since its last look
 //! and checks an absolute target address against them before the operation.
 //!
+//! `alloc_mem` hands out MPI_Alloc_mem memory that the other members can map, so windows of
+//! MPI_Win_create over it are reached directly too.
+//!
 //! Not yet: windows over the program's memory when single copy is not permitted (answered
 //! with MPI_ERR_UNSUPPORTED_OPERATION), and members on several nodes.
 
