@@ -190,8 +190,11 @@ pub struct Rma {
     /// other members' as last read, with the sequence number they were read at (dynamic
     /// windows).
     own_regions: Mutex<Box<[[u64; 2]]>>,
-    seen_regions: Mutex<Vec<(u64, Vec<(usize, usize)>)>>,
+    seen_regions: Mutex<Vec<(u64, Regions)>>,
 }
+
+/// Attached regions of a dynamic window: (address, length), sorted, adjacent ones merged.
+type Regions = Vec<(usize, usize)>;
 
 /// Where the target's data lies: the origin's view of `count` elements of `layout` at
 /// displacement `disp`.
