@@ -427,16 +427,24 @@ fn local_arg<'a>(addr: *const c_void, count: usize, layout: &'a crate::datatype:
     Ok(rma::Local { addr: addr as usize, count, layout })
 }
 
-/// A request already complete: operations finish as they are issued (`crate::rma`).
-///
-/// # Safety
-/// `request` was checked non-null and is writable.
-unsafe fn completed_request(win: MPI_Win, request: *mut MPI_Request) -> MpiResult {
+/// A request-based operation (MPI_Rput, ...): checks the passive-target epoch, runs `op`
+/// (operations finish as they are issued, `crate::rma`), and hands back a request already
+/// complete.
+fn request_based(
+    win: MPI_Win,
+    target_rank: c_int,
+    what: &str,
+    request: *mut MPI_Request,
+    op: impl FnOnce() -> MpiResult,
+) -> MpiResult {
+    non_null(request, "request")?;
+    win::rma(win)?.check_request_based(target_rank, what)?;
+    op()?;
     let comm = win::with(win, |w| Ok(w.comm))?;
     let id = runtime::with(|rt| {
         Ok(rt.engine.reqs.insert(crate::p2p::request::Request::completed(crate::p2p::request::Status::default(), comm)))
     })?;
-    // SAFETY: the caller's contract.
+    // SAFETY: checked non-null; C passes a writable request.
     unsafe { *request = super::p2p::request_handle(id) };
     Ok(())
 }
@@ -597,10 +605,8 @@ pub unsafe fn MPI_Rput_c(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> MpiResult {
-    non_null(request, "request")?;
-    win::rma(win)?.check_request_based(target_rank, "MPI_Rput")?;
-    // SAFETY: forwarded from the caller; `request` checked non-null.
-    unsafe {
+    // SAFETY: forwarded from the caller.
+    request_based(win, target_rank, "MPI_Rput", request, || unsafe {
         MPI_Put_c(
             origin_addr,
             origin_count,
@@ -610,9 +616,8 @@ pub unsafe fn MPI_Rput_c(
             target_count,
             target_datatype,
             win,
-        )?;
-        completed_request(win, request)
-    }
+        )
+    })
 }
 
 pub unsafe fn MPI_Rget_c(
@@ -626,10 +631,8 @@ pub unsafe fn MPI_Rget_c(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> MpiResult {
-    non_null(request, "request")?;
-    win::rma(win)?.check_request_based(target_rank, "MPI_Rget")?;
-    // SAFETY: forwarded from the caller; `request` checked non-null.
-    unsafe {
+    // SAFETY: forwarded from the caller.
+    request_based(win, target_rank, "MPI_Rget", request, || unsafe {
         MPI_Get_c(
             origin_addr,
             origin_count,
@@ -639,9 +642,8 @@ pub unsafe fn MPI_Rget_c(
             target_count,
             target_datatype,
             win,
-        )?;
-        completed_request(win, request)
-    }
+        )
+    })
 }
 
 pub unsafe fn MPI_Raccumulate_c(
@@ -656,10 +658,8 @@ pub unsafe fn MPI_Raccumulate_c(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> MpiResult {
-    non_null(request, "request")?;
-    win::rma(win)?.check_request_based(target_rank, "MPI_Raccumulate")?;
-    // SAFETY: forwarded from the caller; `request` checked non-null.
-    unsafe {
+    // SAFETY: forwarded from the caller.
+    request_based(win, target_rank, "MPI_Raccumulate", request, || unsafe {
         MPI_Accumulate_c(
             origin_addr,
             origin_count,
@@ -670,9 +670,8 @@ pub unsafe fn MPI_Raccumulate_c(
             target_datatype,
             op,
             win,
-        )?;
-        completed_request(win, request)
-    }
+        )
+    })
 }
 
 pub unsafe fn MPI_Rget_accumulate_c(
@@ -690,10 +689,8 @@ pub unsafe fn MPI_Rget_accumulate_c(
     win: MPI_Win,
     request: *mut MPI_Request,
 ) -> MpiResult {
-    non_null(request, "request")?;
-    win::rma(win)?.check_request_based(target_rank, "MPI_Rget_accumulate")?;
-    // SAFETY: forwarded from the caller; `request` checked non-null.
-    unsafe {
+    // SAFETY: forwarded from the caller.
+    request_based(win, target_rank, "MPI_Rget_accumulate", request, || unsafe {
         MPI_Get_accumulate_c(
             origin_addr,
             origin_count,
@@ -707,9 +704,8 @@ pub unsafe fn MPI_Rget_accumulate_c(
             target_datatype,
             op,
             win,
-        )?;
-        completed_request(win, request)
-    }
+        )
+    })
 }
 
 // ----- synchronisation

@@ -243,8 +243,7 @@ impl Local<'_> {
 
     /// The lowest and one past the highest byte the data touches.
     fn span(&self) -> (usize, usize) {
-        let lo = self.addr.wrapping_add_signed(self.layout.lower(self.count));
-        (lo, lo.wrapping_add(self.layout.span(self.count)))
+        data_span(self.addr, self.count, self.layout)
     }
 }
 
@@ -313,8 +312,7 @@ impl Place<'_> {
 
     /// Whether the target data may share bytes with `origin` (both in this process).
     fn overlaps(&self, origin: &Local) -> bool {
-        let lo = self.addr.wrapping_add_signed(self.layout.lower(self.count));
-        let hi = lo.wrapping_add(self.layout.span(self.count));
+        let (lo, hi) = data_span(self.addr, self.count, self.layout);
         let (olo, ohi) = origin.span();
         lo < ohi && olo < hi
     }
@@ -361,6 +359,12 @@ impl Place<'_> {
         }
         Ok(())
     }
+}
+
+/// The lowest and one past the highest byte `count` elements of `layout` at `addr` touch.
+fn data_span(addr: usize, count: usize, layout: &Layout) -> (usize, usize) {
+    let lo = addr.wrapping_add_signed(layout.lower(count));
+    (lo, lo.wrapping_add(layout.span(count)))
 }
 
 fn single_copy_failed(what: &str, e: std::io::Error) -> crate::error::MpiError {
@@ -466,8 +470,7 @@ impl Rma {
         if place.bytes() == 0 {
             return Ok(Some(place));
         }
-        let lo = (t.disp as usize).wrapping_add_signed(t.layout.lower(t.count));
-        let hi = lo.wrapping_add(t.layout.span(t.count));
+        let (lo, hi) = data_span(t.disp as usize, t.count, t.layout);
         if hi > lo && self.is_attached(r, access, lo, hi)? {
             return Ok(Some(place));
         }
@@ -784,6 +787,7 @@ impl Rma {
         };
         if taken {
             self.release(t, kind);
+            self.wake_all();
         }
         Ok(())
     }
@@ -825,6 +829,7 @@ impl Rma {
             for t in 0..self.n() {
                 self.release(t, LockKind::Shared);
             }
+            self.wake_all();
         }
         Ok(())
     }
@@ -884,6 +889,7 @@ impl Rma {
         });
     }
 
+    /// Releases target `t`'s lock word; the caller then rings the doorbells (once for all).
     fn release(&self, t: usize, kind: LockKind) {
         let word = &self.control.lock_line(t).rw;
         match kind {
@@ -892,7 +898,6 @@ impl Rma {
                 word.fetch_sub(1, Ordering::Release);
             }
         }
-        self.wake_all();
     }
 
     /// Rings every member's doorbell (a waiter for a lock or a counter may sleep).
