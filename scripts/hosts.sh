@@ -13,8 +13,9 @@
 #
 # Layout. Rail r (0..R-1) is a bridge oxbr<r> in the root namespace with 10.77.<r>.1/24.
 # Host oxh<i> is a network namespace of the same name with lo up and one veth per rail:
-# eth<r> inside (10.77.<r>.<10+i>/24, IPv6 off so libfabric/UCX see one address per rail),
-# oxv<i> (rail 0) / oxv<i>r<r> (rail r) in the root namespace, enslaved to oxbr<r>.
+# eth<r> inside (10.77.<r>.<10+i>/24), oxv<i> (rail 0) / oxv<i>r<r> (rail r) in the root
+# namespace, enslaved to oxbr<r>. IPv6 is off on all of them (lo keeps ::1), so libfabric
+# and UCX see one address per rail, not extra fe80:: domains.
 # No default route: hosts reach each other and the root namespace (10.77.<r>.1), nothing else.
 #
 # Each host has a holder process (`sleep infinity` renamed oxhold-<host>) made by `up`
@@ -86,9 +87,9 @@ host_addr() { echo "$NET.$2.$((10 + $1))"; }
 # The holder's pid, after checking it is the live holder of that host's network namespace
 # (a stale pid file after a crash must not send nsenter into an unrelated process).
 holder_pid() {
-    local host=$1 pid argv0
+    local host=$1 pid argv0=
     pid=$(cat "$STATE/$host.pid" 2> /dev/null) || die "host $host is not up (scripts/hosts.sh up N)"
-    argv0=$(tr '\0' '\n' < "/proc/$pid/cmdline" 2> /dev/null | head -n1) || true
+    { read -r -d '' argv0 < "/proc/$pid/cmdline"; } 2> /dev/null || true
     [ "$argv0" = "oxhold-$host" ] || die "holder of $host (pid $pid) is gone; run 'up' again"
     [ "$(stat -L -c %i "/proc/$pid/ns/net")" = "$(stat -L -c %i "/run/netns/$host")" ] ||
         die "holder of $host is not in netns $host"
@@ -99,34 +100,43 @@ holder_pid() {
 stray_holders() {
     local d a
     for d in /proc/[0-9]*; do
-        a=$(tr '\0' '\n' < "$d/cmdline" 2> /dev/null | head -n1) || continue
+        a=
+        { read -r -d '' a < "$d/cmdline"; } 2> /dev/null || true
         [[ $a == oxhold-${HOST_PREFIX}* ]] && echo "${d#/proc/}"
     done
     return 0
 }
 
+# Alive and not a zombie (an orphan's zombie may wait a while for init to reap it).
+alive() {
+    local st
+    st=$(cat "/proc/$1/stat" 2> /dev/null) || return 1
+    st=${st##*) }
+    [ "${st%% *}" != Z ]
+}
+
 kill_pids() { # SIGTERM, 2 s grace, then SIGKILL
     [ $# -gt 0 ] || return 0
     kill -TERM "$@" 2> /dev/null || true
-    local i
+    local i p left
     for i in $(seq 20); do
-        kill -0 "$@" 2> /dev/null || return 0
+        left=
+        for p in "$@"; do alive "$p" && left=1 && break; done
+        [ -n "$left" ] || return 0
         sleep 0.1
     done
     kill -KILL "$@" 2> /dev/null || true
 }
 
 do_down() {
-    local ns pids link
+    local ns link
+    local -a nss pids
+    mapfile -t nss < <(ip netns list 2> /dev/null | awk '{print $1}' | grep -E "^${HOST_PREFIX}[0-9]+$" || true)
     # Everything still running in a host (holder, ranks, proxies) goes first, else the
-    # namespace (and its veth ends) outlive `ip netns del`.
-    for ns in $(ip netns list 2> /dev/null | awk '{print $1}' | grep -E "^${HOST_PREFIX}[0-9]+$" || true); do
-        mapfile -t pids < <(ip netns pids "$ns" 2> /dev/null || true)
-        kill_pids "${pids[@]}"
-        ip netns del "$ns" 2> /dev/null || true
-    done
-    mapfile -t pids < <(stray_holders)
+    # namespaces (and their veth ends) outlive `ip netns del`.
+    mapfile -t pids < <(for ns in "${nss[@]}"; do ip netns pids "$ns" 2> /dev/null || true; done; stray_holders)
     kill_pids "${pids[@]}"
+    for ns in "${nss[@]}"; do ip netns del "$ns" 2> /dev/null || true; done
     # Root ends of the veths (their peers die with them) and the bridges.
     for link in $(ip -o link show 2> /dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' |
         grep -E "^(${VETH_PREFIX}[0-9]+(r[0-9]+)?|${BR_PREFIX}[0-9]+)$" || true); do
@@ -142,6 +152,11 @@ set -e
 hostname "$1"
 mount -t tmpfs -o mode=1777,nosuid,nodev oxshm /dev/shm
 mount --bind "$2/hosts" /etc/hosts
+# Inherited descriptors (a caller'"'"'s pipes) would stay open as long as the host lives.
+for fd in /proc/$$/fd/*; do
+    fd=${fd##*/}
+    [ "$fd" -le 2 ] || eval "exec $fd>&-"
+done
 echo $$ > "$2/$1.pid.new"
 mv "$2/$1.pid.new" "$2/$1.pid"
 exec -a "oxhold-$1" sleep infinity
@@ -178,6 +193,7 @@ cmd_up() {
     } > "$STATE/hosts"
     for r in $(seq 0 $((nr - 1))); do
         ip link add "$BR_PREFIX$r" type bridge
+        sysctl -qw "net.ipv6.conf.$BR_PREFIX$r.disable_ipv6=1"
         ip addr add "$NET.$r.1/24" dev "$BR_PREFIX$r"
         ip link set "$BR_PREFIX$r" up
     done
@@ -188,14 +204,16 @@ cmd_up() {
         for r in $(seq 0 $((nr - 1))); do
             v=$(veth_root "$i" "$r")
             ip link add "$v" type veth peer name "eth$r" netns "$host"
+            sysctl -qw "net.ipv6.conf.$v.disable_ipv6=1"
             ip link set "$v" master "$BR_PREFIX$r" up
             ip netns exec "$host" sysctl -qw "net.ipv6.conf.eth$r.disable_ipv6=1"
             ip -n "$host" addr add "$(host_addr "$i" "$r")/24" dev "eth$r"
             ip -n "$host" link set "eth$r" up
         done
-        # setsid + /dev/null: the holder must not keep the caller's terminal or pipes.
+        # setsid, /dev/null, 9>&-: the holder must keep neither the caller's terminal or
+        # pipes nor the up/down lock.
         setsid ip netns exec "$host" unshare --uts --ipc --mount --propagation private \
-            bash -c "$holder_body" holder "$host" "$STATE" < /dev/null > /dev/null 2>&1 &
+            bash -c "$holder_body" holder "$host" "$STATE" < /dev/null > /dev/null 2>&1 9>&- &
     done
     for i in $(seq "$n"); do
         local t=0
