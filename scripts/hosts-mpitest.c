@@ -1,7 +1,8 @@
 /* Multi-host smoke test for scripts/hosts.sh: each rank prints its rank and host, then
  * ping-pongs with a partner, passes a message around a ring and checks an allreduce.
  *   mpicc.mpich -o /tmp/hosts-mpitest scripts/hosts-mpitest.c
- * Argument: ping-pong message size in bytes (default 1 MiB). Exit status 0 on success. */
+ * Arguments: ping-pong message size in bytes (default 1 MiB), round trips (default 20; a
+ * large count makes a long-running job for failure-injection tests). Exit status 0 on success. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,7 @@ int main(int argc, char **argv)
     /* Ping-pong in pairs (2k, 2k+1): on other hosts with Hydra's default round-robin
      * placement (-hosts a,b). */
     long n = argc > 1 ? atol(argv[1]) : 1 << 20;
-    int iters = 20;
+    int iters = argc > 2 ? atoi(argv[2]) : 20;
     unsigned char *buf = malloc(n ? n : 1), *rbuf = malloc(n ? n : 1);
     char peerhost[MPI_MAX_PROCESSOR_NAME];
     int peer = rank ^ 1;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Self-test of scripts/hosts.sh (root only; needs iproute2, util-linux; uses iputils-ping
-# when present). Brings up 3 hosts with 2 rails and checks: per-host hostname, /dev/shm
+# Self-test of scripts/hosts.sh (root only; needs iproute2, util-linux, libc-bin's getent;
+# uses iputils-ping when present). Brings up 3 hosts with 2 rails and checks: per-host hostname, /dev/shm
 # and SysV IPC; /etc/hosts names; env, cwd, exit status and signals through `exec`;
 # reachability between hosts on both rails; link-down/link-up; rate; that `up` recovers
 # from a crashed run and `down` leaves nothing behind. Prints one line per check and exits
@@ -143,7 +143,7 @@ left=$!
 sleep 0.5
 check "down" "$H" down
 check "down leaves nothing" nothing_left
-st=$(ps -o stat= -p $left)
+st=$(cat /proc/$left/stat 2> /dev/null) && st=${st##*) }
 if [[ -z $st || $st == Z* ]]; then ok "process left on a host is killed"; else bad "process left on a host is killed"; fi
 check "down twice" "$H" down
 

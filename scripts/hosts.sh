@@ -32,25 +32,45 @@
 # leftovers of a crashed run; `down` kills every process still inside a host, then the
 # namespaces, veths and bridges. One set of hosts per machine (up/down take a lock).
 #
-# MPICH (Debian 12: 4.0.2, ch4:ucx, Hydra). mpiexec runs in the root namespace; its
-# proxies are started on the hosts by scripts/hosts-launcher (an ssh stand-in) and connect
-# back to the bridge address (-iface oxbr0). Ranks must use UCX's tcp transport on eth0:
-#   UCX_TLS=tcp,self UCX_NET_DEVICES=eth0 mpiexec.mpich -iface oxbr0 \
-#     -launcher ssh -launcher-exec "$PWD/scripts/hosts-launcher" -hosts oxh1,oxh2 -n 4 ./prog
-# (-hosts oxh1:2,oxh2:2 places 2 ranks per host; ranks of one host use MPICH's shared
-# memory through that host's /dev/shm).
+# Root-namespace processes see oxbr0 too: libfabric's tcp provider there lists oxbr0
+# (10.77.0.1) first, so a single-host job started in the root namespace while hosts are
+# up may bind to 10.77.0.1 and break when `down` removes it (pin it: FI_TCP_IFACE=lo).
 #
-# Open MPI 4.1 (mpirun): launch through the same ssh stand-in, keep out-of-band and
-# TCP BTL traffic on the bridges:
+# MPICH (Debian 12: 4.0.2, ch4:ucx, Hydra). mpiexec runs in the root namespace; its proxies
+# are started on the hosts by scripts/hosts-launcher (an ssh stand-in, one proxy per host
+# which forks that host's ranks) and must connect back to the bridge address: -iface oxbr0
+# (or HYDRA_IFACE=oxbr0). Without it they are told the root's hostname, which resolves to
+# 127.0.0.1 in a host, and mpiexec fails. Ranks talk over UCX's tcp transport on eth0:
+#   UCX_TLS=tcp,self UCX_NET_DEVICES=eth0 timeout 120 mpiexec.mpich -iface oxbr0 \
+#     -launcher ssh -launcher-exec "$PWD/scripts/hosts-launcher" -hosts oxh1,oxh2 -n 4 ./prog
+# -hosts oxh1,oxh2 places ranks round-robin (0,2 on oxh1), -hosts oxh1:2,oxh2:2 in blocks;
+# ranks of one host use MPICH's shared memory in that host's /dev/shm. With only
+# UCX_NET_DEVICES=eth0 UCX picks tcp/eth0 towards other hosts by itself (UCX_LOG_LEVEL=info
+# shows the lanes); with --rails 2, UCX_NET_DEVICES=eth0,eth1 gives tag(tcp/eth0 tcp/eth1).
+# Known flake, not caused by the fake hosts: MPICH 4.0.2 + UCX 1.13 sometimes hangs in
+# MPI_Finalize when UCX uses tcp (one rank spins on a UCX request, the others sit in the
+# PMI barrier); it happens in the plain root namespace too (UCX_TLS=tcp,self mpiexec -n 4:
+# 4 of 20 runs), over the hosts 1-2 of 12 runs at -n 4. Always run under `timeout`.
+# A cable pull (link-down) does not end a job: ranks keep spinning, mpiexec keeps waiting
+# (observed for 10 min); after link-up within a minute TCP retransmits and the job goes
+# on. Tests of failures need their own timeout.
+#
+# Open MPI 4.1 (mpirun): launch through the same ssh stand-in, keep out-of-band and TCP
+# BTL traffic on the bridge subnet (CIDR: the interface is oxbr0 in the root namespace,
+# eth0 in the hosts):
 #   mpirun --allow-run-as-root --mca plm_rsh_agent "$PWD/scripts/hosts-launcher" \
 #     --mca oob_tcp_if_include 10.77.0.0/24 --mca btl tcp,self,vader \
 #     --mca btl_tcp_if_include 10.77.0.0/24 --mca pml ob1 --host oxh1:2,oxh2:2 -n 4 ./prog
 #
-# libfabric: `scripts/hosts.sh exec oxh1 fi_info -p tcp` lists eth0 (10.77.0.11) and lo.
+# libfabric 1.17 in a host: `scripts/hosts.sh exec oxh1 fi_info -p tcp` lists domains eth0
+# (fabric 10.77.0.0/24), lo (127.0.0.1/32) and lo (::1/128), eth0 first, for FI_EP_MSG
+# (tcp) and FI_EP_RDM (tcp;ofi_rxm); FI_TCP_IFACE=eth0 does not shorten that list. fi_pingpong
+# -p tcp (-e msg and -e rdm) runs between oxh1 and oxh2 (server on oxh1, client given
+# 10.77.0.11).
 #
-# Needs: bash, iproute2 (ip, tc, bridge+veth kernel support), util-linux (nsenter,
-# unshare, setsid, flock), procps-free /proc. Ping tests in hosts-selftest.sh use
-# iputils-ping when present.
+# Needs: bash, coreutils, iproute2 (ip, tc; kernel bridge, veth, sch_tbf), util-linux
+# (nsenter, unshare, setsid, flock, mount). hosts-selftest.sh also uses setpriv, ipcmk and
+# ipcs (util-linux), getent (libc-bin) and iputils-ping when present.
 set -euo pipefail
 
 readonly HOST_PREFIX=oxh BR_PREFIX=oxbr VETH_PREFIX=oxv NET=10.77
@@ -149,7 +169,7 @@ do_down() {
 # Writes its pid only when the host is ready, so `up` can wait for that.
 holder_body='
 set -e
-hostname "$1"
+echo "$1" > /proc/sys/kernel/hostname
 mount -t tmpfs -o mode=1777,nosuid,nodev oxshm /dev/shm
 mount --bind "$2/hosts" /etc/hosts
 # Inherited descriptors (a caller'"'"'s pipes) would stay open as long as the host lives.
@@ -161,6 +181,12 @@ echo $$ > "$2/$1.pid.new"
 mv "$2/$1.pid.new" "$2/$1.pid"
 exec -a "oxhold-$1" sleep infinity
 '
+
+# IPv6 off on a link of the current network namespace (no-op on kernels without IPv6).
+no_ipv6() {
+    local f=/proc/sys/net/ipv6/conf/$1/disable_ipv6
+    if [ -e "$f" ]; then echo 1 > "$f"; fi
+}
 
 cmd_up() {
     local n=${1:-} nr=1
@@ -176,8 +202,8 @@ cmd_up() {
     [[ $nr =~ ^[1-9]$ ]] && [ "$nr" -le $MAX_RAILS ] || die "up: rail count 1..$MAX_RAILS expected"
     take_lock
     do_down # leftovers of a crashed run
-    # Half-built hosts are removed if anything below fails.
-    trap 'echo "hosts.sh: up failed, cleaning up" >&2; do_down' ERR
+    # Half-built hosts are removed if anything below fails (set -e or die).
+    trap 'if [ $? != 0 ]; then echo "hosts.sh: up failed, cleaning up" >&2; do_down; fi' EXIT
     mkdir -p "$STATE"
     echo "$nr" > "$STATE/rails"
     local i r host v
@@ -193,7 +219,7 @@ cmd_up() {
     } > "$STATE/hosts"
     for r in $(seq 0 $((nr - 1))); do
         ip link add "$BR_PREFIX$r" type bridge
-        sysctl -qw "net.ipv6.conf.$BR_PREFIX$r.disable_ipv6=1"
+        no_ipv6 "$BR_PREFIX$r"
         ip addr add "$NET.$r.1/24" dev "$BR_PREFIX$r"
         ip link set "$BR_PREFIX$r" up
     done
@@ -204,9 +230,9 @@ cmd_up() {
         for r in $(seq 0 $((nr - 1))); do
             v=$(veth_root "$i" "$r")
             ip link add "$v" type veth peer name "eth$r" netns "$host"
-            sysctl -qw "net.ipv6.conf.$v.disable_ipv6=1"
+            no_ipv6 "$v"
             ip link set "$v" master "$BR_PREFIX$r" up
-            ip netns exec "$host" sysctl -qw "net.ipv6.conf.eth$r.disable_ipv6=1"
+            ip netns exec "$host" bash -c "$(declare -f no_ipv6); no_ipv6 eth$r"
             ip -n "$host" addr add "$(host_addr "$i" "$r")/24" dev "eth$r"
             ip -n "$host" link set "eth$r" up
         done
@@ -219,12 +245,12 @@ cmd_up() {
         local t=0
         until [ -s "$STATE/$HOST_PREFIX$i.pid" ]; do
             t=$((t + 1))
-            [ $t -le 100 ] || { echo "hosts.sh: holder of $HOST_PREFIX$i did not start" >&2; false; }
+            [ $t -le 100 ] || die "holder of $HOST_PREFIX$i did not start"
             sleep 0.1
         done
         holder_pid "$HOST_PREFIX$i" > /dev/null
     done
-    trap - ERR
+    trap - EXIT
 }
 
 cmd_exec() {
