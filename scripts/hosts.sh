@@ -218,7 +218,9 @@ cmd_up() {
         done
     } > "$STATE/hosts"
     for r in $(seq 0 $((nr - 1))); do
-        ip link add "$BR_PREFIX$r" type bridge
+        # Bridged host-to-host traffic bypasses the machine's firewall (br_netfilter
+        # would hand it to iptables' FORWARD chain, which Docker sets to DROP).
+        ip link add "$BR_PREFIX$r" type bridge nf_call_iptables 0 nf_call_ip6tables 0 nf_call_arptables 0
         no_ipv6 "$BR_PREFIX$r"
         ip addr add "$NET.$r.1/24" dev "$BR_PREFIX$r"
         ip link set "$BR_PREFIX$r" up
