@@ -51,9 +51,11 @@
 # MPI_Finalize when UCX uses tcp (one rank spins on a UCX request, the others sit in the
 # PMI barrier); it happens in the plain root namespace too (UCX_TLS=tcp,self mpiexec -n 4:
 # 4 of 20 runs), over the hosts 1-2 of 12 runs at -n 4. Always run under `timeout`.
-# A cable pull (link-down) does not end a job: ranks keep spinning, mpiexec keeps waiting
-# (observed for 10 min); after link-up within a minute TCP retransmits and the job goes
-# on. Tests of failures need their own timeout.
+# A cable pull (link-down of one of two hosts in a ping-pong) does not end an MPICH job:
+# mpiexec kept waiting in both 10-minute tries (in one, the rank on the healthy host and
+# its proxy exited within a minute without a message, the other rank kept spinning; in
+# the other, all ranks kept spinning). After a link-up within a minute, TCP retransmits
+# and the job goes on. Tests of failures need their own timeout.
 #
 # Open MPI 4.1 (mpirun): launch through the same ssh stand-in, keep out-of-band and TCP
 # BTL traffic on the bridge subnet (CIDR: the interface is oxbr0 in the root namespace,
