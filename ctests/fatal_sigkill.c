@@ -1,4 +1,4 @@
-/* oxmpi-test: np=2,4 expect-exit=nonzero expect-output="signal" max-wall=10 */
+/* oxmpi-test: np=2,4 expect-exit=nonzero expect-output="signal" max-wall=10 one-node="oxmpi's mpiexec ending a job (across hosts it is Hydra's job until mpiexec launches on many hosts)" */
 /* A rank killed by SIGKILL while the others block in MPI_Recv from it: the
  * launcher must end the job promptly with a nonzero status (the harness
  * allows 10 s wall time, for loaded machines). */

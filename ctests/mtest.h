@@ -155,6 +155,25 @@ static inline void *mt_malloc(size_t n)
     return p;
 }
 
+/* Which world ranks share this rank's host (same processor name): same[w] is 1 for them
+   (this rank included); returns how many. Tests of node-scoped features (MPI_COMM_TYPE_SHARED)
+   compare with it, so they hold when a job spans hosts. `same` has MPI_COMM_WORLD's size. */
+static inline int mt_same_host(int *same)
+{
+    int size, len, n = 0, w;
+    char mine[MPI_MAX_PROCESSOR_NAME] = {0};
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    char *names = (char *)mt_malloc((size_t)size * MPI_MAX_PROCESSOR_NAME);
+    MPI_Get_processor_name(mine, &len);
+    MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
+    for (w = 0; w < size; w++) {
+        same[w] = strcmp(names + (size_t)w * MPI_MAX_PROCESSOR_NAME, mine) == 0;
+        n += same[w];
+    }
+    free(names);
+    return n;
+}
+
 /* Name of an error code, for messages. */
 static inline const char *mt_errstr(int code)
 {

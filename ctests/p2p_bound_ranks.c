@@ -1,4 +1,4 @@
-/* oxmpi-test: np=2 timeout=120 env=OXMPI_LOG=debug */
+/* oxmpi-test: np=2 timeout=120 env=OXMPI_LOG=debug one-node="the start-up decisions of ranks sharing one node" */
 /* Each rank bound to a CPU of its own before MPI_Init, as Hydra's -bind-to core or srun
  * --cpu-bind=cores do: every rank then sees one CPU, yet no two ranks share one, so the
  * node is not oversubscribed: ranks must spin while they wait, share large copies, and

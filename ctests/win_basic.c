@@ -1,4 +1,4 @@
-/* oxmpi-test: np=1,2,4,8 */
+/* oxmpi-test: np=1,2,4,8 one-node="windows whose members span nodes are not implemented yet" */
 /*
  * Windows as objects: MPI_Win_create, MPI_Win_allocate, MPI_Win_allocate_shared (with
  * MPI_Win_shared_query: what one rank stores through the shared memory the others read),

@@ -57,6 +57,8 @@ pub const COLL_SHM_EXCHANGE_COPY_MIN: &str = "OXMPI_COLL_SHM_EXCHANGE_COPY_MIN";
 pub const FAKE_NODES: &str = "OXMPI_FAKE_NODES";
 pub const RANK_SESSIONS: &str = "OXMPI_RANK_SESSIONS";
 pub const WIDE_COPY: &str = "OXMPI_WIDE_COPY";
+pub const NET_PROVIDER: &str = "OXMPI_NET_PROVIDER";
+pub const NET_DOMAIN: &str = "OXMPI_NET_DOMAIN";
 
 pub const TUNABLES: &[Tunable] = &[
     Tunable { name: LOG, default: "warn", what: "log filter (env_logger syntax), e.g. debug" },
@@ -278,6 +280,17 @@ pub const TUNABLES: &[Tunable] = &[
         default: "32768, or less where blocks would not travel in pieces (block x ranks > OXMPI_COLL_PIECE_MAX); scatters only below 262144",
         what: "when ranks outnumber cores on one node: smallest block (bytes) of a Gather/Scatter moved by single copy \
                through the shared-memory area (the root reads every block, or every member its own; 0: never)",
+    },
+    Tunable {
+        name: NET_PROVIDER,
+        default: "fastest present",
+        what: "libfabric provider for jobs that span nodes, e.g. tcp;ofi_rxm or verbs;ofi_rxm (libfabric's FI_PROVIDER also filters); \
+               by default the first present of cxi, efa, verbs;ofi_rxm, psm3, opx, psm2, tcp;ofi_rxm, tcp",
+    },
+    Tunable {
+        name: NET_DOMAIN,
+        default: "first non-loopback",
+        what: "libfabric domain (NIC or interface name, as oxmpi-info lists them) for jobs that span nodes",
     },
     Tunable {
         name: FAKE_NODES,

@@ -40,6 +40,7 @@ use crate::comm::Comms;
 use crate::error::{MpiError, MpiResult, err};
 use crate::p2p::Engine;
 use crate::pmi::Pmi;
+use crate::transport::net::Net;
 use crate::transport::shm::{self, Geometry, Segment};
 use std::cell::{Cell, UnsafeCell};
 use std::ffi::c_int;
@@ -410,10 +411,14 @@ fn bring_up(required: c_int) -> MpiResult<c_int> {
     let (rank, size) = (pmi.rank(), pmi.size());
     init_logger(rank);
     let multiple = provided == MPI_THREAD_MULTIPLE;
-    let seg = if size > 1 { Some(attach_node_segment(&mut pmi, multiple)?) } else { None };
+    let routes = if size > 1 {
+        connect_transports(&mut pmi, multiple)?
+    } else {
+        Transports { seg: None, net: None, nodes: vec![0], any_multiple: multiple, any_oversubscribed: false }
+    };
     // Decided once for the job, the same on every rank (see `collectives_as_schedules`).
-    COLL_SCHEDULES.store(seg.as_ref().map_or(multiple, Segment::any_thread_multiple), Ordering::Relaxed);
-    let mut engine = Engine::new(rank, size, seg);
+    COLL_SCHEDULES.store(routes.any_multiple, Ordering::Relaxed);
+    let mut engine = Engine::spanning(rank, size, routes.seg, routes.net, routes.nodes, routes.any_oversubscribed);
     engine.probe_cma();
     if log::log_enabled!(log::Level::Debug)
         && let Some(summary) = engine.node_summary()
@@ -435,34 +440,120 @@ fn bring_up(required: c_int) -> MpiResult<c_int> {
     Ok(provided)
 }
 
-/// Creates (node rank 0) or opens the node's shared segment; it is unlinked as soon as
-/// every rank has mapped it, so no file outlives the job.
+/// What `connect_transports` builds and finds out.
+struct Transports {
+    /// The node's segment (None when alone on the node).
+    seg: Option<Segment>,
+    /// The network endpoint (None when the job runs on one node).
+    net: Option<Net>,
+    /// The node of every rank.
+    nodes: Vec<usize>,
+    /// Some rank of the job runs at MPI_THREAD_MULTIPLE.
+    any_multiple: bool,
+    /// Some node's ranks outnumber its cores (the job-wide answer for choices both ends of a
+    /// message make alike, `Engine::ranks_outnumber_cores`).
+    any_oversubscribed: bool,
+}
+
+/// Builds the routes to the other ranks: the node's shared segment when the node holds
+/// other ranks of the job, and the network endpoint when the job spans nodes. Returns them
+/// with the node of every rank.
+///
+/// Every rank takes part in the same two process-manager fences, whatever its node: the
+/// node's first rank creates the segment and every rank publishes its network address
+/// before the first; ranks map the segment and connect to their remote peers between the
+/// two; the segment file is unlinked after the second, once every rank of the node has
+/// mapped it, so no file outlives the job. A job that spans nodes takes a third fence, after
+/// which every rank reads whether each node's ranks outnumber its cores.
 /// `multiple`: this rank starts at MPI_THREAD_MULTIPLE (recorded for `collectives_as_schedules`).
-fn attach_node_segment(pmi: &mut Pmi, multiple: bool) -> MpiResult<Segment> {
+fn connect_transports(pmi: &mut Pmi, multiple: bool) -> MpiResult<Transports> {
     let (rank, size) = (pmi.rank(), pmi.size());
     let nodes = pmi.node_ids().map_err(|e| pmi_error("process mapping", e))?;
-    if nodes.iter().any(|&n| n != nodes[0]) {
-        return err(
-            MPI_ERR_UNSUPPORTED_OPERATION,
-            "ranks on several nodes need the TCP transport, which is not implemented yet in oxmpi",
-        );
-    }
-    let geo = Geometry::for_ranks(size);
-    crate::coll::hier::set_job_prefix(crate::pmi::shm_prefix(pmi.kvsname()));
-    let path = format!("/dev/shm/{}p2p", crate::pmi::shm_prefix(pmi.kvsname()));
-    if rank == 0 {
+    let node: Vec<usize> = (0..size).filter(|&r| nodes[r] == nodes[rank]).collect();
+    let spans_nodes = node.len() < size;
+    let prefix = crate::pmi::shm_prefix(pmi.kvsname());
+    crate::coll::hier::set_job_prefix(prefix.clone());
+    // Named by node: nodes of one job may share a /dev/shm (several "hosts" on one machine).
+    let path = format!("/dev/shm/{prefix}p2p-{}", nodes[rank]);
+    let geo = Geometry::for_ranks(node.len());
+    let shared = node.len() > 1;
+    if shared && rank == node[0] {
         Segment::create(&path, geo)?;
     }
+    let mut net = None;
+    if spans_nodes {
+        let endpoint = Net::open(rank, size)?;
+        // The address, and this rank's thread level, which ranks of other nodes cannot read
+        // in the segment.
+        let name: String = endpoint.name()?.iter().map(|b| format!("{b:02x}")).collect();
+        let name = format!("{name}:{}", multiple as u8);
+        pmi.put(&net_key(rank), &name).map_err(|e| pmi_error("publishing the network address", e))?;
+        net = Some(endpoint);
+    }
     pmi.fence().map_err(|e| pmi_error("fence", e))?;
-    let mut seg = Segment::attach(&path, geo, rank, Engine::cma_probe_addr())?;
-    seg.publish_thread_multiple(multiple);
-    shm::allow_peer_reads();
+    let seg = if shared {
+        let seg = Segment::attach(&path, geo, rank, &node, Engine::cma_probe_addr())?;
+        seg.publish_thread_multiple(multiple);
+        shm::allow_peer_reads();
+        Some(seg)
+    } else {
+        None
+    };
+    let mut any_multiple = multiple;
+    if let Some(endpoint) = &mut net {
+        let mut names = Vec::with_capacity(size - node.len());
+        for peer in (0..size).filter(|&r| nodes[r] != nodes[rank]) {
+            let value = pmi
+                .get(&net_key(peer))
+                .map_err(|e| pmi_error("reading a network address", e))?
+                .ok_or_else(|| MpiError::new(MPI_ERR_OTHER, format!("rank {peer} published no network address")))?;
+            let (hex, level) = value.split_once(':').unwrap_or((&value, "0"));
+            any_multiple |= level == "1";
+            let name = (0..hex.len() / 2)
+                .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16))
+                .collect::<Result<Vec<u8>, _>>()
+                .map_err(|_| MpiError::new(MPI_ERR_OTHER, format!("rank {peer}'s network address is garbled")))?;
+            names.push((peer, name));
+        }
+        endpoint.connect(&names)?;
+    }
     pmi.fence().map_err(|e| pmi_error("fence", e))?;
-    if rank == 0 {
+    if shared && rank == node[0] {
         let _ = std::fs::remove_file(&path);
     }
-    seg.verify()?;
-    Ok(seg)
+    let seg = match seg {
+        Some(mut seg) => {
+            seg.verify()?;
+            any_multiple |= seg.any_thread_multiple();
+            Some(seg)
+        }
+        None => None,
+    };
+    let mut any_oversubscribed = seg.as_ref().is_some_and(Segment::ranks_outnumber_cores);
+    if spans_nodes {
+        if rank == node[0] {
+            pmi.put(&busy_key(rank), if any_oversubscribed { "1" } else { "0" })
+                .map_err(|e| pmi_error("publishing the node's load", e))?;
+        }
+        pmi.fence().map_err(|e| pmi_error("fence", e))?;
+        let firsts: Vec<usize> = (0..size).filter(|&r| nodes[..r].iter().all(|&n| n != nodes[r])).collect();
+        for first in firsts.into_iter().filter(|&f| nodes[f] != nodes[rank]) {
+            let busy = pmi.get(&busy_key(first)).map_err(|e| pmi_error("reading a node's load", e))?;
+            any_oversubscribed |= busy.as_deref() == Some("1");
+        }
+    }
+    Ok(Transports { seg, net, nodes, any_multiple, any_oversubscribed })
+}
+
+/// The process manager's key of whether the node whose first rank is `rank` has more ranks
+/// than cores.
+fn busy_key(rank: usize) -> String {
+    format!("oxmpi-busy-{rank}")
+}
+
+/// The process manager's key of rank `rank`'s network address.
+fn net_key(rank: usize) -> String {
+    format!("oxmpi-net-{rank}")
 }
 
 /// MPI_Finalize: ends the world model; the runtime goes too unless a session still uses it.

@@ -11,6 +11,10 @@
 //!   validate the tests themselves, e.g. `OXMPI_CTEST_MPICC=mpicc.mpich
 //!   OXMPI_CTEST_MPIEXEC=mpiexec.mpich cargo test --test ctests`. The launcher value is split
 //!   on whitespace, so `OXMPI_CTEST_MPIEXEC="mpirun.openmpi --oversubscribe"` works.
+//! - `OXMPI_CTEST_ACROSS_HOSTS=LAUNCHER`: test the oxmpi build with ranks spread over several
+//!   hosts by LAUNCHER (split on whitespace, `-n N prog` appended), e.g. MPICH's Hydra over
+//!   the namespace hosts of `scripts/hosts.sh` (see `scripts/multinode-tests.sh`). Tests
+//!   marked `one-node` are not run then, and say so.
 //! - `OXMPI_CTEST_FILTER=substring`: run only the C tests whose name contains it.
 //! - `OXMPI_CTEST_MPICH_CC`, `OXMPI_CTEST_MPICH_MPIEXEC`: Debian's MPICH compiler and launcher
 //!   used by the ABI tests (defaults `mpicc.mpich`, `mpiexec.mpich`).
@@ -36,6 +40,8 @@
 //! - `expect-output="text"`: case-insensitive substring of stdout and stderr together;
 //! - `oxmpi-strict=exit,output`: check the exit status / the expected texts only when
 //!   testing oxmpi (a reference MPI behaves differently; say which in the file);
+//! - `one-node="why"`: the test is about one node (our launcher, node-local decisions, windows
+//!   within a node): not run with `OXMPI_CTEST_ACROSS_HOSTS`;
 //! - `with=FILE`: another source compiled into the program, relative to the test's directory
 //!   (repeatable; e.g. the C half of a mixed-language Fortran test, kept in a subdirectory so
 //!   that it is not taken for a test itself).
@@ -296,6 +302,8 @@ struct Setup {
     mpiexec: Vec<String>,
     /// True when testing the oxmpi build (not an override).
     oxmpi: bool,
+    /// The launcher spreads ranks over several hosts (`OXMPI_CTEST_ACROSS_HOSTS`).
+    across_hosts: bool,
     /// The install prefix when testing oxmpi.
     prefix: Option<PathBuf>,
     /// Where compiled programs go.
@@ -340,7 +348,8 @@ fn make_setup() -> Result<Setup, String> {
     let timeout_scale = env_nonempty("OXMPI_CTEST_TIMEOUT_SCALE").and_then(|s| s.parse::<f64>().ok()).unwrap_or(1.0);
     let fflags = words(&env_nonempty("OXMPI_CTEST_FFLAGS").unwrap_or("-O2 -Wall".into()));
     let cc_override = env_nonempty("OXMPI_CTEST_MPICC");
-    let exec_override = env_nonempty("OXMPI_CTEST_MPIEXEC");
+    let across_hosts = env_nonempty("OXMPI_CTEST_ACROSS_HOSTS");
+    let exec_override = across_hosts.clone().or_else(|| env_nonempty("OXMPI_CTEST_MPIEXEC"));
 
     let mut prefix = None;
     if cc_override.is_none() || exec_override.is_none() {
@@ -366,7 +375,7 @@ fn make_setup() -> Result<Setup, String> {
         }
         prefix = Some(p);
     }
-    let oxmpi = cc_override.is_none() && exec_override.is_none();
+    let oxmpi = cc_override.is_none() && (exec_override.is_none() || across_hosts.is_some());
     let pfx = |name: &str| prefix.as_ref().unwrap().join("bin").join(name).display().to_string();
     let mpicc = match &cc_override {
         Some(s) => words(s),
@@ -396,7 +405,8 @@ fn make_setup() -> Result<Setup, String> {
     };
     let bindir = target.join("ctest-bin").join(tag);
     fs::create_dir_all(&bindir).map_err(|e| format!("mkdir {}: {e}", bindir.display()))?;
-    Ok(Setup { root, mpicc, mpifort, mpiexec, oxmpi, prefix, bindir, cflags, fflags, timeout_scale })
+    let across_hosts = across_hosts.is_some();
+    Ok(Setup { root, mpicc, mpifort, mpiexec, oxmpi, across_hosts, prefix, bindir, cflags, fflags, timeout_scale })
 }
 
 /// One C program runs at a time.
@@ -437,6 +447,8 @@ struct Meta {
     strict_exit: bool,
     strict_output: bool,
     with: Vec<String>,
+    /// Why the test needs all ranks on one node (`one-node`).
+    one_node: Option<String>,
 }
 
 /// Splits `a=b c="d e" f` into items, honouring double quotes.
@@ -487,6 +499,7 @@ impl Meta {
             strict_exit: false,
             strict_output: false,
             with: vec![],
+            one_node: None,
         };
         let mut np_given = false;
         let mut seen = false;
@@ -524,6 +537,7 @@ impl Meta {
                     }
                     "expect-output" => m.output.push(need(v)?),
                     "with" => m.with.push(need(v)?),
+                    "one-node" => m.one_node = Some(need(v)?),
                     "expect-exit" => {
                         m.exit = match need(v)?.as_str() {
                             "nonzero" => Exit::Nonzero,
@@ -874,6 +888,10 @@ fn run_ctest(name: &str, rel: &str) {
     let src = s.root.join("ctests").join(rel);
     let text = fs::read_to_string(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
     let meta = Meta::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    if let (true, Some(why)) = (s.across_hosts, &meta.one_node) {
+        eprintln!("not run across hosts {name}: {why}");
+        return;
+    }
     let bin = s.bindir.join(name);
     let compiler = if is_fortran(&src) { &s.mpifort } else { &s.mpicc };
     let with: Vec<String> = meta.with.iter().map(|w| src.parent().unwrap().join(w).display().to_string()).collect();

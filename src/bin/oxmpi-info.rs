@@ -14,6 +14,20 @@ fn main() {
             Err(_) => println!("  {name}={default} (default) - {what}"),
         }
     }
+    // What a job spanning nodes would use (libfabric is only loaded here and by such jobs).
+    match oxmpi::transport::net::describe() {
+        Ok((offers, chosen)) => {
+            println!("network (libfabric providers and domains offering reliable tagged endpoints):");
+            for c in &offers {
+                let mark = if chosen.as_ref() == Some(c) { "  <- used by jobs that span nodes" } else { "" };
+                println!("  {} on {}{mark}", c.provider, c.domain);
+            }
+            if chosen.is_none() {
+                println!("  none usable: jobs that span nodes cannot start");
+            }
+        }
+        Err(why) => println!("network: unavailable: {why}"),
+    }
     let mut unknown: Vec<(String, String)> = std::env::vars()
         .filter(|(name, _)| name.starts_with("OXMPI_") && !TUNABLES.iter().any(|t| t.name == name))
         .collect();

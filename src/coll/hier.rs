@@ -55,7 +55,7 @@ pub fn enabled() -> bool {
 
 /// Simulated nodes from `OXMPI_FAKE_NODES=k` (k blocks of consecutive world ranks) or
 /// `k:cyclic` (world rank w on node w % k): the node of every world rank of a job of `size`.
-pub fn fake_node_ids(size: usize) -> Option<Vec<usize>> {
+fn fake_node_ids(size: usize) -> Option<Vec<usize>> {
     static SPEC: OnceLock<Option<(usize, bool)>> = OnceLock::new();
     let spec = *SPEC.get_or_init(|| {
         let v = std::env::var(config::FAKE_NODES).ok()?;
@@ -76,9 +76,15 @@ pub fn fake_node_ids(size: usize) -> Option<Vec<usize>> {
     Some((0..size).map(|w| if cyclic { w % k } else { w * k / size }).collect())
 }
 
-/// The node of every world rank: simulated ones, else one node (the only transport today).
-fn node_ids(size: usize) -> Vec<usize> {
-    fake_node_ids(size).unwrap_or_else(|| vec![0; size])
+/// The nodes collectives and `MPI_COMM_TYPE_SHARED` work with, from the real ones (`real`,
+/// per world rank): simulated ones when the job runs on one node and asks for them
+/// (simulated nodes cannot split a job that spans real nodes: their ranks share no memory).
+pub fn effective_node_ids(real: &[usize]) -> Vec<usize> {
+    let one_node = real.iter().all(|&n| n == real[0]);
+    match fake_node_ids(real.len()) {
+        Some(fake) if one_node => fake,
+        _ => real.to_vec(),
+    }
 }
 
 /// A communicator's node-aware state, decided at its first collective here.
@@ -171,7 +177,7 @@ fn set_up(g: &mut Group, st: &mut State) -> MpiResult<()> {
 
 /// The node structure of the communicator and, with company on this node, its area.
 fn build(g: &mut Group) -> MpiResult<Option<Hier>> {
-    let ids = node_ids(g.engine.nranks);
+    let ids = effective_node_ids(g.engine.node_of());
     let mut nodes: Vec<Vec<usize>> = Vec::new();
     let mut node_of_id: Vec<(usize, usize)> = Vec::new();
     for (r, &w) in g.members.iter().enumerate() {

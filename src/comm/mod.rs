@@ -519,15 +519,13 @@ impl Comms {
         Construction::agreeing(agreement, move |comms, (pair, _), _| Ok(Some(comms.install_new(pair, rank, group))))
     }
 
-    /// The node of every world rank (one node for now, but the mapping is asked for).
+    /// The node of every world rank (simulated ones, OXMPI_FAKE_NODES, split a job's one node).
     pub fn node_ids(&mut self, pmi: &mut crate::pmi::Pmi) -> MpiResult<&[usize]> {
         if self.node_ids.is_none() {
             let ids = pmi
                 .node_ids()
                 .map_err(|e| crate::error::MpiError::new(MPI_ERR_OTHER, format!("process mapping: {e}")))?;
-            // Simulated nodes (OXMPI_FAKE_NODES) split the job's one node.
-            let ids = crate::coll::hier::fake_node_ids(ids.len()).unwrap_or(ids);
-            self.node_ids = Some(ids);
+            self.node_ids = Some(crate::coll::hier::effective_node_ids(&ids));
         }
         Ok(self.node_ids.as_deref().unwrap())
     }

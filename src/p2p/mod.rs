@@ -11,7 +11,9 @@ pub mod request;
 
 use crate::abi::consts::*;
 use crate::config;
+use crate::transport::net::Net;
 use crate::transport::shm::{self, Packet, Segment};
+use crate::transport::{self, Route};
 use buffers::{RecvBuf, SendBuf};
 use request::{COMPLETED_SEND, Op, Request, SendMode, Slab, Status};
 use std::collections::VecDeque;
@@ -58,7 +60,13 @@ mod kind {
     pub const PIECE_HEAD: u32 = 9;
     /// A later piece, in the next slot from the same sender: `addr` is its offset.
     pub const PIECE: u32 = 10;
+    /// Receiver to a sender on another node: send the whole message as one direct transfer
+    /// (`transport::net`) with id `rreq`, whose receive is posted.
+    pub const CTS_DIRECT: u32 = 11;
 }
+
+/// Token of a direct transfer's send (`Net::take_finished`); receives have the request id.
+const DIRECT_SEND: u64 = 1 << 32;
 
 /// Takes the `left` bytes of pieces of a message from `from`'s ring as they arrive (the
 /// sender is writing them, one per slot, without waiting for anything), handing each to
@@ -115,8 +123,11 @@ enum Out {
     Rts { req: u32 },
     Ack { sreq: u32 },
     Fin { sreq: u32 },
-    Cts { sreq: u32, rreq: u32 },
+    /// Clear to send: stream the data (`direct`: send it as one direct transfer instead).
+    Cts { sreq: u32, rreq: u32, direct: bool },
     Data { req: u32, rreq: u32, offset: usize },
+    /// The data of send `req` as direct transfer `rreq` (a peer on another node).
+    Direct { req: u32, rreq: u32 },
     Help(Help),
 }
 
@@ -288,6 +299,10 @@ fn write_claimed_chunks(
 /// (`Segment::move_off_shared_cpu`): each costs two system calls and a migration.
 const MOVE_OFF_INTERVAL: Duration = Duration::from_millis(2);
 
+/// Longest sleep of an idle rank alone on its node on the network's descriptor (it wakes
+/// when traffic comes; this bounds a wake-up the provider misses).
+const NET_SLEEP: Duration = Duration::from_millis(20);
+
 /// Idle polls between two looks at the clock while waiting (a power of two).
 const POLLS_PER_CLOCK_READ: u32 = 32;
 const _: () = assert!(POLLS_PER_CLOCK_READ.is_power_of_two());
@@ -300,6 +315,15 @@ pub struct Engine {
     pub me: usize,
     pub nranks: usize,
     shm: Option<Segment>,
+    net: Option<Net>,
+    /// How each world rank is reached (fixed at start-up).
+    route: Vec<Route>,
+    /// The node of each world rank (the process manager's numbering).
+    node_of: Vec<usize>,
+    /// World ranks of this node other than this one (the rings polled).
+    local_peers: Vec<usize>,
+    /// Some node's ranks outnumber its cores (`ranks_outnumber_cores`).
+    any_oversubscribed: bool,
     eager_limit: usize,
     /// Peer pid for single-copy reads, when the kernel allowed the probe read.
     cma_pid: Vec<Option<u32>>,
@@ -345,6 +369,8 @@ pub struct Engine {
     pieces_from: usize,
     /// Per sender: the message in pieces being received from it.
     assembly: Vec<Option<Assembly>>,
+    /// Direct transfers over the network in flight (their completions keep the rank awake).
+    rndv_in_flight: usize,
     /// Per peer: rendezvous sends to it announced and not finished yet. A peer that still has
     /// messages of ours to copy is busy, so it is not asked to share the copy of its own
     /// messages to us (in bidirectional traffic each rank reads its own, in one call).
@@ -360,13 +386,42 @@ const CMA_PROBE_VALUE: u64 = 0x0c0a_c0a0_5eed_f00d;
 impl Engine {
     /// An engine for `nranks` ranks on one node; `shm` is None for a job of one.
     pub fn new(me: usize, nranks: usize, shm: Option<Segment>) -> Engine {
-        // Slots may be larger than the eager limit (see shm::SLOT_PAYLOAD_MIN).
-        let eager_limit = shm.as_ref().map_or(usize::MAX, |s| {
-            config::usize_var(config::EAGER_LIMIT)
-                .unwrap_or(shm::EAGER_LIMIT_DEFAULT)
-                .min(s.geometry().payload_capacity())
-        });
-        let wait = WaitPolicy::for_node(nranks, shm.as_ref());
+        let oversubscribed = shm.as_ref().is_some_and(Segment::ranks_outnumber_cores);
+        Engine::spanning(me, nranks, shm, None, vec![0; nranks], oversubscribed)
+    }
+
+    /// An engine for `nranks` ranks on the nodes `node_of` (one per world rank): peers on this
+    /// node are reached through `shm` (None when alone on it), the others through `net`.
+    /// `any_oversubscribed`: some node has more ranks than cores (the job-wide answer of
+    /// `ranks_outnumber_cores`).
+    pub fn spanning(
+        me: usize,
+        nranks: usize,
+        shm: Option<Segment>,
+        net: Option<Net>,
+        node_of: Vec<usize>,
+        any_oversubscribed: bool,
+    ) -> Engine {
+        let route: Vec<Route> = (0..nranks)
+            .map(|r| match r {
+                _ if r == me => Route::Me,
+                _ if node_of[r] == node_of[me] => Route::Shm,
+                _ => Route::Net,
+            })
+            .collect();
+        assert!(net.is_some() || !route.contains(&Route::Net), "peers on other nodes need the network");
+        let local_peers: Vec<usize> = (0..nranks).filter(|&r| route[r] == Route::Shm).collect();
+        // Slots may be larger than the eager limit (see shm::SLOT_PAYLOAD_MIN); the network
+        // carries up to its own payload capacity.
+        let capacity = [
+            shm.as_ref().map(|s| s.geometry().payload_capacity()),
+            net.as_ref().map(|_| transport::net::PAYLOAD_CAPACITY),
+        ];
+        let eager_limit = match capacity.iter().flatten().min() {
+            Some(&cap) => config::usize_var(config::EAGER_LIMIT).unwrap_or(shm::EAGER_LIMIT_DEFAULT).min(cap),
+            None => usize::MAX,
+        };
+        let wait = WaitPolicy::for_node(local_peers.len() + 1, shm.as_ref());
         // The receiver of a message in pieces waits for them: only with a core per rank.
         let piece =
             if wait.oversubscribed { 0 } else { config::usize_var(config::EAGER_PIECE).unwrap_or(EAGER_PIECE_DEFAULT) };
@@ -379,6 +434,11 @@ impl Engine {
             me,
             nranks,
             shm,
+            net,
+            route,
+            node_of,
+            local_peers,
+            any_oversubscribed,
             eager_limit,
             cma_pid: vec![None; nranks],
             split_peer: vec![false; nranks],
@@ -389,6 +449,7 @@ impl Engine {
             splits: Vec::new(),
             last_move_off: None,
             rndv_out: vec![0; nranks],
+            rndv_in_flight: 0,
             reqs: Slab::default(),
             plans: buffers::PlanCache::default(),
             posted: VecDeque::new(),
@@ -423,10 +484,7 @@ impl Engine {
             Some(min) => (min, min > 0),
             None => (SPLIT_MIN_DEFAULT, !seg.ranks_outnumber_cores()),
         };
-        for peer in 0..self.nranks {
-            if peer == self.me {
-                continue;
-            }
+        for &peer in &self.local_peers {
             let (pid, addr) = seg.peer_identity(peer);
             let mut got = [0u8; 8];
             if shm::cma_read(pid, addr, &mut got).is_ok() && u64::from_ne_bytes(got) == CMA_PROBE_VALUE {
@@ -453,11 +511,26 @@ impl Engine {
         self.shm.as_ref()
     }
 
-    /// Whether this node's ranks outnumber the CPUs they can run on together: the same answer
-    /// on every rank (`Segment::ranks_outnumber_cores`), for choices both ends of a message
-    /// must make alike. False for a job of one.
+    /// Whether the ranks of some node of the job outnumber the CPUs they can run on together
+    /// (`Segment::ranks_outnumber_cores`): the same answer on every rank of the job, for
+    /// choices both ends of a message must make alike. False for a job of one.
     pub fn ranks_outnumber_cores(&self) -> bool {
-        self.shm.as_ref().is_some_and(Segment::ranks_outnumber_cores)
+        self.any_oversubscribed
+    }
+
+    /// The node of each world rank.
+    pub fn node_of(&self) -> &[usize] {
+        &self.node_of
+    }
+
+    /// Whether the job spans several nodes.
+    pub fn spans_nodes(&self) -> bool {
+        self.net.is_some()
+    }
+
+    /// The network endpoint, if the job spans nodes.
+    pub fn network(&self) -> Option<&Net> {
+        self.net.as_ref()
     }
 
     /// What this rank decided at start-up, for the debug log: the CPUs the node's ranks may
@@ -468,7 +541,7 @@ impl Engine {
         let shared = self.split_peer.iter().filter(|&&s| s).count();
         Some(format!(
             "{} ranks on {} CPUs, waits as oversubscribed: {}, shares copies with {shared} peers, light fences: {}",
-            self.nranks,
+            self.local_peers.len() + 1,
             seg.node_cores(),
             self.wait.oversubscribed,
             seg.light_fences()
@@ -503,7 +576,7 @@ impl Engine {
     /// them and the slot is free, writes them now, with no request. Returns whether it did.
     #[inline]
     pub fn try_send_eager_now(&mut self, dst: usize, env: Envelope, bytes: &[u8]) -> bool {
-        if dst == self.me || bytes.len() > self.eager_limit || !self.outq[dst].is_empty() {
+        if self.route[dst] != Route::Shm || bytes.len() > self.eager_limit || !self.outq[dst].is_empty() {
             return false;
         }
         let Some(seg) = self.shm.as_mut() else { return false };
@@ -526,7 +599,7 @@ impl Engine {
         pieces: impl Iterator<Item = &'a [u8]>,
     ) -> usize {
         let limit = self.eager_limit;
-        if dst == self.me || !self.outq[dst].is_empty() {
+        if self.route[dst] != Route::Shm || !self.outq[dst].is_empty() {
             return 0;
         }
         let Some(seg) = self.shm.as_mut() else { return 0 };
@@ -547,7 +620,7 @@ impl Engine {
     /// `try_send_eager_now` for `len` bytes of non-contiguous data: `pack` writes them straight
     /// into the slot (no packed copy, no request).
     pub fn try_send_packed_now(&mut self, dst: usize, env: Envelope, len: usize, pack: impl FnOnce(&mut [u8])) -> bool {
-        if dst == self.me || len > self.eager_limit || !self.outq[dst].is_empty() {
+        if self.route[dst] != Route::Shm || len > self.eager_limit || !self.outq[dst].is_empty() {
             return false;
         }
         let Some(seg) = self.shm.as_mut() else { return false };
@@ -580,7 +653,7 @@ impl Engine {
         if piece == 0
             || len < self.pieces_from
             || len > self.eager_limit
-            || dst == self.me
+            || self.route[dst] != Route::Shm
             || !self.outq[dst].is_empty()
         {
             return false;
@@ -656,7 +729,7 @@ impl Engine {
         cap: usize,
         mut put: impl FnMut(usize, &[u8]),
     ) -> Option<Status> {
-        if from == self.me || !self.posted.is_empty() {
+        if self.route[from] != Route::Shm || !self.posted.is_empty() {
             return None;
         }
         if !self.unexpected.is_empty() && self.has_unexpected_for(&env) {
@@ -706,7 +779,7 @@ impl Engine {
         // send arrives (ping-pong of 16 KiB: 1.75 against 1.85 us with the watch).
         if self.wait.spin.is_zero()
             || cap > self.eager_limit
-            || from == self.me
+            || self.route[from] != Route::Shm
             || self.pending_peers > 0
             || !self.posted.is_empty()
             || !self.splits.is_empty()
@@ -864,6 +937,20 @@ impl Engine {
             }
             Body::Rts { addr, sreq, blocks, stream } => {
                 let n = self.set_matched_status(req, msg.env, msg.len);
+                // From another node: the data comes as one transfer straight into the receive
+                // buffer (or its staging), the provider's own large-message protocol. A
+                // truncated message streams instead (the excess is dropped).
+                if self.route[msg.from] == Route::Net
+                    && n == msg.len
+                    && self.net.as_ref().is_some_and(|net| net.can_direct(n))
+                {
+                    let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
+                    let dst = buf.slice_mut(0, n).as_mut_ptr();
+                    self.net.as_mut().unwrap().receive_direct(req, dst, n, u64::from(req));
+                    self.rndv_in_flight += 1;
+                    self.control(msg.from, Out::Cts { sreq, rreq: req, direct: true });
+                    return;
+                }
                 // Data too sparse to read in place on either side streams through the ring:
                 // the sender packs each slot, this rank unpacks it (one copy each, the two
                 // overlapping) instead of a pack there, a read and an unpack here.
@@ -908,7 +995,7 @@ impl Engine {
                     *expected = msg.len;
                     *arrived = 0;
                 }
-                self.control(msg.from, Out::Cts { sreq, rreq: req });
+                self.control(msg.from, Out::Cts { sreq, rreq: req, direct: false });
             }
         }
     }
@@ -1193,11 +1280,13 @@ impl Engine {
         self.flush_peer(dst);
     }
 
-    /// Writes queued work for `dst` into its ring while slots are free.
+    /// Writes queued work for `dst` into its route (ring slots or network buffers) while
+    /// there is room.
     fn flush_peer(&mut self, dst: usize) -> bool {
         let mut did = false;
+        let route = self.route[dst];
         while let Some(out) = self.outq[dst].front_mut() {
-            let seg = self.shm.as_mut().expect("a peer without shared memory");
+            let mut seg = transport::channel(route, &mut self.shm, &mut self.net);
             if !seg.can_send(dst) {
                 break;
             }
@@ -1220,7 +1309,7 @@ impl Engine {
                             len: len as u64,
                             ..Default::default()
                         };
-                        seg.send(dst, &pk, |slot| buf.copy_to(0, &mut slot[..len]));
+                        seg.send(dst, &pk, len, |slot| buf.copy_to(0, &mut slot[..len]));
                     } else if buf.is_contiguous() {
                         seg.send_eager(dst, env.ctx, env.src, env.tag, buf.bytes());
                     } else {
@@ -1238,10 +1327,12 @@ impl Engine {
                     let Op::Send { env, buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
                     // Send-gather: a dense non-contiguous send offers its blocks, in the slot
                     // or, when more than fit, as a list the receiver reads from this process
-                    // (`addr`); a sparse one offers a stream.
-                    let plan = buf.block_list(&mut self.plans);
+                    // (`addr`); a sparse one offers a stream, as does every send to a peer
+                    // that cannot read this process's memory.
+                    let offers = seg.reaches_sender_memory();
+                    let plan = if offers { buf.block_list(&mut self.plans) } else { None };
                     let blocks: &[(usize, usize)] = plan.as_deref().unwrap_or(&[]);
-                    let inline = blocks.len() <= seg.geometry().payload_capacity() / RTS_BLOCK_BYTES;
+                    let inline = blocks.len() <= seg.payload_capacity() / RTS_BLOCK_BYTES;
                     let mut pk = Packet {
                         kind: kind::RTS,
                         context: env.ctx,
@@ -1252,9 +1343,9 @@ impl Engine {
                         len: buf.len() as u64,
                         addr: 0,
                     };
-                    if blocks.is_empty() && !buf.is_contiguous() {
+                    if !offers || blocks.is_empty() && !buf.is_contiguous() {
                         pk.rreq = RTS_STREAM;
-                        seg.send(dst, &pk, |_| {});
+                        seg.send(dst, &pk, 0, |_| {});
                     } else {
                         pk.addr = if blocks.is_empty() {
                             buf.addr()
@@ -1264,7 +1355,7 @@ impl Engine {
                             buf.offer_out_of_band(blocks)
                         };
                         let in_slot = if inline { blocks } else { &[] };
-                        seg.send(dst, &pk, |slot| {
+                        seg.send(dst, &pk, in_slot.len() * RTS_BLOCK_BYTES, |slot| {
                             for (i, &(addr, len)) in in_slot.iter().enumerate() {
                                 let at = i * RTS_BLOCK_BYTES;
                                 slot[at..at + 8].copy_from_slice(&(addr as u64).to_ne_bytes());
@@ -1273,10 +1364,22 @@ impl Engine {
                         });
                     }
                 }
-                Out::Ack { sreq } => seg.send(dst, &Packet { kind: kind::ACK, sreq, ..Default::default() }, |_| {}),
-                Out::Fin { sreq } => seg.send(dst, &Packet { kind: kind::FIN, sreq, ..Default::default() }, |_| {}),
-                Out::Cts { sreq, rreq } => {
-                    seg.send(dst, &Packet { kind: kind::CTS, sreq, rreq, ..Default::default() }, |_| {})
+                Out::Ack { sreq } => seg.send(dst, &Packet { kind: kind::ACK, sreq, ..Default::default() }, 0, |_| {}),
+                Out::Fin { sreq } => seg.send(dst, &Packet { kind: kind::FIN, sreq, ..Default::default() }, 0, |_| {}),
+                Out::Cts { sreq, rreq, direct } => {
+                    let kind = if direct { kind::CTS_DIRECT } else { kind::CTS };
+                    seg.send(dst, &Packet { kind, sreq, rreq, ..Default::default() }, 0, |_| {})
+                }
+                Out::Direct { req, rreq } => {
+                    let transport::Channel::Net(net) = &mut seg else { unreachable!("direct transfers are for the network") };
+                    let Op::Send { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
+                    if !net.can_direct(buf.len()) {
+                        break;
+                    }
+                    // Non-contiguous data is packed first (kept in the request until done).
+                    let bytes = buf.packed_bytes();
+                    net.send_direct(dst, rreq, bytes.as_ptr(), bytes.len(), DIRECT_SEND | u64::from(req));
+                    self.rndv_in_flight += 1;
                 }
                 Out::Help(ref h) => {
                     let pk = Packet {
@@ -1289,15 +1392,15 @@ impl Engine {
                         tag: h.nblocks as i32,
                         ..Default::default()
                     };
-                    seg.send(dst, &pk, |_| {})
+                    seg.send(dst, &pk, 0, |_| {})
                 }
                 Out::Data { req, rreq, ref mut offset } => {
                     let Op::Send { buf, .. } = &self.reqs.get(req).unwrap().op else { unreachable!() };
                     let (at, total) = (*offset, buf.len());
-                    let n = (total - at).min(seg.geometry().payload_capacity());
+                    let n = (total - at).min(seg.payload_capacity());
                     let pk = Packet { kind: kind::DATA, rreq, len: n as u64, addr: at as u64, ..Default::default() };
                     // Non-contiguous data is packed straight into the slot.
-                    seg.send(dst, &pk, |slot| buf.copy_to(at, &mut slot[..n]));
+                    seg.send(dst, &pk, n, |slot| buf.copy_to(at, &mut slot[..n]));
                     *offset += n;
                     done = *offset >= total;
                     if done {
@@ -1314,7 +1417,7 @@ impl Engine {
         }
         if did {
             // One doorbell check (and its fence) for the whole batch written above.
-            self.shm.as_ref().unwrap().notify(dst);
+            transport::channel(route, &mut self.shm, &mut self.net).notify(dst);
             if self.outq[dst].is_empty() {
                 self.pending_peers -= 1;
             }
@@ -1390,6 +1493,7 @@ impl Engine {
             }
             kind::HELP => self.help_split(src, &pk),
             kind::CTS => self.push_out(src, Out::Data { req: pk.sreq, rreq: pk.rreq, offset: 0 }),
+            kind::CTS_DIRECT => self.push_out(src, Out::Direct { req: pk.sreq, rreq: pk.rreq }),
             kind::DATA => {
                 let req = pk.rreq;
                 let r = self.reqs.get_mut(req).expect("data for an unknown receive");
@@ -1578,12 +1682,12 @@ impl Engine {
     }
 
     fn progress_p2p(&mut self) -> bool {
-        let Some(_) = &self.shm else { return false };
         let mut did = false;
-        for src in 0..self.nranks {
-            if src == self.me {
-                continue;
-            }
+        if self.net.is_some() {
+            did = self.progress_net();
+        }
+        for i in 0..self.local_peers.len() {
+            let src = self.local_peers[i];
             let mut taken = 0usize;
             loop {
                 let seg = self.shm.as_mut().unwrap();
@@ -1621,6 +1725,36 @@ impl Engine {
         did
     }
 
+    /// Handles the packets the network delivered, in order.
+    #[inline(never)]
+    fn progress_net(&mut self) -> bool {
+        let mut did = self.net.as_mut().unwrap().read_completions();
+        while let Some((src, pk, payload)) = self.net.as_ref().unwrap().front() {
+            let payload: *const [u8] = payload;
+            // SAFETY: the receive buffer stays ours until `release_front`; on_packet sends only
+            // from send buffers and never reposts receive buffers.
+            self.on_packet(src, pk, unsafe { &*payload });
+            self.net.as_mut().unwrap().release_front();
+            did = true;
+        }
+        while let Some(token) = self.net.as_mut().unwrap().take_finished() {
+            self.rndv_in_flight -= 1;
+            let req = token as u32;
+            if token & DIRECT_SEND != 0 {
+                if let Some(Request { op: Op::Send { dst, .. }, .. }) = self.reqs.get(req) {
+                    let dst = *dst;
+                    self.rndv_out[dst] = self.rndv_out[dst].saturating_sub(1);
+                }
+                self.complete_send(req);
+            } else {
+                let n = self.reqs.get(req).expect("a direct transfer for an unknown receive").status.bytes;
+                self.complete_recv(req, n);
+            }
+            did = true;
+        }
+        did
+    }
+
     /// Drives progress until `done` holds: spins, then yields, then sleeps on the doorbell.
     ///
     /// The caller is inside `runtime::with` for the whole wait. Blocking MPI calls wait
@@ -1653,6 +1787,13 @@ impl Engine {
                 }
             } else if idle < self.wait.spin_then_yield {
                 std::thread::yield_now();
+            } else if let Some(net) = &mut self.net {
+                // Remote peers ring no doorbell: alone on its node a rank sleeps on the
+                // network's descriptor; with company it naps on the doorbell and looks again.
+                match &self.shm {
+                    Some(seg) => seg.sleep(1, || !seg.any_incoming()),
+                    None => net.wait(NET_SLEEP),
+                }
             } else if let Some(seg) = &self.shm {
                 // A shared transfer's sender may finish its chunks at any moment: stay awake.
                 let blocked_out = !self.splits.is_empty()
@@ -1695,6 +1836,10 @@ impl Engine {
     /// its sleep on this rank's doorbell when nothing is there to progress (as `wait_until`
     /// checks before sleeping). `None`: no doorbell (a job of one) or not idle.
     pub fn announce_sleep(&self) -> Option<shm::SleepTicket> {
+        if self.net.is_some() {
+            // Remote peers ring no doorbell; the caller naps instead.
+            return None;
+        }
         let seg = self.shm.as_ref()?;
         let blocked_out = !self.splits.is_empty()
             || self.pending_peers > 0 && (0..self.nranks).any(|d| !self.outq[d].is_empty() && seg.can_send(d));
@@ -1773,7 +1918,7 @@ impl Engine {
 
     /// Whether everything this rank sent has left its queues (used by finalize).
     pub fn quiet(&self) -> bool {
-        self.pending_peers == 0
+        self.pending_peers == 0 && self.rndv_in_flight == 0
     }
 }
 

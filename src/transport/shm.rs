@@ -201,8 +201,16 @@ impl Geometry {
 pub struct Segment {
     map: memmap2::MmapRaw,
     geo: Geometry,
+    /// This rank's index among the node's ranks (the segment's numbering).
     me: usize,
-    /// Per peer: the rings to and from it (one entry: a send touches both cursors).
+    /// Per world rank up to the node's highest: its index on this node (`OFF_NODE` if none).
+    /// The public methods take world ranks; the segment's tables are numbered by node index.
+    local_of: Vec<u32>,
+    /// World ranks of the node's other ranks.
+    peers: Vec<usize>,
+    /// Per world rank up to the node's highest, the rings to and from it (one entry: a send
+    /// touches both cursors); indexed by world rank so the message path needs no translation.
+    /// Entries of ranks on other nodes are never used (their route is the network).
     rings: Vec<PeerRings>,
     /// Every rank registered for membarrier and the ranks do not outnumber the node's CPUs:
     /// notifiers need no fence (see `notify`). Decided in `verify`, the same on every rank.
@@ -218,6 +226,9 @@ pub struct Segment {
     /// Some rank started at MPI_THREAD_MULTIPLE (`verify`; the same on every rank).
     any_thread_multiple: bool,
 }
+
+/// `Segment::local_of` of a rank on another node.
+const OFF_NODE: u32 = u32::MAX;
 
 /// A position in one ring: its first slot's address and the index of the current slot, so
 /// finding a slot is one multiply-add (the ring's offset in the segment is computed once).
@@ -277,8 +288,15 @@ impl Segment {
         Ok(file)
     }
 
-    /// Maps the segment and records this rank's identity in it.
-    pub fn attach(path: &str, geo: Geometry, me: usize, probe_addr: u64) -> MpiResult<Segment> {
+    /// Maps the segment and records this rank's identity in it. `node` lists the world ranks
+    /// of this node in ascending order (`geo.nranks` of them, `me` among them).
+    pub fn attach(path: &str, geo: Geometry, me: usize, node: &[usize], probe_addr: u64) -> MpiResult<Segment> {
+        assert_eq!(node.len(), geo.nranks, "the segment's geometry counts the node's ranks");
+        let mut local_of = vec![OFF_NODE; node.last().map_or(0, |&w| w + 1)];
+        for (i, &w) in node.iter().enumerate() {
+            local_of[w] = i as u32;
+        }
+        let me = local_of[me] as usize;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -318,10 +336,20 @@ impl Segment {
                 );
             }
         }
+        let off_node = Cursor { base: ptr::null_mut(), next: 0 };
         let seg = Segment {
-            rings: (0..geo.nranks)
-                .map(|peer| PeerRings { send: ring(me, peer), recv: ring(peer, me), read_at_send: 0 })
+            rings: local_of
+                .iter()
+                .map(|&peer| match peer {
+                    OFF_NODE => PeerRings { send: off_node, recv: off_node, read_at_send: 0 },
+                    peer => {
+                        let peer = peer as usize;
+                        PeerRings { send: ring(me, peer), recv: ring(peer, me), read_at_send: 0 }
+                    }
+                })
                 .collect(),
+            peers: node.iter().copied().filter(|&w| local_of[w] as usize != me).collect(),
+            local_of,
             map,
             geo,
             me,
@@ -429,6 +457,15 @@ impl Segment {
         unsafe { &*(self.map.as_ptr() as *const SegHeader) }
     }
 
+    /// The node index of world rank `rank`, which must be on this node.
+    #[inline]
+    fn local(&self, rank: usize) -> usize {
+        let i = self.local_of[rank];
+        assert!(i != OFF_NODE, "rank {rank} is not on this node");
+        i as usize
+    }
+
+    /// The record of the rank with node index `rank`.
     #[inline]
     fn info(&self, rank: usize) -> &RankInfo {
         assert!(rank < self.geo.nranks);
@@ -534,11 +571,11 @@ impl Segment {
 
     /// Pid and probe address a peer recorded at attach time.
     pub fn peer_identity(&self, rank: usize) -> (u32, u64) {
-        let i = self.info(rank);
+        let i = self.info(self.local(rank));
         (i.pid.load(Ordering::Relaxed), i.probe_addr.load(Ordering::Acquire))
     }
 
-    /// Entry `e` of the board of transfers from `sender` to `receiver`.
+    /// Entry `e` of the board of transfers from `sender` to `receiver` (node indices).
     #[inline]
     fn board(&self, sender: usize, receiver: usize, e: usize) -> &BoardEntry {
         assert!(sender < self.geo.nranks && receiver < self.geo.nranks && e < BOARD_ENTRIES);
@@ -552,7 +589,7 @@ impl Segment {
     /// chunks (at most SPLIT_MAX_CHUNKS) under generation `generation`, before telling the sender.
     pub fn split_open(&self, sender: usize, e: usize, generation: u32, nchunks: usize) {
         debug_assert!(nchunks <= SPLIT_MAX_CHUNKS);
-        let b = self.board(sender, self.me, e);
+        let b = self.board(self.local(sender), self.me, e);
         b.done.store(0, Ordering::Relaxed);
         b.redo.store(0, Ordering::Relaxed);
         b.claim.store(claim_word(generation, 0, nchunks), Ordering::Release);
@@ -561,7 +598,7 @@ impl Segment {
     /// Receiver: takes the next chunk from the front of transfer `e` from `sender`.
     #[inline]
     pub fn split_claim_front(&self, sender: usize, e: usize) -> Option<usize> {
-        let b = self.board(sender, self.me, e);
+        let b = self.board(self.local(sender), self.me, e);
         let mut w = b.claim.load(Ordering::Acquire);
         loop {
             let (generation, front, back) = claim_fields(w);
@@ -584,7 +621,7 @@ impl Segment {
     /// still holds generation `generation`.
     #[inline]
     pub fn split_claim_back(&self, receiver: usize, e: usize, generation: u32) -> Option<usize> {
-        let b = self.board(self.me, receiver, e);
+        let b = self.board(self.me, self.local(receiver), e);
         let mut w = b.claim.load(Ordering::Acquire);
         loop {
             let (g, front, back) = claim_fields(w);
@@ -602,7 +639,7 @@ impl Segment {
     /// Sender: chunk `i` of transfer `e` to `receiver` is written (`ok`), or could not be
     /// (the receiver copies it; the sender claims no more of this transfer).
     pub fn split_chunk_done(&self, receiver: usize, e: usize, i: usize, ok: bool) {
-        let b = self.board(self.me, receiver, e);
+        let b = self.board(self.me, self.local(receiver), e);
         if ok {
             b.done.fetch_add(1, Ordering::Release);
         } else {
@@ -613,7 +650,7 @@ impl Segment {
     /// Receiver: chunks of transfer `e` from `sender` the sender finished, and the chunk it
     /// gave back (taking it back from the entry), if any.
     pub fn split_state(&self, sender: usize, e: usize) -> (usize, Option<usize>) {
-        let b = self.board(sender, self.me, e);
+        let b = self.board(self.local(sender), self.me, e);
         let redo = match b.redo.load(Ordering::Acquire) {
             0 => None,
             r => {
@@ -627,7 +664,7 @@ impl Segment {
     /// The current slot of ring cursor `c`.
     #[inline]
     fn slot_at(&self, c: Cursor) -> *mut u8 {
-        debug_assert!(c.next < self.geo.nslots);
+        debug_assert!(c.next < self.geo.nslots && !c.base.is_null(), "a ring of a rank on this node");
         // SAFETY: `next` < nslots (it wraps in `advance`), so the slot lies inside the ring,
         // which lies inside the mapping.
         unsafe { c.base.add(c.next * self.geo.slot_size) }
@@ -856,31 +893,35 @@ impl Segment {
     /// once per batch, not per message.
     #[inline]
     pub fn notify(&self, rank: usize) {
-        if self.light_fences {
-            std::sync::atomic::compiler_fence(Ordering::SeqCst);
-        } else {
-            fence(Ordering::SeqCst);
-        }
-        let info = self.info(rank);
-        if info.sleeping.load(Ordering::Relaxed) != 0 {
-            info.doorbell.fetch_add(1, Ordering::SeqCst);
-            futex_wake(&info.doorbell);
-        }
+        self.notifier_fence();
+        self.ring_if_asleep(self.local(rank));
     }
 
     /// `notify` for several ranks with one barrier (a flag that several ranks wait for).
     pub fn notify_many(&self, ranks: impl Iterator<Item = usize>) {
+        self.notifier_fence();
+        for rank in ranks {
+            self.ring_if_asleep(self.local(rank));
+        }
+    }
+
+    /// The notifier's side of the barrier pair described at `notify`.
+    #[inline]
+    fn notifier_fence(&self) {
         if self.light_fences {
             std::sync::atomic::compiler_fence(Ordering::SeqCst);
         } else {
             fence(Ordering::SeqCst);
         }
-        for rank in ranks {
-            let info = self.info(rank);
-            if info.sleeping.load(Ordering::Relaxed) != 0 {
-                info.doorbell.fetch_add(1, Ordering::SeqCst);
-                futex_wake(&info.doorbell);
-            }
+    }
+
+    /// Rings the doorbell of the rank with node index `local` if a thread of it sleeps.
+    #[inline]
+    fn ring_if_asleep(&self, local: usize) {
+        let info = self.info(local);
+        if info.sleeping.load(Ordering::Relaxed) != 0 {
+            info.doorbell.fetch_add(1, Ordering::SeqCst);
+            futex_wake(&info.doorbell);
         }
     }
 
@@ -919,12 +960,13 @@ impl Segment {
     /// Rings this rank's own doorbell if a thread of it sleeps (at MPI_THREAD_MULTIPLE, a
     /// thread that may have completed what a sleeping thread of the same rank waits for).
     pub fn wake_own(&self) {
-        self.notify(self.me);
+        self.notifier_fence();
+        self.ring_if_asleep(self.me);
     }
 
     /// Whether any slot from any peer is full (cheap check used before sleeping).
     pub fn any_incoming(&self) -> bool {
-        (0..self.geo.nranks).any(|src| src != self.me && self.peek(src).is_some())
+        self.peers.iter().any(|&src| self.peek(src).is_some())
     }
 }
 
@@ -1274,8 +1316,8 @@ mod tests {
     #[test]
     fn ring_delivers_in_order_and_returns_credits() {
         let (path, geo) = temp_segment(2, 4);
-        let mut a = Segment::attach(&path, geo, 0, 0).unwrap();
-        let mut b = Segment::attach(&path, geo, 1, 0).unwrap();
+        let mut a = Segment::attach(&path, geo, 0, &[0, 1], 0).unwrap();
+        let mut b = Segment::attach(&path, geo, 1, &[0, 1], 0).unwrap();
         std::fs::remove_file(&path).unwrap();
         b.verify().unwrap();
         for round in 0..3u32 {
@@ -1298,8 +1340,8 @@ mod tests {
     #[test]
     fn compact_eager_slots_carry_envelope_and_payload() {
         let (path, geo) = temp_segment(2, 4);
-        let mut a = Segment::attach(&path, geo, 0, 0).unwrap();
-        let mut b = Segment::attach(&path, geo, 1, 0).unwrap();
+        let mut a = Segment::attach(&path, geo, 0, &[0, 1], 0).unwrap();
+        let mut b = Segment::attach(&path, geo, 1, &[0, 1], 0).unwrap();
         std::fs::remove_file(&path).unwrap();
         let cap = geo.payload_capacity();
         for len in [0usize, 1, 2, 3, 5, 8, 13, 16, 31, 32, 47, 48, 49, 64, 65, 100, cap] {
@@ -1339,8 +1381,8 @@ mod tests {
             assert_eq!(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set), 0);
         }
         let (path, geo) = temp_segment(3, 4);
-        let a = Segment::attach(&path, geo, 0, 0).unwrap();
-        let b = Segment::attach(&path, geo, 1, 0).unwrap();
+        let a = Segment::attach(&path, geo, 0, &[0, 1], 0).unwrap();
+        let b = Segment::attach(&path, geo, 1, &[0, 1], 0).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert!(!a.track_cpu(), "alone on its CPU");
         assert!(!a.track_cpu(), "counted once, however often it looks");

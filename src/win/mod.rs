@@ -233,6 +233,16 @@ pub fn create(
         c.check_intra("window creation")?;
         Ok((c.members.clone(), c.rank))
     })?;
+    // Decided alike on every member (the node map is the same everywhere), before any step
+    // of the collective creation.
+    let real_nodes = runtime::with(|rt| Ok(rt.engine.node_of().to_vec()))?;
+    if members.iter().any(|&w| real_nodes[w] != real_nodes[members[0]]) {
+        return err(
+            MPI_ERR_UNSUPPORTED_OPERATION,
+            "windows whose members span several nodes are not implemented yet in oxmpi \
+             (one-sided communication works among the ranks of one node)",
+        );
+    }
     if flavor == Flavor::Shared {
         let nodes = runtime::with(|rt| Ok(rt.comms.node_ids(&mut rt.pmi)?.to_vec()))?;
         if members.iter().any(|&w| nodes[w] != nodes[members[0]]) {

@@ -397,6 +397,21 @@ pub unsafe fn fid_control(fid: fid_t, command: c_int, arg: *mut c_void) -> c_int
     }
 }
 
+/// `fi_trywait`: 0 when the wait objects of `fids` (from `FI_GETWAIT`) may be slept on:
+/// nothing is pending that reading them would find; `-FI_EAGAIN` otherwise.
+///
+/// # Safety
+/// `fabric` is live and `fids` holds `count` live objects opened from it.
+pub unsafe fn fi_trywait(fabric: *mut fid_fabric, fids: *mut *mut fid, count: c_int) -> c_int {
+    // SAFETY: `fabric` is live, so `ops` is the provider's table.
+    unsafe {
+        match (*fabric).ops.as_ref().and_then(|ops| ops.trywait) {
+            Some(trywait) => trywait(fabric, fids, count),
+            None => -sys::FI_ENOSYS,
+        }
+    }
+}
+
 /// `fi_cancel`: cancels a posted operation of an endpoint by its context; the operation then
 /// completes with `FI_ECANCELED` in the CQ (if it had not completed already).
 ///

@@ -1254,6 +1254,7 @@ pub const FI_EP_DGRAM: fi_ep_type = 2;
 pub const FI_EP_RDM: fi_ep_type = 3;
 pub const FI_EP_SOCK_STREAM: fi_ep_type = 4;
 pub const FI_EP_SOCK_DGRAM: fi_ep_type = 5;
+pub const FI_GETWAIT: ::core::ffi::c_int = 5;
 pub const FI_ENABLE: ::core::ffi::c_int = 6;
 pub const FI_WAIT_NONE: fi_wait_obj = 0;
 pub const FI_WAIT_UNSPEC: fi_wait_obj = 1;

@@ -1,7 +1,698 @@
-//! Transport between nodes. `fabric` loads libfabric (OFI) at run time and wraps the calls the
-//! transport makes; `fabric_sys` holds the structs and constants generated from libfabric's
-//! headers (scripts/gen-fabric-bindings.sh). Nothing uses them yet: the network transport that
-//! does is the next piece.
+//! Transport between nodes: one reliable-datagram (`FI_EP_RDM`) endpoint of libfabric per
+//! rank, carrying the point-to-point engine's packets (the same header as a shared-memory
+//! slot, then the payload) as tagged messages whose tag is the sender's world rank. Matching
+//! stays in the engine: every receive buffer takes any message, so `MPI_ANY_SOURCE`, probes,
+//! cancellation and ordering work as they do over shared memory. Message order between two
+//! ranks is the provider's send-after-send order (`FI_ORDER_SAS`, required).
+//!
+//! Buffers: `RECV_BUFFERS` receive buffers stay posted (each reposted once the engine has
+//! handled its packet) and `SEND_BUFFERS` send buffers carry packets until the provider
+//! reports them sent; both live in one allocation, registered once when the provider needs
+//! local registration (`FI_MR_LOCAL`). Progress is manual: reading the completion queue
+//! drives the provider.
+//!
+//! `fabric` loads libfabric (OFI) at run time and wraps the calls made here; `fabric_sys`
+//! holds the structs and constants generated from libfabric's headers
+//! (scripts/gen-fabric-bindings.sh).
 
 pub mod fabric;
 pub mod fabric_sys;
+
+use crate::abi::consts::MPI_ERR_OTHER;
+use crate::config;
+use crate::error::{MpiError, MpiResult};
+use crate::transport::shm::Packet;
+use fabric::{FI_ADDR_UNSPEC, Fabric, sys};
+use std::collections::VecDeque;
+use std::ffi::{CStr, c_void};
+use std::ptr::null_mut;
+
+/// Bytes of the header in front of every message.
+const HEADER: usize = size_of::<Packet>();
+
+/// Payload bytes a message carries at most: eager messages and the chunks of a stream.
+pub const PAYLOAD_CAPACITY: usize = 64 * 1024;
+
+/// Bytes of one buffer: header and payload, rounded to whole cache lines.
+const BUFFER_BYTES: usize = (HEADER + PAYLOAD_CAPACITY).div_ceil(64) * 64;
+
+/// Receive buffers kept posted, and send buffers in flight at most.
+const RECV_BUFFERS: usize = 64;
+const SEND_BUFFERS: usize = 64;
+/// Direct transfers (a message straight between the users' buffers) in flight at most.
+const DIRECT_TRANSFERS: usize = 256;
+
+/// Tag bit of direct transfers; the packets' tags (the sender's rank) never have it, and the
+/// posted packet buffers match only tags without it.
+const DIRECT_TAG: u64 = 1 << 63;
+
+/// Providers in the order a job prefers them: native high-speed fabrics first, TCP last.
+const PREFERRED_PROVIDERS: [&str; 8] = ["cxi", "efa", "verbs;ofi_rxm", "psm3", "opx", "psm2", "tcp;ofi_rxm", "tcp"];
+
+/// Providers never chosen by default: `shm` duplicates our own shared-memory route, and the
+/// others are libfabric's debugging and test providers.
+const AVOIDED_PROVIDERS: [&str; 4] = ["shm", "sockets", "udp;ofi_rxd", "ofi_hook_noop"];
+
+/// Memory-registration modes this transport can follow (it registers its buffers, passes
+/// descriptors, uses provider keys and virtual addresses, binds regions to the endpoint).
+const MR_MODES: i32 =
+    sys::FI_MR_LOCAL | sys::FI_MR_VIRT_ADDR | sys::FI_MR_ALLOCATED | sys::FI_MR_PROV_KEY | sys::FI_MR_ENDPOINT;
+
+/// Storage the provider may use for each posted operation (`struct fi_context2`), handed in
+/// as the operation's context; the completion returns its address.
+type Context = [*mut c_void; 8];
+
+fn net_error(what: impl std::fmt::Display) -> MpiError {
+    MpiError::new(MPI_ERR_OTHER, format!("network transport: {what}"))
+}
+
+/// `Ok` for a libfabric return value that is not an error, else the error naming `call`.
+fn check(fabric: &Fabric, call: &str, ret: impl Into<i64>) -> MpiResult<()> {
+    let ret = ret.into();
+    if ret < 0 {
+        return Err(net_error(format!("{call}: {}", fabric.strerror(ret))));
+    }
+    Ok(())
+}
+
+/// A packet that arrived in a receive buffer: `len` bytes in all, from world rank `from`.
+#[derive(Clone, Copy)]
+struct Arrival {
+    len: usize,
+    from: usize,
+}
+
+/// The provider and domain a job uses, as `oxmpi-info` and the debug log show them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    pub provider: String,
+    pub domain: String,
+}
+
+/// This rank's network endpoint.
+pub struct Net {
+    fabric: &'static Fabric,
+    info: *mut sys::fi_info,
+    fabric_fid: *mut sys::fid_fabric,
+    domain: *mut sys::fid_domain,
+    cq: *mut sys::fid_cq,
+    av: *mut sys::fid_av,
+    ep: *mut sys::fid_ep,
+    /// The registration of `buffers` when the provider needs one (`FI_MR_LOCAL`).
+    mr: *mut sys::fid_mr,
+    desc: *mut c_void,
+    me: usize,
+    /// Address of each world rank in the address vector (unspecified for ranks not reached
+    /// through the network).
+    addr: Vec<sys::fi_addr_t>,
+    /// Receive buffers, then send buffers; never moved while the endpoint is open.
+    buffers: Box<[u64]>,
+    /// One context per buffer, same order.
+    contexts: Box<[Context]>,
+    /// Send buffers free to fill (indices into the send half).
+    send_free: Vec<usize>,
+    /// Receive buffers in the order they were posted, which is the order messages match
+    /// them (each takes any packet), hence the senders' order. Completions may come in
+    /// another order (a large packet finishes after a small one behind it), so packets are
+    /// handed to the engine in this order, each once its buffer completed (`arrived`).
+    posted: VecDeque<usize>,
+    arrived: Vec<Option<Arrival>>,
+    /// Direct transfers: the engine's token of each slot in flight (and its registration,
+    /// for providers that need local ones), the free slots, and the tokens of finished ones.
+    direct: Vec<Option<(u64, *mut sys::fid_mr)>>,
+    direct_free: Vec<usize>,
+    finished: Vec<u64>,
+    /// Largest message the provider moves in one operation.
+    max_message: usize,
+    /// The completion queue's file descriptor, to sleep on (-1: the provider has none).
+    wait_fd: i32,
+    choice: Choice,
+}
+
+// SAFETY: the libfabric objects are used by one thread at a time (the engine is behind the
+// runtime's lock) and the domain is opened with FI_THREAD_DOMAIN, which allows that.
+unsafe impl Send for Net {}
+
+/// Reads a C string field of an `fi_info` attribute (empty when null).
+///
+/// # Safety
+/// `s` is null or NUL-terminated.
+unsafe fn c_text(s: *const std::ffi::c_char) -> String {
+    // SAFETY: as the caller guarantees.
+    if s.is_null() { String::new() } else { unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned() }
+}
+
+/// The providers and domains libfabric offers for our endpoints, in its order (for
+/// `oxmpi-info` and for the choice at start-up). Each entry is a `fi_info` of `list`.
+///
+/// # Safety
+/// `list` is a list from `Fabric::getinfo`.
+unsafe fn offers(list: *mut sys::fi_info) -> Vec<(*mut sys::fi_info, Choice)> {
+    let mut out = Vec::new();
+    let mut at = list;
+    while !at.is_null() {
+        // SAFETY: entries of a getinfo list have their attribute structs.
+        let choice = unsafe {
+            Choice {
+                provider: c_text((*(*at).fabric_attr).prov_name),
+                domain: c_text((*(*at).domain_attr).name),
+            }
+        };
+        out.push((at, choice));
+        // SAFETY: as above.
+        at = unsafe { (*at).next };
+    }
+    out
+}
+
+/// Picks the entry the job uses: the provider named by `OXMPI_NET_PROVIDER` (the hints
+/// already asked for it) or the first of `PREFERRED_PROVIDERS` present; among its domains,
+/// `OXMPI_NET_DOMAIN`, else the first that is not the loopback interface.
+fn choose(entries: &[(*mut sys::fi_info, Choice)], named: bool) -> Option<usize> {
+    let wanted_domain = std::env::var(config::NET_DOMAIN).ok();
+    let domain_ok = |c: &Choice| match &wanted_domain {
+        Some(d) => &c.domain == d,
+        None => c.domain != "lo",
+    };
+    let rank_of = |c: &Choice| {
+        if named {
+            return Some(0);
+        }
+        match PREFERRED_PROVIDERS.iter().position(|p| *p == c.provider) {
+            Some(i) => Some(i),
+            None if AVOIDED_PROVIDERS.contains(&c.provider.as_str()) => None,
+            None => Some(PREFERRED_PROVIDERS.len()),
+        }
+    };
+    let best = |accept: &dyn Fn(&Choice) -> bool| {
+        entries
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, c))| accept(c))
+            .filter_map(|(i, (_, c))| rank_of(c).map(|r| (r, i)))
+            .min()
+            .map(|(_, i)| i)
+    };
+    // A lone machine has only the loopback interface: use it rather than nothing.
+    best(&|c| domain_ok(c)).or_else(|| if wanted_domain.is_none() { best(&|_| true) } else { None })
+}
+
+/// Asks libfabric for RDM endpoints with what the engine needs; returns the list (freed by
+/// the caller with `freeinfo`) and whether a provider was named.
+fn query(fabric: &Fabric) -> MpiResult<(*mut sys::fi_info, bool)> {
+    let provider = std::env::var(config::NET_PROVIDER).ok().filter(|p| !p.is_empty());
+    let hints = fabric.allocinfo();
+    if hints.is_null() {
+        return Err(net_error("fi_allocinfo: out of memory"));
+    }
+    // SAFETY: allocinfo gave a zeroed fi_info with every attribute struct allocated;
+    // prov_name is strdup'd so that freeinfo frees it.
+    let ret = unsafe {
+        (*hints).caps = sys::FI_TAGGED;
+        (*hints).mode = sys::FI_CONTEXT | sys::FI_CONTEXT2;
+        (*(*hints).ep_attr).type_ = sys::FI_EP_RDM;
+        (*(*hints).tx_attr).msg_order = sys::FI_ORDER_SAS;
+        (*(*hints).rx_attr).msg_order = sys::FI_ORDER_SAS;
+        let d = &mut *(*hints).domain_attr;
+        d.threading = sys::FI_THREAD_DOMAIN;
+        d.data_progress = sys::FI_PROGRESS_MANUAL;
+        d.control_progress = sys::FI_PROGRESS_MANUAL;
+        d.av_type = sys::FI_AV_TABLE;
+        d.mr_mode = MR_MODES;
+        if let Some(p) = &provider {
+            let name = std::ffi::CString::new(p.as_str()).map_err(|_| net_error("bad provider name"))?;
+            (*(*hints).fabric_attr).prov_name = libc::strdup(name.as_ptr());
+        }
+        let mut list = null_mut();
+        let ret = fabric.getinfo(std::ptr::null(), std::ptr::null(), 0, hints, &mut list);
+        fabric.freeinfo(hints);
+        if ret == 0 { Ok(list) } else { Err(ret) }
+    };
+    match ret {
+        Ok(list) => Ok((list, provider.is_some())),
+        Err(code) => Err(net_error(format!(
+            "no libfabric provider offers reliable tagged endpoints{}: fi_getinfo: {}",
+            provider.map(|p| format!(" from {}={p}", config::NET_PROVIDER)).unwrap_or_default(),
+            fabric.strerror(code.into())
+        ))),
+    }
+}
+
+/// What `oxmpi-info` shows: every provider and domain offered, and the one a job would use.
+pub fn describe() -> Result<(Vec<Choice>, Option<Choice>), String> {
+    let fabric = Fabric::open().map_err(|e| e.to_string())?;
+    let (list, named) = query(fabric).map_err(|e| e.msg.clone())?;
+    // SAFETY: `list` came from getinfo and is freed once, after its entries were read.
+    let entries = unsafe { offers(list) };
+    let chosen = choose(&entries, named).map(|i| entries[i].1.clone());
+    // One line per provider and domain (libfabric lists a domain once per address).
+    let mut all: Vec<Choice> = Vec::new();
+    for (_, c) in entries {
+        if !all.contains(&c) {
+            all.push(c);
+        }
+    }
+    // SAFETY: as above.
+    unsafe { fabric.freeinfo(list) };
+    Ok((all, chosen))
+}
+
+impl Net {
+    /// Opens this rank's endpoint (world rank `me` of `world`); peers are added with
+    /// `connect` once every rank published its name.
+    pub fn open(me: usize, world: usize) -> MpiResult<Net> {
+        let fabric = Fabric::open().map_err(|e| MpiError::new(MPI_ERR_OTHER, e.to_string()))?;
+        let (list, named) = query(fabric)?;
+        // SAFETY: `list` came from getinfo.
+        let entries = unsafe { offers(list) };
+        let Some(i) = choose(&entries, named) else {
+            let seen: Vec<String> = entries.iter().map(|(_, c)| format!("{} ({})", c.provider, c.domain)).collect();
+            // SAFETY: freed once; nothing of it is used afterwards.
+            unsafe { fabric.freeinfo(list) };
+            return Err(net_error(format!(
+                "no usable libfabric provider among [{}] ({} names a domain)",
+                seen.join(", "),
+                config::NET_DOMAIN
+            )));
+        };
+        let choice = entries[i].1.clone();
+        // SAFETY: the entry belongs to `list`; the copy outlives it and is freed in Drop.
+        let info = unsafe { fabric.dupinfo(entries[i].0) };
+        // SAFETY: freed once; `info` is a deep copy.
+        unsafe { fabric.freeinfo(list) };
+        if info.is_null() {
+            return Err(net_error("fi_dupinfo: out of memory"));
+        }
+        let mut net = Net {
+            fabric,
+            info,
+            fabric_fid: null_mut(),
+            domain: null_mut(),
+            cq: null_mut(),
+            av: null_mut(),
+            ep: null_mut(),
+            mr: null_mut(),
+            desc: null_mut(),
+            me,
+            addr: vec![FI_ADDR_UNSPEC; world],
+            buffers: vec![0u64; (RECV_BUFFERS + SEND_BUFFERS) * BUFFER_BYTES / 8].into_boxed_slice(),
+            contexts: vec![[null_mut(); 8]; RECV_BUFFERS + SEND_BUFFERS + DIRECT_TRANSFERS].into_boxed_slice(),
+            send_free: (RECV_BUFFERS..RECV_BUFFERS + SEND_BUFFERS).rev().collect(),
+            posted: VecDeque::with_capacity(RECV_BUFFERS),
+            arrived: vec![None; RECV_BUFFERS],
+            direct: vec![None; DIRECT_TRANSFERS],
+            direct_free: (0..DIRECT_TRANSFERS).rev().collect(),
+            finished: Vec::new(),
+            // SAFETY: `info` is a valid fi_info with its endpoint attributes.
+            max_message: unsafe { (*(*info).ep_attr).max_msg_size },
+            wait_fd: -1,
+            choice,
+        };
+        // On failure `net` is dropped, closing what was opened.
+        net.open_objects()?;
+        for b in 0..RECV_BUFFERS {
+            net.post_receive(b)?;
+        }
+        log::debug!("network: provider {} on domain {}", net.choice.provider, net.choice.domain);
+        Ok(net)
+    }
+
+    /// The provider and domain in use.
+    pub fn choice(&self) -> &Choice {
+        &self.choice
+    }
+
+    fn open_objects(&mut self) -> MpiResult<()> {
+        let null = null_mut();
+        let f = self.fabric;
+        // SAFETY: each object is opened from the one before it, from `info` (owned until Drop);
+        // Drop closes whichever were opened, in reverse order.
+        unsafe {
+            check(f, "fi_fabric", f.fabric((*self.info).fabric_attr, &mut self.fabric_fid, null))?;
+            check(f, "fi_domain", fabric::fi_domain(self.fabric_fid, self.info, &mut self.domain, null))?;
+            // A queue with a file descriptor lets an idle rank sleep until traffic comes;
+            // providers without one get a plain queue (idle ranks then nap).
+            let mut cq_attr: sys::fi_cq_attr = std::mem::zeroed();
+            cq_attr.format = sys::FI_CQ_FORMAT_TAGGED;
+            cq_attr.size = RECV_BUFFERS + SEND_BUFFERS + DIRECT_TRANSFERS;
+            cq_attr.wait_obj = sys::FI_WAIT_FD;
+            if fabric::fi_cq_open(self.domain, &mut cq_attr, &mut self.cq, null) == 0 {
+                let mut fd: libc::c_int = -1;
+                let ret = fabric::fid_control(&raw mut (*self.cq).fid, sys::FI_GETWAIT, (&raw mut fd).cast());
+                self.wait_fd = if ret == 0 { fd } else { -1 };
+            } else {
+                cq_attr.wait_obj = sys::FI_WAIT_NONE;
+                check(f, "fi_cq_open", fabric::fi_cq_open(self.domain, &mut cq_attr, &mut self.cq, null))?;
+            }
+            let mut av_attr: sys::fi_av_attr = std::mem::zeroed();
+            av_attr.type_ = sys::FI_AV_TABLE;
+            av_attr.count = self.addr.len();
+            check(f, "fi_av_open", fabric::fi_av_open(self.domain, &mut av_attr, &mut self.av, null))?;
+            check(f, "fi_endpoint", fabric::fi_endpoint(self.domain, self.info, &mut self.ep, null))?;
+            let cq = &raw mut (*self.cq).fid;
+            check(f, "fi_ep_bind(cq)", fabric::fi_ep_bind(self.ep, cq, sys::FI_TRANSMIT | sys::FI_RECV))?;
+            check(f, "fi_ep_bind(av)", fabric::fi_ep_bind(self.ep, &raw mut (*self.av).fid, 0))?;
+            check(f, "fi_enable", fabric::fi_enable(self.ep))?;
+            let mr_mode = (*(*self.info).domain_attr).mr_mode;
+            if mr_mode & sys::FI_MR_LOCAL != 0 {
+                let bytes = self.buffers.len() * 8;
+                let access = sys::FI_SEND | sys::FI_RECV;
+                let base = self.buffers.as_ptr().cast();
+                check(f, 
+                    "fi_mr_reg",
+                    fabric::fi_mr_reg(self.domain, base, bytes, access, 0, 0, 0, &mut self.mr, null),
+                )?;
+                if mr_mode & sys::FI_MR_ENDPOINT != 0 {
+                    check(f, "fi_mr_bind", fabric::fi_mr_bind(self.mr, &raw mut (*self.ep).fid, 0))?;
+                    check(f, "fi_mr_enable", fabric::fi_mr_enable(self.mr))?;
+                }
+                self.desc = fabric::fi_mr_desc(self.mr);
+            }
+        }
+        Ok(())
+    }
+
+    /// This endpoint's address, for peers to `connect` to.
+    pub fn name(&self) -> MpiResult<Vec<u8>> {
+        let mut name = vec![0u8; 256];
+        let mut len = name.len();
+        // SAFETY: the endpoint is open and enabled; `name` has `len` writable bytes.
+        let ret = unsafe { fabric::fi_getname(&raw mut (*self.ep).fid, name.as_mut_ptr().cast(), &mut len) };
+        check(self.fabric, "fi_getname", ret)?;
+        name.truncate(len);
+        Ok(name)
+    }
+
+    /// Adds the peers reached through the network: `names[r]` is world rank r's `name()`.
+    pub fn connect(&mut self, names: &[(usize, Vec<u8>)]) -> MpiResult<()> {
+        for (rank, name) in names {
+            let mut address = FI_ADDR_UNSPEC;
+            // SAFETY: the AV is open; `name` is an address of this provider's format.
+            let ret = unsafe {
+                fabric::fi_av_insert(self.av, name.as_ptr().cast(), 1, &mut address, 0, null_mut())
+            };
+            if ret != 1 {
+                return Err(net_error(format!("cannot add the address of rank {rank} (fi_av_insert: {ret})")));
+            }
+            self.addr[*rank] = address;
+        }
+        Ok(())
+    }
+
+    fn buffer(&mut self, i: usize) -> &mut [u8] {
+        let bytes: &mut [u8] = words_as_bytes_mut(&mut self.buffers);
+        &mut bytes[i * BUFFER_BYTES..(i + 1) * BUFFER_BYTES]
+    }
+
+    fn post_receive(&mut self, b: usize) -> MpiResult<()> {
+        loop {
+            let ctx = (&raw mut self.contexts[b]).cast::<c_void>();
+            let buf = self.buffer(b).as_mut_ptr().cast::<c_void>();
+            // SAFETY: the buffer and its context live in boxes that stay put until Drop,
+            // which closes the endpoint first; the buffer is not touched until its completion.
+            let ignore = !DIRECT_TAG;
+            let ret = unsafe { fabric::fi_trecv(self.ep, buf, BUFFER_BYTES, self.desc, FI_ADDR_UNSPEC, 0, ignore, ctx) };
+            if ret == -(sys::FI_EAGAIN as isize) {
+                self.read_completions();
+                continue;
+            }
+            check(self.fabric, "fi_trecv", ret as i64)?;
+            self.posted.push_back(b);
+            return Ok(());
+        }
+    }
+
+    /// Whether a packet can be sent now (a send buffer is free).
+    #[inline]
+    pub fn can_send(&self) -> bool {
+        !self.send_free.is_empty()
+    }
+
+    /// Sends `packet` and `payload` bytes written by `fill` (which gets `PAYLOAD_CAPACITY`
+    /// bytes) to world rank `dst`. The caller checked `can_send`.
+    pub fn send(&mut self, dst: usize, packet: &Packet, payload: usize, fill: impl FnOnce(&mut [u8])) {
+        debug_assert!(payload <= PAYLOAD_CAPACITY);
+        let b = self.send_free.pop().expect("send without a free buffer (can_send)");
+        let buf = self.buffer(b);
+        // SAFETY: Packet is plain old data (repr(C) integers), HEADER bytes long.
+        let header = unsafe { std::slice::from_raw_parts((packet as *const Packet).cast::<u8>(), HEADER) };
+        buf[..HEADER].copy_from_slice(header);
+        fill(&mut buf[HEADER..HEADER + PAYLOAD_CAPACITY]);
+        let ptr = buf.as_ptr().cast::<c_void>();
+        let to = self.addr[dst];
+        debug_assert_ne!(to, FI_ADDR_UNSPEC, "rank {dst} is not reached through the network");
+        loop {
+            let ctx = (&raw mut self.contexts[b]).cast::<c_void>();
+            // SAFETY: as in `post_receive`: buffer and context stay put and untouched until
+            // the send completes (the buffer returns to `send_free` then).
+            let ret = unsafe { fabric::fi_tsend(self.ep, ptr, HEADER + payload, self.desc, to, self.me as u64, ctx) };
+            if ret == -(sys::FI_EAGAIN as isize) {
+                // The provider's queue is full: completing earlier operations frees it.
+                self.read_completions();
+                continue;
+            }
+            if ret < 0 {
+                self.fail(&format!("fi_tsend to rank {dst}: {}", self.fabric.strerror(ret as i64)));
+            }
+            return;
+        }
+    }
+
+    /// Reads completions (which also drives the provider): finished sends free their buffers,
+    /// arrivals queue for `front`. Returns whether any packet arrived.
+    pub fn read_completions(&mut self) -> bool {
+        let mut entries = [sys::fi_cq_tagged_entry {
+            op_context: null_mut(),
+            flags: 0,
+            len: 0,
+            buf: null_mut(),
+            data: 0,
+            tag: 0,
+        }; 16];
+        let mut arrived = false;
+        loop {
+            // SAFETY: the CQ is open, of FI_CQ_FORMAT_TAGGED, and `entries` holds 16 entries.
+            let ret = unsafe { fabric::fi_cq_read(self.cq, entries.as_mut_ptr().cast(), entries.len()) };
+            if ret == -(sys::FI_EAGAIN as isize) {
+                return arrived;
+            }
+            if ret == -(sys::FI_EAVAIL as isize) {
+                self.fail_from_queue();
+            }
+            if ret < 0 {
+                self.fail(&format!("fi_cq_read: {}", self.fabric.strerror(ret as i64)));
+            }
+            for e in &entries[..ret as usize] {
+                let b = self.buffer_of(e.op_context);
+                if b < RECV_BUFFERS {
+                    self.arrived[b] = Some(Arrival { len: e.len, from: e.tag as usize });
+                    arrived = true;
+                } else if b < RECV_BUFFERS + SEND_BUFFERS {
+                    self.send_free.push(b);
+                } else {
+                    self.finish_direct(b - RECV_BUFFERS - SEND_BUFFERS);
+                    arrived = true;
+                }
+            }
+            if (ret as usize) < entries.len() {
+                return arrived;
+            }
+        }
+    }
+
+    fn buffer_of(&self, context: *mut c_void) -> usize {
+        let first = self.contexts.as_ptr() as usize;
+        let at = (context as usize).wrapping_sub(first) / size_of::<Context>();
+        assert!(at < self.contexts.len(), "a completion for an operation this transport did not post");
+        at
+    }
+
+    /// The next packet in order, if it arrived: its sender (world rank), header and payload.
+    /// It stays until `release_front`.
+    #[inline]
+    pub fn front(&self) -> Option<(usize, Packet, &[u8])> {
+        let b = *self.posted.front()?;
+        let a = self.arrived[b]?;
+        let bytes: &[u8] = words_as_bytes(&self.buffers);
+        let buf = &bytes[b * BUFFER_BYTES..b * BUFFER_BYTES + a.len.min(BUFFER_BYTES)];
+        if buf.len() < HEADER {
+            self.fail(&format!("a message of {} bytes from rank {}, shorter than a header", a.len, a.from));
+        }
+        // SAFETY: the buffer holds at least HEADER bytes; Packet is plain old data, read
+        // unaligned.
+        let packet = unsafe { std::ptr::read_unaligned(buf.as_ptr().cast::<Packet>()) };
+        Some((a.from, packet, &buf[HEADER..]))
+    }
+
+    /// Hands the buffer of the first packet back to the provider.
+    pub fn release_front(&mut self) {
+        let b = self.posted.pop_front().expect("release without a packet");
+        self.arrived[b].take().expect("release of a packet that has not arrived");
+        if let Err(e) = self.post_receive(b) {
+            self.fail(&e.msg);
+        }
+    }
+
+    /// Sleeps until the network has something for this rank or `timeout` passes (at once
+    /// when something is pending). Without a wait descriptor, just the timeout.
+    pub fn wait(&mut self, timeout: std::time::Duration) {
+        if self.wait_fd < 0 {
+            std::thread::sleep(timeout);
+            return;
+        }
+        let cq = (&raw mut self.cq).cast::<*mut sys::fid>();
+        // SAFETY: the fabric and the CQ are open; `cq` points at one live fid pointer (the
+        // `fid` is the first field of `fid_cq`).
+        if unsafe { fabric::fi_trywait(self.fabric_fid, cq, 1) } != 0 {
+            return;
+        }
+        let mut pfd = libc::pollfd { fd: self.wait_fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut pfd, 1, timeout.as_millis().max(1) as libc::c_int) };
+    }
+
+    /// Whether a direct transfer of `len` bytes can start now (one operation of the provider,
+    /// a free slot).
+    pub fn can_direct(&self, len: usize) -> bool {
+        len <= self.max_message && !self.direct_free.is_empty()
+    }
+
+    /// Posts the receive of direct transfer `id` (`len` bytes into `buf`); its `token` comes
+    /// out of `take_finished` once the data is there. The caller checked `can_direct`; the
+    /// memory stays valid and untouched until then.
+    pub fn receive_direct(&mut self, id: u32, buf: *mut u8, len: usize, token: u64) {
+        self.start_direct(token, buf, len, |net, ctx, desc| {
+            // SAFETY: the endpoint is open; the caller vouches for the buffer; the context is
+            // a slot of `contexts`, which stays put.
+            unsafe {
+                fabric::fi_trecv(net.ep, buf.cast(), len, desc, FI_ADDR_UNSPEC, DIRECT_TAG | u64::from(id), 0, ctx)
+            }
+        });
+    }
+
+    /// Sends direct transfer `id` to world rank `dst` (`len` bytes from `buf`), which posted
+    /// its receive; `token` comes out of `take_finished` once the data has left. The caller
+    /// checked `can_direct`; the memory stays valid and untouched until then.
+    pub fn send_direct(&mut self, dst: usize, id: u32, buf: *const u8, len: usize, token: u64) {
+        let to = self.addr[dst];
+        self.start_direct(token, buf.cast_mut(), len, |net, ctx, desc| {
+            // SAFETY: as in `receive_direct`.
+            unsafe { fabric::fi_tsend(net.ep, buf.cast(), len, desc, to, DIRECT_TAG | u64::from(id), ctx) }
+        });
+    }
+
+    /// Starts one direct transfer with `post(self, context, descriptor)`, registering the
+    /// user's memory first when the provider needs it, and retrying while the provider's
+    /// queue is full.
+    fn start_direct(&mut self, token: u64, buf: *mut u8, len: usize, post: impl Fn(&mut Net, *mut c_void, *mut c_void) -> isize) {
+        let slot = self.direct_free.pop().expect("direct transfer without a free slot (can_direct)");
+        let mut mr = null_mut();
+        // SAFETY: `info` is valid; the domain is open; the region covers the caller's buffer,
+        // which stays allocated until the transfer finishes (the region is closed then).
+        let desc = unsafe {
+            if (*(*self.info).domain_attr).mr_mode & sys::FI_MR_LOCAL != 0 && len > 0 {
+                let access = sys::FI_SEND | sys::FI_RECV;
+                let ret = fabric::fi_mr_reg(self.domain, buf.cast(), len, access, 0, 0, 0, &mut mr, null_mut());
+                if ret < 0 {
+                    self.fail(&format!("fi_mr_reg of {len} bytes: {}", self.fabric.strerror(ret.into())));
+                }
+                if (*(*self.info).domain_attr).mr_mode & sys::FI_MR_ENDPOINT != 0 {
+                    fabric::fi_mr_bind(mr, &raw mut (*self.ep).fid, 0);
+                    fabric::fi_mr_enable(mr);
+                }
+                fabric::fi_mr_desc(mr)
+            } else {
+                null_mut()
+            }
+        };
+        self.direct[slot] = Some((token, mr));
+        let ctx = (&raw mut self.contexts[RECV_BUFFERS + SEND_BUFFERS + slot]).cast::<c_void>();
+        loop {
+            let ret = post(self, ctx, desc);
+            if ret == -(sys::FI_EAGAIN as isize) {
+                self.read_completions();
+                continue;
+            }
+            if ret < 0 {
+                self.fail(&format!("direct transfer of {len} bytes: {}", self.fabric.strerror(ret as i64)));
+            }
+            return;
+        }
+    }
+
+    fn finish_direct(&mut self, slot: usize) {
+        let (token, mr) = self.direct[slot].take().expect("completion of a direct transfer not in flight");
+        if !mr.is_null() {
+            // SAFETY: the region was registered for this transfer, which is over.
+            unsafe { fabric::fi_close(&raw mut (*mr).fid) };
+        }
+        self.direct_free.push(slot);
+        self.finished.push(token);
+    }
+
+    /// The tokens of the direct transfers finished since the last call.
+    pub fn take_finished(&mut self) -> Option<u64> {
+        self.finished.pop()
+    }
+
+    /// Reads the error entry at the head of the completion queue and ends the job.
+    fn fail_from_queue(&mut self) -> ! {
+        // SAFETY: the CQ is open; the entry is written into zeroed storage.
+        let (err, prov) = unsafe {
+            let mut e: sys::fi_cq_err_entry = std::mem::zeroed();
+            fabric::fi_cq_readerr(self.cq, &mut e, 0);
+            (e.err, e.prov_errno)
+        };
+        self.fail(&format!("{} (provider error {prov})", self.fabric.strerror(err.into())))
+    }
+
+    /// A failed transfer cannot be reported to the MPI call that started it (it may have
+    /// returned long ago) and the job's messages can no longer be trusted: end the process
+    /// with one line saying why; the process manager ends the rest of the job.
+    fn fail(&self, what: &str) -> ! {
+        eprintln!("oxmpi: rank {}: network transport failed ({}): {what}", self.me, self.choice.provider);
+        // SAFETY: fflush(NULL) flushes every open C output stream.
+        unsafe { libc::fflush(null_mut()) };
+        std::process::exit(70)
+    }
+}
+
+/// The bytes of a buffer of words (for alignment the buffers are allocated as `u64`).
+fn words_as_bytes_mut(words: &mut [u64]) -> &mut [u8] {
+    // SAFETY: u8 has no alignment or validity requirements; same memory, 8x the length.
+    unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast(), words.len() * 8) }
+}
+
+fn words_as_bytes(words: &[u64]) -> &[u8] {
+    // SAFETY: as `bytemuck_bytes`.
+    unsafe { std::slice::from_raw_parts(words.as_ptr().cast(), words.len() * 8) }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        // SAFETY: each object is closed once, the endpoint before what it is bound to, the
+        // region before its domain and the domain before the fabric; null ones were never
+        // opened. Posted receives die with the endpoint, before the buffers are freed.
+        unsafe {
+            if !self.ep.is_null() {
+                fabric::fi_close(&raw mut (*self.ep).fid);
+            }
+            if !self.mr.is_null() {
+                fabric::fi_close(&raw mut (*self.mr).fid);
+            }
+            if !self.av.is_null() {
+                fabric::fi_close(&raw mut (*self.av).fid);
+            }
+            if !self.cq.is_null() {
+                fabric::fi_close(&raw mut (*self.cq).fid);
+            }
+            if !self.domain.is_null() {
+                fabric::fi_close(&raw mut (*self.domain).fid);
+            }
+            if !self.fabric_fid.is_null() {
+                fabric::fi_close(&raw mut (*self.fabric_fid).fid);
+            }
+            self.fabric.freeinfo(self.info);
+        }
+    }
+}
