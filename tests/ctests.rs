@@ -78,6 +78,7 @@ macro_rules! ctests {
 ctests! {
     env_init => "env_init.c",
     env_init_thread => "env_init_thread.c",
+    init_signal_handlers => "init_signal_handlers.c",
     env_singleton => "env_singleton.c",
     env_abort => "env_abort.c",
     env_alloc_mem => "env_alloc_mem.c",

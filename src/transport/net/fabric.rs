@@ -104,11 +104,37 @@ unsafe fn symbol<F: Copy>(handle: *mut c_void, library: &CStr, name: &CStr) -> R
     Ok(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&address) })
 }
 
+/// Runs `f` and then puts back every signal handler it changed. Provider libraries that
+/// libfabric loads and initialises install crash handlers of their own (libpsm2 writes a
+/// `*.btr` backtrace file into the working directory on SIGSEGV and SIGTERM); the program's
+/// handlers and the defaults must stay in force.
+pub fn keeping_signal_handlers<R>(f: impl FnOnce() -> R) -> R {
+    const SIGNALS: std::ops::Range<c_int> = 1..32;
+    // SAFETY: sigaction with a null new action only reads the current one into `old`.
+    let saved: Vec<(c_int, libc::sigaction)> = SIGNALS
+        .filter_map(|sig| unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            (libc::sigaction(sig, std::ptr::null(), &mut old) == 0).then_some((sig, old))
+        })
+        .collect();
+    let out = f();
+    for (sig, old) in &saved {
+        // SAFETY: reinstalls an action the process had a moment ago.
+        unsafe {
+            let mut now: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(*sig, std::ptr::null(), &mut now) == 0 && now.sa_sigaction != old.sa_sigaction {
+                libc::sigaction(*sig, old, std::ptr::null_mut());
+            }
+        }
+    }
+    out
+}
+
 impl Fabric {
     /// Loads libfabric once per process (later calls return the same result).
     pub fn open() -> Result<&'static Fabric, LoadError> {
         static LOADED: OnceLock<Result<Fabric, LoadError>> = OnceLock::new();
-        LOADED.get_or_init(|| Fabric::load(LIBRARY)).as_ref().map_err(Clone::clone)
+        LOADED.get_or_init(|| keeping_signal_handlers(|| Fabric::load(LIBRARY))).as_ref().map_err(Clone::clone)
     }
 
     /// Loads `library` afresh, without the per-process cache of `open`; for tests of the

@@ -224,7 +224,10 @@ fn query(fabric: &Fabric) -> MpiResult<(*mut sys::fi_info, bool)> {
             (*(*hints).fabric_attr).prov_name = libc::strdup(name.as_ptr());
         }
         let mut list = null_mut();
-        let ret = fabric.getinfo(std::ptr::null(), std::ptr::null(), 0, hints, &mut list);
+        // The first getinfo initialises the providers.
+        let ret = fabric::keeping_signal_handlers(|| {
+            fabric.getinfo(std::ptr::null(), std::ptr::null(), 0, hints, &mut list)
+        });
         fabric.freeinfo(hints);
         if ret == 0 { Ok(list) } else { Err(ret) }
     };
