@@ -395,7 +395,7 @@ pub fn set_view(file: &File, disp: i64, etype: c_int, filetype: c_int, datarep: 
     } else {
         disp as u64
     };
-    let view = View::new(disp, etype, filetype, datarep)?;
+    let view = View::new(disp, etype, filetype, datarep, file.is(MPI_MODE_RDONLY))?;
     // Every member is done with the old view's shared pointer before it goes back to 0.
     file.barrier()?;
     {

@@ -22,6 +22,37 @@ fn check_datarep(datarep: &str) -> MpiResult<()> {
     }
 }
 
+/// What MPI requires of the typemaps of a view's types (MPI-4.1 section 14.3): displacements
+/// non-negative and non-decreasing; for a file that may be written, no byte twice (blocks
+/// and consecutive tiles must not overlap). MPI_ERR_IO, as MPICH reports it.
+fn check_typemap(layout: &Layout, data: &datatype::TypeData, what: &str, read_only: bool) -> MpiResult<()> {
+    if data.true_lb < 0 {
+        return err(MPI_ERR_IO, format!("the {what} has a negative displacement (MPI requires them non-negative)"));
+    }
+    let (mut last_start, mut last_end) = (0isize, 0isize);
+    let (mut decreasing, mut overlapping) = (false, false);
+    layout.walk(
+        1,
+        0..data.size,
+        &mut Blocks(|off, len| {
+            decreasing |= off < last_start;
+            overlapping |= off < last_end;
+            (last_start, last_end) = (off, off + len as isize);
+        }),
+    );
+    if decreasing {
+        return err(MPI_ERR_IO, format!("the {what}'s displacements decrease (MPI requires them non-decreasing)"));
+    }
+    overlapping |= data.true_ub - data.true_lb > data.extent();
+    if overlapping && !read_only {
+        return err(
+            MPI_ERR_IO,
+            format!("the {what} covers some bytes twice, which only a file opened MPI_MODE_RDONLY allows"),
+        );
+    }
+    Ok(())
+}
+
 /// A file view.
 #[derive(Clone)]
 pub struct View {
@@ -45,12 +76,18 @@ pub struct View {
 impl View {
     /// The view of a newly opened file: bytes from offset 0, "native".
     pub fn bytes() -> View {
-        View::new(0, MPI_BYTE, MPI_BYTE, "native").expect("the default view is valid")
+        View::new(0, MPI_BYTE, MPI_BYTE, "native", true).expect("the default view is valid")
     }
 
     /// Checks the arguments of MPI_File_set_view (but the displacement, which the caller
     /// resolved) and makes the view.
-    pub fn new(disp: u64, etype: MPI_Datatype, filetype: MPI_Datatype, datarep: &str) -> MpiResult<View> {
+    pub fn new(
+        disp: u64,
+        etype: MPI_Datatype,
+        filetype: MPI_Datatype,
+        datarep: &str,
+        read_only: bool,
+    ) -> MpiResult<View> {
         let etype_layout = datatype::layout(etype)?;
         let filetype_layout = datatype::layout(filetype)?;
         check_datarep(datarep)?;
@@ -71,29 +108,8 @@ impl View {
                 ),
             );
         }
-        if ft.true_lb < 0 {
-            return err(MPI_ERR_ARG, "the filetype has a negative displacement (MPI requires them non-negative)");
-        }
-        if ft.true_ub - ft.true_lb > ft.extent() {
-            return err(MPI_ERR_ARG, "consecutive filetypes overlap: the filetype's data spans more than its extent");
-        }
-        // Displacements must not decrease, and data may not overlap within a tile.
-        let mut end = 0isize;
-        let mut ordered = true;
-        filetype_layout.walk(
-            1,
-            0..ft.size,
-            &mut Blocks(|off, len| {
-                ordered &= off >= end;
-                end = off + len as isize;
-            }),
-        );
-        if !ordered {
-            return err(
-                MPI_ERR_ARG,
-                "the filetype's displacements decrease or its blocks overlap (MPI requires them non-decreasing)",
-            );
-        }
+        check_typemap(&etype_layout, &etype_obj.data(), "etype", read_only)?;
+        check_typemap(&filetype_layout, &ft, "filetype", read_only)?;
         let contiguous_at = filetype_layout.contiguous_at().map(|at| at as u64);
         Ok(View {
             disp,
@@ -182,5 +198,64 @@ impl View {
     /// A handle to a type of the view for the program (MPI_File_get_view).
     pub fn handle_of(t: &Type) -> MPI_Datatype {
         datatype::user_handle(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn committed(dt: MPI_Datatype) -> MPI_Datatype {
+        datatype::commit(dt).unwrap();
+        dt
+    }
+
+    #[test]
+    fn a_vector_view_becomes_runs_of_the_file() {
+        // Blocks of 2 ints at ints 0, 4, 8: 24 bytes of data, extent 40.
+        let vector = committed(datatype::vector(3, 2, 4, MPI_INT, false).unwrap());
+        let v = View::new(100, MPI_INT, vector, "native", false).unwrap();
+        assert_eq!(v.runs(0, 24), vec![(100, 8), (116, 8), (132, 8)]);
+        assert_eq!(v.runs(4, 8), vec![(104, 4), (116, 4)]);
+        // The last block of a tile ends where the next tile starts: one run.
+        assert_eq!(v.runs(20, 8), vec![(136, 8)]);
+        assert_eq!(v.byte_offset(3), 120);
+        assert_eq!(v.data_before(118), 10);
+        assert_eq!(v.end_offset(118), 3);
+        assert_eq!(v.data_before(50), 0);
+        assert_eq!(v.data_before(100 + 40 + 4), 28);
+        datatype::free(vector).unwrap();
+    }
+
+    #[test]
+    fn the_default_view_is_one_run() {
+        let v = View::bytes();
+        assert_eq!(v.runs(7, 1000), vec![(7, 1000)]);
+        assert_eq!(v.end_offset(55), 55);
+    }
+
+    #[test]
+    fn filetypes_the_standard_forbids_are_refused() {
+        let negative = committed(datatype::hindexed(&[1, 1], &[-8, 0], MPI_INT, false).unwrap());
+        let decreasing = committed(datatype::hindexed(&[1, 1], &[4, 0], MPI_INT, false).unwrap());
+        let overlapping = committed(datatype::hindexed(&[2, 1], &[0, 4], MPI_INT, false).unwrap());
+        let three = committed(datatype::contiguous(3, MPI_BYTE, false).unwrap());
+        for ft in [negative, decreasing, overlapping] {
+            assert_eq!(View::new(0, MPI_INT, ft, "native", false).err().unwrap().code, MPI_ERR_IO);
+            assert_eq!(View::new(0, ft, ft, "native", false).err().unwrap().code, MPI_ERR_IO, "as an etype");
+        }
+        assert!(View::new(0, MPI_INT, overlapping, "native", true).is_ok(), "overlaps may be read");
+        assert_eq!(View::new(0, MPI_INT, three, "native", false).err().unwrap().code, MPI_ERR_ARG);
+        for ft in [negative, decreasing, overlapping, three] {
+            datatype::free(ft).unwrap();
+        }
+        let uncommitted = datatype::contiguous(2, MPI_INT, false).unwrap();
+        assert_eq!(View::new(0, MPI_INT, uncommitted, "native", false).err().unwrap().code, MPI_ERR_TYPE);
+        datatype::free(uncommitted).unwrap();
+        assert_eq!(
+            View::new(0, MPI_INT, MPI_INT, "external32", false).err().unwrap().code,
+            MPI_ERR_UNSUPPORTED_DATAREP
+        );
+        assert!(View::new(0, MPI_INT, MPI_INT, "internal", false).is_ok());
     }
 }
