@@ -290,7 +290,7 @@ unsafe fn data_access(
     if buf.is_null() && count > 0 && layout.size > 0 && layout.lower(count) == 0 {
         return err(MPI_ERR_BUFFER, "invalid buffer pointer (NULL with a nonzero count)");
     }
-    let mem = Memory { addr: buf as usize, count, layout };
+    let mem = Memory { addr: buf as usize, count, datatype, layout };
     // SAFETY: the caller's contract on `buf`.
     let bytes = unsafe {
         match how {

@@ -15,8 +15,10 @@
 
 use super::file::{File, check_not_sequential, check_writable};
 use crate::abi::consts::*;
+use crate::abi::types::MPI_Datatype;
 use crate::coll;
 use crate::datatype::Layout;
+use crate::datatype::sig::convert;
 use crate::error::{MpiError, MpiResult, err};
 use std::ffi::c_int;
 
@@ -37,10 +39,12 @@ pub enum Direction {
     Write,
 }
 
-/// The program's side of an access: `count` elements of `layout` at `addr`.
+/// The program's side of an access: `count` elements of `datatype` (laid out as `layout`)
+/// at `addr`.
 pub struct Memory {
     pub addr: usize,
     pub count: usize,
+    pub datatype: MPI_Datatype,
     pub layout: Layout,
 }
 
@@ -100,13 +104,15 @@ pub unsafe fn access(file: &File, pos: Position, mem: &Memory, dir: Direction) -
         return Ok(0);
     }
     let runs = view.runs(start * etype, len);
-    let blocks = match mem.layout.contiguous_at() {
-        Some(at) => vec![(mem.addr.wrapping_add_signed(at), len)],
-        None => mem.layout.iovecs(mem.addr as *const u8, mem.count, 0..len),
-    };
     let lock = if atomic { Some(RangeLock::take(file, &runs, dir)?) } else { None };
-    // SAFETY: the caller's contract on `mem`, whose blocks these are.
-    let moved = unsafe { transfer(file, &runs, &blocks, dir) };
+    // SAFETY: the caller's contract on `mem`.
+    let moved = unsafe {
+        if view.external32 {
+            transfer_external32(file, &runs, mem, dir)
+        } else {
+            transfer_native(file, &runs, mem, dir)
+        }
+    };
     drop(lock);
     if let (Some(st), Ok(n)) = (state.as_mut(), &moved) {
         st.pointer = start + (*n as u64).div_ceil(etype);
@@ -201,6 +207,57 @@ impl Cursor<'_> {
             n -= left;
             self.index += 1;
             self.used = 0;
+        }
+    }
+}
+
+/// Moves the data of `runs` straight between the file and the program's memory.
+///
+/// # Safety
+/// As for `access`.
+unsafe fn transfer_native(file: &File, runs: &[(u64, usize)], mem: &Memory, dir: Direction) -> MpiResult<usize> {
+    let len = mem.bytes();
+    let blocks = match mem.layout.contiguous_at() {
+        Some(at) => vec![(mem.addr.wrapping_add_signed(at), len)],
+        None => mem.layout.iovecs(mem.addr as *const u8, mem.count, 0..len),
+    };
+    // SAFETY: the caller's contract on `mem`, whose blocks these are.
+    unsafe { transfer(file, runs, &blocks, dir) }
+}
+
+/// Moves the data of `runs` through a packed buffer converted to or from external32 (the
+/// view checked that the file's types have their native sizes there; the memory type must
+/// too).
+///
+/// # Safety
+/// As for `access`.
+unsafe fn transfer_external32(file: &File, runs: &[(u64, usize)], mem: &Memory, dir: Direction) -> MpiResult<usize> {
+    let sig = crate::datatype::lookup(mem.datatype)?.data().sig.clone();
+    if sig.ext_size != sig.size {
+        return err(
+            MPI_ERR_UNSUPPORTED_DATAREP,
+            "external32 access with a memory type whose external32 size differs from its native size (such as \
+             MPI_LONG) is not implemented yet in oxmpi",
+        );
+    }
+    let len = mem.bytes();
+    let mut ext = vec![0u8; len];
+    match dir {
+        Direction::Write => {
+            // SAFETY: the caller's contract on `mem`.
+            let mut native = unsafe { mem.layout.pack_to_vec(mem.addr as *const u8, mem.count, 0..len) };
+            convert(&sig, mem.count, &mut native, &mut ext, true);
+            // SAFETY: `ext` is a live buffer of `len` bytes.
+            unsafe { transfer(file, runs, &[(ext.as_ptr() as usize, len)], dir) }
+        }
+        Direction::Read => {
+            // SAFETY: `ext` is a live buffer of `len` bytes.
+            let n = unsafe { transfer(file, runs, &[(ext.as_mut_ptr() as usize, len)], dir) }?;
+            let mut native = vec![0u8; len];
+            convert(&sig, mem.count, &mut native, &mut ext, false);
+            // SAFETY: the caller's contract on `mem`; only the bytes read are stored.
+            unsafe { mem.layout.unpack(mem.addr as *mut u8, mem.count, 0, &native[..n]) };
+            Ok(n)
         }
     }
 }

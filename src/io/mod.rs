@@ -11,7 +11,8 @@
 //! - `errors`: `errno` to MPI-IO error classes, in one place.
 //!
 //! Not yet: two-phase collective buffering and data sieving (every access is its own
-//! vectored calls), the external32 and user data representations, shared file pointers
+//! vectored calls), external32 of types whose size differs there and user data
+//! representations, shared file pointers
 //! across nodes, nonblocking I/O that overlaps computation (it is done when started).
 
 pub mod access;

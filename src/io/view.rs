@@ -9,14 +9,18 @@ use crate::datatype::flat::Blocks;
 use crate::datatype::{self, Layout, Type};
 use crate::error::{MpiResult, err};
 
-/// The data representations a view may name. Only `native` (and `internal`, which this
-/// library stores as `native`) are implemented.
-fn check_datarep(datarep: &str) -> MpiResult<()> {
+/// The data representations a view may name: `native`, `internal` (stored as `native`) and
+/// `external32` where every basic type of the view has its native size in external32, so
+/// the file holds the native layout, big-endian (MPI_LONG, 4 bytes in external32, and the
+/// like are not done yet). Returns whether the data is converted to external32.
+fn check_datarep(datarep: &str, types: [&datatype::TypeData; 2]) -> MpiResult<bool> {
     match datarep {
-        "native" | "internal" => Ok(()),
+        "native" | "internal" => Ok(false),
+        "external32" if types.iter().all(|t| t.sig.ext_size == t.size) => Ok(true),
         "external32" => err(
             MPI_ERR_UNSUPPORTED_DATAREP,
-            "data representation external32 is not implemented yet in oxmpi (use native)",
+            "external32 views of types whose external32 size differs from their native size (such as \
+             MPI_LONG) are not implemented yet in oxmpi",
         ),
         other => err(MPI_ERR_UNSUPPORTED_DATAREP, format!("unknown data representation \"{other}\"")),
     }
@@ -71,6 +75,8 @@ pub struct View {
     /// The filetype's data bounds from a tile's origin: [true_lb, true_ub).
     data_bounds: (u64, u64),
     pub datarep: String,
+    /// The data is stored in external32 (big-endian) and converted on each access.
+    pub external32: bool,
 }
 
 impl View {
@@ -90,8 +96,8 @@ impl View {
     ) -> MpiResult<View> {
         let etype_layout = datatype::layout(etype)?;
         let filetype_layout = datatype::layout(filetype)?;
-        check_datarep(datarep)?;
         let (etype_obj, filetype_obj) = (datatype::lookup(etype)?, datatype::lookup(filetype)?);
+        let external32 = check_datarep(datarep, [&etype_obj.data(), &filetype_obj.data()])?;
         if etype_layout.size == 0 {
             return err(MPI_ERR_ARG, "the etype holds no data");
         }
@@ -120,6 +126,7 @@ impl View {
             contiguous_at,
             data_bounds: (ft.true_lb as u64, ft.true_ub as u64),
             datarep: datarep.to_string(),
+            external32,
         })
     }
 
@@ -252,10 +259,11 @@ mod tests {
         let uncommitted = datatype::contiguous(2, MPI_INT, false).unwrap();
         assert_eq!(View::new(0, MPI_INT, uncommitted, "native", false).err().unwrap().code, MPI_ERR_TYPE);
         datatype::free(uncommitted).unwrap();
-        assert_eq!(
-            View::new(0, MPI_INT, MPI_INT, "external32", false).err().unwrap().code,
-            MPI_ERR_UNSUPPORTED_DATAREP
-        );
+        assert!(View::new(0, MPI_INT, MPI_INT, "external32", false).unwrap().external32);
+        let long = View::new(0, MPI_LONG, MPI_LONG, "external32", false);
+        assert_eq!(long.err().unwrap().code, MPI_ERR_UNSUPPORTED_DATAREP, "4 bytes in external32");
+        let unknown = View::new(0, MPI_INT, MPI_INT, "other", false);
+        assert_eq!(unknown.err().unwrap().code, MPI_ERR_UNSUPPORTED_DATAREP);
         assert!(View::new(0, MPI_INT, MPI_INT, "internal", false).is_ok());
     }
 }
