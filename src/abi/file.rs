@@ -9,7 +9,9 @@
 //! request; split collectives do it in `_begin` and report it in `_end`.
 
 use super::consts::*;
-use super::ctypes::MPI_File;
+use super::ctypes::{
+    MPI_Datarep_conversion_function, MPI_Datarep_conversion_function_c, MPI_Datarep_extent_function, MPI_File,
+};
 use super::errors::{put, write_c_string};
 use super::p2p::{request_handle, write_status};
 use super::types::*;
@@ -172,6 +174,35 @@ pub unsafe fn MPI_File_get_type_extent_c(fh: MPI_File, datatype: MPI_Datatype, e
     let e = type_extent(fh, datatype)?;
     // SAFETY: the caller's contract.
     unsafe { put(extent, e as MPI_Count, "extent") }
+}
+
+/// The data representation's name is recorded; views in it are not implemented yet, so
+/// the conversion functions are not kept (of either width).
+///
+/// # Safety
+/// `datarep` is a NUL-terminated string.
+pub unsafe fn MPI_Register_datarep(
+    datarep: *const c_char,
+    _read_conversion_fn: MPI_Datarep_conversion_function,
+    _write_conversion_fn: MPI_Datarep_conversion_function,
+    dtype_file_extent_fn: MPI_Datarep_extent_function,
+    extra_state: *mut c_void,
+) -> MpiResult {
+    // SAFETY: forwarded; the conversion functions are not called.
+    unsafe { MPI_Register_datarep_c(datarep, None, None, dtype_file_extent_fn, extra_state) }
+}
+
+/// # Safety
+/// `datarep` is a NUL-terminated string.
+pub unsafe fn MPI_Register_datarep_c(
+    datarep: *const c_char,
+    _read_conversion_fn: MPI_Datarep_conversion_function_c,
+    _write_conversion_fn: MPI_Datarep_conversion_function_c,
+    _dtype_file_extent_fn: MPI_Datarep_extent_function,
+    _extra_state: *mut c_void,
+) -> MpiResult {
+    // SAFETY: the caller's contract.
+    crate::io::view::register_datarep(&unsafe { c_str(datarep, "datarep") }?)
 }
 
 // ----- views and file pointers -----

@@ -14,6 +14,12 @@ use crate::error::{MpiResult, err};
 /// the file holds the native layout, big-endian (MPI_LONG, 4 bytes in external32, and the
 /// like are not done yet). Returns whether the data is converted to external32.
 fn check_datarep(datarep: &str, types: [&datatype::TypeData; 2]) -> MpiResult<bool> {
+    if registered().contains(datarep) {
+        return err(
+            MPI_ERR_UNSUPPORTED_DATAREP,
+            format!("views in the user data representation \"{datarep}\" are not implemented yet in oxmpi"),
+        );
+    }
     match datarep {
         "native" | "internal" => Ok(false),
         "external32" if types.iter().all(|t| t.sig.ext_size == t.size) => Ok(true),
@@ -24,6 +30,26 @@ fn check_datarep(datarep: &str, types: [&datatype::TypeData; 2]) -> MpiResult<bo
         ),
         other => err(MPI_ERR_UNSUPPORTED_DATAREP, format!("unknown data representation \"{other}\"")),
     }
+}
+
+/// The data representations registered by MPI_Register_datarep (their names: views in them
+/// are not implemented yet, so their conversion functions are not kept).
+static REGISTERED: std::sync::Mutex<std::collections::BTreeSet<String>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+fn registered() -> std::sync::MutexGuard<'static, std::collections::BTreeSet<String>> {
+    REGISTERED.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// MPI_Register_datarep: records the name; MPI_ERR_DUP_DATAREP for a name in use.
+pub fn register_datarep(name: &str) -> MpiResult<()> {
+    if name.is_empty() || name.len() >= MPI_MAX_DATAREP_STRING as usize {
+        return err(MPI_ERR_ARG, format!("invalid data representation name \"{name}\""));
+    }
+    if matches!(name, "native" | "internal" | "external32") || !registered().insert(name.to_string()) {
+        return err(MPI_ERR_DUP_DATAREP, format!("the data representation \"{name}\" is already defined"));
+    }
+    Ok(())
 }
 
 /// What MPI requires of the typemaps of a view's types (MPI-4.1 section 14.3): displacements
@@ -265,5 +291,10 @@ mod tests {
         let unknown = View::new(0, MPI_INT, MPI_INT, "other", false);
         assert_eq!(unknown.err().unwrap().code, MPI_ERR_UNSUPPORTED_DATAREP);
         assert!(View::new(0, MPI_INT, MPI_INT, "internal", false).is_ok());
+        register_datarep("io-test-rep").unwrap();
+        assert_eq!(register_datarep("io-test-rep").unwrap_err().code, MPI_ERR_DUP_DATAREP);
+        assert_eq!(register_datarep("external32").unwrap_err().code, MPI_ERR_DUP_DATAREP);
+        let user = View::new(0, MPI_INT, MPI_INT, "io-test-rep", false);
+        assert_eq!(user.err().unwrap().code, MPI_ERR_UNSUPPORTED_DATAREP);
     }
 }
