@@ -6,7 +6,9 @@
 //! `int`-count forms widen into it) and all go through `data_access`: a position (explicit
 //! offset, individual or shared pointer), a direction and a coordination (independent,
 //! collective, ordered). Nonblocking forms do their I/O at start and return a completed
-//! request; split collectives do it in `_begin` and report it in `_end`.
+//! request (the nonblocking collectives as independent accesses: starting one must not wait
+//! for the other ranks, which may still be communicating before they start theirs); split
+//! collectives do it in `_begin` and report it in `_end`.
 
 use super::consts::*;
 use super::ctypes::{

@@ -7,6 +7,7 @@
 //! datatype into (address, length) blocks, and each file run is moved by `preadv` or
 //! `pwritev` over the memory blocks it covers: one system call per contiguous run of the
 //! file (more only past IOV_MAX blocks or after a partial transfer), never one per element.
+//! Reads of runs that fill most of their span read the span at once instead (data sieving).
 //!
 //! The collective forms (`_all`, split collectives) do each rank's own vectored I/O and then
 //! synchronise the members, so data written by one collective call is in the file for every
@@ -14,6 +15,7 @@
 //! their I/O when they start (the ABI layer hands back a completed request).
 
 use super::file::{File, check_not_sequential, check_writable};
+use super::hints;
 use crate::abi::consts::*;
 use crate::abi::types::MPI_Datatype;
 use crate::coll;
@@ -86,7 +88,8 @@ fn check(file: &File, pos: Position, mem: &Memory, dir: Direction, etype_size: u
 /// `count` elements.
 pub unsafe fn access(file: &File, pos: Position, mem: &Memory, dir: Direction) -> MpiResult<usize> {
     let mut state = Some(file.state());
-    let (view, atomic) = state.as_ref().map(|st| (st.view.clone(), st.atomic)).expect("just taken");
+    let (view, atomic, sieve) =
+        state.as_ref().map(|st| (st.view.clone(), st.atomic, hints::read_sieve_limit(&st.hints))).expect("just taken");
     let etypes = check(file, pos, mem, dir, view.etype_size)?;
     let etype = view.etype_size as u64;
     let start = match pos {
@@ -110,7 +113,7 @@ pub unsafe fn access(file: &File, pos: Position, mem: &Memory, dir: Direction) -
         if view.external32 {
             transfer_external32(file, &runs, mem, dir)
         } else {
-            transfer_native(file, &runs, mem, dir)
+            transfer_native(file, &runs, mem, dir, sieve)
         }
     };
     drop(lock);
@@ -215,14 +218,75 @@ impl Cursor<'_> {
 ///
 /// # Safety
 /// As for `access`.
-unsafe fn transfer_native(file: &File, runs: &[(u64, usize)], mem: &Memory, dir: Direction) -> MpiResult<usize> {
+unsafe fn transfer_native(
+    file: &File,
+    runs: &[(u64, usize)],
+    mem: &Memory,
+    dir: Direction,
+    sieve_limit: Option<usize>,
+) -> MpiResult<usize> {
     let len = mem.bytes();
     let blocks = match mem.layout.contiguous_at() {
         Some(at) => vec![(mem.addr.wrapping_add_signed(at), len)],
         None => mem.layout.iovecs(mem.addr as *const u8, mem.count, 0..len),
     };
+    if dir == Direction::Read
+        && let Some(limit) = sieve_limit
+        && let Some(span) = sieve_span(runs, limit)
+    {
+        // SAFETY: the caller's contract on `mem`, whose blocks these are.
+        return unsafe { read_sieved(file, runs, span, &blocks) };
+    }
     // SAFETY: the caller's contract on `mem`, whose blocks these are.
     unsafe { transfer(file, runs, &blocks, dir) }
+}
+
+/// Data sieving for reads: the (offset, length) of the file to read in one call instead of
+/// one call per run, when there are several runs, in order, within `limit` bytes
+/// (`ind_rd_buffer_size`), and they fill at least half of their span.
+fn sieve_span(runs: &[(u64, usize)], limit: usize) -> Option<(u64, usize)> {
+    let (first, last) = (runs.first()?, runs.last()?);
+    let span = (last.0 + last.1 as u64).checked_sub(first.0)? as usize;
+    let data: usize = runs.iter().map(|r| r.1).sum();
+    let ordered = runs.windows(2).all(|w| w[0].0 + w[0].1 as u64 <= w[1].0);
+    (runs.len() > 1 && ordered && span <= limit && 2 * data >= span).then_some((first.0, span))
+}
+
+/// Reads `span` of the file in one call, then copies each run's bytes to the memory
+/// `blocks`; returns the bytes of the runs that were in the file.
+///
+/// # Safety
+/// As for `transfer`, for reads.
+unsafe fn read_sieved(
+    file: &File,
+    runs: &[(u64, usize)],
+    span: (u64, usize),
+    blocks: &[(usize, usize)],
+) -> MpiResult<usize> {
+    let mut buf = vec![0u8; span.1];
+    // SAFETY: `buf` is a live buffer of `span.1` bytes.
+    let got = unsafe { transfer(file, &[span], &[(buf.as_mut_ptr() as usize, span.1)], Direction::Read) }?;
+    let mut cursor = Cursor { blocks, index: 0, used: 0 };
+    let mut iov = Vec::new();
+    let mut done = 0;
+    for &(offset, len) in runs {
+        let at = (offset - span.0) as usize;
+        let have = got.saturating_sub(at).min(len);
+        let mut from = at;
+        cursor.peek(have, usize::MAX, &mut iov);
+        for v in &iov {
+            // SAFETY: the iovec lies in the caller's memory blocks, valid for writes, and
+            // `buf[from..from + len]` was read; the two do not overlap (`buf` is ours).
+            unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr().add(from), v.iov_base.cast::<u8>(), v.iov_len) };
+            from += v.iov_len;
+        }
+        cursor.advance(have);
+        done += have;
+        if have < len {
+            break; // the end of the file
+        }
+    }
+    Ok(done)
 }
 
 /// Moves the data of `runs` through a packed buffer converted to or from external32 (the
@@ -361,5 +425,33 @@ pub fn split_error(begun: bool) -> MpiError {
         MpiError::new(MPI_ERR_IO, "a split collective is already active on this file (call its _end first)")
     } else {
         MpiError::new(MPI_ERR_IO, "no split collective is active on this file (call its _begin first)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_dense_ordered_runs_within_the_buffer_are_sieved() {
+        let dense = [(100, 4), (108, 4), (116, 4)];
+        assert_eq!(sieve_span(&dense, 64), Some((100, 20)));
+        assert_eq!(sieve_span(&dense, 16), None, "span larger than the buffer");
+        assert_eq!(sieve_span(&[(0, 4), (100, 4)], 1 << 20), None, "sparse");
+        assert_eq!(sieve_span(&[(0, 4)], 1 << 20), None, "one run needs no sieve");
+        assert_eq!(sieve_span(&[(8, 4), (0, 4)], 1 << 20), None, "out of order");
+    }
+
+    #[test]
+    fn the_cursor_splits_memory_blocks_at_run_boundaries() {
+        let blocks = [(1000, 6), (2000, 4)];
+        let mut c = Cursor { blocks: &blocks, index: 0, used: 0 };
+        let mut iov = Vec::new();
+        assert_eq!(c.peek(4, 16, &mut iov), 4);
+        assert_eq!(iov.iter().map(|v| (v.iov_base as usize, v.iov_len)).collect::<Vec<_>>(), [(1000, 4)]);
+        c.advance(4);
+        assert_eq!(c.peek(5, 16, &mut iov), 5);
+        assert_eq!(iov.iter().map(|v| (v.iov_base as usize, v.iov_len)).collect::<Vec<_>>(), [(1004, 2), (2000, 3)]);
+        assert_eq!(c.peek(5, 1, &mut iov), 2, "at most `max` iovecs");
     }
 }

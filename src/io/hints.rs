@@ -2,9 +2,9 @@
 //! defaults, which values are accepted, and the set `MPI_File_get_info` reports back.
 //!
 //! Every known hint is accepted and reported with the value in use; values that do not
-//! parse keep the previous value (ROMIO does the same). This first piece of MPI-IO does
-//! every access with vectored system calls of its own rank, so the collective-buffering and
-//! data-sieving hints are recorded and reported but do not change how data moves yet.
+//! parse keep the previous value (ROMIO does the same). `romio_ds_read` and
+//! `ind_rd_buffer_size` steer data sieving of independent reads; collective buffering is not
+//! done yet (every rank does its own accesses), so its hints are recorded and reported only.
 //! Unknown keys are ignored, as the standard allows.
 
 use crate::info::Info;
@@ -68,6 +68,15 @@ pub fn apply(used: &mut Info, info: &Info) {
     }
 }
 
+/// The most bytes an independent read may read at once to pick its runs out of (data
+/// sieving, `ind_rd_buffer_size`), or None when `romio_ds_read` is `disable`.
+pub fn read_sieve_limit(used: &Info) -> Option<usize> {
+    if used.get("romio_ds_read") == Some("disable") {
+        return None;
+    }
+    used.get("ind_rd_buffer_size").and_then(|v| v.parse().ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,5 +98,8 @@ mod tests {
         assert_eq!(used.get("cb_nodes"), Some("1"));
         assert_eq!(used.get("striping_factor"), None);
         assert_eq!(used.get("unknown_key"), None);
+        assert_eq!(read_sieve_limit(&used), Some(4194304));
+        info.set("romio_ds_read", "disable");
+        assert_eq!(read_sieve_limit(&initial(&info)), None);
     }
 }

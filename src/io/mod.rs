@@ -10,10 +10,10 @@
 //! - `hints`: ROMIO's hint names, accepted and reported.
 //! - `errors`: `errno` to MPI-IO error classes, in one place.
 //!
-//! Not yet: two-phase collective buffering and data sieving (every access is its own
-//! vectored calls), external32 of types whose size differs there and user data
-//! representations, shared file pointers
-//! across nodes, nonblocking I/O that overlaps computation (it is done when started).
+//! Not yet: two-phase collective buffering and data sieving of writes (every rank does its
+//! own vectored calls; reads of dense runs are sieved), external32 of types whose size
+//! differs there and user data representations, shared file pointers across nodes,
+//! nonblocking I/O that overlaps computation (it is done when started).
 
 pub mod access;
 pub mod errors;
