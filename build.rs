@@ -547,7 +547,9 @@ fn c_header(decls: &Decls, rows: &[Row]) -> String {
     }
 
     w.push_str(
-        "\n/* MPI-IO (ROMIO) compatibility names */\n#define MPIO_Request MPI_Request\n#define MPIO_USES_MPI_REQUEST\n\
+        "\n/* MPI-IO (ROMIO) compatibility names. ROMIO_VERSION is MPICH's: programs (mpi4py) test it\n\
+         \x20* to know that MPI-IO is there. */\n#define ROMIO_VERSION 126\n\
+         #define MPIO_Request MPI_Request\n#define MPIO_USES_MPI_REQUEST\n\
          #define MPIO_REQUEST_DEFINED\n#define MPIO_Wait MPI_Wait\n#define MPIO_Test MPI_Test\n\
          #define PMPIO_Wait PMPI_Wait\n#define PMPIO_Test PMPI_Test\n#define MPI_FILE_DEFINED\n\
          /* mpio.h has nothing more to add */\n#define MPIO_INCLUDE\n\n\

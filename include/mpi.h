@@ -433,7 +433,9 @@ typedef enum MPI_T_source_order {
 #define MPI_SEEK_END 604
 #define MPI_MAX_DATAREP_STRING 128
 
-/* MPI-IO (ROMIO) compatibility names */
+/* MPI-IO (ROMIO) compatibility names. ROMIO_VERSION is MPICH's: programs (mpi4py) test it
+ * to know that MPI-IO is there. */
+#define ROMIO_VERSION 126
 #define MPIO_Request MPI_Request
 #define MPIO_USES_MPI_REQUEST
 #define MPIO_REQUEST_DEFINED

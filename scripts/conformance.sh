@@ -56,11 +56,11 @@ set -o pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # threads/init and threads/coll take seconds, threads/comm about 100 s; threads/pt2pt takes
 # about 12 minutes on two cores (run it with --dirs threads).
-DEFAULT_DIRS="attr,pt2pt,coll,comm,datatype,errhan,group,info,init,topo,rma,threads/init,threads/coll,threads/comm,threads/rma"
-# The Fortran directories (the subdirectories of f77/ and f90/ but io, which needs MPI-IO):
-# part of the default when the install has Fortran wrappers.
-FORTRAN_DEFAULT_DIRS="f77/attr,f77/coll,f77/comm,f77/datatype,f77/ext,f77/info,f77/init,f77/pt2pt,f77/topo,\
-f77/profile,f77/rma,f90/attr,f90/coll,f90/comm,f90/datatype,f90/ext,f90/f90types,f90/info,f90/init,f90/misc,\
+DEFAULT_DIRS="attr,pt2pt,coll,comm,datatype,errhan,group,info,init,topo,rma,io,threads/init,threads/coll,threads/comm,threads/rma"
+# The Fortran directories (the subdirectories of f77/ and f90/): part of the default when the
+# install has Fortran wrappers.
+FORTRAN_DEFAULT_DIRS="f77/attr,f77/coll,f77/comm,f77/datatype,f77/ext,f77/info,f77/init,f77/io,f77/pt2pt,f77/topo,\
+f77/profile,f77/rma,f90/attr,f90/coll,f90/comm,f90/datatype,f90/ext,f90/f90types,f90/info,f90/init,f90/io,f90/misc,\
 f90/pt2pt,f90/timer,f90/topo,f90/profile,f90/rma"
 DEFAULT_DIRS="$DEFAULT_DIRS,$FORTRAN_DEFAULT_DIRS"
 

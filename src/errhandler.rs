@@ -63,6 +63,8 @@ struct State {
     win_handlers: HashMap<c_int, MPI_Errhandler>,
     /// The handler of MPI_FILE_NULL: the default of files, MPI_ERRORS_RETURN unless set.
     file_null_handler: MPI_Errhandler,
+    /// The handler of every open file, by the value of its MPI_File.
+    file_handlers: HashMap<usize, MPI_Errhandler>,
     /// Detailed message of the last failure of each class.
     last_message: HashMap<c_int, String>,
     dynamic: BTreeMap<c_int, DynamicCode>,
@@ -77,6 +79,7 @@ static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
         session_handlers: HashMap::new(),
         win_handlers: HashMap::new(),
         file_null_handler: MPI_ERRORS_RETURN,
+        file_handlers: HashMap::new(),
         last_message: HashMap::new(),
         dynamic: BTreeMap::new(),
         next_dynamic: FIRST_DYNAMIC_CODE,
@@ -272,20 +275,42 @@ pub fn on_win_free(win: c_int) {
     }
 }
 
-/// The default file handler (the one of MPI_FILE_NULL), as a new reference.
-pub fn get_file_null_errhandler() -> MPI_Errhandler {
+/// The handler of `file` (the value of an MPI_File; 0 is MPI_FILE_NULL, whose handler is
+/// the default of files), as a new reference.
+pub fn get_file_errhandler(file: usize) -> MPI_Errhandler {
     let mut st = state();
-    let eh = st.file_null_handler;
+    let eh = st.file_handlers.get(&file).copied().unwrap_or(st.file_null_handler);
     st.add_ref(eh);
     eh
 }
 
-/// Makes `eh` (which passed `check`) the default file handler, releasing the previous one.
-pub fn set_file_null_errhandler(eh: MPI_Errhandler) {
+/// Attaches `eh` (which passed `check`) to `file`, an open file or MPI_FILE_NULL (0),
+/// releasing the previous handler.
+pub fn set_file_errhandler(file: usize, eh: MPI_Errhandler) {
     let mut st = state();
     st.add_ref(eh);
-    let old = std::mem::replace(&mut st.file_null_handler, eh);
-    st.release(old);
+    let old = if file == 0 {
+        Some(std::mem::replace(&mut st.file_null_handler, eh))
+    } else {
+        st.file_handlers.insert(file, eh)
+    };
+    if let Some(old) = old {
+        st.release(old);
+    }
+}
+
+/// A newly opened file starts with the handler of MPI_FILE_NULL at that moment.
+pub fn on_file_open(file: usize) {
+    let eh = state().file_null_handler;
+    set_file_errhandler(file, eh);
+}
+
+/// A closed file drops its handler reference.
+pub fn on_file_close(file: usize) {
+    let mut st = state();
+    if let Some(eh) = st.file_handlers.remove(&file) {
+        st.release(eh);
+    }
 }
 
 /// What to do about an error, decided under the lock and carried out after it is released.
@@ -365,12 +390,12 @@ pub fn raise_on_win(fn_name: &str, win: c_int, err: MpiError) -> c_int {
     }
 }
 
-/// As `raise`, for an error raised on file `file`. No file can be open yet, so every error
-/// goes to the default file handler, MPI_FILE_NULL's; a user handler gets `file` back.
+/// As `raise`, for an error raised on file `file`: its handler while it is open, else the
+/// default file handler, MPI_FILE_NULL's; a user handler gets `file` back.
 pub fn raise_on_file(fn_name: &str, file: *mut c_void, err: MpiError) -> c_int {
     let action = {
         let st = state();
-        st.action_of(st.file_null_handler)
+        st.action_of(st.file_handlers.get(&(file as usize)).copied().unwrap_or(st.file_null_handler))
     };
     let mut object = file;
     dispatch_to(fn_name, (&raw mut object).cast(), action, err)
@@ -759,8 +784,8 @@ mod tests {
         on_win_free(win);
         assert_eq!(check(eh, HandlerKind::Win).unwrap_err().code, MPI_ERR_ARG, "released with the window");
         let _serial = TEST_SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        assert_eq!(get_file_null_errhandler(), MPI_ERRORS_RETURN, "files return errors by default");
-        set_file_null_errhandler(MPI_ERRORS_RETURN);
+        assert_eq!(get_file_errhandler(0), MPI_ERRORS_RETURN, "files return errors by default");
+        set_file_errhandler(0, MPI_ERRORS_RETURN);
         let code = raise_on_file("MPI_File_open", std::ptr::null_mut(), MpiError::new(MPI_ERR_IO, "no such dir"));
         assert_eq!(code, MPI_ERR_IO);
     }

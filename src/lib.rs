@@ -16,6 +16,7 @@ pub mod errhandler;
 pub mod error;
 pub mod group;
 pub mod info;
+pub mod io;
 pub mod op;
 pub mod p2p;
 pub mod pmi;

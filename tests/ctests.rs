@@ -252,6 +252,8 @@ ctests! {
     win_attr => "win_attr.c",
     win_errhandler => "win_errhandler.c",
     file_errhandler => "file_errhandler.c",
+    io_basic => "io_basic.c",
+    io_views => "io_views.c",
 }
 
 /// A Fortran source file (compiled with `mpifort`).

@@ -19,7 +19,7 @@ fn check_comm(comm: MPI_Comm) -> MpiResult {
 }
 
 /// Rejects a null output pointer named `what`.
-fn check_out<T>(p: *const T, what: &str) -> MpiResult {
+pub(super) fn check_out<T>(p: *const T, what: &str) -> MpiResult {
     if p.is_null() { err(MPI_ERR_ARG, format!("null pointer in argument {what}")) } else { Ok(()) }
 }
 
@@ -27,7 +27,7 @@ fn check_out<T>(p: *const T, what: &str) -> MpiResult {
 ///
 /// # Safety
 /// `p` is null (rejected) or valid for a write of `T`.
-unsafe fn put<T>(p: *mut T, v: T, what: &str) -> MpiResult {
+pub(super) unsafe fn put<T>(p: *mut T, v: T, what: &str) -> MpiResult {
     check_out(p, what)?;
     // SAFETY: non-null, and the caller promises it is valid for writes.
     unsafe { p.write(v) };
@@ -108,13 +108,13 @@ pub fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> MpiResult {
     errhandler::call_comm_errhandler(comm, errorcode)
 }
 
-/// MPI_ERR_FILE unless `file` names a file handle: only MPI_FILE_NULL (whose handler is the
-/// default of files) until MPI-IO is implemented.
+/// MPI_ERR_FILE unless `file` is MPI_FILE_NULL (whose handler is the default of files) or
+/// an open file.
 fn check_file(file: MPI_File) -> MpiResult {
-    if file.is_null() {
+    if file.is_null() || crate::io::file::is_valid(file as usize) {
         return Ok(());
     }
-    err(MPI_ERR_FILE, format!("invalid file handle ({file:p}): opening files is not implemented yet in oxmpi"))
+    err(MPI_ERR_FILE, format!("invalid file handle ({file:p})"))
 }
 
 /// # Safety
@@ -143,7 +143,7 @@ pub unsafe fn MPI_File_create_errhandler(
 pub fn MPI_File_set_errhandler(file: MPI_File, errhandler: MPI_Errhandler) -> MpiResult {
     check_file(file)?;
     errhandler::check(errhandler, HandlerKind::File)?;
-    errhandler::set_file_null_errhandler(errhandler);
+    errhandler::set_file_errhandler(file as usize, errhandler);
     Ok(())
 }
 
@@ -153,7 +153,7 @@ pub unsafe fn MPI_File_get_errhandler(file: MPI_File, errhandler: *mut MPI_Errha
     check_file(file)?;
     check_out(errhandler, "errhandler")?;
     // SAFETY: checked non-null; the caller promises validity.
-    unsafe { put(errhandler, errhandler::get_file_null_errhandler(), "errhandler") }
+    unsafe { put(errhandler, errhandler::get_file_errhandler(file as usize), "errhandler") }
 }
 
 pub fn MPI_File_call_errhandler(fh: MPI_File, errorcode: c_int) -> MpiResult {
@@ -278,8 +278,8 @@ mod tests {
     }
 }
 
-/// Fortran file handles. No file can be open yet (MPI-IO is not implemented), so the only valid
-/// handle is MPI_FILE_NULL, 0 in Fortran; other values cross unchanged and are rejected as
+/// Fortran file handles: an MPI_File's value (`crate::io::file` keeps them below 2^31), and
+/// MPI_FILE_NULL is 0 in both languages. Other values cross unchanged and are rejected as
 /// invalid files (MPI_ERR_FILE) wherever they are used.
 pub fn MPI_File_c2f(file: MPI_File) -> MPI_Fint {
     file as usize as MPI_Fint

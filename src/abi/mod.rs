@@ -77,6 +77,7 @@ pub mod attr;
 pub mod coll;
 pub mod comm;
 pub mod datatype;
+pub mod file;
 pub mod grequest;
 pub mod group;
 pub mod info;

@@ -47,6 +47,11 @@ pub fn set_job_prefix(prefix: String) {
     let _ = JOB_PREFIX.set(prefix);
 }
 
+/// The job's shared-memory file prefix (`oxmpi-single-` before start-up recorded one).
+pub fn job_prefix() -> &'static str {
+    JOB_PREFIX.get().map_or("oxmpi-single-", String::as_str)
+}
+
 /// Whether node-aware collectives are on (`OXMPI_COLL_SHM`, default 1).
 pub fn enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
@@ -207,7 +212,7 @@ fn build(g: &mut Group) -> MpiResult<Option<Hier>> {
 fn setup_area(g: &mut Group, local: &[usize]) -> MpiResult<Area> {
     let worlds: Vec<usize> = local.iter().map(|&r| g.members[r]).collect();
     let me = local.iter().position(|&r| r == g.rank).expect("this rank is on its node");
-    let prefix = JOB_PREFIX.get().map_or("oxmpi-single-", String::as_str);
+    let prefix = job_prefix();
     let (ctx, first) = (g.ctx, worlds[0]);
     let name = move |id: u64| format!("/dev/shm/{prefix}coll{ctx}-{first}-{id}");
     const FAILED: u64 = u64::MAX;

@@ -86,6 +86,16 @@ mod tag {
     pub const PHASE_ROOT: i32 = 4;
 }
 
+/// Runs `f` as a collective over the members of communicator `comm` (the library's own
+/// collective steps: window creation, file opening).
+pub fn on_comm<R>(comm: crate::abi::types::MPI_Comm, f: impl FnOnce(&mut Group) -> MpiResult<R>) -> MpiResult<R> {
+    crate::runtime::with(|rt| {
+        let c = rt.comms.get(comm)?;
+        let mut g = Group::new(&mut rt.engine, c);
+        f(&mut g)
+    })
+}
+
 /// The members of a communicator as seen by one collective call.
 pub struct Group<'a> {
     engine: &'a mut Engine,

@@ -485,6 +485,17 @@ fn derived(dt: MPI_Datatype) -> MpiResult<Arc<TypeObj>> {
     t.slots.get(i).and_then(|s| s.as_ref()).and_then(|s| s.strong.clone()).ok_or_else(|| bad_type(dt))
 }
 
+/// A handle to `t` for the user: a predefined type's own, or one more reference to the
+/// handle of a derived type (as get_contents gives), even one the program freed since.
+pub fn user_handle(t: &Type) -> MPI_Datatype {
+    match t {
+        Type::Builtin(b) => b.handle,
+        Type::Pair(p) => p.handle,
+        Type::Derived(o) if o.permanent => o.handle(),
+        Type::Derived(o) => add_handle_ref(o),
+    }
+}
+
 /// A handle to `obj` for the user (get_contents): the same handle, one more reference.
 fn add_handle_ref(obj: &Arc<TypeObj>) -> MPI_Datatype {
     let h = obj.handle();

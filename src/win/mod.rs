@@ -18,7 +18,7 @@
 use crate::abi::consts::*;
 use crate::abi::types::{MPI_Aint, MPI_Comm, MPI_Win};
 use crate::attr::Attrs;
-use crate::coll::{self, Block, In, Out};
+use crate::coll::{self, Block, In, Out, on_comm};
 use crate::error::{MpiError, MpiResult, err};
 use crate::info::Info;
 use crate::runtime;
@@ -181,15 +181,6 @@ fn default_hints() -> Info {
         h.set(k, v);
     }
     h
-}
-
-/// Runs `f` as a collective over the members of communicator `comm`.
-fn on_comm<R>(comm: MPI_Comm, f: impl FnOnce(&mut coll::Group) -> MpiResult<R>) -> MpiResult<R> {
-    runtime::with(|rt| {
-        let c = rt.comms.get(comm)?;
-        let mut g = coll::Group::new(&mut rt.engine, c);
-        f(&mut g)
-    })
 }
 
 /// Every member's `mine` (all of the same length), in rank order.
@@ -387,7 +378,7 @@ fn os_error(what: &str, path: &str) -> MpiError {
 
 /// Creates the file of a shared segment with all of its `len` bytes reserved, so that a
 /// /dev/shm too small is an error here rather than a SIGBUS later.
-fn create_segment(path: &str, len: usize) -> MpiResult<()> {
+pub(crate) fn create_segment(path: &str, len: usize) -> MpiResult<()> {
     let cpath = std::ffi::CString::new(path).expect("segment path has no NUL");
     // SAFETY: a NUL-terminated path; the descriptor is closed below.
     let fd = unsafe { libc::open(cpath.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600) };
@@ -406,7 +397,7 @@ fn create_segment(path: &str, len: usize) -> MpiResult<()> {
 }
 
 /// Maps `len` bytes of the segment file `path`, shared; returns the address.
-fn map_segment(path: &str, len: usize) -> MpiResult<usize> {
+pub(crate) fn map_segment(path: &str, len: usize) -> MpiResult<usize> {
     let cpath = std::ffi::CString::new(path).expect("segment path has no NUL");
     // SAFETY: a NUL-terminated path; the descriptor is closed below.
     let fd = unsafe { libc::open(cpath.as_ptr(), libc::O_RDWR) };
@@ -425,7 +416,7 @@ fn map_segment(path: &str, len: usize) -> MpiResult<usize> {
     Ok(addr as usize)
 }
 
-fn unmap(addr: usize, len: usize) {
+pub(crate) fn unmap(addr: usize, len: usize) {
     // SAFETY: (addr, len) is a mapping made by `map_segment` that nothing uses any more.
     unsafe { libc::munmap(addr as *mut libc::c_void, len) };
 }

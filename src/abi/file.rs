@@ -1,0 +1,736 @@
+//! MPI-IO entry points: decode file handles, pointers and strings, check arguments, call
+//! `crate::io`. Errors go to the file's error handler (the generated entries pick it), whose
+//! default is MPI_ERRORS_RETURN.
+//!
+//! The data-access functions are written once each as their large-count `_c` form (the
+//! `int`-count forms widen into it) and all go through `data_access`: a position (explicit
+//! offset, individual or shared pointer), a direction and a coordination (independent,
+//! collective, ordered). Nonblocking forms do their I/O at start and return a completed
+//! request (the nonblocking collectives as independent accesses: starting one must not wait
+//! for the other ranks, which may still be communicating before they start theirs); split
+//! collectives do it in `_begin` and report it in `_end`.
+
+use super::consts::*;
+use super::ctypes::{
+    MPI_Datarep_conversion_function, MPI_Datarep_conversion_function_c, MPI_Datarep_extent_function, MPI_File,
+};
+use super::errors::{put, write_c_string};
+use super::p2p::{request_handle, write_status};
+use super::types::*;
+use crate::errhandler;
+use crate::error::{MpiResult, err};
+use crate::io::access::{self, Direction, Memory, Position};
+use crate::io::file::{self as io_file, File};
+use crate::io::view::View;
+use crate::p2p::request::{Request, Status};
+use crate::runtime;
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::sync::Arc;
+
+fn file_of(fh: MPI_File) -> MpiResult<Arc<File>> {
+    io_file::get(fh as usize)
+}
+
+/// A C string argument.
+///
+/// # Safety
+/// `p` is null (rejected) or a NUL-terminated string.
+unsafe fn c_str(p: *const c_char, what: &str) -> MpiResult<String> {
+    if p.is_null() {
+        return err(MPI_ERR_ARG, format!("null pointer in argument {what}"));
+    }
+    // SAFETY: non-null and NUL-terminated (the caller's contract).
+    Ok(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+// ----- opening, closing, deleting -----
+
+/// # Safety
+/// `filename` is a NUL-terminated string; `fh` is null or writable.
+pub unsafe fn MPI_File_open(
+    comm: MPI_Comm,
+    filename: *const c_char,
+    amode: c_int,
+    info: MPI_Info,
+    fh: *mut MPI_File,
+) -> MpiResult {
+    runtime::with(|rt| rt.comms.get(comm)?.check_intra("MPI_File_open"))?;
+    // SAFETY: the caller's contract.
+    let name = unsafe { c_str(filename, "filename") }?;
+    let hints = crate::info::get_or_empty(info)?;
+    super::errors::check_out(fh, "fh")?;
+    let h = io_file::open(comm, &name, amode, &hints)?;
+    errhandler::on_file_open(h);
+    // SAFETY: checked non-null; the caller's contract.
+    unsafe { *fh = h as MPI_File };
+    Ok(())
+}
+
+/// # Safety
+/// `fh` is null or points at a file handle.
+pub unsafe fn MPI_File_close(fh: *mut MPI_File) -> MpiResult {
+    super::errors::check_out(fh, "fh")?;
+    // SAFETY: checked non-null.
+    let h = unsafe { *fh } as usize;
+    io_file::close(h)?;
+    errhandler::on_file_close(h);
+    // SAFETY: checked non-null.
+    unsafe { *fh = std::ptr::null_mut() };
+    Ok(())
+}
+
+/// # Safety
+/// `filename` is a NUL-terminated string.
+pub unsafe fn MPI_File_delete(filename: *const c_char, info: MPI_Info) -> MpiResult {
+    // SAFETY: the caller's contract.
+    let name = unsafe { c_str(filename, "filename") }?;
+    crate::info::get_or_empty(info)?;
+    io_file::delete(&name)
+}
+
+// ----- sizes, group, mode, hints, atomicity -----
+
+pub fn MPI_File_set_size(fh: MPI_File, size: MPI_Offset) -> MpiResult {
+    io_file::set_size(&*file_of(fh)?, size)
+}
+
+pub fn MPI_File_preallocate(fh: MPI_File, size: MPI_Offset) -> MpiResult {
+    io_file::preallocate(&*file_of(fh)?, size)
+}
+
+/// # Safety
+/// `size` is null or writable.
+pub unsafe fn MPI_File_get_size(fh: MPI_File, size: *mut MPI_Offset) -> MpiResult {
+    let bytes = file_of(fh)?.size()?;
+    // SAFETY: the caller's contract.
+    unsafe { put(size, bytes as MPI_Offset, "size") }
+}
+
+/// # Safety
+/// `group` is null or writable.
+pub unsafe fn MPI_File_get_group(fh: MPI_File, group: *mut MPI_Group) -> MpiResult {
+    let members = file_of(fh)?.members.clone();
+    super::errors::check_out(group, "group")?;
+    let g = crate::group::insert(crate::group::Group::new(members))?;
+    // SAFETY: checked non-null.
+    unsafe { put(group, g, "group") }
+}
+
+/// # Safety
+/// `amode` is null or writable.
+pub unsafe fn MPI_File_get_amode(fh: MPI_File, amode: *mut c_int) -> MpiResult {
+    let mode = file_of(fh)?.amode;
+    // SAFETY: the caller's contract.
+    unsafe { put(amode, mode, "amode") }
+}
+
+pub fn MPI_File_set_info(fh: MPI_File, info: MPI_Info) -> MpiResult {
+    let file = file_of(fh)?;
+    io_file::set_info(&file, &crate::info::get_or_empty(info)?);
+    Ok(())
+}
+
+/// # Safety
+/// `info_used` is null or writable.
+pub unsafe fn MPI_File_get_info(fh: MPI_File, info_used: *mut MPI_Info) -> MpiResult {
+    let hints = file_of(fh)?.state().hints.clone();
+    super::errors::check_out(info_used, "info_used")?;
+    let h = crate::info::insert(hints)?;
+    // SAFETY: checked non-null.
+    unsafe { put(info_used, h, "info_used") }
+}
+
+pub fn MPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> MpiResult {
+    io_file::set_atomicity(&*file_of(fh)?, flag != 0)
+}
+
+/// # Safety
+/// `flag` is null or writable.
+pub unsafe fn MPI_File_get_atomicity(fh: MPI_File, flag: *mut c_int) -> MpiResult {
+    let atomic = file_of(fh)?.state().atomic;
+    // SAFETY: the caller's contract.
+    unsafe { put(flag, atomic as c_int, "flag") }
+}
+
+pub fn MPI_File_sync(fh: MPI_File) -> MpiResult {
+    io_file::sync(&*file_of(fh)?)
+}
+
+/// The extent of `datatype` in the file: its memory extent (the "native" representation).
+fn type_extent(fh: MPI_File, datatype: MPI_Datatype) -> MpiResult<i64> {
+    file_of(fh)?;
+    Ok(crate::datatype::lookup(datatype)?.data().extent() as i64)
+}
+
+/// # Safety
+/// `extent` is null or writable.
+pub unsafe fn MPI_File_get_type_extent(fh: MPI_File, datatype: MPI_Datatype, extent: *mut MPI_Aint) -> MpiResult {
+    let e = type_extent(fh, datatype)?;
+    // SAFETY: the caller's contract.
+    unsafe { put(extent, e as MPI_Aint, "extent") }
+}
+
+/// # Safety
+/// `extent` is null or writable.
+pub unsafe fn MPI_File_get_type_extent_c(fh: MPI_File, datatype: MPI_Datatype, extent: *mut MPI_Count) -> MpiResult {
+    let e = type_extent(fh, datatype)?;
+    // SAFETY: the caller's contract.
+    unsafe { put(extent, e as MPI_Count, "extent") }
+}
+
+/// The data representation's name is recorded; views in it are not implemented yet, so
+/// the conversion functions are not kept (of either width).
+///
+/// # Safety
+/// `datarep` is a NUL-terminated string.
+pub unsafe fn MPI_Register_datarep(
+    datarep: *const c_char,
+    _read_conversion_fn: MPI_Datarep_conversion_function,
+    _write_conversion_fn: MPI_Datarep_conversion_function,
+    dtype_file_extent_fn: MPI_Datarep_extent_function,
+    extra_state: *mut c_void,
+) -> MpiResult {
+    // SAFETY: forwarded; the conversion functions are not called.
+    unsafe { MPI_Register_datarep_c(datarep, None, None, dtype_file_extent_fn, extra_state) }
+}
+
+/// # Safety
+/// `datarep` is a NUL-terminated string.
+pub unsafe fn MPI_Register_datarep_c(
+    datarep: *const c_char,
+    _read_conversion_fn: MPI_Datarep_conversion_function_c,
+    _write_conversion_fn: MPI_Datarep_conversion_function_c,
+    _dtype_file_extent_fn: MPI_Datarep_extent_function,
+    _extra_state: *mut c_void,
+) -> MpiResult {
+    // SAFETY: the caller's contract.
+    crate::io::view::register_datarep(&unsafe { c_str(datarep, "datarep") }?)
+}
+
+// ----- views and file pointers -----
+
+/// # Safety
+/// `datarep` is a NUL-terminated string.
+pub unsafe fn MPI_File_set_view(
+    fh: MPI_File,
+    disp: MPI_Offset,
+    etype: MPI_Datatype,
+    filetype: MPI_Datatype,
+    datarep: *const c_char,
+    info: MPI_Info,
+) -> MpiResult {
+    let file = file_of(fh)?;
+    // SAFETY: the caller's contract.
+    let datarep = unsafe { c_str(datarep, "datarep") }?;
+    io_file::set_view(&file, disp, etype, filetype, &datarep, &crate::info::get_or_empty(info)?)
+}
+
+/// # Safety
+/// The outputs are null or writable; `datarep` has room for MPI_MAX_DATAREP_STRING characters.
+pub unsafe fn MPI_File_get_view(
+    fh: MPI_File,
+    disp: *mut MPI_Offset,
+    etype: *mut MPI_Datatype,
+    filetype: *mut MPI_Datatype,
+    datarep: *mut c_char,
+) -> MpiResult {
+    let view = file_of(fh)?.state().view.clone();
+    for (p, what) in [(disp.cast::<c_void>(), "disp"), (etype.cast(), "etype"), (filetype.cast(), "filetype")] {
+        super::errors::check_out(p, what)?;
+    }
+    super::errors::check_out(datarep, "datarep")?;
+    // SAFETY: checked non-null; the caller's contract on sizes.
+    unsafe {
+        *disp = view.disp as MPI_Offset;
+        *etype = View::handle_of(&view.etype);
+        *filetype = View::handle_of(&view.filetype);
+        write_c_string(&view.datarep, datarep, MPI_MAX_DATAREP_STRING as usize);
+    }
+    Ok(())
+}
+
+pub fn MPI_File_seek(fh: MPI_File, offset: MPI_Offset, whence: c_int) -> MpiResult {
+    io_file::seek(&*file_of(fh)?, offset, whence)
+}
+
+pub fn MPI_File_seek_shared(fh: MPI_File, offset: MPI_Offset, whence: c_int) -> MpiResult {
+    io_file::seek_shared(&*file_of(fh)?, offset, whence)
+}
+
+/// # Safety
+/// `offset` is null or writable.
+pub unsafe fn MPI_File_get_position(fh: MPI_File, offset: *mut MPI_Offset) -> MpiResult {
+    let file = file_of(fh)?;
+    io_file::check_not_sequential(&file)?;
+    let p = file.state().pointer;
+    // SAFETY: the caller's contract.
+    unsafe { put(offset, p as MPI_Offset, "offset") }
+}
+
+/// # Safety
+/// `offset` is null or writable.
+pub unsafe fn MPI_File_get_position_shared(fh: MPI_File, offset: *mut MPI_Offset) -> MpiResult {
+    let file = file_of(fh)?;
+    let p = file.shared_pointer("MPI_File_get_position_shared")?.load();
+    // SAFETY: the caller's contract.
+    unsafe { put(offset, p as MPI_Offset, "offset") }
+}
+
+/// # Safety
+/// `disp` is null or writable.
+pub unsafe fn MPI_File_get_byte_offset(fh: MPI_File, offset: MPI_Offset, disp: *mut MPI_Offset) -> MpiResult {
+    let file = file_of(fh)?;
+    io_file::check_not_sequential(&file)?;
+    if offset < 0 {
+        return err(MPI_ERR_ARG, format!("invalid offset argument ({offset})"));
+    }
+    let byte = file.state().view.byte_offset(offset as u64);
+    // SAFETY: the caller's contract.
+    unsafe { put(disp, byte as MPI_Offset, "disp") }
+}
+
+// ----- data access -----
+
+/// How the members of the file take part in an access.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Coordination {
+    Independent,
+    Collective,
+    Ordered,
+}
+use Coordination::*;
+
+/// Every data-access function's work: checks the arguments, moves the data and returns the
+/// status to report.
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype`, writable for reads.
+unsafe fn data_access(
+    fh: MPI_File,
+    pos: Position,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dir: Direction,
+    how: Coordination,
+) -> MpiResult<Status> {
+    let file = file_of(fh)?;
+    if count < 0 {
+        return err(MPI_ERR_COUNT, format!("invalid count argument (count={count})"));
+    }
+    let layout = crate::datatype::layout(datatype)?;
+    let count = count as usize;
+    if buf.is_null() && count > 0 && layout.size > 0 && layout.lower(count) == 0 {
+        return err(MPI_ERR_BUFFER, "invalid buffer pointer (NULL with a nonzero count)");
+    }
+    let mem = Memory { addr: buf as usize, count, datatype, layout };
+    // SAFETY: the caller's contract on `buf`.
+    let bytes = unsafe {
+        match how {
+            Independent => access::access(&file, pos, &mem, dir),
+            Collective => access::access_all(&file, pos, &mem, dir),
+            Ordered => access::access_ordered(&file, &mem, dir),
+        }
+    }?;
+    Ok(Status { bytes, ..Status::empty() })
+}
+
+/// A blocking access: the status goes to `status`.
+///
+/// # Safety
+/// As for `data_access`; `status` is MPI_STATUS_IGNORE, null or writable.
+#[allow(clippy::too_many_arguments)]
+unsafe fn blocking(
+    fh: MPI_File,
+    pos: Position,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dir: Direction,
+    how: Coordination,
+    status: *mut MPI_Status,
+) -> MpiResult {
+    // SAFETY: forwarded.
+    let s = unsafe { data_access(fh, pos, buf, count, datatype, dir, how) }?;
+    // SAFETY: forwarded.
+    unsafe { write_status(status, &s, false) };
+    Ok(())
+}
+
+/// A nonblocking access: done now, reported by a completed request.
+///
+/// # Safety
+/// As for `data_access`; `request` is null or writable.
+#[allow(clippy::too_many_arguments)]
+unsafe fn nonblocking(
+    fh: MPI_File,
+    pos: Position,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dir: Direction,
+    how: Coordination,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    super::errors::check_out(request, "request")?;
+    // SAFETY: forwarded.
+    let s = unsafe { data_access(fh, pos, buf, count, datatype, dir, how) }?;
+    let id = runtime::with(|rt| Ok(rt.engine.reqs.insert(Request::completed(s, MPI_COMM_NULL))))?;
+    // SAFETY: checked non-null.
+    unsafe { put(request, request_handle(id), "request") }
+}
+
+/// The `_begin` of a split collective: the access is done now, its outcome kept for `_end`.
+///
+/// # Safety
+/// As for `data_access`.
+unsafe fn split_begin(
+    fh: MPI_File,
+    pos: Position,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dir: Direction,
+    how: Coordination,
+) -> MpiResult {
+    let file = file_of(fh)?;
+    if file.state().split.is_some() {
+        return Err(access::split_error(true));
+    }
+    // SAFETY: forwarded.
+    let outcome = unsafe { data_access(fh, pos, buf, count, datatype, dir, how) }.map(|s| s.bytes);
+    file.state().split = Some(outcome);
+    Ok(())
+}
+
+/// The `_end` of a split collective: the outcome of its `_begin`.
+///
+/// # Safety
+/// `status` is MPI_STATUS_IGNORE, null or writable.
+unsafe fn split_end(fh: MPI_File, status: *mut MPI_Status) -> MpiResult {
+    let outcome = file_of(fh)?.state().split.take().ok_or_else(|| access::split_error(false))?;
+    let s = Status { bytes: outcome?, ..Status::empty() };
+    // SAFETY: the caller's contract.
+    unsafe { write_status(status, &s, false) };
+    Ok(())
+}
+
+use Direction::{Read, Write};
+use Position::{Explicit, Individual, Shared};
+
+// Explicit offsets.
+
+pub unsafe fn MPI_File_read_at_c(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { blocking(fh, Explicit(offset), buf, count, datatype, Read, Independent, status) }
+}
+pub unsafe fn MPI_File_write_at_c(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { blocking(fh, Explicit(offset), buf, count, datatype, Write, Independent, status) }
+}
+pub unsafe fn MPI_File_read_at_all_c(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { blocking(fh, Explicit(offset), buf, count, datatype, Read, Collective, status) }
+}
+pub unsafe fn MPI_File_write_at_all_c(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { blocking(fh, Explicit(offset), buf, count, datatype, Write, Collective, status) }
+}
+pub unsafe fn MPI_File_iread_at_c(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { nonblocking(fh, Explicit(offset), buf, count, datatype, Read, Independent, request) }
+}
+pub unsafe fn MPI_File_iwrite_at_c(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { nonblocking(fh, Explicit(offset), buf, count, datatype, Write, Independent, request) }
+}
+pub unsafe fn MPI_File_iread_at_all_c(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { nonblocking(fh, Explicit(offset), buf, count, datatype, Read, Independent, request) }
+}
+pub unsafe fn MPI_File_iwrite_at_all_c(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { nonblocking(fh, Explicit(offset), buf, count, datatype, Write, Independent, request) }
+}
+pub unsafe fn MPI_File_read_at_all_begin_c(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { split_begin(fh, Explicit(offset), buf, count, datatype, Read, Collective) }
+}
+pub unsafe fn MPI_File_write_at_all_begin_c(
+    fh: MPI_File,
+    offset: MPI_Offset,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { split_begin(fh, Explicit(offset), buf, count, datatype, Write, Collective) }
+}
+pub unsafe fn MPI_File_read_at_all_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { split_end(fh, status) }
+}
+pub unsafe fn MPI_File_write_at_all_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { split_end(fh, status) }
+}
+
+// The individual file pointer.
+
+pub unsafe fn MPI_File_read_c(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { blocking(fh, Individual, buf, count, datatype, Read, Independent, status) }
+}
+pub unsafe fn MPI_File_write_c(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { blocking(fh, Individual, buf, count, datatype, Write, Independent, status) }
+}
+pub unsafe fn MPI_File_read_all_c(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { blocking(fh, Individual, buf, count, datatype, Read, Collective, status) }
+}
+pub unsafe fn MPI_File_write_all_c(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { blocking(fh, Individual, buf, count, datatype, Write, Collective, status) }
+}
+pub unsafe fn MPI_File_iread_c(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { nonblocking(fh, Individual, buf, count, datatype, Read, Independent, request) }
+}
+pub unsafe fn MPI_File_iwrite_c(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { nonblocking(fh, Individual, buf, count, datatype, Write, Independent, request) }
+}
+pub unsafe fn MPI_File_iread_all_c(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { nonblocking(fh, Individual, buf, count, datatype, Read, Independent, request) }
+}
+pub unsafe fn MPI_File_iwrite_all_c(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { nonblocking(fh, Individual, buf, count, datatype, Write, Independent, request) }
+}
+pub unsafe fn MPI_File_read_all_begin_c(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { split_begin(fh, Individual, buf, count, datatype, Read, Collective) }
+}
+pub unsafe fn MPI_File_write_all_begin_c(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { split_begin(fh, Individual, buf, count, datatype, Write, Collective) }
+}
+pub unsafe fn MPI_File_read_all_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { split_end(fh, status) }
+}
+pub unsafe fn MPI_File_write_all_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { split_end(fh, status) }
+}
+
+// The shared file pointer.
+
+pub unsafe fn MPI_File_read_shared_c(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { blocking(fh, Shared, buf, count, datatype, Read, Independent, status) }
+}
+pub unsafe fn MPI_File_write_shared_c(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { blocking(fh, Shared, buf, count, datatype, Write, Independent, status) }
+}
+pub unsafe fn MPI_File_iread_shared_c(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { nonblocking(fh, Shared, buf, count, datatype, Read, Independent, request) }
+}
+pub unsafe fn MPI_File_iwrite_shared_c(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    request: *mut MPI_Request,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { nonblocking(fh, Shared, buf, count, datatype, Write, Independent, request) }
+}
+pub unsafe fn MPI_File_read_ordered_c(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { blocking(fh, Shared, buf, count, datatype, Read, Ordered, status) }
+}
+pub unsafe fn MPI_File_write_ordered_c(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    status: *mut MPI_Status,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { blocking(fh, Shared, buf, count, datatype, Write, Ordered, status) }
+}
+pub unsafe fn MPI_File_read_ordered_begin_c(
+    fh: MPI_File,
+    buf: *mut c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { split_begin(fh, Shared, buf, count, datatype, Read, Ordered) }
+}
+pub unsafe fn MPI_File_write_ordered_begin_c(
+    fh: MPI_File,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { split_begin(fh, Shared, buf, count, datatype, Write, Ordered) }
+}
+pub unsafe fn MPI_File_read_ordered_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { split_end(fh, status) }
+}
+pub unsafe fn MPI_File_write_ordered_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> MpiResult {
+    // SAFETY: C passed what the function's prototype promises (see data_access).
+    unsafe { split_end(fh, status) }
+}

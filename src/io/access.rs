@@ -1,0 +1,457 @@
+//! Data access (MPI-4.1 section 14.4): where an access starts (an explicit offset, the
+//! individual or the shared file pointer), the runs of the file it covers through the view,
+//! and the vectored system calls that move the data.
+//!
+//! An access of `count` elements of a memory datatype is a range of bytes of the view's
+//! data stream. The view turns that range into (file offset, length) runs, the memory
+//! datatype into (address, length) blocks, and each file run is moved by `preadv` or
+//! `pwritev` over the memory blocks it covers: one system call per contiguous run of the
+//! file (more only past IOV_MAX blocks or after a partial transfer), never one per element.
+//! Reads of runs that fill most of their span read the span at once instead (data sieving).
+//!
+//! The collective forms (`_all`, split collectives) do each rank's own vectored I/O and then
+//! synchronise the members, so data written by one collective call is in the file for every
+//! member when it returns; two-phase aggregation comes later. The nonblocking forms do
+//! their I/O when they start (the ABI layer hands back a completed request).
+
+use super::file::{File, check_not_sequential, check_writable};
+use super::hints;
+use crate::abi::consts::*;
+use crate::abi::types::MPI_Datatype;
+use crate::coll;
+use crate::datatype::Layout;
+use crate::datatype::sig::convert;
+use crate::error::{MpiError, MpiResult, err};
+use std::ffi::c_int;
+
+/// Where an access starts.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Position {
+    /// An explicit offset, in etypes of the view.
+    Explicit(i64),
+    Individual,
+    Shared,
+    /// An offset already taken from the shared file pointer (the ordered collectives).
+    Reserved(u64),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Direction {
+    Read,
+    Write,
+}
+
+/// The program's side of an access: `count` elements of `datatype` (laid out as `layout`)
+/// at `addr`.
+pub struct Memory {
+    pub addr: usize,
+    pub count: usize,
+    pub datatype: MPI_Datatype,
+    pub layout: Layout,
+}
+
+impl Memory {
+    fn bytes(&self) -> usize {
+        self.count * self.layout.size
+    }
+}
+
+/// The checks every access makes before touching the file: the access mode, the
+/// positioning the file's mode allows, and whole etypes. Returns the length in etypes.
+fn check(file: &File, pos: Position, mem: &Memory, dir: Direction, etype_size: usize) -> MpiResult<u64> {
+    match dir {
+        Direction::Read if file.is(MPI_MODE_WRONLY) => {
+            return err(MPI_ERR_ACCESS, format!("cannot read {}: opened write-only (MPI_MODE_WRONLY)", file.name));
+        }
+        Direction::Write => check_writable(file)?,
+        Direction::Read => {}
+    }
+    match pos {
+        Position::Explicit(o) if o < 0 => return err(MPI_ERR_ARG, format!("invalid offset argument ({o})")),
+        Position::Explicit(_) | Position::Individual => check_not_sequential(file)?,
+        Position::Shared | Position::Reserved(_) => {}
+    }
+    if !mem.bytes().is_multiple_of(etype_size) {
+        return err(
+            MPI_ERR_IO,
+            format!("the data ({} bytes) is not a whole number of the view's etypes ({etype_size} bytes)", mem.bytes()),
+        );
+    }
+    Ok((mem.bytes() / etype_size) as u64)
+}
+
+/// An independent access; returns the bytes moved (fewer than asked when a read meets the
+/// end of the file).
+///
+/// # Safety
+/// `mem` describes memory of the program valid for reads (writes, for `Read`) of its
+/// `count` elements.
+pub unsafe fn access(file: &File, pos: Position, mem: &Memory, dir: Direction) -> MpiResult<usize> {
+    let mut state = Some(file.state());
+    let (view, atomic, sieve) =
+        state.as_ref().map(|st| (st.view.clone(), st.atomic, hints::read_sieve_limit(&st.hints))).expect("just taken");
+    let etypes = check(file, pos, mem, dir, view.etype_size)?;
+    let etype = view.etype_size as u64;
+    let start = match pos {
+        Position::Explicit(o) => o as u64,
+        Position::Individual => state.as_ref().expect("just taken").pointer,
+        Position::Shared => file.shared_pointer("shared file pointer access")?.fetch_add(etypes),
+        Position::Reserved(o) => o,
+    };
+    // Only the individual pointer needs the state until the access is done.
+    if pos != Position::Individual {
+        state = None;
+    }
+    let len = mem.bytes();
+    if len == 0 {
+        return Ok(0);
+    }
+    let runs = view.runs(start * etype, len);
+    let lock = if atomic { Some(RangeLock::take(file, &runs, dir)?) } else { None };
+    // SAFETY: the caller's contract on `mem`.
+    let moved = unsafe {
+        if view.external32 {
+            transfer_external32(file, &runs, mem, dir)
+        } else {
+            transfer_native(file, &runs, mem, dir, sieve)
+        }
+    };
+    drop(lock);
+    if let (Some(st), Ok(n)) = (state.as_mut(), &moved) {
+        st.pointer = start + (*n as u64).div_ceil(etype);
+    }
+    moved
+}
+
+/// A collective access (`_all`, split collectives): each member's own access, then a
+/// barrier, so that the data is in the file for every member when the call returns. The
+/// barrier runs even when the access failed, so no member is left waiting.
+///
+/// # Safety
+/// As for `access`.
+pub unsafe fn access_all(file: &File, pos: Position, mem: &Memory, dir: Direction) -> MpiResult<usize> {
+    // SAFETY: forwarded.
+    let mine = unsafe { access(file, pos, mem, dir) };
+    file.barrier()?;
+    mine
+}
+
+/// MPI_File_read_ordered / MPI_File_write_ordered: the members' accesses one after the other
+/// in rank order through the shared file pointer, which ends past all of them.
+///
+/// # Safety
+/// As for `access`.
+pub unsafe fn access_ordered(file: &File, mem: &Memory, dir: Direction) -> MpiResult<usize> {
+    let etype_size = file.state().view.etype_size;
+    let mine = check(file, Position::Shared, mem, dir, etype_size).and_then(|etypes| {
+        file.shared_pointer("ordered access")?;
+        Ok(etypes)
+    });
+    // Every member takes part in the exchanges, a failing one with no data.
+    let n = file.members.len();
+    let mut all = vec![0u8; 8 * n];
+    let own = *mine.as_ref().unwrap_or(&0);
+    file.collective(|g| coll::allgather_bytes(g, Some(&own.to_ne_bytes()), &mut all, 8))?;
+    let sizes: Vec<u64> = all.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap())).collect();
+    let before: u64 = sizes[..file.rank].iter().sum();
+    let total: u64 = sizes.iter().sum();
+    let mut base = [0u8; 8];
+    if file.rank == 0
+        && let Some(s) = &file.shared
+    {
+        base = s.fetch_add(total).to_ne_bytes();
+    }
+    file.collective(|g| coll::bcast_bytes(g, &mut base, 0))?;
+    let done = match mine {
+        // SAFETY: forwarded.
+        Ok(_) => unsafe { access(file, Position::Reserved(u64::from_ne_bytes(base) + before), mem, dir) },
+        Err(e) => Err(e),
+    };
+    file.barrier()?;
+    done
+}
+
+// ----- the system calls -----
+
+/// The memory blocks of an access, consumed in order as file runs take them.
+struct Cursor<'a> {
+    blocks: &'a [(usize, usize)],
+    index: usize,
+    /// Bytes of `blocks[index]` already moved.
+    used: usize,
+}
+
+impl Cursor<'_> {
+    /// The iovecs of the next `want` bytes (at most `max` of them), without consuming them.
+    fn peek(&self, want: usize, max: usize, out: &mut Vec<libc::iovec>) -> usize {
+        out.clear();
+        let (mut i, mut used, mut total) = (self.index, self.used, 0);
+        while total < want && i < self.blocks.len() && out.len() < max {
+            let (addr, len) = self.blocks[i];
+            let n = (len - used).min(want - total);
+            out.push(libc::iovec { iov_base: (addr + used) as *mut libc::c_void, iov_len: n });
+            total += n;
+            used += n;
+            if used == len {
+                i += 1;
+                used = 0;
+            }
+        }
+        total
+    }
+
+    fn advance(&mut self, mut n: usize) {
+        while n > 0 {
+            let left = self.blocks[self.index].1 - self.used;
+            if n < left {
+                self.used += n;
+                return;
+            }
+            n -= left;
+            self.index += 1;
+            self.used = 0;
+        }
+    }
+}
+
+/// Moves the data of `runs` straight between the file and the program's memory.
+///
+/// # Safety
+/// As for `access`.
+unsafe fn transfer_native(
+    file: &File,
+    runs: &[(u64, usize)],
+    mem: &Memory,
+    dir: Direction,
+    sieve_limit: Option<usize>,
+) -> MpiResult<usize> {
+    let len = mem.bytes();
+    let blocks = match mem.layout.contiguous_at() {
+        Some(at) => vec![(mem.addr.wrapping_add_signed(at), len)],
+        None => mem.layout.iovecs(mem.addr as *const u8, mem.count, 0..len),
+    };
+    if dir == Direction::Read
+        && let Some(limit) = sieve_limit
+        && let Some(span) = sieve_span(runs, limit)
+    {
+        // SAFETY: the caller's contract on `mem`, whose blocks these are.
+        return unsafe { read_sieved(file, runs, span, &blocks) };
+    }
+    // SAFETY: the caller's contract on `mem`, whose blocks these are.
+    unsafe { transfer(file, runs, &blocks, dir) }
+}
+
+/// Data sieving for reads: the (offset, length) of the file to read in one call instead of
+/// one call per run, when there are several runs, in order, within `limit` bytes
+/// (`ind_rd_buffer_size`), and they fill at least half of their span.
+fn sieve_span(runs: &[(u64, usize)], limit: usize) -> Option<(u64, usize)> {
+    let (first, last) = (runs.first()?, runs.last()?);
+    let span = (last.0 + last.1 as u64).checked_sub(first.0)? as usize;
+    let data: usize = runs.iter().map(|r| r.1).sum();
+    let ordered = runs.windows(2).all(|w| w[0].0 + w[0].1 as u64 <= w[1].0);
+    (runs.len() > 1 && ordered && span <= limit && 2 * data >= span).then_some((first.0, span))
+}
+
+/// Reads `span` of the file in one call, then copies each run's bytes to the memory
+/// `blocks`; returns the bytes of the runs that were in the file.
+///
+/// # Safety
+/// As for `transfer`, for reads.
+unsafe fn read_sieved(
+    file: &File,
+    runs: &[(u64, usize)],
+    span: (u64, usize),
+    blocks: &[(usize, usize)],
+) -> MpiResult<usize> {
+    let mut buf = vec![0u8; span.1];
+    // SAFETY: `buf` is a live buffer of `span.1` bytes.
+    let got = unsafe { transfer(file, &[span], &[(buf.as_mut_ptr() as usize, span.1)], Direction::Read) }?;
+    let mut cursor = Cursor { blocks, index: 0, used: 0 };
+    let mut iov = Vec::new();
+    let mut done = 0;
+    for &(offset, len) in runs {
+        let at = (offset - span.0) as usize;
+        let have = got.saturating_sub(at).min(len);
+        let mut from = at;
+        cursor.peek(have, usize::MAX, &mut iov);
+        for v in &iov {
+            // SAFETY: the iovec lies in the caller's memory blocks, valid for writes, and
+            // `buf[from..from + len]` was read; the two do not overlap (`buf` is ours).
+            unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr().add(from), v.iov_base.cast::<u8>(), v.iov_len) };
+            from += v.iov_len;
+        }
+        cursor.advance(have);
+        done += have;
+        if have < len {
+            break; // the end of the file
+        }
+    }
+    Ok(done)
+}
+
+/// Moves the data of `runs` through a packed buffer converted to or from external32 (the
+/// view checked that the file's types have their native sizes there; the memory type must
+/// too).
+///
+/// # Safety
+/// As for `access`.
+unsafe fn transfer_external32(file: &File, runs: &[(u64, usize)], mem: &Memory, dir: Direction) -> MpiResult<usize> {
+    let sig = crate::datatype::lookup(mem.datatype)?.data().sig.clone();
+    if sig.ext_size != sig.size {
+        return err(
+            MPI_ERR_UNSUPPORTED_DATAREP,
+            "external32 access with a memory type whose external32 size differs from its native size (such as \
+             MPI_LONG) is not implemented yet in oxmpi",
+        );
+    }
+    let len = mem.bytes();
+    let mut ext = vec![0u8; len];
+    match dir {
+        Direction::Write => {
+            // SAFETY: the caller's contract on `mem`.
+            let mut native = unsafe { mem.layout.pack_to_vec(mem.addr as *const u8, mem.count, 0..len) };
+            convert(&sig, mem.count, &mut native, &mut ext, true);
+            // SAFETY: `ext` is a live buffer of `len` bytes.
+            unsafe { transfer(file, runs, &[(ext.as_ptr() as usize, len)], dir) }
+        }
+        Direction::Read => {
+            // SAFETY: `ext` is a live buffer of `len` bytes.
+            let n = unsafe { transfer(file, runs, &[(ext.as_mut_ptr() as usize, len)], dir) }?;
+            let mut native = vec![0u8; len];
+            convert(&sig, mem.count, &mut native, &mut ext, false);
+            // SAFETY: the caller's contract on `mem`; only the bytes read are stored.
+            unsafe { mem.layout.unpack(mem.addr as *mut u8, mem.count, 0, &native[..n]) };
+            Ok(n)
+        }
+    }
+}
+
+/// Moves the data of `runs` (file offsets) from or to the memory `blocks` (as many bytes in
+/// all); returns the bytes moved, fewer on a read that meets the end of the file.
+///
+/// # Safety
+/// `blocks` are (address, length) pairs of memory valid for the direction's access.
+unsafe fn transfer(file: &File, runs: &[(u64, usize)], blocks: &[(usize, usize)], dir: Direction) -> MpiResult<usize> {
+    let max_iov = libc::UIO_MAXIOV as usize;
+    let mut cursor = Cursor { blocks, index: 0, used: 0 };
+    let mut iov = Vec::new();
+    let mut done = 0;
+    for &(offset, len) in runs {
+        let mut run_done = 0;
+        while run_done < len {
+            let want = cursor.peek(len - run_done, max_iov, &mut iov);
+            let at = (offset + run_done as u64) as libc::off_t;
+            // SAFETY: the iovecs lie in the caller's blocks; the descriptor is the file's.
+            let n = unsafe {
+                match dir {
+                    Direction::Read => libc::preadv(file.fd(), iov.as_ptr(), iov.len() as c_int, at),
+                    Direction::Write => libc::pwritev(file.fd(), iov.as_ptr(), iov.len() as c_int, at),
+                }
+            };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                let what = if dir == Direction::Read { "cannot read" } else { "cannot write" };
+                return Err(super::errors::os_error(what, &file.name, &e));
+            }
+            let n = n as usize;
+            if n == 0 {
+                if dir == Direction::Read {
+                    return Ok(done); // end of file
+                }
+                return err(MPI_ERR_IO, format!("cannot write {}: the system wrote nothing", file.name));
+            }
+            debug_assert!(n <= want);
+            cursor.advance(n);
+            run_done += n;
+            done += n;
+        }
+    }
+    Ok(done)
+}
+
+/// A POSIX byte-range lock over the span of an access (atomic mode): shared for reads,
+/// exclusive for writes, released when dropped. Locks belong to processes, so they order
+/// the accesses of different ranks.
+struct RangeLock<'a> {
+    file: &'a File,
+    start: u64,
+    len: u64,
+}
+
+impl<'a> RangeLock<'a> {
+    fn take(file: &'a File, runs: &[(u64, usize)], dir: Direction) -> MpiResult<RangeLock<'a>> {
+        let start = runs.first().map_or(0, |r| r.0);
+        let end = runs.last().map_or(0, |r| r.0 + r.1 as u64);
+        let kind = if dir == Direction::Read { libc::F_RDLCK } else { libc::F_WRLCK };
+        let lock = RangeLock { file, start, len: end - start };
+        lock.fcntl(kind).map_err(|e| super::errors::os_error("cannot lock a range of", &file.name, &e))?;
+        Ok(lock)
+    }
+
+    fn fcntl(&self, kind: c_int) -> std::io::Result<()> {
+        // SAFETY: an all-zero flock is valid; the fields that matter are set below.
+        let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+        fl.l_type = kind as libc::c_short;
+        fl.l_whence = libc::SEEK_SET as libc::c_short;
+        fl.l_start = self.start as libc::off_t;
+        fl.l_len = self.len as libc::off_t;
+        loop {
+            // SAFETY: the descriptor is open and `fl` a valid flock.
+            if unsafe { libc::fcntl(self.file.fd(), libc::F_SETLKW, &fl) } == 0 {
+                return Ok(());
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+}
+
+impl Drop for RangeLock<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.fcntl(libc::F_UNLCK) {
+            log::error!("cannot unlock a range of {}: {e}", self.file.name);
+        }
+    }
+}
+
+/// The error of the split-collective functions used out of turn.
+pub fn split_error(begun: bool) -> MpiError {
+    if begun {
+        MpiError::new(MPI_ERR_IO, "a split collective is already active on this file (call its _end first)")
+    } else {
+        MpiError::new(MPI_ERR_IO, "no split collective is active on this file (call its _begin first)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_dense_ordered_runs_within_the_buffer_are_sieved() {
+        let dense = [(100, 4), (108, 4), (116, 4)];
+        assert_eq!(sieve_span(&dense, 64), Some((100, 20)));
+        assert_eq!(sieve_span(&dense, 16), None, "span larger than the buffer");
+        assert_eq!(sieve_span(&[(0, 4), (100, 4)], 1 << 20), None, "sparse");
+        assert_eq!(sieve_span(&[(0, 4)], 1 << 20), None, "one run needs no sieve");
+        assert_eq!(sieve_span(&[(8, 4), (0, 4)], 1 << 20), None, "out of order");
+    }
+
+    #[test]
+    fn the_cursor_splits_memory_blocks_at_run_boundaries() {
+        let blocks = [(1000, 6), (2000, 4)];
+        let mut c = Cursor { blocks: &blocks, index: 0, used: 0 };
+        let mut iov = Vec::new();
+        assert_eq!(c.peek(4, 16, &mut iov), 4);
+        assert_eq!(iov.iter().map(|v| (v.iov_base as usize, v.iov_len)).collect::<Vec<_>>(), [(1000, 4)]);
+        c.advance(4);
+        assert_eq!(c.peek(5, 16, &mut iov), 5);
+        assert_eq!(iov.iter().map(|v| (v.iov_base as usize, v.iov_len)).collect::<Vec<_>>(), [(1004, 2), (2000, 3)]);
+        assert_eq!(c.peek(5, 1, &mut iov), 2, "at most `max` iovecs");
+    }
+}

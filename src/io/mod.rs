@@ -1,0 +1,23 @@
+//! MPI-IO (MPI-4.1 chapter 14) over POSIX files, natively: no ROMIO.
+//!
+//! - `file`: the file objects behind MPI_File handles; open, close, delete, sizes, hints,
+//!   atomicity, views and file pointers.
+//! - `view`: a view as the filetype's flattened layout; an access's byte range of the view
+//!   becomes (file offset, length) runs.
+//! - `access`: positioning and the vectored system calls (`preadv`/`pwritev`), independent,
+//!   collective and ordered.
+//! - `shared`: the shared file pointer in a page of shared memory.
+//! - `hints`: ROMIO's hint names, accepted and reported.
+//! - `errors`: `errno` to MPI-IO error classes, in one place.
+//!
+//! Not yet: two-phase collective buffering and data sieving of writes (every rank does its
+//! own vectored calls; reads of dense runs are sieved), external32 of types whose size
+//! differs there and user data representations, shared file pointers across nodes,
+//! nonblocking I/O that overlaps computation (it is done when started).
+
+pub mod access;
+pub mod errors;
+pub mod file;
+pub mod hints;
+pub mod shared;
+pub mod view;
