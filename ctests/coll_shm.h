@@ -462,7 +462,7 @@ static void test_split_type(void)
         }
     }
     /* Without simulated nodes (which a job spanning hosts ignores) a node is a host. */
-    int *same = mt_malloc(size * sizeof *same), on_host = mt_same_host(same);
+    int *same = mt_malloc(size * sizeof *same), on_host = same_host_ranks(same);
     if (!MT_OXMPI || !fake || on_host < size) {
         want = sum = 0;
         for (w = 0; w < size; w++)
@@ -535,7 +535,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     same = mt_malloc(size * sizeof *same);
     MPI_Comm memory = MPI_COMM_WORLD;
-    if (mt_same_host(same) < size) {
+    if (same_host_ranks(same) < size) {
         while (!same[first])
             first++;
         MPI_Comm_split(MPI_COMM_WORLD, first, 0, &memory);

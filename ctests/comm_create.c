@@ -2,6 +2,7 @@
 /* MPI_Comm_create (collective over the parent, disjoint groups), MPI_Comm_create_group
  * (only the group calls it), MPI_Comm_split_type, MPI_Comm_test_inter, hints, bad input. */
 #include "comm_mtest.h"
+#include "same_host.h"
 #include <string.h>
 
 int main(int argc, char **argv)
@@ -82,7 +83,7 @@ int main(int argc, char **argv)
     }
 
     /* split_type SHARED: the ranks of this host, ordered by key (descending world rank) */
-    int *same = malloc(size * sizeof *same), on_host = mt_same_host(same), above = 0;
+    int *same = malloc(size * sizeof *same), on_host = same_host_ranks(same), above = 0;
     for (int w = rank + 1; w < size; w++)
         above += same[w];
     free(same);

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "same_host.h"
+
 /* Tags reserved for the helper; tests must use tags below MT_TAG_BASE. */
 #define MT_TAG_BASE 30000
 #define MT_TAG_ERRS (MT_TAG_BASE + 1)
@@ -153,25 +155,6 @@ static inline void *mt_malloc(size_t n)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     return p;
-}
-
-/* Which world ranks share this rank's host (same processor name): same[w] is 1 for them
-   (this rank included); returns how many. Tests of node-scoped features (MPI_COMM_TYPE_SHARED)
-   compare with it, so they hold when a job spans hosts. `same` has MPI_COMM_WORLD's size. */
-static inline int mt_same_host(int *same)
-{
-    int size, len, n = 0, w;
-    char mine[MPI_MAX_PROCESSOR_NAME] = {0};
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    char *names = (char *)mt_malloc((size_t)size * MPI_MAX_PROCESSOR_NAME);
-    MPI_Get_processor_name(mine, &len);
-    MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
-    for (w = 0; w < size; w++) {
-        same[w] = strcmp(names + (size_t)w * MPI_MAX_PROCESSOR_NAME, mine) == 0;
-        n += same[w];
-    }
-    free(names);
-    return n;
 }
 
 /* Name of an error code, for messages. */

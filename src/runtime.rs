@@ -252,7 +252,7 @@ pub fn blocking<W, R>(
                 // SAFETY: the segment stays mapped until the runtime is torn down, which
                 // MPI_Finalize does only once no thread is in an MPI call. The timeout only
                 // bounds a missed ring.
-                unsafe { t.sleep(20) };
+                unsafe { t.sleep(std::time::Duration::from_millis(20)) };
                 SLEEPERS.fetch_sub(1, Ordering::Relaxed);
             }
             None => backoff.snooze(),

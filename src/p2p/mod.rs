@@ -119,15 +119,34 @@ pub enum Body {
 
 /// Work queued for a peer because its ring was full, kept in order.
 enum Out {
-    Eager { req: u32 },
-    Rts { req: u32 },
-    Ack { sreq: u32 },
-    Fin { sreq: u32 },
+    Eager {
+        req: u32,
+    },
+    Rts {
+        req: u32,
+    },
+    Ack {
+        sreq: u32,
+    },
+    Fin {
+        sreq: u32,
+    },
     /// Clear to send: stream the data (`direct`: send it as one direct transfer instead).
-    Cts { sreq: u32, rreq: u32, direct: bool },
-    Data { req: u32, rreq: u32, offset: usize },
+    Cts {
+        sreq: u32,
+        rreq: u32,
+        direct: bool,
+    },
+    Data {
+        req: u32,
+        rreq: u32,
+        offset: usize,
+    },
     /// The data of send `req` as direct transfer `rreq` (a peer on another node).
-    Direct { req: u32, rreq: u32 },
+    Direct {
+        req: u32,
+        rreq: u32,
+    },
     Help(Help),
 }
 
@@ -302,6 +321,10 @@ const MOVE_OFF_INTERVAL: Duration = Duration::from_millis(2);
 /// Longest sleep of an idle rank alone on its node on the network's descriptor (it wakes
 /// when traffic comes; this bounds a wake-up the provider misses).
 const NET_SLEEP: Duration = Duration::from_millis(20);
+
+/// How long an idle rank of a job that spans nodes, with peers on its node, sleeps on its
+/// doorbell before it looks at the network again (remote peers ring no doorbell).
+const NET_NAP: Duration = Duration::from_micros(200);
 
 /// Idle polls between two looks at the clock while waiting (a power of two).
 const POLLS_PER_CLOCK_READ: u32 = 32;
@@ -1371,7 +1394,9 @@ impl Engine {
                     seg.send(dst, &Packet { kind, sreq, rreq, ..Default::default() }, 0, |_| {})
                 }
                 Out::Direct { req, rreq } => {
-                    let transport::Channel::Net(net) = &mut seg else { unreachable!("direct transfers are for the network") };
+                    let transport::Channel::Net(net) = &mut seg else {
+                        unreachable!("direct transfers are for the network")
+                    };
                     let Op::Send { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
                     if !net.can_direct(buf.len()) {
                         break;
@@ -1791,7 +1816,7 @@ impl Engine {
                 // Remote peers ring no doorbell: alone on its node a rank sleeps on the
                 // network's descriptor; with company it naps on the doorbell and looks again.
                 match &self.shm {
-                    Some(seg) => seg.sleep(1, || !seg.any_incoming()),
+                    Some(seg) => seg.sleep(NET_NAP, || !seg.any_incoming()),
                     None => net.wait(NET_SLEEP),
                 }
             } else if let Some(seg) = &self.shm {
@@ -1801,7 +1826,7 @@ impl Engine {
                 // `done` again after announcing the sleep: peers that set what it waits for in
                 // shared memory (collective flags) ring the doorbell afterwards.
                 let me: &Engine = self;
-                seg.sleep(50, || !blocked_out && !seg.any_incoming() && !done(me));
+                seg.sleep(Duration::from_millis(50), || !blocked_out && !seg.any_incoming() && !done(me));
             } else {
                 // Alone: nothing can arrive; a wait here waits for nothing (a user error),
                 // so sleep instead of spinning.

@@ -19,6 +19,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::ptr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
+use std::time::Duration;
 
 pub const CACHE_LINE: usize = 64;
 /// Bytes of a slot taken by its full header.
@@ -928,10 +929,10 @@ impl Segment {
     /// Sleeps until a peer rings this rank's doorbell, or `timeout_ms` passes. `idle` is
     /// called after announcing the sleep; the rank sleeps only if it returns true (nothing
     /// arrived in the meantime).
-    pub fn sleep(&self, timeout_ms: u64, idle: impl FnOnce() -> bool) {
+    pub fn sleep(&self, timeout: Duration, idle: impl FnOnce() -> bool) {
         if let Some(ticket) = self.announce_sleep(idle) {
             // SAFETY: the segment (`self`) is mapped for the whole call.
-            unsafe { ticket.sleep(timeout_ms) };
+            unsafe { ticket.sleep(timeout) };
         }
     }
 
@@ -1003,10 +1004,10 @@ impl SleepTicket {
     ///
     /// # Safety
     /// The segment the ticket comes from is still mapped.
-    pub unsafe fn sleep(self, timeout_ms: u64) {
+    pub unsafe fn sleep(self, timeout: Duration) {
         // SAFETY: the record lies in the mapping, mapped (caller).
         let info = unsafe { &*self.info };
-        futex_wait(&info.doorbell, self.seen, timeout_ms);
+        futex_wait(&info.doorbell, self.seen, timeout);
         info.sleeping.fetch_sub(1, Ordering::Relaxed);
     }
 }
@@ -1068,11 +1069,9 @@ fn membarrier(cmd: libc::c_int) -> bool {
     unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0) == 0 }
 }
 
-fn futex_wait(word: &AtomicU32, expected: u32, timeout_ms: u64) {
-    let ts = libc::timespec {
-        tv_sec: (timeout_ms / 1000) as libc::time_t,
-        tv_nsec: ((timeout_ms % 1000) * 1_000_000) as libc::c_long,
-    };
+fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
+    let ts =
+        libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
     // SAFETY: the word lives in a shared mapping that outlives the call; FUTEX_WAIT (not
     // private) because peers in other processes wake it.
     unsafe {

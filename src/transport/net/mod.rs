@@ -1,15 +1,19 @@
 //! Transport between nodes: one reliable-datagram (`FI_EP_RDM`) endpoint of libfabric per
 //! rank, carrying the point-to-point engine's packets (the same header as a shared-memory
 //! slot, then the payload) as tagged messages whose tag is the sender's world rank. Matching
-//! stays in the engine: every receive buffer takes any message, so `MPI_ANY_SOURCE`, probes,
-//! cancellation and ordering work as they do over shared memory. Message order between two
-//! ranks is the provider's send-after-send order (`FI_ORDER_SAS`, required).
+//! stays in the engine: every receive buffer takes any packet, so `MPI_ANY_SOURCE`, probes,
+//! cancellation and ordering work as they do over shared memory. Packets between two ranks
+//! keep their order: the provider matches them to receive buffers in the senders' order
+//! (`FI_ORDER_SAS`, required) and buffers are handed to the engine in the order they were
+//! posted, whatever order their completions come in.
 //!
 //! Buffers: `RECV_BUFFERS` receive buffers stay posted (each reposted once the engine has
 //! handled its packet) and `SEND_BUFFERS` send buffers carry packets until the provider
 //! reports them sent; both live in one allocation, registered once when the provider needs
-//! local registration (`FI_MR_LOCAL`). Progress is manual: reading the completion queue
-//! drives the provider.
+//! local registration (`FI_MR_LOCAL`). Large messages move as direct transfers: one tagged
+//! message (tag bit 63 and the receiver's id for it) from the sender's buffer straight into
+//! the receiver's, which posted its receive before telling the sender to go. Progress is
+//! manual: reading the completion queue drives the provider.
 //!
 //! `fabric` loads libfabric (OFI) at run time and wraps the calls made here; `fabric_sys`
 //! holds the structs and constants generated from libfabric's headers
@@ -153,10 +157,7 @@ unsafe fn offers(list: *mut sys::fi_info) -> Vec<(*mut sys::fi_info, Choice)> {
     while !at.is_null() {
         // SAFETY: entries of a getinfo list have their attribute structs.
         let choice = unsafe {
-            Choice {
-                provider: c_text((*(*at).fabric_attr).prov_name),
-                domain: c_text((*(*at).domain_attr).name),
-            }
+            Choice { provider: c_text((*(*at).fabric_attr).prov_name), domain: c_text((*(*at).domain_attr).name) }
         };
         out.push((at, choice));
         // SAFETY: as above.
@@ -225,9 +226,8 @@ fn query(fabric: &Fabric) -> MpiResult<(*mut sys::fi_info, bool)> {
         }
         let mut list = null_mut();
         // The first getinfo initialises the providers.
-        let ret = fabric::keeping_signal_handlers(|| {
-            fabric.getinfo(std::ptr::null(), std::ptr::null(), 0, hints, &mut list)
-        });
+        let ret =
+            fabric::keeping_signal_handlers(|| fabric.getinfo(std::ptr::null(), std::ptr::null(), 0, hints, &mut list));
         fabric.freeinfo(hints);
         if ret == 0 { Ok(list) } else { Err(ret) }
     };
@@ -361,7 +361,8 @@ impl Net {
                 let bytes = self.buffers.len() * 8;
                 let access = sys::FI_SEND | sys::FI_RECV;
                 let base = self.buffers.as_ptr().cast();
-                check(f, 
+                check(
+                    f,
                     "fi_mr_reg",
                     fabric::fi_mr_reg(self.domain, base, bytes, access, 0, 0, 0, &mut self.mr, null),
                 )?;
@@ -391,9 +392,7 @@ impl Net {
         for (rank, name) in names {
             let mut address = FI_ADDR_UNSPEC;
             // SAFETY: the AV is open; `name` is an address of this provider's format.
-            let ret = unsafe {
-                fabric::fi_av_insert(self.av, name.as_ptr().cast(), 1, &mut address, 0, null_mut())
-            };
+            let ret = unsafe { fabric::fi_av_insert(self.av, name.as_ptr().cast(), 1, &mut address, 0, null_mut()) };
             if ret != 1 {
                 return Err(net_error(format!("cannot add the address of rank {rank} (fi_av_insert: {ret})")));
             }
@@ -407,22 +406,29 @@ impl Net {
         &mut bytes[i * BUFFER_BYTES..(i + 1) * BUFFER_BYTES]
     }
 
-    fn post_receive(&mut self, b: usize) -> MpiResult<()> {
+    /// Calls `post` until the provider takes the operation: while its queues are full
+    /// (`-FI_EAGAIN`) completions are read, which empties them. Returns the last result.
+    fn post_until_taken(&mut self, mut post: impl FnMut(&mut Net) -> isize) -> isize {
         loop {
-            let ctx = (&raw mut self.contexts[b]).cast::<c_void>();
-            let buf = self.buffer(b).as_mut_ptr().cast::<c_void>();
+            let ret = post(self);
+            if ret != -(sys::FI_EAGAIN as isize) {
+                return ret;
+            }
+            self.read_completions();
+        }
+    }
+
+    fn post_receive(&mut self, b: usize) -> MpiResult<()> {
+        let ctx = (&raw mut self.contexts[b]).cast::<c_void>();
+        let buf = self.buffer(b).as_mut_ptr().cast::<c_void>();
+        let ret = self.post_until_taken(|net| {
             // SAFETY: the buffer and its context live in boxes that stay put until Drop,
             // which closes the endpoint first; the buffer is not touched until its completion.
-            let ignore = !DIRECT_TAG;
-            let ret = unsafe { fabric::fi_trecv(self.ep, buf, BUFFER_BYTES, self.desc, FI_ADDR_UNSPEC, 0, ignore, ctx) };
-            if ret == -(sys::FI_EAGAIN as isize) {
-                self.read_completions();
-                continue;
-            }
-            check(self.fabric, "fi_trecv", ret as i64)?;
-            self.posted.push_back(b);
-            return Ok(());
-        }
+            unsafe { fabric::fi_trecv(net.ep, buf, BUFFER_BYTES, net.desc, FI_ADDR_UNSPEC, 0, !DIRECT_TAG, ctx) }
+        });
+        check(self.fabric, "fi_trecv", ret as i64)?;
+        self.posted.push_back(b);
+        Ok(())
     }
 
     /// Whether a packet can be sent now (a send buffer is free).
@@ -444,34 +450,23 @@ impl Net {
         let ptr = buf.as_ptr().cast::<c_void>();
         let to = self.addr[dst];
         debug_assert_ne!(to, FI_ADDR_UNSPEC, "rank {dst} is not reached through the network");
-        loop {
-            let ctx = (&raw mut self.contexts[b]).cast::<c_void>();
+        let ctx = (&raw mut self.contexts[b]).cast::<c_void>();
+        let ret = self.post_until_taken(|net| {
             // SAFETY: as in `post_receive`: buffer and context stay put and untouched until
             // the send completes (the buffer returns to `send_free` then).
-            let ret = unsafe { fabric::fi_tsend(self.ep, ptr, HEADER + payload, self.desc, to, self.me as u64, ctx) };
-            if ret == -(sys::FI_EAGAIN as isize) {
-                // The provider's queue is full: completing earlier operations frees it.
-                self.read_completions();
-                continue;
-            }
-            if ret < 0 {
-                self.fail(&format!("fi_tsend to rank {dst}: {}", self.fabric.strerror(ret as i64)));
-            }
-            return;
+            unsafe { fabric::fi_tsend(net.ep, ptr, HEADER + payload, net.desc, to, net.me as u64, ctx) }
+        });
+        if ret < 0 {
+            self.fail(&format!("fi_tsend to rank {dst}: {}", self.fabric.strerror(ret as i64)));
         }
     }
 
     /// Reads completions (which also drives the provider): finished sends free their buffers,
     /// arrivals queue for `front`. Returns whether any packet arrived.
     pub fn read_completions(&mut self) -> bool {
-        let mut entries = [sys::fi_cq_tagged_entry {
-            op_context: null_mut(),
-            flags: 0,
-            len: 0,
-            buf: null_mut(),
-            data: 0,
-            tag: 0,
-        }; 16];
+        let mut entries =
+            [sys::fi_cq_tagged_entry { op_context: null_mut(), flags: 0, len: 0, buf: null_mut(), data: 0, tag: 0 };
+                16];
         let mut arrived = false;
         loop {
             // SAFETY: the CQ is open, of FI_CQ_FORMAT_TAGGED, and `entries` holds 16 entries.
@@ -587,7 +582,13 @@ impl Net {
     /// Starts one direct transfer with `post(self, context, descriptor)`, registering the
     /// user's memory first when the provider needs it, and retrying while the provider's
     /// queue is full.
-    fn start_direct(&mut self, token: u64, buf: *mut u8, len: usize, post: impl Fn(&mut Net, *mut c_void, *mut c_void) -> isize) {
+    fn start_direct(
+        &mut self,
+        token: u64,
+        buf: *mut u8,
+        len: usize,
+        post: impl Fn(&mut Net, *mut c_void, *mut c_void) -> isize,
+    ) {
         let slot = self.direct_free.pop().expect("direct transfer without a free slot (can_direct)");
         let mut mr = null_mut();
         // SAFETY: `info` is valid; the domain is open; the region covers the caller's buffer,
@@ -610,16 +611,9 @@ impl Net {
         };
         self.direct[slot] = Some((token, mr));
         let ctx = (&raw mut self.contexts[RECV_BUFFERS + SEND_BUFFERS + slot]).cast::<c_void>();
-        loop {
-            let ret = post(self, ctx, desc);
-            if ret == -(sys::FI_EAGAIN as isize) {
-                self.read_completions();
-                continue;
-            }
-            if ret < 0 {
-                self.fail(&format!("direct transfer of {len} bytes: {}", self.fabric.strerror(ret as i64)));
-            }
-            return;
+        let ret = self.post_until_taken(|net| post(net, ctx, desc));
+        if ret < 0 {
+            self.fail(&format!("direct transfer of {len} bytes: {}", self.fabric.strerror(ret as i64)));
         }
     }
 
