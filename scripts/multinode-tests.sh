@@ -9,7 +9,8 @@
 #   --hosts N        number of hosts (default 2); Hydra places ranks round robin over them,
 #                    so every run of 3 or more ranks mixes local and remote peers
 #   --filter S       only the C tests whose name contains S (OXMPI_CTEST_FILTER)
-#   --profile P      cargo profile of the build under test (default debug, as `cargo test`)
+#   --profile P      cargo profile of the build under test (default release, which the
+#                    conformance run reuses)
 #
 # Launching: MPICH's Hydra (package mpich), whose proxies scripts/hosts-launcher starts on
 # the hosts; Hydra talks to them over the bridge (-iface oxbr0). Tests marked `one-node` in
@@ -20,7 +21,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 hosts=2
 filter=
-profile=debug
+profile=release
 
 usage() {
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
