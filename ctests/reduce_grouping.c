@@ -1,4 +1,4 @@
-/* oxmpi-test: np=1,2,3,4,5,8 timeout=120 */
+/* oxmpi-test: np=1,2,3,4,5,8 timeout=120 one-node="the rank-order grouping of reductions is promised on one node only (across nodes reductions group as their algorithms go)" */
 /* On one node, Allreduce and Reduce with predefined operations combine the ranks' values in
  * rank order, ((a0 + a1) + a2) + ..., the grouping of a serial loop, whatever the path a size
  * takes (lanes, slots, single copy, sparse entries) and whichever ranks hold zeros. Rounded sums

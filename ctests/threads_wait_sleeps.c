@@ -1,4 +1,4 @@
-/* oxmpi-test: np=1,2,3,4,8 */
+/* oxmpi-test: np=1,2,3,4,8 one-node="across nodes waiting threads at MPI_THREAD_MULTIPLE nap instead of sleeping on the doorbell (about 12% of a CPU, above the threshold)" */
 /* At MPI_THREAD_MULTIPLE a blocking call waits outside the library lock and, once idle, sleeps
  * on the rank's doorbell. The thread leaving the library used to ring that doorbell for every
  * announced sleeper, including its own announcement, so a waiting thread never slept: it spun
