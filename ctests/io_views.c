@@ -82,6 +82,26 @@ static void interleaved(void)
         CHECK(got[2 * i] == mt_rank * 1000 + i, "vector read got[%d] = %d", 2 * i, got[2 * i]);
         CHECK(got[2 * i + 1] == -7, "hole got[%d] overwritten: %d", 2 * i + 1, got[2 * i + 1]);
     }
+    /* Again with a small sieving buffer (reads go by groups of runs that fit it), and with
+     * sieving off: the same data. */
+    {
+        const char *sizes[2] = {"40", "4194304"}, *ds[2] = {"automatic", "disable"};
+        int pass;
+        for (pass = 0; pass < 2; pass++) {
+            MPI_Info info;
+            MPI_Info_create(&info);
+            MPI_Info_set(info, "ind_rd_buffer_size", sizes[pass]);
+            MPI_Info_set(info, "romio_ds_read", ds[pass]);
+            MPI_CHECK(MPI_File_set_info(fh, info));
+            MPI_Info_free(&info);
+            for (i = 0; i < 2 * K * B; i++)
+                got[i] = -7;
+            MPI_CHECK(MPI_File_read_at(fh, 0, got, 1, memtype, &st));
+            for (i = 0; i < K * B; i++)
+                CHECK(got[2 * i] == mt_rank * 1000 + i && got[2 * i + 1] == -7, "pass %d: got[%d] = %d", pass, 2 * i,
+                      got[2 * i]);
+        }
+    }
     /* A short read: the last 2 ints of the first tile, then the second tile, which starts
      * just after the first one's last block: its first block is the next rank's last block
      * (none for the last rank), and the end of the file comes before its second block. */

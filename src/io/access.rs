@@ -230,15 +230,35 @@ unsafe fn transfer_native(
         Some(at) => vec![(mem.addr.wrapping_add_signed(at), len)],
         None => mem.layout.iovecs(mem.addr as *const u8, mem.count, 0..len),
     };
-    if dir == Direction::Read
-        && let Some(limit) = sieve_limit
-        && let Some(span) = sieve_span(runs, limit)
-    {
+    let mut cursor = Cursor { blocks: &blocks, index: 0, used: 0 };
+    let Some(limit) = sieve_limit.filter(|_| dir == Direction::Read) else {
         // SAFETY: the caller's contract on `mem`, whose blocks these are.
-        return unsafe { read_sieved(file, runs, span, &blocks) };
+        return unsafe { transfer_with(file, runs, &mut cursor, dir) };
+    };
+    // Reads go by groups of runs within `limit` bytes: a dense group is one read.
+    let (mut done, mut i) = (0, 0);
+    while i < runs.len() {
+        let start = runs[i].0;
+        let mut j = i + 1;
+        while j < runs.len() && runs[j].0 + runs[j].1 as u64 - start <= limit as u64 {
+            j += 1;
+        }
+        let group = &runs[i..j];
+        let want: usize = group.iter().map(|r| r.1).sum();
+        // SAFETY: the caller's contract on `mem`, whose blocks these are.
+        let got = unsafe {
+            match sieve_span(group, limit) {
+                Some(span) => read_sieved(file, group, span, &mut cursor),
+                None => transfer_with(file, group, &mut cursor, dir),
+            }
+        }?;
+        done += got;
+        if got < want {
+            break; // the end of the file
+        }
+        i = j;
     }
-    // SAFETY: the caller's contract on `mem`, whose blocks these are.
-    unsafe { transfer(file, runs, &blocks, dir) }
+    Ok(done)
 }
 
 /// Data sieving for reads: the (offset, length) of the file to read in one call instead of
@@ -252,21 +272,15 @@ fn sieve_span(runs: &[(u64, usize)], limit: usize) -> Option<(u64, usize)> {
     (runs.len() > 1 && ordered && span <= limit && 2 * data >= span).then_some((first.0, span))
 }
 
-/// Reads `span` of the file in one call, then copies each run's bytes to the memory
-/// `blocks`; returns the bytes of the runs that were in the file.
+/// Reads `span` of the file in one call, then copies each run's bytes to the memory blocks
+/// of `cursor`; returns the bytes of the runs that were in the file.
 ///
 /// # Safety
-/// As for `transfer`, for reads.
-unsafe fn read_sieved(
-    file: &File,
-    runs: &[(u64, usize)],
-    span: (u64, usize),
-    blocks: &[(usize, usize)],
-) -> MpiResult<usize> {
+/// As for `transfer_with`, for reads.
+unsafe fn read_sieved(file: &File, runs: &[(u64, usize)], span: (u64, usize), cursor: &mut Cursor) -> MpiResult<usize> {
     let mut buf = vec![0u8; span.1];
     // SAFETY: `buf` is a live buffer of `span.1` bytes.
     let got = unsafe { transfer(file, &[span], &[(buf.as_mut_ptr() as usize, span.1)], Direction::Read) }?;
-    let mut cursor = Cursor { blocks, index: 0, used: 0 };
     let mut iov = Vec::new();
     let mut done = 0;
     for &(offset, len) in runs {
@@ -332,8 +346,17 @@ unsafe fn transfer_external32(file: &File, runs: &[(u64, usize)], mem: &Memory, 
 /// # Safety
 /// `blocks` are (address, length) pairs of memory valid for the direction's access.
 unsafe fn transfer(file: &File, runs: &[(u64, usize)], blocks: &[(usize, usize)], dir: Direction) -> MpiResult<usize> {
+    // SAFETY: forwarded.
+    unsafe { transfer_with(file, runs, &mut Cursor { blocks, index: 0, used: 0 }, dir) }
+}
+
+/// As `transfer`, taking the memory from where `cursor` is and leaving it after the bytes
+/// moved.
+///
+/// # Safety
+/// The cursor's blocks are memory valid for the direction's access.
+unsafe fn transfer_with(file: &File, runs: &[(u64, usize)], cursor: &mut Cursor, dir: Direction) -> MpiResult<usize> {
     let max_iov = libc::UIO_MAXIOV as usize;
-    let mut cursor = Cursor { blocks, index: 0, used: 0 };
     let mut iov = Vec::new();
     let mut done = 0;
     for &(offset, len) in runs {
