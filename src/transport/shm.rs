@@ -1380,8 +1380,8 @@ mod tests {
             assert_eq!(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set), 0);
         }
         let (path, geo) = temp_segment(3, 4);
-        let a = Segment::attach(&path, geo, 0, &[0, 1], 0).unwrap();
-        let b = Segment::attach(&path, geo, 1, &[0, 1], 0).unwrap();
+        let a = Segment::attach(&path, geo, 0, &[0, 1, 2], 0).unwrap();
+        let b = Segment::attach(&path, geo, 1, &[0, 1, 2], 0).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert!(!a.track_cpu(), "alone on its CPU");
         assert!(!a.track_cpu(), "counted once, however often it looks");
