@@ -536,8 +536,12 @@ fn connect_transports(pmi: &mut Pmi, multiple: bool) -> MpiResult<Transports> {
                 .map_err(|e| pmi_error("publishing the node's load", e))?;
         }
         pmi.fence().map_err(|e| pmi_error("fence", e))?;
-        let firsts: Vec<usize> = (0..size).filter(|&r| nodes[..r].iter().all(|&n| n != nodes[r])).collect();
-        for first in firsts.into_iter().filter(|&f| nodes[f] != nodes[rank]) {
+        // The first rank of every other node, in one pass over the map.
+        let mut firsts = std::collections::BTreeMap::new();
+        for (r, &n) in nodes.iter().enumerate() {
+            firsts.entry(n).or_insert(r);
+        }
+        for (_, first) in firsts.into_iter().filter(|&(n, _)| n != nodes[rank]) {
             let busy = pmi.get(&busy_key(first)).map_err(|e| pmi_error("reading a node's load", e))?;
             any_oversubscribed |= busy.as_deref() == Some("1");
         }

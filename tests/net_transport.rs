@@ -77,6 +77,19 @@ fn packets_arrive_in_order_with_their_bytes() {
     );
 }
 
+/// Progresses `net` until a direct transfer finishes; it must be the one with `token`.
+fn wait_finished(net: &mut Net, token: u64, what: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        assert!(Instant::now() < deadline, "{what} unfinished");
+        net.read_completions();
+        if let Some(finished) = net.take_finished() {
+            assert_eq!(finished, token, "{what}: another transfer finished");
+            return;
+        }
+    }
+}
+
 #[test]
 fn direct_transfer_lands_whole() {
     const LEN: usize = 3 << 20;
@@ -88,30 +101,14 @@ fn direct_transfer_lands_whole() {
             rx.recv().unwrap();
             assert!(a.can_direct(LEN));
             a.send_direct(1, 42, data.as_ptr(), LEN, 9);
-            let deadline = Instant::now() + PATIENCE;
-            loop {
-                assert!(Instant::now() < deadline, "direct send unfinished");
-                a.read_completions();
-                if let Some(token) = a.take_finished() {
-                    assert_eq!(token, 9);
-                    break;
-                }
-            }
+            wait_finished(a, 9, "direct send");
         },
         move |b| {
             let mut into = vec![0u8; LEN];
             assert!(b.can_direct(LEN));
             b.receive_direct(42, into.as_mut_ptr(), LEN, 7);
             tx.send(()).unwrap();
-            let deadline = Instant::now() + PATIENCE;
-            loop {
-                assert!(Instant::now() < deadline, "direct receive unfinished");
-                b.read_completions();
-                if let Some(token) = b.take_finished() {
-                    assert_eq!(token, 7);
-                    break;
-                }
-            }
+            wait_finished(b, 7, "direct receive");
             assert!(into == payload(5, LEN), "direct transfer bytes differ");
         },
     );

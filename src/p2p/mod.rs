@@ -546,16 +546,6 @@ impl Engine {
         &self.node_of
     }
 
-    /// Whether the job spans several nodes.
-    pub fn spans_nodes(&self) -> bool {
-        self.net.is_some()
-    }
-
-    /// The network endpoint, if the job spans nodes.
-    pub fn network(&self) -> Option<&Net> {
-        self.net.as_ref()
-    }
-
     /// What this rank decided at start-up, for the debug log: the CPUs the node's ranks may
     /// run on together, whether it waits as an oversubscribed rank (no spinning), and with how
     /// many peers it shares large copies (None for a job of one).

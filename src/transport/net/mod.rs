@@ -320,11 +320,6 @@ impl Net {
         Ok(net)
     }
 
-    /// The provider and domain in use.
-    pub fn choice(&self) -> &Choice {
-        &self.choice
-    }
-
     fn open_objects(&mut self) -> MpiResult<()> {
         let null = null_mut();
         let f = self.fabric;
