@@ -3,7 +3,7 @@
 # side, plus the MPICH-built binaries on oxmpi (library swapped through LD_LIBRARY_PATH).
 #
 #   scripts/compare.sh [--quick] [--bench LIST] [--np LIST] [--rounds N] [--out DIR]
-#                      [--mpis LIST] [--oxmpi-prefix DIR] [--timeout SECONDS]
+#                      [--mpis LIST] [--oxmpi-prefix DIR] [--timeout SECONDS] [--hosts N]
 #
 #   --quick            fewer sizes and iterations, np 2 (under 5 minutes on 2 busy cores)
 #   --bench LIST       comma-separated, from: latency,bw,bibw,mbw_mr,vector,coll,sparse,rma,startup
@@ -19,6 +19,19 @@
 #   --mpis LIST        comma-separated, from: oxmpi,mpich,openmpi,oxmpi-mpichbin (default all)
 #   --oxmpi-prefix DIR use an existing oxmpi install instead of building and installing one
 #   --timeout SECONDS  limit for one benchmark run (default 600, --quick 120)
+#   --hosts N          run every MPI across N fake hosts of scripts/hosts.sh (root only; they
+#                      are made and removed by this script), ranks round robin over them, so
+#                      the 2-rank benchmarks measure the network between two hosts. Default
+#                      benchmarks then: latency,bw,bibw,coll (windows and the shared file
+#                      pointer do not span nodes yet); default --np 4 (2 ranks per host).
+#                      Launching, the same for all but Open MPI (whose runtime cannot run
+#                      under Hydra): oxmpi, MPICH and the MPICH binaries on oxmpi by MPICH's
+#                      Hydra (`mpiexec.hydra -iface oxbr0 -launcher ssh -launcher-exec
+#                      scripts/hosts-launcher -hosts oxh1,...`), MPICH with UCX_TLS=tcp,self
+#                      UCX_NET_DEVICES=eth0 (else UCX takes the loopback and hangs); Open MPI
+#                      by its mpirun through the same ssh stand-in, TCP BTL on the hosts'
+#                      subnet. oxmpi uses the provider it would choose (OXMPI_NET_PROVIDER
+#                      overrides, and is recorded in env.txt)
 #
 # Writes to the output directory:
 #   samples.csv   round,bench,mpi,np,size,median_us,p90_us,mbps,msgrate: every run's records
@@ -35,13 +48,14 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 benchdir=$root/ctests/bench
 
 quick=no
-benches=latency,bw,bibw,mbw_mr,vector,coll,sparse,rma,startup
+benches=
 nps=
 rounds=
 out=
 mpis=oxmpi,mpich,openmpi,oxmpi-mpichbin
 oxprefix=
 timeout_s=
+nhosts=0
 
 usage() {
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
@@ -58,12 +72,21 @@ while [ $# -gt 0 ]; do
         --mpis) [ $# -ge 2 ] || usage; mpis=$2; shift 2 ;;
         --oxmpi-prefix) [ $# -ge 2 ] || usage; oxprefix=$2; shift 2 ;;
         --timeout) [ $# -ge 2 ] || usage; timeout_s=$2; shift 2 ;;
+        --hosts) [ $# -ge 2 ] || usage; nhosts=$2; shift 2 ;;
         -h|--help) usage ;;
         *) echo "compare.sh: unknown argument: $1" >&2; usage ;;
     esac
 done
 if [ -z "$rounds" ]; then
     rounds=3
+fi
+case $nhosts in
+    0) [ -n "$benches" ] || benches=latency,bw,bibw,mbw_mr,vector,coll,sparse,rma,startup ;;
+    [2-9]) [ -n "$benches" ] || benches=latency,bw,bibw,coll ;;
+    *) echo "compare.sh: --hosts takes 2 to 9" >&2; exit 2 ;;
+esac
+if [ -z "$nps" ] && [ "$nhosts" != 0 ]; then
+    nps=4
 fi
 if [ -z "$nps" ]; then
     nps=2
@@ -192,7 +215,34 @@ if [ "$(id -u)" = 0 ]; then
     ompi_root=(--allow-run-as-root)
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
+# Across hosts: the hosts, and one Hydra command line for oxmpi and MPICH.
+if [ "$nhosts" != 0 ]; then
+    [ "$(id -u)" = 0 ] || { echo "compare.sh: --hosts needs root (network namespaces)" >&2; exit 1; }
+    command -v mpiexec.hydra > /dev/null || { echo "compare.sh: --hosts needs MPICH's mpiexec.hydra (package mpich)" >&2; exit 1; }
+    log "making $nhosts hosts"
+    bash "$root/scripts/hosts.sh" up "$nhosts" > "$out/logs/hosts.log" 2>&1 || {
+        cat "$out/logs/hosts.log" >&2
+        echo "compare.sh: scripts/hosts.sh up failed" >&2
+        exit 1
+    }
+    trap 'bash "$root/scripts/hosts.sh" down > /dev/null 2>&1' EXIT
+    host_list=$(seq -s, -f 'oxh%g' 1 "$nhosts")
+    hydra=(mpiexec.hydra -iface oxbr0 -launcher ssh -launcher-exec "$root/scripts/hosts-launcher" -hosts "$host_list")
+    ompi_hosts=(--mca plm_rsh_agent "$root/scripts/hosts-launcher" --mca oob_tcp_if_include 10.77.0.0/24
+        --mca btl tcp,self,vader --mca btl_tcp_if_include 10.77.0.0/24 --mca pml ob1 --host "$host_list")
+fi
 launcher() { # mpi program np
+    if [ "$nhosts" != 0 ]; then
+        case $1 in
+            oxmpi) cmd=("${hydra[@]}" -n "$3" "$out/build/oxmpi/$2") ;;
+            mpich) cmd=(env UCX_TLS=tcp,self UCX_NET_DEVICES=eth0 "${hydra[@]}" -n "$3" "$out/build/mpich/$2") ;;
+            openmpi) cmd=(mpirun.openmpi --oversubscribe "${ompi_root[@]}" "${ompi_hosts[@]}" -n "$3" "$out/build/openmpi/$2") ;;
+            oxmpi-mpichbin)
+                cmd=(env "LD_LIBRARY_PATH=$oxprefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+                    "${hydra[@]}" -n "$3" "$out/build/mpich/$2") ;;
+        esac
+        return
+    fi
     case $1 in
         oxmpi) cmd=("$oxprefix/bin/mpiexec" -n "$3" "$out/build/oxmpi/$2") ;;
         mpich) cmd=(mpiexec.mpich -n "$3" "$out/build/mpich/$2") ;;
@@ -297,6 +347,11 @@ run_startup() { # round mpi np
     echo "host: $(uname -srm), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
     echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "quick: $quick rounds: $rounds benches: $benches np: $nps mpis: ${run_mpis[*]}"
+    if [ "$nhosts" != 0 ]; then
+        echo "hosts: $nhosts (scripts/hosts.sh), ranks round robin; Hydra: ${hydra[*]}"
+        echo "mpich: UCX_TLS=tcp,self UCX_NET_DEVICES=eth0; openmpi: mpirun ${ompi_hosts[*]}"
+        echo "oxmpi network: $(bash "$root/scripts/hosts.sh" exec oxh1 "$oxprefix/bin/oxmpi-info" 2> /dev/null | grep -m1 '<- used' | sed 's/^ *//')"
+    fi
     [ -n "$oxprefix" ] && echo "oxmpi: $("$oxprefix/bin/oxmpi-info" 2> /dev/null | head -1) ($(cd "$root" && git describe --always --dirty 2> /dev/null || echo unknown))"
     command -v mpichversion > /dev/null && echo "mpich: $(mpichversion 2> /dev/null | head -1)"
     command -v ompi_info > /dev/null && echo "openmpi: $(ompi_info --version 2> /dev/null | head -1)"
@@ -324,6 +379,7 @@ echo "elapsed: $(($(date +%s) - start_time)) s" >> "$out/env.txt"
 
 mode=full
 [ $quick = yes ] && mode=quick
+[ "$nhosts" != 0 ] && mode="$mode, across $nhosts hosts"
 python3 "$benchdir/report.py" "$samples" "$out" \
     --title "oxmpi vs MPICH vs Open MPI ($(date +%Y-%m-%d), $(nproc) cores, $mode, $rounds rounds)"
 

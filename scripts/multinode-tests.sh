@@ -4,10 +4,12 @@
 # different hosts reach each other only through the network transport (libfabric's tcp
 # provider) while ranks of one host share memory. Root only (namespaces).
 #
-#   scripts/multinode-tests.sh [--hosts N] [--filter SUBSTRING] [--profile debug|release]
+#   scripts/multinode-tests.sh [--hosts N] [--rails R] [--filter SUBSTRING] [--profile debug|release]
 #
 #   --hosts N        number of hosts (default 2); Hydra places ranks round robin over them,
 #                    so every run of 3 or more ranks mixes local and remote peers
+#   --rails R        links per host (default 1); the ranks use them all (OXMPI_NET_RAILS=R),
+#                    so transfers of 256 KiB or more are striped over them
 #   --filter S       only the C tests whose name contains S (OXMPI_CTEST_FILTER)
 #   --profile P      cargo profile of the build under test (default release, which the
 #                    conformance run reuses)
@@ -20,6 +22,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 hosts=2
+rails=1
 filter=
 profile=release
 
@@ -31,6 +34,7 @@ usage() {
 while [ $# -gt 0 ]; do
     case $1 in
         --hosts) [ $# -ge 2 ] || usage; hosts=$2; shift 2 ;;
+        --rails) [ $# -ge 2 ] || usage; rails=$2; shift 2 ;;
         --filter) [ $# -ge 2 ] || usage; filter=$2; shift 2 ;;
         --profile) [ $# -ge 2 ] || usage; profile=$2; shift 2 ;;
         *) usage ;;
@@ -39,11 +43,14 @@ done
 
 command -v mpiexec.hydra >/dev/null || { echo "multinode-tests: needs MPICH's mpiexec.hydra (package mpich)" >&2; exit 1; }
 
-bash "$root/scripts/hosts.sh" up "$hosts"
+bash "$root/scripts/hosts.sh" up "$hosts" --rails "$rails"
 trap 'bash "$root/scripts/hosts.sh" down' EXIT
 list=$(seq -s, -f 'oxh%g' 1 "$hosts")
 
 export OXMPI_CTEST_ACROSS_HOSTS="mpiexec.hydra -iface oxbr0 -launcher ssh -launcher-exec $root/scripts/hosts-launcher -hosts $list"
+if [ "$rails" != 1 ]; then
+    export OXMPI_NET_RAILS=$rails
+fi
 if [ -n "$filter" ]; then
     export OXMPI_CTEST_FILTER=$filter
 fi
@@ -51,6 +58,6 @@ cargo_profile=()
 if [ "$profile" = release ]; then
     cargo_profile=(--release)
 fi
-echo "multinode-tests: C tests over $hosts hosts ($list)"
+echo "multinode-tests: C tests over $hosts hosts ($list), $rails rail(s) each"
 cd "$root"
 cargo test "${cargo_profile[@]}" --test ctests -- --test-threads=1

@@ -59,6 +59,8 @@ pub const RANK_SESSIONS: &str = "OXMPI_RANK_SESSIONS";
 pub const WIDE_COPY: &str = "OXMPI_WIDE_COPY";
 pub const NET_PROVIDER: &str = "OXMPI_NET_PROVIDER";
 pub const NET_DOMAIN: &str = "OXMPI_NET_DOMAIN";
+pub const NET_EAGER_LIMIT: &str = "OXMPI_NET_EAGER_LIMIT";
+pub const NET_RAILS: &str = "OXMPI_NET_RAILS";
 
 pub const TUNABLES: &[Tunable] = &[
     Tunable { name: LOG, default: "warn", what: "log filter (env_logger syntax), e.g. debug" },
@@ -285,12 +287,22 @@ pub const TUNABLES: &[Tunable] = &[
         name: NET_PROVIDER,
         default: "fastest present",
         what: "libfabric provider for jobs that span nodes, e.g. tcp;ofi_rxm or verbs;ofi_rxm (libfabric's FI_PROVIDER also filters); \
-               by default the first present of cxi, efa, verbs;ofi_rxm, psm3, opx, psm2, tcp;ofi_rxm, tcp",
+               by default the first present of cxi, efa, verbs;ofi_rxm, psm3, opx, psm2, tcp, net, tcp;ofi_rxm, net;ofi_rxm",
     },
     Tunable {
         name: NET_DOMAIN,
         default: "first non-loopback",
         what: "libfabric domain (NIC or interface name, as oxmpi-info lists them) for jobs that span nodes",
+    },
+    Tunable {
+        name: NET_EAGER_LIMIT,
+        default: "65536",
+        what: "largest message (bytes) sent eagerly to a rank on another node, at most 65536; larger ones go by rendezvous straight between the buffers",
+    },
+    Tunable {
+        name: NET_RAILS,
+        default: "every NIC of the provider (at most 4); 1 over TCP",
+        what: "network endpoints per rank, one per NIC (domain) of the chosen provider, in libfabric's order from OXMPI_NET_DOMAIN; transfers of 256 KiB or more are striped over the rails two ranks share",
     },
     Tunable {
         name: FAKE_NODES,

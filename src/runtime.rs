@@ -485,7 +485,7 @@ fn connect_transports(pmi: &mut Pmi, multiple: bool) -> MpiResult<Transports> {
         let endpoint = Net::open(rank, size)?;
         // The address, and this rank's thread level, which ranks of other nodes cannot read
         // in the segment.
-        let name: String = endpoint.name()?.iter().map(|b| format!("{b:02x}")).collect();
+        let name: String = endpoint.address()?.iter().map(|b| format!("{b:02x}")).collect();
         let name = format!("{name}:{}", multiple as u8);
         pmi.put(&net_key(rank), &name).map_err(|e| pmi_error("publishing the network address", e))?;
         net = Some(endpoint);

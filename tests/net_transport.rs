@@ -1,6 +1,7 @@
 //! The network transport's endpoint (`transport::net::Net`) between two endpoints of this
-//! process over libfabric's default provider here (tcp;ofi_rxm): packets keep their order and
-//! bytes across more packets than there are buffers, and a direct transfer lands whole.
+//! process over the provider a job here would choose (libfabric 1.17: `net`): packets keep
+//! their order and bytes across more packets than there are buffers, and a direct transfer
+//! lands whole.
 //! Needs libfabric (package libfabric1); fails, not skips, without it.
 
 use oxmpi::transport::net::{Net, PAYLOAD_CAPACITY};
@@ -12,7 +13,7 @@ const PATIENCE: Duration = Duration::from_secs(30);
 fn pair() -> (Net, Net) {
     let mut a = Net::open(0, 2).unwrap_or_else(|e| panic!("{}", e.msg));
     let mut b = Net::open(1, 2).unwrap_or_else(|e| panic!("{}", e.msg));
-    let (name_a, name_b) = (a.name().unwrap(), b.name().unwrap());
+    let (name_a, name_b) = (a.address().unwrap(), b.address().unwrap());
     a.connect(&[(1, name_b)]).unwrap();
     b.connect(&[(0, name_a)]).unwrap();
     (a, b)
@@ -106,7 +107,7 @@ fn direct_transfer_lands_whole() {
         move |b| {
             let mut into = vec![0u8; LEN];
             assert!(b.can_direct(LEN));
-            b.receive_direct(42, into.as_mut_ptr(), LEN, 7);
+            b.receive_direct(0, 42, into.as_mut_ptr(), LEN, 7);
             tx.send(()).unwrap();
             wait_finished(b, 7, "direct receive");
             assert!(into == payload(5, LEN), "direct transfer bytes differ");

@@ -19,10 +19,14 @@ fn main() {
         Ok((offers, chosen)) => {
             println!("network (libfabric providers and domains offering reliable tagged endpoints):");
             for c in &offers {
-                let mark = if chosen.as_ref() == Some(c) { "  <- used by jobs that span nodes" } else { "" };
+                let mark = match chosen.iter().position(|r| r == c) {
+                    Some(0) => "  <- used by jobs that span nodes".to_string(),
+                    Some(rail) => format!("  <- rail {rail}"),
+                    None => String::new(),
+                };
                 println!("  {} on {}{mark}", c.provider, c.domain);
             }
-            if chosen.is_none() {
+            if chosen.is_empty() {
                 println!("  none usable: jobs that span nodes cannot start");
             }
         }

@@ -347,7 +347,9 @@ pub struct Engine {
     local_peers: Vec<usize>,
     /// Some node's ranks outnumber its cores (`ranks_outnumber_cores`).
     any_oversubscribed: bool,
+    /// Largest message sent eagerly to a peer on this node, and to one on another node.
     eager_limit: usize,
+    net_eager_limit: usize,
     /// Peer pid for single-copy reads, when the kernel allowed the probe read.
     cma_pid: Vec<Option<u32>>,
     pub reqs: Slab,
@@ -444,6 +446,12 @@ impl Engine {
             Some(&cap) => config::usize_var(config::EAGER_LIMIT).unwrap_or(shm::EAGER_LIMIT_DEFAULT).min(cap),
             None => usize::MAX,
         };
+        let net_eager_limit = match net {
+            Some(_) => config::usize_var(config::NET_EAGER_LIMIT)
+                .unwrap_or(transport::net::PAYLOAD_CAPACITY)
+                .min(transport::net::PAYLOAD_CAPACITY),
+            None => 0,
+        };
         let wait = WaitPolicy::for_node(local_peers.len() + 1, shm.as_ref());
         // The receiver of a message in pieces waits for them: only with a core per rank.
         let piece =
@@ -463,6 +471,7 @@ impl Engine {
             local_peers,
             any_oversubscribed,
             eager_limit,
+            net_eager_limit,
             cma_pid: vec![None; nranks],
             split_peer: vec![false; nranks],
             split_min: usize::MAX,
@@ -589,7 +598,12 @@ impl Engine {
     /// them and the slot is free, writes them now, with no request. Returns whether it did.
     #[inline]
     pub fn try_send_eager_now(&mut self, dst: usize, env: Envelope, bytes: &[u8]) -> bool {
-        if self.route[dst] != Route::Shm || bytes.len() > self.eager_limit || !self.outq[dst].is_empty() {
+        if self.route[dst] != Route::Shm {
+            return self.try_send_net_now(dst, bytes.len(), |net| {
+                transport::Channel::Net(net).send_eager(dst, env.ctx, env.src, env.tag, bytes)
+            });
+        }
+        if bytes.len() > self.eager_limit || !self.outq[dst].is_empty() {
             return false;
         }
         let Some(seg) = self.shm.as_mut() else { return false };
@@ -599,6 +613,22 @@ impl Engine {
         seg.send_eager(dst, env.ctx, env.src, env.tag, bytes);
         seg.notify(dst);
         true
+    }
+
+    /// The network's side of `try_send_eager_now`: `send` writes an eager message of `len`
+    /// bytes when `dst` is on another node, nothing is queued to it and a send buffer is free.
+    #[inline(never)]
+    fn try_send_net_now(&mut self, dst: usize, len: usize, send: impl FnOnce(&mut Net)) -> bool {
+        if self.route[dst] != Route::Net || len > self.net_eager_limit || !self.outq[dst].is_empty() {
+            return false;
+        }
+        match self.net.as_mut() {
+            Some(net) if net.can_send() => {
+                send(net);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// `try_send_eager_now` for consecutive messages to `dst` (a block cut into pieces): sends
@@ -633,7 +663,12 @@ impl Engine {
     /// `try_send_eager_now` for `len` bytes of non-contiguous data: `pack` writes them straight
     /// into the slot (no packed copy, no request).
     pub fn try_send_packed_now(&mut self, dst: usize, env: Envelope, len: usize, pack: impl FnOnce(&mut [u8])) -> bool {
-        if self.route[dst] != Route::Shm || len > self.eager_limit || !self.outq[dst].is_empty() {
+        if self.route[dst] != Route::Shm {
+            return self.try_send_net_now(dst, len, |net| {
+                transport::Channel::Net(net).send_eager_with(dst, env.ctx, env.src, env.tag, len, pack)
+            });
+        }
+        if len > self.eager_limit || !self.outq[dst].is_empty() {
             return false;
         }
         let Some(seg) = self.shm.as_mut() else { return false };
@@ -828,7 +863,7 @@ impl Engine {
         let (dst, env, mode, len) = (*dst, *env, *mode, buf.len());
         if dst == self.me {
             self.send_to_self(req, env, mode);
-        } else if len <= self.eager_limit {
+        } else if len <= if self.route[dst] == Route::Net { self.net_eager_limit } else { self.eager_limit } {
             self.push_out(dst, Out::Eager { req });
         } else {
             self.push_out(dst, Out::Rts { req });
@@ -959,7 +994,7 @@ impl Engine {
                 {
                     let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
                     let dst = buf.slice_mut(0, n).as_mut_ptr();
-                    self.net.as_mut().unwrap().receive_direct(req, dst, n, u64::from(req));
+                    self.net.as_mut().unwrap().receive_direct(msg.from, req, dst, n, u64::from(req));
                     self.rndv_in_flight += 1;
                     self.control(msg.from, Out::Cts { sreq, rreq: req, direct: true });
                     return;
@@ -1235,7 +1270,7 @@ impl Engine {
     /// Keeps an eager payload buffer for reuse (a bounded number of slot-sized ones).
     fn recycle_payload(&mut self, data: Vec<u8>) {
         const POOL_MAX: usize = 64;
-        if self.payload_pool.len() < POOL_MAX && data.capacity() <= self.eager_limit {
+        if self.payload_pool.len() < POOL_MAX && data.capacity() <= self.eager_limit.max(self.net_eager_limit) {
             self.payload_pool.push(data);
         }
     }

@@ -51,7 +51,11 @@ const DIRECT_TRANSFERS: usize = 256;
 const DIRECT_TAG: u64 = 1 << 63;
 
 /// Providers in the order a job prefers them: native high-speed fabrics first, TCP last.
-const PREFERRED_PROVIDERS: [&str; 8] = ["cxi", "efa", "verbs;ofi_rxm", "psm3", "opx", "psm2", "tcp;ofi_rxm", "tcp"];
+/// Over TCP the native reliable-datagram endpoints (`net` in libfabric 1.17, named `tcp`
+/// from 1.18) come before the `ofi_rxm` layer over connected ones: between two hosts here
+/// `net` moved 64 KiB in 43 µs where `tcp;ofi_rxm` took 80 (docs/performance.md).
+const PREFERRED_PROVIDERS: [&str; 10] =
+    ["cxi", "efa", "verbs;ofi_rxm", "psm3", "opx", "psm2", "tcp", "net", "tcp;ofi_rxm", "net;ofi_rxm"];
 
 /// Providers never chosen by default: `shm` duplicates our own shared-memory route, and the
 /// others are libfabric's debugging and test providers.
@@ -93,25 +97,58 @@ pub struct Choice {
     pub domain: String,
 }
 
-/// This rank's network endpoint.
-pub struct Net {
-    fabric: &'static Fabric,
+/// One NIC's endpoint and what it needs: its fabric, domain, completion queue and address
+/// vector. Rail 0 carries every packet (so they keep their order); large direct transfers
+/// are striped over all rails shared with the peer.
+struct Rail {
     info: *mut sys::fi_info,
     fabric_fid: *mut sys::fid_fabric,
     domain: *mut sys::fid_domain,
     cq: *mut sys::fid_cq,
     av: *mut sys::fid_av,
     ep: *mut sys::fid_ep,
-    /// The registration of `buffers` when the provider needs one (`FI_MR_LOCAL`).
+    /// The registration of the packet buffers (rail 0) when the provider needs one
+    /// (`FI_MR_LOCAL`), and its descriptor.
     mr: *mut sys::fid_mr,
     desc: *mut c_void,
-    me: usize,
-    /// Address of each world rank in the address vector (unspecified for ranks not reached
-    /// through the network).
+    /// Address of each world rank's endpoint on this rail (unspecified for ranks not
+    /// reached through it).
     addr: Vec<sys::fi_addr_t>,
+    /// The completion queue's file descriptor, to sleep on (-1: the provider has none).
+    wait_fd: i32,
+    choice: Choice,
+}
+
+impl Rail {
+    fn mr_mode(&self) -> i32 {
+        // SAFETY: `info` is a valid fi_info (owned by the rail until Drop).
+        unsafe { (*(*self.info).domain_attr).mr_mode }
+    }
+}
+
+/// A direct transfer in flight: the engine's token, the pieces (one per rail used) not
+/// finished yet, and the registrations of the user's memory made for it.
+struct Direct {
+    token: u64,
+    pieces_left: usize,
+    mrs: [*mut sys::fid_mr; MAX_RAILS],
+}
+
+/// Smallest direct transfer striped over several rails: below it one rail's message costs
+/// less than the extra completions.
+const STRIPE_MIN: usize = 256 * 1024;
+
+/// This rank's network endpoints, one per rail.
+pub struct Net {
+    fabric: &'static Fabric,
+    rails: Vec<Rail>,
+    /// Per world rank: the rails it shares with this rank (0 for ranks not reached through
+    /// the network).
+    peer_rails: Vec<usize>,
+    me: usize,
     /// Receive buffers, then send buffers; never moved while the endpoint is open.
     buffers: Box<[u64]>,
-    /// One context per buffer, same order.
+    /// One context per buffer, same order, then `MAX_RAILS` per direct-transfer slot.
     contexts: Box<[Context]>,
     /// Send buffers free to fill (indices into the send half).
     send_free: Vec<usize>,
@@ -121,20 +158,18 @@ pub struct Net {
     /// handed to the engine in this order, each once its buffer completed (`arrived`).
     posted: VecDeque<usize>,
     arrived: Vec<Option<Arrival>>,
-    /// Direct transfers: the engine's token of each slot in flight (and its registration,
-    /// for providers that need local ones), the free slots, and the tokens of finished ones.
-    direct: Vec<Option<(u64, *mut sys::fid_mr)>>,
+    /// Direct transfers in flight, the free slots, and the tokens of finished ones.
+    direct: Vec<Option<Direct>>,
     direct_free: Vec<usize>,
     finished: Vec<u64>,
-    /// Largest message the provider moves in one operation.
+    /// Largest message the provider moves in one operation, and the largest it sends at
+    /// once from the caller's memory (`fi_tinject`: no completion to read).
     max_message: usize,
-    /// The completion queue's file descriptor, to sleep on (-1: the provider has none).
-    wait_fd: i32,
-    choice: Choice,
+    inject_size: usize,
 }
 
 // SAFETY: the libfabric objects are used by one thread at a time (the engine is behind the
-// runtime's lock) and the domain is opened with FI_THREAD_DOMAIN, which allows that.
+// runtime's lock) and the domains are opened with FI_THREAD_DOMAIN, which allows that.
 unsafe impl Send for Net {}
 
 /// Reads a C string field of an `fi_info` attribute (empty when null).
@@ -241,13 +276,42 @@ fn query(fabric: &Fabric) -> MpiResult<(*mut sys::fi_info, bool)> {
     }
 }
 
-/// What `oxmpi-info` shows: every provider and domain offered, and the one a job would use.
-pub fn describe() -> Result<(Vec<Choice>, Option<Choice>), String> {
+/// Rails a job uses at most (endpoints on as many NICs).
+pub const MAX_RAILS: usize = 4;
+
+/// The rails of a job: the chosen entry first, then one entry of each further domain of the
+/// same provider, in libfabric's order, up to `OXMPI_NET_RAILS` (default: every NIC of a
+/// native fabric; one over sockets, where other interfaces are often networks the peers
+/// are not on, such as a container bridge whose address is the same on every host).
+fn rails(entries: &[(*mut sys::fi_info, Choice)], first: usize) -> Vec<usize> {
+    let provider = &entries[first].1.provider;
+    let over_sockets = ["tcp", "net", "udp", "sockets"].iter().any(|p| provider.split(';').next() == Some(p));
+    let wanted = config::usize_var(config::NET_RAILS)
+        .unwrap_or(if over_sockets { 1 } else { MAX_RAILS })
+        .clamp(1, MAX_RAILS);
+    let mut out = vec![first];
+    for (i, (_, c)) in entries.iter().enumerate() {
+        if out.len() == wanted {
+            break;
+        }
+        if &c.provider == provider && c.domain != "lo" && !out.iter().any(|&o| entries[o].1.domain == c.domain) {
+            out.push(i);
+        }
+    }
+    out
+}
+
+/// What `oxmpi-info` shows: every provider and domain offered, and the rails a job would use
+/// (empty: none usable).
+pub fn describe() -> Result<(Vec<Choice>, Vec<Choice>), String> {
     let fabric = Fabric::open().map_err(|e| e.to_string())?;
     let (list, named) = query(fabric).map_err(|e| e.msg.clone())?;
     // SAFETY: `list` came from getinfo and is freed once, after its entries were read.
     let entries = unsafe { offers(list) };
-    let chosen = choose(&entries, named).map(|i| entries[i].1.clone());
+    let chosen = match choose(&entries, named) {
+        Some(first) => rails(&entries, first).into_iter().map(|i| entries[i].1.clone()).collect(),
+        None => Vec::new(),
+    };
     // One line per provider and domain (libfabric lists a domain once per address).
     let mut all: Vec<Choice> = Vec::new();
     for (_, c) in entries {
@@ -261,14 +325,14 @@ pub fn describe() -> Result<(Vec<Choice>, Option<Choice>), String> {
 }
 
 impl Net {
-    /// Opens this rank's endpoint (world rank `me` of `world`); peers are added with
-    /// `connect` once every rank published its name.
+    /// Opens this rank's endpoints (world rank `me` of `world`); peers are added with
+    /// `connect` once every rank published its `address`.
     pub fn open(me: usize, world: usize) -> MpiResult<Net> {
         let fabric = Fabric::open().map_err(|e| MpiError::new(MPI_ERR_OTHER, e.to_string()))?;
         let (list, named) = query(fabric)?;
         // SAFETY: `list` came from getinfo.
         let entries = unsafe { offers(list) };
-        let Some(i) = choose(&entries, named) else {
+        let Some(first) = choose(&entries, named) else {
             let seen: Vec<String> = entries.iter().map(|(_, c)| format!("{} ({})", c.provider, c.domain)).collect();
             // SAFETY: freed once; nothing of it is used afterwards.
             unsafe { fabric.freeinfo(list) };
@@ -278,122 +342,159 @@ impl Net {
                 config::NET_DOMAIN
             )));
         };
-        let choice = entries[i].1.clone();
-        // SAFETY: the entry belongs to `list`; the copy outlives it and is freed in Drop.
-        let info = unsafe { fabric.dupinfo(entries[i].0) };
-        // SAFETY: freed once; `info` is a deep copy.
-        unsafe { fabric.freeinfo(list) };
-        if info.is_null() {
-            return Err(net_error("fi_dupinfo: out of memory"));
-        }
         let mut net = Net {
             fabric,
-            info,
-            fabric_fid: null_mut(),
-            domain: null_mut(),
-            cq: null_mut(),
-            av: null_mut(),
-            ep: null_mut(),
-            mr: null_mut(),
-            desc: null_mut(),
+            rails: Vec::new(),
+            peer_rails: vec![0; world],
             me,
-            addr: vec![FI_ADDR_UNSPEC; world],
             buffers: vec![0u64; (RECV_BUFFERS + SEND_BUFFERS) * BUFFER_BYTES / 8].into_boxed_slice(),
-            contexts: vec![[null_mut(); 8]; RECV_BUFFERS + SEND_BUFFERS + DIRECT_TRANSFERS].into_boxed_slice(),
+            contexts: vec![[null_mut(); 8]; RECV_BUFFERS + SEND_BUFFERS + DIRECT_TRANSFERS * MAX_RAILS]
+                .into_boxed_slice(),
             send_free: (RECV_BUFFERS..RECV_BUFFERS + SEND_BUFFERS).rev().collect(),
             posted: VecDeque::with_capacity(RECV_BUFFERS),
             arrived: vec![None; RECV_BUFFERS],
-            direct: vec![None; DIRECT_TRANSFERS],
+            direct: (0..DIRECT_TRANSFERS).map(|_| None).collect(),
             direct_free: (0..DIRECT_TRANSFERS).rev().collect(),
             finished: Vec::new(),
-            // SAFETY: `info` is a valid fi_info with its endpoint attributes.
-            max_message: unsafe { (*(*info).ep_attr).max_msg_size },
-            wait_fd: -1,
-            choice,
+            max_message: usize::MAX,
+            inject_size: usize::MAX,
         };
+        for i in rails(&entries, first) {
+            // SAFETY: the entry belongs to `list`; the copy outlives it and is freed in Drop.
+            let info = unsafe { fabric.dupinfo(entries[i].0) };
+            if info.is_null() {
+                // SAFETY: freed once; `net` owns deep copies only.
+                unsafe { fabric.freeinfo(list) };
+                return Err(net_error("fi_dupinfo: out of memory"));
+            }
+            // SAFETY: `info` is a valid fi_info with its endpoint and transmit attributes.
+            let (max_message, inject_size) = unsafe { ((*(*info).ep_attr).max_msg_size, (*(*info).tx_attr).inject_size) };
+            net.max_message = net.max_message.min(max_message);
+            net.inject_size = net.inject_size.min(inject_size);
+            net.rails.push(Rail {
+                info,
+                fabric_fid: null_mut(),
+                domain: null_mut(),
+                cq: null_mut(),
+                av: null_mut(),
+                ep: null_mut(),
+                mr: null_mut(),
+                desc: null_mut(),
+                addr: vec![FI_ADDR_UNSPEC; world],
+                wait_fd: -1,
+                choice: entries[i].1.clone(),
+            });
+        }
+        // SAFETY: freed once; `net` holds deep copies.
+        unsafe { fabric.freeinfo(list) };
         // On failure `net` is dropped, closing what was opened.
-        net.open_objects()?;
+        for r in 0..net.rails.len() {
+            net.open_rail(r)?;
+        }
         for b in 0..RECV_BUFFERS {
             net.post_receive(b)?;
         }
-        log::debug!("network: provider {} on domain {}", net.choice.provider, net.choice.domain);
+        let names: Vec<&str> = net.rails.iter().map(|r| r.choice.domain.as_str()).collect();
+        log::debug!("network: provider {} on {}", net.rails[0].choice.provider, names.join(" + "));
         Ok(net)
     }
 
-    fn open_objects(&mut self) -> MpiResult<()> {
+    /// Opens rail `r`'s objects; rail 0 also registers the packet buffers.
+    fn open_rail(&mut self, r: usize) -> MpiResult<()> {
         let null = null_mut();
         let f = self.fabric;
+        let (base, bytes) = (self.buffers.as_ptr().cast::<c_void>(), self.buffers.len() * 8);
+        let rail = &mut self.rails[r];
         // SAFETY: each object is opened from the one before it, from `info` (owned until Drop);
         // Drop closes whichever were opened, in reverse order.
         unsafe {
-            check(f, "fi_fabric", f.fabric((*self.info).fabric_attr, &mut self.fabric_fid, null))?;
-            check(f, "fi_domain", fabric::fi_domain(self.fabric_fid, self.info, &mut self.domain, null))?;
+            check(f, "fi_fabric", f.fabric((*rail.info).fabric_attr, &mut rail.fabric_fid, null))?;
+            check(f, "fi_domain", fabric::fi_domain(rail.fabric_fid, rail.info, &mut rail.domain, null))?;
             // A queue with a file descriptor lets an idle rank sleep until traffic comes;
             // providers without one get a plain queue (idle ranks then nap).
             let mut cq_attr: sys::fi_cq_attr = std::mem::zeroed();
             cq_attr.format = sys::FI_CQ_FORMAT_TAGGED;
             cq_attr.size = RECV_BUFFERS + SEND_BUFFERS + DIRECT_TRANSFERS;
             cq_attr.wait_obj = sys::FI_WAIT_FD;
-            if fabric::fi_cq_open(self.domain, &mut cq_attr, &mut self.cq, null) == 0 {
+            if fabric::fi_cq_open(rail.domain, &mut cq_attr, &mut rail.cq, null) == 0 {
                 let mut fd: libc::c_int = -1;
-                let ret = fabric::fid_control(&raw mut (*self.cq).fid, sys::FI_GETWAIT, (&raw mut fd).cast());
-                self.wait_fd = if ret == 0 { fd } else { -1 };
+                let ret = fabric::fid_control(&raw mut (*rail.cq).fid, sys::FI_GETWAIT, (&raw mut fd).cast());
+                rail.wait_fd = if ret == 0 { fd } else { -1 };
             } else {
                 cq_attr.wait_obj = sys::FI_WAIT_NONE;
-                check(f, "fi_cq_open", fabric::fi_cq_open(self.domain, &mut cq_attr, &mut self.cq, null))?;
+                check(f, "fi_cq_open", fabric::fi_cq_open(rail.domain, &mut cq_attr, &mut rail.cq, null))?;
             }
             let mut av_attr: sys::fi_av_attr = std::mem::zeroed();
             av_attr.type_ = sys::FI_AV_TABLE;
-            av_attr.count = self.addr.len();
-            check(f, "fi_av_open", fabric::fi_av_open(self.domain, &mut av_attr, &mut self.av, null))?;
-            check(f, "fi_endpoint", fabric::fi_endpoint(self.domain, self.info, &mut self.ep, null))?;
-            let cq = &raw mut (*self.cq).fid;
-            check(f, "fi_ep_bind(cq)", fabric::fi_ep_bind(self.ep, cq, sys::FI_TRANSMIT | sys::FI_RECV))?;
-            check(f, "fi_ep_bind(av)", fabric::fi_ep_bind(self.ep, &raw mut (*self.av).fid, 0))?;
-            check(f, "fi_enable", fabric::fi_enable(self.ep))?;
-            let mr_mode = (*(*self.info).domain_attr).mr_mode;
-            if mr_mode & sys::FI_MR_LOCAL != 0 {
-                let bytes = self.buffers.len() * 8;
+            av_attr.count = rail.addr.len();
+            check(f, "fi_av_open", fabric::fi_av_open(rail.domain, &mut av_attr, &mut rail.av, null))?;
+            check(f, "fi_endpoint", fabric::fi_endpoint(rail.domain, rail.info, &mut rail.ep, null))?;
+            let cq = &raw mut (*rail.cq).fid;
+            check(f, "fi_ep_bind(cq)", fabric::fi_ep_bind(rail.ep, cq, sys::FI_TRANSMIT | sys::FI_RECV))?;
+            check(f, "fi_ep_bind(av)", fabric::fi_ep_bind(rail.ep, &raw mut (*rail.av).fid, 0))?;
+            check(f, "fi_enable", fabric::fi_enable(rail.ep))?;
+            let mr_mode = rail.mr_mode();
+            if r == 0 && mr_mode & sys::FI_MR_LOCAL != 0 {
                 let access = sys::FI_SEND | sys::FI_RECV;
-                let base = self.buffers.as_ptr().cast();
-                check(
-                    f,
-                    "fi_mr_reg",
-                    fabric::fi_mr_reg(self.domain, base, bytes, access, 0, 0, 0, &mut self.mr, null),
-                )?;
+                check(f, "fi_mr_reg", fabric::fi_mr_reg(rail.domain, base, bytes, access, 0, 0, 0, &mut rail.mr, null))?;
                 if mr_mode & sys::FI_MR_ENDPOINT != 0 {
-                    check(f, "fi_mr_bind", fabric::fi_mr_bind(self.mr, &raw mut (*self.ep).fid, 0))?;
-                    check(f, "fi_mr_enable", fabric::fi_mr_enable(self.mr))?;
+                    check(f, "fi_mr_bind", fabric::fi_mr_bind(rail.mr, &raw mut (*rail.ep).fid, 0))?;
+                    check(f, "fi_mr_enable", fabric::fi_mr_enable(rail.mr))?;
                 }
-                self.desc = fabric::fi_mr_desc(self.mr);
+                rail.desc = fabric::fi_mr_desc(rail.mr);
             }
         }
         Ok(())
     }
 
-    /// This endpoint's address, for peers to `connect` to.
-    pub fn name(&self) -> MpiResult<Vec<u8>> {
-        let mut name = vec![0u8; 256];
-        let mut len = name.len();
-        // SAFETY: the endpoint is open and enabled; `name` has `len` writable bytes.
-        let ret = unsafe { fabric::fi_getname(&raw mut (*self.ep).fid, name.as_mut_ptr().cast(), &mut len) };
-        check(self.fabric, "fi_getname", ret)?;
-        name.truncate(len);
-        Ok(name)
+    /// This rank's addresses, one per rail, for peers to `connect` to: the number of rails,
+    /// then each address as a 16-bit little-endian length and its bytes.
+    pub fn address(&self) -> MpiResult<Vec<u8>> {
+        let mut out = vec![self.rails.len() as u8];
+        for rail in &self.rails {
+            let mut name = vec![0u8; 256];
+            let mut len = name.len();
+            // SAFETY: the endpoint is open and enabled; `name` has `len` writable bytes.
+            let ret = unsafe { fabric::fi_getname(&raw mut (*rail.ep).fid, name.as_mut_ptr().cast(), &mut len) };
+            check(self.fabric, "fi_getname", ret)?;
+            out.extend_from_slice(&(len as u16).to_le_bytes());
+            out.extend_from_slice(&name[..len]);
+        }
+        Ok(out)
     }
 
-    /// Adds the peers reached through the network: `names[r]` is world rank r's `name()`.
-    pub fn connect(&mut self, names: &[(usize, Vec<u8>)]) -> MpiResult<()> {
-        for (rank, name) in names {
-            let mut address = FI_ADDR_UNSPEC;
-            // SAFETY: the AV is open; `name` is an address of this provider's format.
-            let ret = unsafe { fabric::fi_av_insert(self.av, name.as_ptr().cast(), 1, &mut address, 0, null_mut()) };
-            if ret != 1 {
-                return Err(net_error(format!("cannot add the address of rank {rank} (fi_av_insert: {ret})")));
+    /// Adds the peers reached through the network: for each, its world rank and `address()`.
+    /// A peer is reached on the rails both ends have.
+    pub fn connect(&mut self, peers: &[(usize, Vec<u8>)]) -> MpiResult<()> {
+        for (rank, address) in peers {
+            let garbled = || net_error(format!("the network address of rank {rank} is garbled"));
+            let (&count, mut rest) = address.split_first().ok_or_else(garbled)?;
+            let shared = usize::from(count).min(self.rails.len());
+            for r in 0..shared {
+                let (len, after) = rest.split_first_chunk::<2>().ok_or_else(garbled)?;
+                let len = usize::from(u16::from_le_bytes(*len));
+                let name = after.get(..len).ok_or_else(garbled)?;
+                rest = &after[len..];
+                let rail = &mut self.rails[r];
+                let mut fi_addr = FI_ADDR_UNSPEC;
+                // SAFETY: the AV is open; `name` is an address of this provider's format.
+                let ret = unsafe { fabric::fi_av_insert(rail.av, name.as_ptr().cast(), 1, &mut fi_addr, 0, null_mut()) };
+                if ret != 1 {
+                    return Err(net_error(format!(
+                        "cannot add the address of rank {rank} on {} (fi_av_insert: {ret})",
+                        rail.choice.domain
+                    )));
+                }
+                rail.addr[*rank] = fi_addr;
             }
-            self.addr[*rank] = address;
+            self.peer_rails[*rank] = shared;
         }
         Ok(())
+    }
+
+    /// The rails this rank uses (its NICs), for the log and tests.
+    pub fn rail_count(&self) -> usize {
+        self.rails.len()
     }
 
     fn buffer(&mut self, i: usize) -> &mut [u8] {
@@ -417,9 +518,10 @@ impl Net {
         let ctx = (&raw mut self.contexts[b]).cast::<c_void>();
         let buf = self.buffer(b).as_mut_ptr().cast::<c_void>();
         let ret = self.post_until_taken(|net| {
+            let rail = &net.rails[0];
             // SAFETY: the buffer and its context live in boxes that stay put until Drop,
             // which closes the endpoint first; the buffer is not touched until its completion.
-            unsafe { fabric::fi_trecv(net.ep, buf, BUFFER_BYTES, net.desc, FI_ADDR_UNSPEC, 0, !DIRECT_TAG, ctx) }
+            unsafe { fabric::fi_trecv(rail.ep, buf, BUFFER_BYTES, rail.desc, FI_ADDR_UNSPEC, 0, !DIRECT_TAG, ctx) }
         });
         check(self.fabric, "fi_trecv", ret as i64)?;
         self.posted.push_back(b);
@@ -436,46 +538,69 @@ impl Net {
     /// bytes) to world rank `dst`. The caller checked `can_send`.
     pub fn send(&mut self, dst: usize, packet: &Packet, payload: usize, fill: impl FnOnce(&mut [u8])) {
         debug_assert!(payload <= PAYLOAD_CAPACITY);
-        let b = self.send_free.pop().expect("send without a free buffer (can_send)");
+        let b = *self.send_free.last().expect("send without a free buffer (can_send)");
         let buf = self.buffer(b);
         // SAFETY: Packet is plain old data (repr(C) integers), HEADER bytes long.
         let header = unsafe { std::slice::from_raw_parts((packet as *const Packet).cast::<u8>(), HEADER) };
         buf[..HEADER].copy_from_slice(header);
         fill(&mut buf[HEADER..HEADER + PAYLOAD_CAPACITY]);
         let ptr = buf.as_ptr().cast::<c_void>();
-        let to = self.addr[dst];
+        let to = self.rails[0].addr[dst];
         debug_assert_ne!(to, FI_ADDR_UNSPEC, "rank {dst} is not reached through the network");
+        if HEADER + payload <= self.inject_size {
+            // The provider copies the message before returning: the buffer stays free.
+            let ret = self.post_until_taken(|net| {
+                // SAFETY: the endpoint is open; the buffer holds HEADER + payload bytes.
+                unsafe { fabric::fi_tinject(net.rails[0].ep, ptr, HEADER + payload, to, net.me as u64) }
+            });
+            if ret < 0 {
+                self.fail(&format!("fi_tinject to rank {dst}: {}", self.fabric.strerror(ret as i64)));
+            }
+            return;
+        }
+        self.send_free.pop();
         let ctx = (&raw mut self.contexts[b]).cast::<c_void>();
         let ret = self.post_until_taken(|net| {
+            let rail = &net.rails[0];
             // SAFETY: as in `post_receive`: buffer and context stay put and untouched until
             // the send completes (the buffer returns to `send_free` then).
-            unsafe { fabric::fi_tsend(net.ep, ptr, HEADER + payload, net.desc, to, net.me as u64, ctx) }
+            unsafe { fabric::fi_tsend(rail.ep, ptr, HEADER + payload, rail.desc, to, net.me as u64, ctx) }
         });
         if ret < 0 {
             self.fail(&format!("fi_tsend to rank {dst}: {}", self.fabric.strerror(ret as i64)));
         }
     }
 
-    /// Reads completions (which also drives the provider): finished sends free their buffers,
-    /// arrivals queue for `front`. Returns whether any packet arrived.
+    /// Reads completions of every rail (which also drives the providers): finished sends
+    /// free their buffers, arrivals queue for `front`, finished direct transfers for
+    /// `take_finished`. Returns whether anything arrived or finished.
     pub fn read_completions(&mut self) -> bool {
-        let mut entries =
-            [sys::fi_cq_tagged_entry { op_context: null_mut(), flags: 0, len: 0, buf: null_mut(), data: 0, tag: 0 };
-                16];
+        let mut arrived = false;
+        for r in 0..self.rails.len() {
+            arrived |= self.read_rail(r);
+        }
+        arrived
+    }
+
+    fn read_rail(&mut self, r: usize) -> bool {
+        // Not zeroed: this runs on every poll, and the provider writes the entries it returns.
+        let mut entries = [const { std::mem::MaybeUninit::<sys::fi_cq_tagged_entry>::uninit() }; 16];
         let mut arrived = false;
         loop {
             // SAFETY: the CQ is open, of FI_CQ_FORMAT_TAGGED, and `entries` holds 16 entries.
-            let ret = unsafe { fabric::fi_cq_read(self.cq, entries.as_mut_ptr().cast(), entries.len()) };
+            let ret = unsafe { fabric::fi_cq_read(self.rails[r].cq, entries.as_mut_ptr().cast(), entries.len()) };
             if ret == -(sys::FI_EAGAIN as isize) {
                 return arrived;
             }
             if ret == -(sys::FI_EAVAIL as isize) {
-                self.fail_from_queue();
+                self.fail_from_queue(r);
             }
             if ret < 0 {
                 self.fail(&format!("fi_cq_read: {}", self.fabric.strerror(ret as i64)));
             }
             for e in &entries[..ret as usize] {
+                // SAFETY: the provider wrote the first `ret` entries.
+                let e = unsafe { e.assume_init_ref() };
                 let b = self.buffer_of(e.op_context);
                 if b < RECV_BUFFERS {
                     self.arrived[b] = Some(Arrival { len: e.len, from: e.tag as usize });
@@ -483,8 +608,7 @@ impl Net {
                 } else if b < RECV_BUFFERS + SEND_BUFFERS {
                     self.send_free.push(b);
                 } else {
-                    self.finish_direct(b - RECV_BUFFERS - SEND_BUFFERS);
-                    arrived = true;
+                    arrived |= self.finish_piece((b - RECV_BUFFERS - SEND_BUFFERS) / MAX_RAILS);
                 }
             }
             if (ret as usize) < entries.len() {
@@ -527,38 +651,42 @@ impl Net {
     }
 
     /// Sleeps until the network has something for this rank or `timeout` passes (at once
-    /// when something is pending). Without a wait descriptor, just the timeout.
+    /// when something is pending). Without wait descriptors, just the timeout.
     pub fn wait(&mut self, timeout: std::time::Duration) {
-        if self.wait_fd < 0 {
-            std::thread::sleep(timeout);
-            return;
+        let mut fds = [libc::pollfd { fd: -1, events: libc::POLLIN, revents: 0 }; MAX_RAILS];
+        for (rail, pfd) in self.rails.iter_mut().zip(&mut fds) {
+            if rail.wait_fd < 0 {
+                std::thread::sleep(timeout);
+                return;
+            }
+            let cq = (&raw mut rail.cq).cast::<*mut sys::fid>();
+            // SAFETY: the fabric and the CQ are open; `cq` points at one live fid pointer
+            // (the `fid` is the first field of `fid_cq`).
+            if unsafe { fabric::fi_trywait(rail.fabric_fid, cq, 1) } != 0 {
+                return;
+            }
+            pfd.fd = rail.wait_fd;
         }
-        let cq = (&raw mut self.cq).cast::<*mut sys::fid>();
-        // SAFETY: the fabric and the CQ are open; `cq` points at one live fid pointer (the
-        // `fid` is the first field of `fid_cq`).
-        if unsafe { fabric::fi_trywait(self.fabric_fid, cq, 1) } != 0 {
-            return;
-        }
-        let mut pfd = libc::pollfd { fd: self.wait_fd, events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd.
-        unsafe { libc::poll(&mut pfd, 1, timeout.as_millis().max(1) as libc::c_int) };
+        // SAFETY: the first rails.len() entries are valid pollfds.
+        unsafe { libc::poll(fds.as_mut_ptr(), self.rails.len() as libc::nfds_t, timeout.as_millis().max(1) as libc::c_int) };
     }
 
-    /// Whether a direct transfer of `len` bytes can start now (one operation of the provider,
-    /// a free slot).
+    /// Whether a direct transfer of `len` bytes can start now (one operation of the provider
+    /// per rail, a free slot).
     pub fn can_direct(&self, len: usize) -> bool {
         len <= self.max_message && !self.direct_free.is_empty()
     }
 
-    /// Posts the receive of direct transfer `id` (`len` bytes into `buf`); its `token` comes
-    /// out of `take_finished` once the data is there. The caller checked `can_direct`; the
-    /// memory stays valid and untouched until then.
-    pub fn receive_direct(&mut self, id: u32, buf: *mut u8, len: usize, token: u64) {
-        self.start_direct(token, buf, len, |net, ctx, desc| {
+    /// Posts the receive of direct transfer `id` from world rank `from` (`len` bytes into
+    /// `buf`); its `token` comes out of `take_finished` once the data is there. The caller
+    /// checked `can_direct`; the memory stays valid and untouched until then.
+    pub fn receive_direct(&mut self, from: usize, id: u32, buf: *mut u8, len: usize, token: u64) {
+        self.start_direct(token, from, buf, len, |rail, piece, ctx, desc| {
             // SAFETY: the endpoint is open; the caller vouches for the buffer; the context is
             // a slot of `contexts`, which stays put.
             unsafe {
-                fabric::fi_trecv(net.ep, buf.cast(), len, desc, FI_ADDR_UNSPEC, DIRECT_TAG | u64::from(id), 0, ctx)
+                let at = buf.add(piece.start).cast();
+                fabric::fi_trecv(rail.ep, at, piece.len(), desc, FI_ADDR_UNSPEC, DIRECT_TAG | u64::from(id), 0, ctx)
             }
         });
     }
@@ -567,59 +695,75 @@ impl Net {
     /// its receive; `token` comes out of `take_finished` once the data has left. The caller
     /// checked `can_direct`; the memory stays valid and untouched until then.
     pub fn send_direct(&mut self, dst: usize, id: u32, buf: *const u8, len: usize, token: u64) {
-        let to = self.addr[dst];
-        self.start_direct(token, buf.cast_mut(), len, |net, ctx, desc| {
+        self.start_direct(token, dst, buf.cast_mut(), len, |rail, piece, ctx, desc| {
             // SAFETY: as in `receive_direct`.
-            unsafe { fabric::fi_tsend(net.ep, buf.cast(), len, desc, to, DIRECT_TAG | u64::from(id), ctx) }
+            unsafe {
+                let at = buf.add(piece.start).cast();
+                fabric::fi_tsend(rail.ep, at, piece.len(), desc, rail.addr[dst], DIRECT_TAG | u64::from(id), ctx)
+            }
         });
     }
 
-    /// Starts one direct transfer with `post(self, context, descriptor)`, registering the
-    /// user's memory first when the provider needs it, and retrying while the provider's
-    /// queue is full.
+    /// Starts one direct transfer with `peer`, a piece per rail, each with
+    /// `post(rail, piece, context, descriptor)`, registering the user's memory first when
+    /// the provider needs it, and retrying while the provider's queue is full.
     fn start_direct(
         &mut self,
         token: u64,
+        peer: usize,
         buf: *mut u8,
         len: usize,
-        post: impl Fn(&mut Net, *mut c_void, *mut c_void) -> isize,
+        post: impl Fn(&Rail, std::ops::Range<usize>, *mut c_void, *mut c_void) -> isize,
     ) {
         let slot = self.direct_free.pop().expect("direct transfer without a free slot (can_direct)");
-        let mut mr = null_mut();
-        // SAFETY: `info` is valid; the domain is open; the region covers the caller's buffer,
-        // which stays allocated until the transfer finishes (the region is closed then).
-        let desc = unsafe {
-            if (*(*self.info).domain_attr).mr_mode & sys::FI_MR_LOCAL != 0 && len > 0 {
-                let access = sys::FI_SEND | sys::FI_RECV;
-                let ret = fabric::fi_mr_reg(self.domain, buf.cast(), len, access, 0, 0, 0, &mut mr, null_mut());
-                if ret < 0 {
-                    self.fail(&format!("fi_mr_reg of {len} bytes: {}", self.fabric.strerror(ret.into())));
+        let pieces: Vec<std::ops::Range<usize>> = stripes(len, self.peer_rails[peer]).collect();
+        self.direct[slot] = Some(Direct { token, pieces_left: pieces.len(), mrs: [null_mut(); MAX_RAILS] });
+        for (r, piece) in pieces.into_iter().enumerate() {
+            let mut mr = null_mut();
+            let rail = &self.rails[r];
+            // SAFETY: the domain is open; the region covers the caller's piece, which stays
+            // allocated until the transfer finishes (the region is closed then).
+            let desc = unsafe {
+                if rail.mr_mode() & sys::FI_MR_LOCAL != 0 && !piece.is_empty() {
+                    let access = sys::FI_SEND | sys::FI_RECV;
+                    let at = buf.add(piece.start).cast();
+                    let ret = fabric::fi_mr_reg(rail.domain, at, piece.len(), access, 0, 0, 0, &mut mr, null_mut());
+                    if ret < 0 {
+                        self.fail(&format!("fi_mr_reg of {} bytes: {}", piece.len(), self.fabric.strerror(ret.into())));
+                    }
+                    if rail.mr_mode() & sys::FI_MR_ENDPOINT != 0 {
+                        fabric::fi_mr_bind(mr, &raw mut (*rail.ep).fid, 0);
+                        fabric::fi_mr_enable(mr);
+                    }
+                    fabric::fi_mr_desc(mr)
+                } else {
+                    null_mut()
                 }
-                if (*(*self.info).domain_attr).mr_mode & sys::FI_MR_ENDPOINT != 0 {
-                    fabric::fi_mr_bind(mr, &raw mut (*self.ep).fid, 0);
-                    fabric::fi_mr_enable(mr);
-                }
-                fabric::fi_mr_desc(mr)
-            } else {
-                null_mut()
+            };
+            self.direct[slot].as_mut().unwrap().mrs[r] = mr;
+            let ctx = (&raw mut self.contexts[RECV_BUFFERS + SEND_BUFFERS + slot * MAX_RAILS + r]).cast::<c_void>();
+            let ret = self.post_until_taken(|net| post(&net.rails[r], piece.clone(), ctx, desc));
+            if ret < 0 {
+                self.fail(&format!("direct transfer of {len} bytes: {}", self.fabric.strerror(ret as i64)));
             }
-        };
-        self.direct[slot] = Some((token, mr));
-        let ctx = (&raw mut self.contexts[RECV_BUFFERS + SEND_BUFFERS + slot]).cast::<c_void>();
-        let ret = self.post_until_taken(|net| post(net, ctx, desc));
-        if ret < 0 {
-            self.fail(&format!("direct transfer of {len} bytes: {}", self.fabric.strerror(ret as i64)));
         }
     }
 
-    fn finish_direct(&mut self, slot: usize) {
-        let (token, mr) = self.direct[slot].take().expect("completion of a direct transfer not in flight");
-        if !mr.is_null() {
+    /// One piece of the direct transfer in `slot` finished; returns whether the whole did.
+    fn finish_piece(&mut self, slot: usize) -> bool {
+        let d = self.direct[slot].as_mut().expect("completion of a direct transfer not in flight");
+        d.pieces_left -= 1;
+        if d.pieces_left > 0 {
+            return false;
+        }
+        let d = self.direct[slot].take().unwrap();
+        for mr in d.mrs.into_iter().filter(|mr| !mr.is_null()) {
             // SAFETY: the region was registered for this transfer, which is over.
             unsafe { fabric::fi_close(&raw mut (*mr).fid) };
         }
         self.direct_free.push(slot);
-        self.finished.push(token);
+        self.finished.push(d.token);
+        true
     }
 
     /// The tokens of the direct transfers finished since the last call.
@@ -627,26 +771,36 @@ impl Net {
         self.finished.pop()
     }
 
-    /// Reads the error entry at the head of the completion queue and ends the job.
-    fn fail_from_queue(&mut self) -> ! {
+    /// Reads the error entry at the head of rail `r`'s completion queue and ends the job.
+    fn fail_from_queue(&mut self, r: usize) -> ! {
         // SAFETY: the CQ is open; the entry is written into zeroed storage.
         let (err, prov) = unsafe {
             let mut e: sys::fi_cq_err_entry = std::mem::zeroed();
-            fabric::fi_cq_readerr(self.cq, &mut e, 0);
+            fabric::fi_cq_readerr(self.rails[r].cq, &mut e, 0);
             (e.err, e.prov_errno)
         };
-        self.fail(&format!("{} (provider error {prov})", self.fabric.strerror(err.into())))
+        let domain = self.rails[r].choice.domain.clone();
+        self.fail(&format!("{} on {domain} (provider error {prov})", self.fabric.strerror(err.into())))
     }
 
     /// A failed transfer cannot be reported to the MPI call that started it (it may have
     /// returned long ago) and the job's messages can no longer be trusted: end the process
     /// with one line saying why; the process manager ends the rest of the job.
     fn fail(&self, what: &str) -> ! {
-        eprintln!("oxmpi: rank {}: network transport failed ({}): {what}", self.me, self.choice.provider);
+        eprintln!("oxmpi: rank {}: network transport failed ({}): {what}", self.me, self.rails[0].choice.provider);
         // SAFETY: fflush(NULL) flushes every open C output stream.
         unsafe { libc::fflush(null_mut()) };
         std::process::exit(70)
     }
+}
+
+/// The byte ranges of a direct transfer of `len` bytes between two ranks that share `rails`
+/// rails, one per rail used: both ends cut it alike (they know the same `len` and rails).
+fn stripes(len: usize, rails: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let rails = if len >= STRIPE_MIN { rails.max(1) } else { 1 };
+    // Whole pages per piece but the last.
+    let chunk = len.div_ceil(rails).next_multiple_of(4096).max(1);
+    (0..len.div_ceil(chunk).max(1)).map(move |i| i * chunk..len.min((i + 1) * chunk))
 }
 
 /// The bytes of a buffer of words (for alignment the buffers are allocated as `u64`).
@@ -656,35 +810,61 @@ fn words_as_bytes_mut(words: &mut [u64]) -> &mut [u8] {
 }
 
 fn words_as_bytes(words: &[u64]) -> &[u8] {
-    // SAFETY: as `bytemuck_bytes`.
+    // SAFETY: as `words_as_bytes_mut`.
     unsafe { std::slice::from_raw_parts(words.as_ptr().cast(), words.len() * 8) }
 }
 
 impl Drop for Net {
     fn drop(&mut self) {
-        // SAFETY: each object is closed once, the endpoint before what it is bound to, the
-        // region before its domain and the domain before the fabric; null ones were never
-        // opened. Posted receives die with the endpoint, before the buffers are freed.
-        unsafe {
-            if !self.ep.is_null() {
-                fabric::fi_close(&raw mut (*self.ep).fid);
+        for rail in &mut self.rails {
+            // SAFETY: each object is closed once, the endpoint before what it is bound to,
+            // the region before its domain and the domain before the fabric; null ones were
+            // never opened. Posted receives die with the endpoint, before the buffers are
+            // freed (the rails are dropped before `buffers`: fields drop after this).
+            unsafe {
+                if !rail.ep.is_null() {
+                    fabric::fi_close(&raw mut (*rail.ep).fid);
+                }
+                if !rail.mr.is_null() {
+                    fabric::fi_close(&raw mut (*rail.mr).fid);
+                }
+                if !rail.av.is_null() {
+                    fabric::fi_close(&raw mut (*rail.av).fid);
+                }
+                if !rail.cq.is_null() {
+                    fabric::fi_close(&raw mut (*rail.cq).fid);
+                }
+                if !rail.domain.is_null() {
+                    fabric::fi_close(&raw mut (*rail.domain).fid);
+                }
+                if !rail.fabric_fid.is_null() {
+                    fabric::fi_close(&raw mut (*rail.fabric_fid).fid);
+                }
+                self.fabric.freeinfo(rail.info);
             }
-            if !self.mr.is_null() {
-                fabric::fi_close(&raw mut (*self.mr).fid);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stripes_cover_the_transfer_once_in_order() {
+        for rails in 1..=MAX_RAILS {
+            for len in [0, 1, 4096, STRIPE_MIN - 1, STRIPE_MIN, STRIPE_MIN + 1, 3 << 20, (3 << 20) + 4095, 1 << 30] {
+                let pieces: Vec<_> = stripes(len, rails).collect();
+                let expected = if len < STRIPE_MIN { 1 } else { rails };
+                assert_eq!(pieces.len(), expected, "{len} bytes over {rails} rails");
+                assert_eq!(pieces[0].start, 0);
+                assert_eq!(pieces.last().unwrap().end, len);
+                for w in pieces.windows(2) {
+                    assert_eq!(w[0].end, w[1].start, "{len} bytes over {rails} rails: a gap or overlap");
+                    assert_eq!(w[0].len() % 4096, 0, "pieces but the last are whole pages");
+                    assert!(!w[1].is_empty());
+                }
             }
-            if !self.av.is_null() {
-                fabric::fi_close(&raw mut (*self.av).fid);
-            }
-            if !self.cq.is_null() {
-                fabric::fi_close(&raw mut (*self.cq).fid);
-            }
-            if !self.domain.is_null() {
-                fabric::fi_close(&raw mut (*self.domain).fid);
-            }
-            if !self.fabric_fid.is_null() {
-                fabric::fi_close(&raw mut (*self.fabric_fid).fid);
-            }
-            self.fabric.freeinfo(self.info);
         }
     }
 }
