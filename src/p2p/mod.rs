@@ -318,9 +318,11 @@ fn write_claimed_chunks(
 /// (`Segment::move_off_shared_cpu`): each costs two system calls and a migration.
 const MOVE_OFF_INTERVAL: Duration = Duration::from_millis(2);
 
-/// Longest sleep of an idle rank alone on its node on the network's descriptor (it wakes
-/// when traffic comes; this bounds a wake-up the provider misses).
-const NET_SLEEP: Duration = Duration::from_millis(20);
+/// Longest sleep of an idle rank alone on its node on the network's descriptor. Short: the
+/// TCP providers' descriptors do not become readable when a message arrives (their progress
+/// is ours to drive), so every wake-up after an arrival waited this long (a message to a
+/// sleeping rank took 3-8 ms more with 20 ms here).
+const NET_SLEEP: Duration = Duration::from_micros(200);
 
 /// How long an idle rank of a job that spans nodes, with peers on its node, sleeps on its
 /// doorbell before it looks at the network again (remote peers ring no doorbell).

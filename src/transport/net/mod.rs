@@ -650,25 +650,38 @@ impl Net {
         }
     }
 
-    /// Sleeps until the network has something for this rank or `timeout` passes (at once
-    /// when something is pending). Without wait descriptors, just the timeout.
-    pub fn wait(&mut self, timeout: std::time::Duration) {
-        let mut fds = [libc::pollfd { fd: -1, events: libc::POLLIN, revents: 0 }; MAX_RAILS];
-        for (rail, pfd) in self.rails.iter_mut().zip(&mut fds) {
-            if rail.wait_fd < 0 {
-                std::thread::sleep(timeout);
-                return;
-            }
+    /// The descriptors that become readable when the network has something for this rank,
+    /// one per rail; None when a provider has none.
+    pub fn wait_fds(&self) -> Option<Vec<i32>> {
+        self.rails.iter().map(|r| (r.wait_fd >= 0).then_some(r.wait_fd)).collect()
+    }
+
+    /// Whether this rank may sleep on `wait_fds` now (libfabric's `fi_trywait` on every
+    /// rail): false when something is pending, to be read first.
+    pub fn ready_to_sleep(&mut self) -> bool {
+        self.rails.iter_mut().all(|rail| {
             let cq = (&raw mut rail.cq).cast::<*mut sys::fid>();
             // SAFETY: the fabric and the CQ are open; `cq` points at one live fid pointer
             // (the `fid` is the first field of `fid_cq`).
-            if unsafe { fabric::fi_trywait(rail.fabric_fid, cq, 1) } != 0 {
-                return;
-            }
-            pfd.fd = rail.wait_fd;
+            unsafe { fabric::fi_trywait(rail.fabric_fid, cq, 1) == 0 }
+        })
+    }
+
+    /// Sleeps until the network has something for this rank or `timeout` passes (at once
+    /// when something is pending). Without wait descriptors, just the timeout.
+    pub fn wait(&mut self, timeout: std::time::Duration) {
+        let Some(fds) = self.wait_fds() else {
+            std::thread::sleep(timeout);
+            return;
+        };
+        if !self.ready_to_sleep() {
+            return;
         }
-        // SAFETY: the first rails.len() entries are valid pollfds.
-        unsafe { libc::poll(fds.as_mut_ptr(), self.rails.len() as libc::nfds_t, timeout.as_millis().max(1) as libc::c_int) };
+        let mut pfds: Vec<libc::pollfd> = fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
+        let ts =
+            libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
+        // SAFETY: `pfds` holds valid pollfds; no signal mask is changed.
+        unsafe { libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, &ts, std::ptr::null()) };
     }
 
     /// Whether a direct transfer of `len` bytes can start now (one operation of the provider
