@@ -110,6 +110,7 @@ ctests! {
     err_return => "err_return.c",
     err_truncate => "err_truncate.c",
     err_user => "err_user.c",
+    err_codes => "err_codes.c",
     fatal_bad_count => "fatal_bad_count.c",
     fatal_sigkill => "fatal_sigkill.c",
     fatal_no_finalize => "fatal_no_finalize.c",
