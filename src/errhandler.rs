@@ -396,14 +396,17 @@ pub fn raise_on_session(fn_name: &str, session: c_int, err: MpiError) -> c_int {
     }
 }
 
-/// As `raise`, for an error raised on window `win`: the handler set on it, else
-/// MPI_COMM_WORLD's. As in MPICH, a window without a handler of its own reports
-/// MPI_ERRORS_ARE_FATAL (MPI_Win_get_errhandler) but defers to MPI_COMM_WORLD's handler, so
-/// a program that made MPI_COMM_WORLD return errors gets window errors back too.
+/// As `raise`, for an error raised on window `win`: the handler of a live window is the one
+/// set on it, else MPI_ERRORS_ARE_FATAL, the standard's default for windows and what
+/// MPI_Win_get_errhandler reports; MPI_COMM_WORLD's handles errors on a window that is not
+/// (or no longer) valid.
 pub fn raise_on_win(fn_name: &str, win: c_int, err: MpiError) -> c_int {
+    let live = crate::win::is_valid(win);
     let action = {
         let st = state();
-        st.win_handlers.get(&win).map(|&eh| st.action_of(eh))
+        let eh = st.win_handlers.get(&win).copied();
+        // A window freed by the failing call still has its entry until MPI_Win_free ends.
+        (live || eh.is_some()).then(|| st.action_of(eh.unwrap_or(MPI_ERRORS_ARE_FATAL)))
     };
     match action {
         Some(action) => dispatch(fn_name, win, action, err),

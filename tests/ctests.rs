@@ -111,6 +111,7 @@ ctests! {
     err_truncate => "err_truncate.c",
     err_user => "err_user.c",
     err_codes => "err_codes.c",
+    errhandler_default => "errhandler_default.c",
     fatal_bad_count => "fatal_bad_count.c",
     fatal_sigkill => "fatal_sigkill.c",
     fatal_no_finalize => "fatal_no_finalize.c",
