@@ -633,5 +633,5 @@ pub fn abort_job(code: c_int, msg: &str) -> ! {
         }
     }
     eprintln!("{msg}");
-    std::process::exit(if code == 0 { 1 } else { code & 0xff })
+    std::process::exit(crate::pmi::abort_exit_status(code))
 }

@@ -81,6 +81,8 @@ ctests! {
     init_signal_handlers => "init_signal_handlers.c",
     env_singleton => "env_singleton.c",
     env_abort => "env_abort.c",
+    env_abort_negative => "env_abort_negative.c",
+    env_abort_256 => "env_abort_256.c",
     env_alloc_mem => "env_alloc_mem.c",
     comm_basic => "comm_basic.c",
     p2p_types_sizes => "p2p_types_sizes.c",

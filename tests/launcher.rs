@@ -73,6 +73,14 @@ fn rank_role() {
             }
             std::thread::sleep(Duration::from_secs(30));
         }
+        "abort_code" => {
+            pmi.fence().unwrap();
+            if rank == size - 1 {
+                let code = std::env::var("OXMPI_TEST_ABORT_CODE").unwrap().parse().unwrap();
+                pmi.abort(code, "test abort with a code");
+            }
+            std::thread::sleep(Duration::from_secs(30));
+        }
         "no_finalize" => {
             pmi.fence().unwrap();
             if rank == 2 {
@@ -187,6 +195,19 @@ fn abort_ends_job_with_its_code() {
     assert_eq!(output.status.code(), Some(5), "{stderr}");
     assert!(stderr.contains("mpiexec: rank 1 aborted the job (code 5): test abort message"), "{stderr}");
     assert!(elapsed < PROMPT, "took {elapsed:?}");
+}
+
+#[test]
+fn abort_codes_never_give_exit_status_0() {
+    let roles = role_args("abort_code");
+    for (np, code, status) in [("2", "-1", 255), ("8", "-1", 255), ("2", "256", 1), ("2", "0", 1), ("3", "-256", 1), ("2", "511", 255)] {
+        let head = ["-n", np, "-genv", "OXMPI_TEST_ABORT_CODE", code];
+        let (output, elapsed) = run(&mut mpiexec(&with_role(&head, &roles)));
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(status), "np {np} code {code}: {stderr}");
+        assert!(stderr.contains("aborted the job"), "{stderr}");
+        assert!(elapsed < PROMPT, "took {elapsed:?}");
+    }
 }
 
 #[test]

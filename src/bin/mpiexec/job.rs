@@ -546,7 +546,8 @@ impl Job {
             let detail = if message.is_empty() { String::new() } else { format!(": {message}") };
             // MPI_Abort or a fatal error handler; the detail says which.
             report(&format!("rank {index} aborted the job (code {code}){detail}"));
-            self.begin_shutdown(code, libc::SIGTERM);
+            // Whatever code a client sends (-1, 256), an aborted job never exits 0.
+            self.begin_shutdown(oxmpi::pmi::abort_exit_status(code), libc::SIGTERM);
         }
     }
 }
