@@ -415,6 +415,45 @@ fn bad_usage_exits_2() {
     assert!(output.status.success() && text(&output.stdout).contains("usage"));
 }
 
+#[test]
+fn refused_options_name_themselves_and_run_nothing() {
+    let marker = std::env::temp_dir().join(format!("robust-refused-{}", std::process::id()));
+    let touch = format!("touch {}", marker.display());
+    for head in [
+        &["-hosts", "localhost,localhost", "-n", "2"][..],
+        &["-host", "localhost"][..],
+        &["-hostfile", "/dev/null"][..],
+        &["-f", "/dev/null"][..],
+        &["-machinefile", "/dev/null"][..],
+        &["-ppn", "2"][..],
+        &["-nolocal"][..],
+    ] {
+        let mut all: Vec<&str> = head.to_vec();
+        all.extend(["sh", "-c", &touch]);
+        let (output, _) = run(&mut mpiexec(&all));
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{head:?}: {stderr}");
+        assert!(stderr.contains(&format!("'{}'", head[0])), "{head:?}: {stderr}");
+        assert!(!text(&output.stdout).contains("usage"), "{head:?}");
+        assert!(!marker.exists(), "{head:?} ran the program");
+    }
+    let (output, _) = run(&mut mpiexec(&["-n", "2", "sh", "-c", &touch, ":", "-n", "1", "true"]));
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    assert!(text(&output.stderr).contains("MPMD"), "{}", text(&output.stderr));
+    assert!(!marker.exists(), "MPMD ran the program");
+}
+
+#[test]
+fn genv_name_equals_value_and_version() {
+    let (output, _) = run(&mut mpiexec(&["-n", "2", "-genv", "A=1=2", "-env", "B", "x", "sh", "-c", "echo $A$B"]));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "1=2x\n1=2x\n");
+    for flag in ["--version", "-V"] {
+        let (output, _) = run(&mut mpiexec(&[flag]));
+        assert!(output.status.success() && text(&output.stdout).starts_with("mpiexec (oxmpi) "), "{flag}");
+    }
+}
+
 /// Whether `pid` has exited (a zombie waiting for its reaper counts as exited), waiting up
 /// to a moment for a process that was just sent SIGKILL.
 fn process_gone(pid: i32) -> bool {

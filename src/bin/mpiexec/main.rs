@@ -18,6 +18,10 @@ fn main() -> ExitCode {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
         }
+        Err(ParseOutcome::Version) => {
+            println!("mpiexec (oxmpi) {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
         Err(ParseOutcome::Error(message)) => {
             eprintln!("mpiexec: {message} (see mpiexec --help)");
             return ExitCode::from(2);
