@@ -117,6 +117,7 @@ ctests! {
     fatal_bad_count => "fatal_bad_count.c",
     fatal_sigkill => "fatal_sigkill.c",
     fatal_no_finalize => "fatal_no_finalize.c",
+    fatal_no_init => "fatal_no_init.c",
     oversub_pingpong => "oversub_pingpong.c",
     group_algebra => "group_algebra.c",
     comm_split => "comm_split.c",

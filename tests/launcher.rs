@@ -62,6 +62,14 @@ fn rank_role() {
     let Ok(role) = std::env::var(ROLE_VAR) else {
         return;
     };
+    // A rank that ends (status 0) before it ever speaks PMI; the others start PMI at once or
+    // after it is gone.
+    if let Some(delay) = role.strip_prefix("exit_before_init:") {
+        if std::env::var("PMI_RANK").unwrap() == "1" {
+            std::process::exit(0);
+        }
+        std::thread::sleep(Duration::from_millis(delay.parse().unwrap()));
+    }
     let mut pmi = Pmi::init().expect("PMI init");
     let (rank, size) = (pmi.rank(), pmi.size());
     match role.as_str() {
@@ -99,6 +107,9 @@ fn rank_role() {
             println!("SHMFILE {path} PID {}", std::process::id());
             std::io::stdout().flush().unwrap();
             std::thread::sleep(Duration::from_secs(30));
+        }
+        role if role.starts_with("exit_before_init:") => {
+            pmi.fence().unwrap();
         }
         other => panic!("unknown role {other}"),
     }
@@ -229,6 +240,50 @@ fn rank_exiting_without_finalize_ends_job() {
     assert!(stderr.contains("rank 2 (pid "), "{stderr}");
     assert!(stderr.contains("exited with code 0 without calling MPI_Finalize"), "{stderr}");
     assert!(elapsed < PROMPT, "took {elapsed:?}");
+}
+
+#[test]
+fn rank_exiting_before_pmi_init_ends_job() {
+    for (np, delay) in [("2", "0"), ("2", "300"), ("8", "0"), ("8", "300")] {
+        let roles = role_args(&format!("exit_before_init:{delay}"));
+        let (output, elapsed) = run(&mut mpiexec(&with_role(&["-n", np], &roles)));
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "np {np} delay {delay}: {stderr}");
+        assert!(stderr.contains("mpiexec: rank 1 (pid "), "{stderr}");
+        assert!(stderr.contains("exited with code 0 without calling MPI_Init"), "{stderr}");
+        assert!(elapsed < PROMPT, "np {np} delay {delay}: took {elapsed:?}");
+    }
+}
+
+#[test]
+fn programs_without_mpi_run_to_their_end() {
+    // One rank ends at once, another later: no rank uses MPI, so neither is an error.
+    let script = "if [ $PMI_RANK = 1 ]; then exit 0; fi; sleep 0.3; echo done $PMI_RANK";
+    let (output, _) = run(&mut mpiexec(&["-n", "3", "sh", "-c", script]));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout).lines().count(), 2);
+    assert!(!text(&output.stderr).contains("mpiexec:"), "{}", text(&output.stderr));
+}
+
+#[test]
+fn counts_the_machine_cannot_hold_are_refused_before_starting() {
+    let marker = std::env::temp_dir().join(format!("robust-count-{}", std::process::id()));
+    let touch = format!("touch {}", marker.display());
+    let (output, elapsed) = run(&mut mpiexec(&["-n", "99999999999", "sh", "-c", &touch]));
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.starts_with("mpiexec: cannot start 99999999999 ranks: "), "{stderr}");
+    assert!(elapsed < Duration::from_secs(1), "took {elapsed:?}");
+    // More descriptors than a hard limit of 64 allows.
+    let line = format!("ulimit -n 64 && exec {MPIEXEC} -n 100 sh -c '{touch}'");
+    let output = Command::new("sh").args(["-c", &line]).stdin(Stdio::null()).output().unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot start 100 ranks") && stderr.contains("ulimit -n"), "{stderr}");
+    assert!(!marker.exists(), "a refused job started a rank");
+    // A count that fits still runs.
+    let (output, _) = run(&mut mpiexec(&["-n", "8", "true"]));
+    assert!(output.status.success(), "{}", text(&output.stderr));
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `mpiexec` (also installed as `mpirun`): starts the ranks of a job on this node, serves
 //! PMI-1 to them, forwards their output and reports how each one ended.
 
+mod capacity;
 mod job;
 mod options;
 mod output;
@@ -27,6 +28,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let ranks = options.ranks as u64;
+    if let Some(problem) = capacity::problem(ranks, &capacity::this_machine(), capacity::shm_segment_bytes) {
+        eprintln!("mpiexec: {problem}");
+        return ExitCode::from(1);
+    }
+    capacity::raise_open_files(ranks);
     let signals = match signals::SignalPipe::install() {
         Ok(signals) => signals,
         Err(error) => {
