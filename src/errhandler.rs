@@ -363,11 +363,22 @@ impl State {
     }
 }
 
-/// `"rank 3"`, or `"singleton"`-style text when the rank is not known yet.
-fn who() -> String {
-    match crate::runtime::world_rank() {
+/// `"rank 3"`: the rank in MPI_COMM_WORLD, or before MPI_Init has it (an error in MPI_Init
+/// itself) the rank the launcher gave in the environment; a process started without a
+/// launcher is a singleton, rank 0.
+pub fn who() -> String {
+    if let Some(r) = crate::runtime::world_rank() {
+        return format!("rank {r}");
+    }
+    let from_launcher = ["PMI_RANK", "PMIX_RANK"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok().and_then(|v| v.trim().parse::<u32>().ok()));
+    match from_launcher {
         Some(r) => format!("rank {r}"),
-        None => "rank ?".to_string(),
+        None if std::env::var_os("PMI_FD").is_some() || std::env::var_os("PMI_PORT").is_some() => {
+            "rank ?".to_string()
+        }
+        None => "rank 0".to_string(),
     }
 }
 
@@ -453,11 +464,8 @@ fn dispatch_to(fn_name: &str, object: *mut c_int, action: Action, err: MpiError)
     let class = class_of(err.code);
     let mut code = if err.supplied { err.code } else { state().new_code(err.code, &text) };
     match action {
-        Action::Fatal => {
-            let msg = format!("{}: {text}", who());
-            eprintln!("{msg}");
-            crate::runtime::abort_job(class, &msg)
-        }
+        // Printed once: by the launcher when it reports aborts, else by abort_job.
+        Action::Fatal => crate::runtime::abort_job(class, &format!("{}: {text}", who())),
         Action::Return => {}
         Action::User(func) => {
             // SAFETY: `func` was registered by MPI_*_create_errhandler with C's

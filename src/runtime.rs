@@ -407,6 +407,7 @@ fn bring_up(required: c_int) -> MpiResult<c_int> {
     if TORN_DOWN.load(Ordering::Relaxed) {
         return err(MPI_ERR_OTHER, "MPI cannot be initialized again after its last user finalized it");
     }
+    crate::config::check_environment().map_err(|e| MpiError::new(MPI_ERR_OTHER, e))?;
     let mut pmi = Pmi::init().map_err(|e| pmi_error("cannot connect", e))?;
     let (rank, size) = (pmi.rank(), pmi.size());
     init_logger(rank);

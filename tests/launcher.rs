@@ -509,6 +509,24 @@ fn genv_name_equals_value_and_version() {
     }
 }
 
+#[test]
+fn bad_tunables_are_refused_by_name() {
+    for (name, value) in [("OXMPI_SHM_SLOTS", "100000"), ("OXMPI_SHM_SLOTS", "0"), ("OXMPI_EAGER_LIMIT", "-5")] {
+        let (output, _) = run(mpiexec(&["-n", "2", "true"]).env(name, value));
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{name}={value}: {stderr}");
+        assert!(stderr.contains(&format!("{name}={value} is not valid")), "{stderr}");
+    }
+    let info = env!("CARGO_BIN_EXE_oxmpi-info");
+    let output = Command::new(info).env("OXMPI_EAGER_LIMIT", "abc").env("OXMPI_CMA", "1").output().unwrap();
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stdout.contains("OXMPI_EAGER_LIMIT=abc (environment; INVALID"), "{stdout}");
+    assert!(stdout.contains("OXMPI_CMA=1 (environment; default 1; 0 or 1)"), "{stdout}");
+    let output = Command::new(info).env_remove("OXMPI_EAGER_LIMIT").output().unwrap();
+    assert!(output.status.success());
+}
+
 /// Whether `pid` has exited (a zombie waiting for its reaper counts as exited), waiting up
 /// to a moment for a process that was just sent SIGKILL.
 fn process_gone(pid: i32) -> bool {

@@ -562,12 +562,13 @@ impl Job {
 
     fn on_abort(&mut self, index: usize, request: &Line) {
         let code = request.get("exitcode").and_then(|c| c.trim().parse::<i32>().ok()).unwrap_or(1);
+        // MPI_Abort or a fatal error handler; the detail says which. The rank leaves printing
+        // it to us, so every rank's is reported, also while the job is being ended.
+        let message = wire::unescape_text(request.get("error_msg").unwrap_or(""));
+        let message = message.trim_end();
+        let detail = if message.is_empty() { String::new() } else { format!(": {message}") };
+        report(&format!("rank {index} aborted the job (code {code}){detail}"));
         if self.shutdown.is_none() {
-            let message = wire::unescape_text(request.get("error_msg").unwrap_or(""));
-            let message = message.trim_end();
-            let detail = if message.is_empty() { String::new() } else { format!(": {message}") };
-            // MPI_Abort or a fatal error handler; the detail says which.
-            report(&format!("rank {index} aborted the job (code {code}){detail}"));
             // Whatever code a client sends (-1, 256), an aborted job never exits 0.
             self.begin_shutdown(oxmpi::pmi::abort_exit_status(code), libc::SIGTERM);
         }

@@ -28,6 +28,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // The tunables mpiexec reads itself (the ranks check all of theirs in MPI_Init).
+    use oxmpi::config::{EAGER_LIMIT, RANK_SESSIONS, SHM_SLOTS};
+    if let Err(problem) = oxmpi::config::check_environment_of([RANK_SESSIONS, SHM_SLOTS, EAGER_LIMIT]) {
+        eprintln!("mpiexec: {problem}");
+        return ExitCode::from(1);
+    }
     let ranks = options.ranks as u64;
     if let Some(problem) = capacity::problem(ranks, &capacity::this_machine(), capacity::shm_segment_bytes) {
         eprintln!("mpiexec: {problem}");
