@@ -211,7 +211,12 @@ pub const TUNABLES: &[Tunable] = &[
         what: "allreduce above this many bytes on a non-power-of-two size uses the ring (commutative op)",
         kind: ANY_SIZE,
     },
-    Tunable { name: BCAST_ALG, default: "auto", what: "bcast algorithm: binomial, scatter_allgather", kind: Kind::Word(&["auto", "binomial", "scatter_allgather"]) },
+    Tunable {
+        name: BCAST_ALG,
+        default: "auto",
+        what: "bcast algorithm: binomial, scatter_allgather",
+        kind: Kind::Word(&["auto", "binomial", "scatter_allgather"]),
+    },
     Tunable {
         name: BCAST_LARGE,
         default: "12288",
@@ -219,7 +224,12 @@ pub const TUNABLES: &[Tunable] = &[
         kind: ANY_SIZE,
     },
     Tunable { name: BCAST_MIN_PROCS, default: "8", what: "fewest ranks for scatter + allgather bcast", kind: ANY_SIZE },
-    Tunable { name: ALLGATHER_ALG, default: "auto", what: "allgather(v) algorithm: ring, recdbl, bruck, direct", kind: Kind::Word(&["auto", "ring", "recdbl", "bruck", "direct"]) },
+    Tunable {
+        name: ALLGATHER_ALG,
+        default: "auto",
+        what: "allgather(v) algorithm: ring, recdbl, bruck, direct",
+        kind: Kind::Word(&["auto", "ring", "recdbl", "bruck", "direct"]),
+    },
     Tunable {
         name: ALLGATHER_SHORT,
         default: "81920",

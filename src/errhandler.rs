@@ -375,9 +375,7 @@ pub fn who() -> String {
         .find_map(|name| std::env::var(name).ok().and_then(|v| v.trim().parse::<u32>().ok()));
     match from_launcher {
         Some(r) => format!("rank {r}"),
-        None if std::env::var_os("PMI_FD").is_some() || std::env::var_os("PMI_PORT").is_some() => {
-            "rank ?".to_string()
-        }
+        None if std::env::var_os("PMI_FD").is_some() || std::env::var_os("PMI_PORT").is_some() => "rank ?".to_string(),
         None => "rank 0".to_string(),
     }
 }

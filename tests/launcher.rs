@@ -211,7 +211,9 @@ fn abort_ends_job_with_its_code() {
 #[test]
 fn abort_codes_never_give_exit_status_0() {
     let roles = role_args("abort_code");
-    for (np, code, status) in [("2", "-1", 255), ("8", "-1", 255), ("2", "256", 1), ("2", "0", 1), ("3", "-256", 1), ("2", "511", 255)] {
+    for (np, code, status) in
+        [("2", "-1", 255), ("8", "-1", 255), ("2", "256", 1), ("2", "0", 1), ("3", "-256", 1), ("2", "511", 255)]
+    {
         let head = ["-n", np, "-genv", "OXMPI_TEST_ABORT_CODE", code];
         let (output, elapsed) = run(&mut mpiexec(&with_role(&head, &roles)));
         let stderr = text(&output.stderr);

@@ -157,5 +157,9 @@ pub(super) fn call_cancel(g: &Generalized, complete: bool) -> MpiResult {
         // SAFETY: as in `query_status`.
         unsafe { cancel(extra_state, complete as c_int) }
     };
-    if code == MPI_SUCCESS { Ok(()) } else { Err(MpiError::supplied(code, "the generalized request's cancel_fn failed")) }
+    if code == MPI_SUCCESS {
+        Ok(())
+    } else {
+        Err(MpiError::supplied(code, "the generalized request's cancel_fn failed"))
+    }
 }

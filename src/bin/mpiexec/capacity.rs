@@ -135,8 +135,12 @@ pub fn shm_segment_bytes(ranks: usize) -> Option<u64> {
 mod tests {
     use super::*;
 
-    const ROOMY: Limits =
-        Limits { user_processes: Some(1000), free_threads: Some(5000), open_files: Some(4096), shm_free: Some(1 << 30) };
+    const ROOMY: Limits = Limits {
+        user_processes: Some(1000),
+        free_threads: Some(5000),
+        open_files: Some(4096),
+        shm_free: Some(1 << 30),
+    };
 
     fn shm(ranks: usize) -> Option<u64> {
         Some(ranks as u64 * ranks as u64 * 1000)

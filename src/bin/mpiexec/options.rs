@@ -157,9 +157,10 @@ fn parse_inner(args: Vec<OsString>) -> Result<Options, Inner> {
                 let (name, value) = match pair {
                     Some((name, value)) => (OsString::from(name), OsString::from(value)),
                     None => {
-                        let value = parser.raw_args()?.next().ok_or_else(|| {
-                            Inner::Error(format!("-env {} needs a value", name.to_string_lossy()))
-                        })?;
+                        let value = parser
+                            .raw_args()?
+                            .next()
+                            .ok_or_else(|| Inner::Error(format!("-env {} needs a value", name.to_string_lossy())))?;
                         (name, value)
                     }
                 };
