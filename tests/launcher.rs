@@ -477,8 +477,8 @@ fn refused_options_name_themselves_and_run_nothing() {
     let marker = std::env::temp_dir().join(format!("robust-refused-{}", std::process::id()));
     let touch = format!("touch {}", marker.display());
     for head in [
-        &["-hosts", "localhost,localhost", "-n", "2"][..],
-        &["-host", "localhost"][..],
+        &["-hosts", "localhost,elsewhere.invalid", "-n", "2"][..],
+        &["-host", "elsewhere.invalid"][..],
         &["-hostfile", "/dev/null"][..],
         &["-f", "/dev/null"][..],
         &["-machinefile", "/dev/null"][..],
@@ -501,8 +501,21 @@ fn refused_options_name_themselves_and_run_nothing() {
 }
 
 #[test]
-fn genv_name_equals_value_and_version() {
-    let (output, _) = run(&mut mpiexec(&["-n", "2", "-genv", "A=1=2", "-env", "B", "x", "sh", "-c", "echo $A$B"]));
+fn genv_name_equals_value_local_hosts_and_version() {
+    let (output, _) = run(&mut mpiexec(&[
+        "-hosts",
+        "localhost:2",
+        "-n",
+        "2",
+        "-genv",
+        "A=1=2",
+        "-env",
+        "B",
+        "x",
+        "sh",
+        "-c",
+        "echo $A$B",
+    ]));
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert_eq!(text(&output.stdout), "1=2x\n1=2x\n");
     for flag in ["--version", "-V"] {

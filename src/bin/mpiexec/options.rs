@@ -18,8 +18,8 @@ options:
   -V, --version        print the version
   -h, --help           print this help
 
-Not supported yet (refused): -hosts, -host, -hostfile/-f/-machinefile, -configfile,
-and several programs separated by ':' (MPMD).
+Not supported yet (refused): -hosts and -host (unless they name only this machine),
+-hostfile/-f/-machinefile, -configfile, and several programs separated by ':' (MPMD).
 ";
 
 /// What the user asked for.
@@ -44,6 +44,31 @@ pub enum ParseOutcome {
 /// Options Hydra has that start ranks elsewhere or run several programs: refused by name
 /// until mpiexec launches on several hosts.
 const NOT_YET: &[&str] = &["hosts", "host", "hostfile", "f", "machinefile", "configfile"];
+
+/// This machine's host name.
+fn hostname() -> Option<String> {
+    let mut buffer = [0u8; 256];
+    // SAFETY: gethostname writes at most `len` bytes into the buffer.
+    if unsafe { libc::gethostname(buffer.as_mut_ptr().cast(), buffer.len()) } != 0 {
+        return None;
+    }
+    let end = buffer.iter().position(|&b| b == 0)?;
+    Some(String::from_utf8_lossy(&buffer[..end]).into_owned())
+}
+
+/// Whether every host of a Hydra host list (`a,b:2`) is this machine.
+fn all_local(list: &str) -> bool {
+    let me = hostname();
+    let short = me.as_deref().map(|h| h.split('.').next().unwrap_or(h));
+    let local = |host: &str| {
+        matches!(host, "localhost" | "127.0.0.1" | "::1") || Some(host) == me.as_deref() || Some(host) == short
+    };
+    !list.is_empty()
+        && list.split(',').all(|entry| {
+            // `host` or `host:count`.
+            local(entry) || entry.rsplit_once(':').is_some_and(|(h, n)| n.parse::<u32>().is_ok() && local(h))
+        })
+}
 
 /// How many separate values option `name` takes (`None`: no such option).
 fn value_count(name: &str, next: Option<&OsString>) -> Option<usize> {
@@ -75,6 +100,19 @@ fn normalize_single_dash_long(args: Vec<OsString>) -> Result<Vec<OsString>, Inne
             Some((name, _)) => (name, true),
             None => (body, false),
         };
+        // `-hosts localhost` and the like: this node is where the ranks run anyway.
+        if name == "hosts" || name == "host" {
+            let list = match body.split_once('=') {
+                Some((_, list)) => Some(list.to_string()),
+                None => args.get(index).map(|v| v.to_string_lossy().into_owned()),
+            };
+            if let Some(list) = list
+                && all_local(&list)
+            {
+                index += usize::from(!attached);
+                continue;
+            }
+        }
         if NOT_YET.contains(&name) {
             return Err(Inner::Error(format!(
                 "option '{token}' is not supported yet: mpiexec starts every rank on this node \
@@ -267,6 +305,7 @@ mod tests {
     fn multi_host_and_mpmd_are_refused_by_name() {
         for (bad, typed) in [
             ("-hosts a,b -n 2 prog", "'-hosts'"),
+            ("-hosts localhost,b prog", "'-hosts'"),
             ("-host a prog", "'-host'"),
             ("-hostfile hf prog", "'-hostfile'"),
             ("-f hf prog", "'-f'"),
@@ -281,6 +320,24 @@ mod tests {
         assert!(message.contains("':'") && message.contains("not supported yet"), "{message}");
         // After the program, options are the program's own.
         assert_eq!(parse(args("prog -hosts x -ppn 2")).unwrap().args, args("-hosts x -ppn 2"));
+    }
+
+    #[test]
+    fn host_lists_naming_only_this_machine_are_accepted() {
+        let me = hostname().unwrap();
+        for ok in [
+            "-hosts localhost -n 2 prog".to_string(),
+            "-host localhost:4,127.0.0.1,::1 prog".to_string(),
+            format!("-hosts {me},localhost:2 -n 3 prog"),
+            "--hosts=localhost prog".to_string(),
+        ] {
+            let options = parse(args(&ok)).unwrap_or_else(|e| panic!("{ok}: {e:?}"));
+            assert_eq!(options.program, "prog", "{ok}");
+        }
+        assert_eq!(parse(args("-hosts localhost -n 2 prog")).unwrap().ranks, 2);
+        for bad in ["-hosts localhost,elsewhere prog", "-host other:2 prog", "-hosts localhost:x prog"] {
+            assert!(error_of(bad).contains("not supported yet"), "{bad}");
+        }
     }
 
     #[test]
