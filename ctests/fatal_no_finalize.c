@@ -1,4 +1,4 @@
-/* oxmpi-test: np=2,4 expect-exit=nonzero oxmpi-strict=exit max-wall=10 one-node="oxmpi's mpiexec ending a job (across hosts it is Hydra's job until mpiexec launches on many hosts)" */
+/* oxmpi-test: np=2,4,8 expect-exit=nonzero oxmpi-strict=exit max-wall=10 one-node="oxmpi's mpiexec ending a job (across hosts it is Hydra's job until mpiexec launches on many hosts)" */
 /* A rank that exits (status 0) without calling MPI_Finalize while the others
  * block in MPI_Recv from it: the job ends promptly with a nonzero status.
  * (MPICH 4.0.2 Hydra exits 0 here at np=2, hence oxmpi-strict=exit.) */

@@ -86,7 +86,9 @@ int main(int argc, char **argv)
     MPI_Info_free(&info);
     check_info(win, "accumulate_ordering", "none");
     check_info(win, "no_locks", "true");
-    /* Shared queries need a shared window. */
+    /* Shared queries need a shared window. A window's errors are fatal unless its own
+     * handler says otherwise (the standard's default, whatever MPI_COMM_WORLD's is). */
+    MPI_CHECK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
     rc = MPI_Win_shared_query(win, 0, &qsize, &unit, &qbase);
     CHECK(error_class(rc) == MPI_ERR_RMA_FLAVOR, "MPI_Win_shared_query on a created window: class %d",
           error_class(rc));
@@ -156,6 +158,7 @@ int main(int argc, char **argv)
     CHECK((char *)base == (char *)qbase + (size_t)rank * (rank + 1) / 2 * sizeof(int), "layout is not contiguous");
     MPI_CHECK(MPI_Win_shared_query(win, MPI_PROC_NULL, &qsize, &unit, &qbase));
     CHECK(qsize == sizeof(int), "MPI_PROC_NULL: size %ld", (long)qsize);
+    MPI_CHECK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
     rc = MPI_Win_shared_query(win, size, &qsize, &unit, &qbase);
     CHECK(error_class(rc) == MPI_ERR_RANK, "shared query of rank %d: class %d", size, error_class(rc));
     MPI_Barrier(MPI_COMM_WORLD);
@@ -170,6 +173,7 @@ int main(int argc, char **argv)
     MPI_CHECK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
     MPI_CHECK(MPI_Win_attach(win, buf, sizeof buf));
     MPI_CHECK(MPI_Win_detach(win, buf));
+    MPI_CHECK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
     rc = MPI_Win_attach(win, buf, -1);
     CHECK(rc != MPI_SUCCESS, "MPI_Win_attach negative size succeeded");
     check_group(win, MPI_COMM_WORLD);

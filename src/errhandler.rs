@@ -3,11 +3,15 @@
 //! Errors are off the fast path, so one `Mutex` guards all of this state. User callbacks are
 //! never called while it is held: a handler may itself call MPI (even set handlers).
 //!
-//! Codes returned to C are the plain error class of the failure (so a program comparing with
-//! `MPI_ERR_COUNT` works); the message of the last failure of each class is kept so that
-//! `MPI_Error_string` names the function and the bad argument. User-defined classes and codes
-//! (`MPI_Add_error_class/code`) take values above `MPI_ERR_LASTCODE`, from one counter whose
-//! largest value is the `MPI_LASTUSEDCODE` attribute.
+//! Each failure returns a code of its own: the error class in the low 7 bits and, above them,
+//! the sequence number of the failure, whose message (naming the function and the bad
+//! argument) is kept in a ring of the last `MESSAGE_RING` failures. `MPI_Error_class` masks the
+//! class out; `MPI_Error_string` of a code gives its message while the ring still holds it and
+//! the generic text of its class after that, and of a class always the generic text. Codes the
+//! program supplies (`MPI_*_call_errhandler`) and `MPI_ERR_IN_STATUS` pass unchanged.
+//! User-defined classes and codes (`MPI_Add_error_class/code`) take values above
+//! `MPI_ERR_LASTCODE`, from one counter whose largest value is the `MPI_LASTUSEDCODE`
+//! attribute.
 
 use crate::abi::consts::*;
 use crate::abi::types::{MPI_Comm, MPI_Errhandler};
@@ -44,6 +48,13 @@ const USER_HANDLE_BASE: c_int = 0x9400_0000_u32 as c_int;
 const USER_HANDLE_MAX: usize = 0x03ff_ffff;
 /// First value handed out by `MPI_Add_error_class` / `MPI_Add_error_code`.
 const FIRST_DYNAMIC_CODE: c_int = MPI_ERR_LASTCODE + 1;
+/// Bits of a returned code that hold its class (every predefined class is below 128).
+const CLASS_BITS: u32 = 7;
+const CLASS_MASK: c_int = (1 << CLASS_BITS) - 1;
+/// Largest failure sequence number: codes stay at or below `MPI_ERR_LASTCODE`.
+const MAX_SEQUENCE: u32 = (MPI_ERR_LASTCODE as u32) >> CLASS_BITS;
+/// How many failure messages are kept; older codes give the text of their class.
+const MESSAGE_RING: usize = 256;
 
 /// A dynamic class or code from `MPI_Add_error_class/code`.
 #[derive(Debug, Clone)]
@@ -65,27 +76,37 @@ struct State {
     file_null_handler: MPI_Errhandler,
     /// The handler of every open file, by the value of its MPI_File.
     file_handlers: HashMap<usize, MPI_Errhandler>,
-    /// Detailed message of the last failure of each class.
-    last_message: HashMap<c_int, String>,
+    /// Messages of the last failures: slot `sequence % MESSAGE_RING` holds (code, message).
+    messages: Vec<Option<(c_int, String)>>,
+    /// Sequence number of the next failure (1..=MAX_SEQUENCE, then 1 again).
+    next_sequence: u32,
+    /// The sequence numbers have wrapped around: every number may be a live code.
+    sequence_wrapped: bool,
     dynamic: BTreeMap<c_int, DynamicCode>,
     next_dynamic: c_int,
     last_used: c_int,
 }
 
-static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
-    Mutex::new(State {
-        user: Vec::new(),
-        comm_handlers: HashMap::new(),
-        session_handlers: HashMap::new(),
-        win_handlers: HashMap::new(),
-        file_null_handler: MPI_ERRORS_RETURN,
-        file_handlers: HashMap::new(),
-        last_message: HashMap::new(),
-        dynamic: BTreeMap::new(),
-        next_dynamic: FIRST_DYNAMIC_CODE,
-        last_used: MPI_ERR_LASTCODE,
-    })
-});
+impl State {
+    fn new() -> State {
+        State {
+            user: Vec::new(),
+            comm_handlers: HashMap::new(),
+            session_handlers: HashMap::new(),
+            win_handlers: HashMap::new(),
+            file_null_handler: MPI_ERRORS_RETURN,
+            file_handlers: HashMap::new(),
+            messages: Vec::new(),
+            next_sequence: 1,
+            sequence_wrapped: false,
+            dynamic: BTreeMap::new(),
+            next_dynamic: FIRST_DYNAMIC_CODE,
+            last_used: MPI_ERR_LASTCODE,
+        }
+    }
+}
+
+static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| Mutex::new(State::new()));
 
 /// The state, even after a panic elsewhere poisoned the lock: error reporting must still work.
 fn state() -> MutexGuard<'static, State> {
@@ -342,11 +363,20 @@ impl State {
     }
 }
 
-/// `"rank 3"`, or `"singleton"`-style text when the rank is not known yet.
-fn who() -> String {
-    match crate::runtime::world_rank() {
+/// `"rank 3"`: the rank in MPI_COMM_WORLD, or before MPI_Init has it (an error in MPI_Init
+/// itself) the rank the launcher gave in the environment; a process started without a
+/// launcher is a singleton, rank 0.
+pub fn who() -> String {
+    if let Some(r) = crate::runtime::world_rank() {
+        return format!("rank {r}");
+    }
+    let from_launcher = ["PMI_RANK", "PMIX_RANK"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok().and_then(|v| v.trim().parse::<u32>().ok()));
+    match from_launcher {
         Some(r) => format!("rank {r}"),
-        None => "rank ?".to_string(),
+        None if std::env::var_os("PMI_FD").is_some() || std::env::var_os("PMI_PORT").is_some() => "rank ?".to_string(),
+        None => "rank 0".to_string(),
     }
 }
 
@@ -375,14 +405,17 @@ pub fn raise_on_session(fn_name: &str, session: c_int, err: MpiError) -> c_int {
     }
 }
 
-/// As `raise`, for an error raised on window `win`: the handler set on it, else
-/// MPI_COMM_WORLD's. As in MPICH, a window without a handler of its own reports
-/// MPI_ERRORS_ARE_FATAL (MPI_Win_get_errhandler) but defers to MPI_COMM_WORLD's handler, so
-/// a program that made MPI_COMM_WORLD return errors gets window errors back too.
+/// As `raise`, for an error raised on window `win`: the handler of a live window is the one
+/// set on it, else MPI_ERRORS_ARE_FATAL, the standard's default for windows and what
+/// MPI_Win_get_errhandler reports; MPI_COMM_WORLD's handles errors on a window that is not
+/// (or no longer) valid.
 pub fn raise_on_win(fn_name: &str, win: c_int, err: MpiError) -> c_int {
+    let live = crate::win::is_valid(win);
     let action = {
         let st = state();
-        st.win_handlers.get(&win).map(|&eh| st.action_of(eh))
+        let eh = st.win_handlers.get(&win).copied();
+        // A window freed by the failing call still has its entry until MPI_Win_free ends.
+        (live || eh.is_some()).then(|| st.action_of(eh.unwrap_or(MPI_ERRORS_ARE_FATAL)))
     };
     match action {
         Some(action) => dispatch(fn_name, win, action, err),
@@ -427,14 +460,10 @@ fn dispatch(fn_name: &str, mut object: c_int, action: Action, err: MpiError) -> 
 fn dispatch_to(fn_name: &str, object: *mut c_int, action: Action, err: MpiError) -> c_int {
     let text = describe(fn_name, &err.msg);
     let class = class_of(err.code);
-    state().last_message.insert(class, text.clone());
-    let mut code = err.code;
+    let mut code = if err.supplied { err.code } else { state().new_code(err.code, &text) };
     match action {
-        Action::Fatal => {
-            let msg = format!("{}: {text}", who());
-            eprintln!("{msg}");
-            crate::runtime::abort_job(class, &msg)
-        }
+        // Printed once: by the launcher when it reports aborts, else by abort_job.
+        Action::Fatal => crate::runtime::abort_job(class, &format!("{}: {text}", who())),
         Action::Return => {}
         Action::User(func) => {
             // SAFETY: `func` was registered by MPI_*_create_errhandler with C's
@@ -451,7 +480,7 @@ fn dispatch_to(fn_name: &str, object: *mut c_int, action: Action, err: MpiError)
 fn user_supplied(code: c_int) -> MpiError {
     let mut text = String::new();
     error_string(code, &mut text);
-    MpiError::new(code, text)
+    MpiError::supplied(code, text)
 }
 
 /// `MPI_Comm_call_errhandler`: runs `comm`'s handler on a code the user supplies.
@@ -472,46 +501,96 @@ pub fn call_file_errhandler(file: *mut c_void, code: c_int) -> MpiResult {
     Ok(())
 }
 
-/// The error class of `code`: itself for predefined classes (which is what this library
-/// returns), the registered class for dynamic codes.
-pub fn class_of(code: c_int) -> c_int {
-    if code >= FIRST_DYNAMIC_CODE
-        && let Some(d) = state().dynamic.get(&code)
-    {
-        return d.class;
+/// Whether `class` is a predefined class that failures are reported with.
+fn is_error_class(class: c_int) -> bool {
+    class > MPI_SUCCESS && class <= CLASS_MASK && class_text(class).is_some()
+}
+
+impl State {
+    /// The code returned for a failure of `class` (a predefined class) described by `text`:
+    /// a new code with the message stored. Other values (user-defined codes, codes returned
+    /// earlier) and MPI_ERR_IN_STATUS, which programs compare directly, are returned as
+    /// they are.
+    fn new_code(&mut self, class: c_int, text: &str) -> c_int {
+        if !is_error_class(class) || class == MPI_ERR_IN_STATUS {
+            return class;
+        }
+        let sequence = self.next_sequence;
+        if sequence == MAX_SEQUENCE {
+            self.next_sequence = 1;
+            self.sequence_wrapped = true;
+        } else {
+            self.next_sequence += 1;
+        }
+        let code = ((sequence << CLASS_BITS) as c_int) | class;
+        let slot = sequence as usize % MESSAGE_RING;
+        if self.messages.len() < MESSAGE_RING {
+            self.messages.resize(MESSAGE_RING, None);
+        }
+        self.messages[slot] = Some((code, text.to_string()));
+        code
     }
-    code
+
+    /// The class of a code this library returned (sequence number and class bits), `None`
+    /// for values that are no such code.
+    fn returned_class(&self, code: c_int) -> Option<c_int> {
+        if !(CLASS_MASK < code && code < MPI_ERR_LASTCODE) {
+            return None;
+        }
+        let sequence = (code >> CLASS_BITS) as u32;
+        let class = code & CLASS_MASK;
+        let issued = self.sequence_wrapped || sequence < self.next_sequence;
+        (issued && is_error_class(class)).then_some(class)
+    }
+
+    /// The stored message of the returned code `code`, while the ring holds it.
+    fn message_of(&self, code: c_int) -> Option<&str> {
+        let slot = (code >> CLASS_BITS) as usize % MESSAGE_RING;
+        match self.messages.get(slot) {
+            Some(Some((stored, text))) if *stored == code => Some(text),
+            _ => None,
+        }
+    }
+}
+
+/// The error class of `code`: itself for predefined classes, the class bits of codes this
+/// library returned, the registered class for dynamic codes; other values are returned as
+/// they are.
+pub fn class_of(code: c_int) -> c_int {
+    error_class(code).unwrap_or(code)
 }
 
 /// `MPI_Error_class`, with validation.
 pub fn error_class(code: c_int) -> MpiResult<c_int> {
-    if code >= FIRST_DYNAMIC_CODE {
-        return match state().dynamic.get(&code) {
-            Some(d) => Ok(d.class),
-            None => err(MPI_ERR_ARG, format!("invalid error code (errorcode={code})")),
-        };
-    }
-    if class_text(code).is_some() {
-        Ok(code)
+    let st = state();
+    let class = if code >= FIRST_DYNAMIC_CODE {
+        st.dynamic.get(&code).map(|d| d.class)
+    } else if code <= CLASS_MASK || code == MPI_ERR_LASTCODE {
+        class_text(code).is_some().then_some(code)
     } else {
-        err(MPI_ERR_ARG, format!("invalid error code (errorcode={code})"))
-    }
+        st.returned_class(code)
+    };
+    class.ok_or_else(|| MpiError::new(MPI_ERR_ARG, format!("invalid error code (errorcode={code})")))
 }
 
-/// `MPI_Error_string`: the detailed message of the last failure of this class if there is
-/// one, else the generic text. Unknown codes get a text that says so.
+/// `MPI_Error_string`: for a code returned by a failure, its message while it is kept, else
+/// the generic text of its class; for a class, the generic text. Unknown codes get a text
+/// that says so.
 pub fn error_string(code: c_int, out: &mut String) {
     out.clear();
+    let st = state();
     if code >= FIRST_DYNAMIC_CODE {
-        if let Some(d) = state().dynamic.get(&code) {
-            out.push_str(d.text.as_deref().unwrap_or(""));
-        } else {
-            out.push_str(&format!("Unknown error code {code}"));
+        match st.dynamic.get(&code) {
+            Some(d) => out.push_str(d.text.as_deref().unwrap_or("")),
+            None => out.push_str(&format!("Unknown error code {code}")),
         }
         return;
     }
-    if let Some(m) = state().last_message.get(&code) {
-        out.push_str(m);
+    if code > CLASS_MASK && code != MPI_ERR_LASTCODE {
+        match st.returned_class(code) {
+            Some(class) => out.push_str(st.message_of(code).unwrap_or(class_text(class).unwrap_or(""))),
+            None => out.push_str(&format!("Unknown error code {code}")),
+        }
         return;
     }
     match class_text(code) {
@@ -787,7 +866,7 @@ mod tests {
         assert_eq!(get_file_errhandler(0), MPI_ERRORS_RETURN, "files return errors by default");
         set_file_errhandler(0, MPI_ERRORS_RETURN);
         let code = raise_on_file("MPI_File_open", std::ptr::null_mut(), MpiError::new(MPI_ERR_IO, "no such dir"));
-        assert_eq!(code, MPI_ERR_IO);
+        assert_eq!(error_class(code).unwrap(), MPI_ERR_IO);
     }
 
     #[test]
@@ -834,10 +913,54 @@ mod tests {
         let _serial = TEST_SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         set_comm_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
         let code = raise("MPI_Send", Some(MPI_COMM_SELF), MpiError::new(MPI_ERR_TAG, "invalid tag argument (tag=-5)"));
-        assert_eq!(code, MPI_ERR_TAG);
+        let later = raise("MPI_Recv", Some(MPI_COMM_SELF), MpiError::new(MPI_ERR_TAG, "invalid tag argument (tag=-6)"));
+        assert_ne!(code, later, "each failure has a code of its own");
+        assert_eq!(error_class(code).unwrap(), MPI_ERR_TAG);
+        assert_eq!(error_class(later).unwrap(), MPI_ERR_TAG);
         let mut s = String::new();
         error_string(code, &mut s);
         assert_eq!(s, "MPI_Send: invalid tag argument (tag=-5)");
+        error_string(later, &mut s);
+        assert_eq!(s, "MPI_Recv: invalid tag argument (tag=-6)");
+        error_string(MPI_ERR_TAG, &mut s);
+        assert_eq!(s, "Invalid tag argument", "a class gives its generic text");
+        // Once the ring has moved on, the old code still has its class and the class's text.
+        for _ in 0..MESSAGE_RING {
+            raise("MPI_Send", Some(MPI_COMM_SELF), MpiError::new(MPI_ERR_COUNT, "invalid count"));
+        }
+        assert_eq!(error_class(code).unwrap(), MPI_ERR_TAG);
+        error_string(code, &mut s);
+        assert_eq!(s, "Invalid tag argument");
+        // Codes the program supplies, user codes and MPI_ERR_IN_STATUS come back unchanged.
+        assert_eq!(raise("f", Some(MPI_COMM_SELF), MpiError::supplied(MPI_ERR_OTHER, "x")), MPI_ERR_OTHER);
+        assert_eq!(raise("f", Some(MPI_COMM_SELF), MpiError::new(MPI_ERR_IN_STATUS, "x")), MPI_ERR_IN_STATUS);
+        let user = add_error_code(MPI_ERR_COUNT).unwrap();
+        assert_eq!(raise("f", Some(MPI_COMM_SELF), MpiError::new(user, "x")), user);
+        assert_eq!(raise("f", Some(MPI_COMM_SELF), MpiError::new(later, "x")), later);
         on_comm_free(MPI_COMM_SELF);
+    }
+
+    #[test]
+    fn values_that_are_no_code_are_rejected() {
+        for bad in [-1, 54, 106, 127, CLASS_MASK + 1, (MAX_SEQUENCE as c_int - 1) << CLASS_BITS | MPI_ERR_RANK] {
+            assert_eq!(error_class(bad).unwrap_err().code, MPI_ERR_ARG, "{bad}");
+            let mut s = String::new();
+            error_string(bad, &mut s);
+            assert!(s.starts_with("Unknown error code"), "{bad}: {s}");
+        }
+        assert_eq!(error_class(MPI_ERR_LASTCODE).unwrap(), MPI_ERR_LASTCODE);
+        assert_eq!(error_class(MPI_SUCCESS).unwrap(), MPI_SUCCESS);
+    }
+
+    #[test]
+    fn sequence_numbers_wrap_below_lastcode() {
+        let mut st = State { next_sequence: MAX_SEQUENCE, ..State::new() };
+        let last = st.new_code(MPIX_ERR_NOREQ, "last");
+        assert!(last > 0 && last < MPI_ERR_LASTCODE, "{last:#x}");
+        assert_eq!(st.returned_class(last), Some(MPIX_ERR_NOREQ));
+        let first = st.new_code(MPI_ERR_RANK, "first again");
+        assert_eq!(first, (1 << CLASS_BITS) | MPI_ERR_RANK);
+        assert_eq!(st.message_of(first), Some("first again"));
+        assert_eq!(st.message_of(last), Some("last"));
     }
 }

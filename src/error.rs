@@ -16,6 +16,9 @@ pub struct ErrorDetail {
     pub code: c_int,
     /// Human-readable detail, e.g. `invalid count argument (count=-1)`.
     pub msg: String,
+    /// The code came from the program (`MPI_*_call_errhandler`, a code a callback returned):
+    /// it reaches the handler and the caller unchanged instead of as a new code of its class.
+    pub supplied: bool,
 }
 
 impl std::ops::Deref for MpiError {
@@ -28,7 +31,13 @@ impl std::ops::Deref for MpiError {
 impl MpiError {
     #[cold]
     pub fn new(code: c_int, msg: impl Into<String>) -> Self {
-        MpiError(Box::new(ErrorDetail { code, msg: msg.into() }))
+        MpiError(Box::new(ErrorDetail { code, msg: msg.into(), supplied: false }))
+    }
+
+    /// An error whose code the program supplied (see `ErrorDetail::supplied`).
+    #[cold]
+    pub fn supplied(code: c_int, msg: impl Into<String>) -> Self {
+        MpiError(Box::new(ErrorDetail { code, msg: msg.into(), supplied: true }))
     }
 
     /// A function that is exported but not implemented yet.

@@ -407,6 +407,7 @@ fn bring_up(required: c_int) -> MpiResult<c_int> {
     if TORN_DOWN.load(Ordering::Relaxed) {
         return err(MPI_ERR_OTHER, "MPI cannot be initialized again after its last user finalized it");
     }
+    crate::config::check_environment().map_err(|e| MpiError::new(MPI_ERR_OTHER, e))?;
     let mut pmi = Pmi::init().map_err(|e| pmi_error("cannot connect", e))?;
     let (rank, size) = (pmi.rank(), pmi.size());
     init_logger(rank);
@@ -633,5 +634,5 @@ pub fn abort_job(code: c_int, msg: &str) -> ! {
         }
     }
     eprintln!("{msg}");
-    std::process::exit(if code == 0 { 1 } else { code & 0xff })
+    std::process::exit(crate::pmi::abort_exit_status(code))
 }

@@ -34,6 +34,8 @@
 //! - `expect-exit=0|nonzero|N` (default 0); with 0 stdout must contain `No Errors` exactly
 //!   once and no ` Found ` (substrings: launchers may interleave lines of different ranks);
 //! - `expect-stderr="text"` / `expect-stdout="text"`: case-insensitive substring (repeatable);
+//! - `expect-stderr-once="text"`: as `expect-stderr`, and found exactly once (repeatable);
+//! - `forbid-stderr="text"`: case-insensitive substring stderr must not contain (repeatable);
 //! - `max-wall=SECONDS`: the run must end within this wall time (for fatal-error tests);
 //! - `timeout=SECONDS`: kill the run after this long (default 60);
 //! - `env=NAME=VALUE`: extra environment for the run (repeatable);
@@ -81,6 +83,11 @@ ctests! {
     init_signal_handlers => "init_signal_handlers.c",
     env_singleton => "env_singleton.c",
     env_abort => "env_abort.c",
+    env_abort_negative => "env_abort_negative.c",
+    env_abort_256 => "env_abort_256.c",
+    env_bad_tunable => "env_bad_tunable.c",
+    env_bad_tunable_ranks => "env_bad_tunable_ranks.c",
+    env_bad_slots => "env_bad_slots.c",
     env_alloc_mem => "env_alloc_mem.c",
     comm_basic => "comm_basic.c",
     p2p_types_sizes => "p2p_types_sizes.c",
@@ -110,9 +117,12 @@ ctests! {
     err_return => "err_return.c",
     err_truncate => "err_truncate.c",
     err_user => "err_user.c",
+    err_codes => "err_codes.c",
+    errhandler_default => "errhandler_default.c",
     fatal_bad_count => "fatal_bad_count.c",
     fatal_sigkill => "fatal_sigkill.c",
     fatal_no_finalize => "fatal_no_finalize.c",
+    fatal_no_init => "fatal_no_init.c",
     oversub_pingpong => "oversub_pingpong.c",
     group_algebra => "group_algebra.c",
     comm_split => "comm_split.c",
@@ -440,6 +450,10 @@ struct Meta {
     singleton: bool,
     exit: Exit,
     stderr: Vec<String>,
+    /// Substrings of stderr that must occur exactly once.
+    stderr_once: Vec<String>,
+    /// Substrings stderr must not contain.
+    stderr_forbidden: Vec<String>,
     stdout: Vec<String>,
     max_wall: Option<f64>,
     timeout: f64,
@@ -494,6 +508,8 @@ impl Meta {
             singleton: false,
             exit: Exit::Code(0),
             stderr: vec![],
+            stderr_once: vec![],
+            stderr_forbidden: vec![],
             stdout: vec![],
             max_wall: None,
             timeout: 60.0,
@@ -548,6 +564,8 @@ impl Meta {
                         }
                     }
                     "expect-stderr" => m.stderr.push(need(v)?),
+                    "expect-stderr-once" => m.stderr_once.push(need(v)?),
+                    "forbid-stderr" => m.stderr_forbidden.push(need(v)?),
                     "expect-stdout" => m.stdout.push(need(v)?),
                     "max-wall" => m.max_wall = Some(need(v)?.parse().map_err(|_| "bad max-wall".to_string())?),
                     "timeout" => m.timeout = need(v)?.parse().map_err(|_| "bad timeout".to_string())?,
@@ -752,6 +770,8 @@ struct Expect<'a> {
     no_errors: bool,
     stdout: &'a [String],
     stderr: &'a [String],
+    stderr_once: &'a [String],
+    stderr_forbidden: &'a [String],
     output: &'a [String],
     max_wall: Option<f64>,
 }
@@ -764,6 +784,8 @@ impl Expect<'_> {
             no_errors: m.exit == Exit::Code(0),
             stdout: &m.stdout,
             stderr: &m.stderr,
+            stderr_once: &m.stderr_once,
+            stderr_forbidden: &m.stderr_forbidden,
             output: &m.output,
             max_wall: m.max_wall,
         }
@@ -821,6 +843,17 @@ fn run_and_check(
     for want in ex.stderr {
         if !lower_err.contains(&want.to_lowercase()) {
             problems.push(format!("stderr lacks {want:?}"));
+        }
+    }
+    for want in ex.stderr_once {
+        let n = lower_err.matches(&want.to_lowercase()).count();
+        if n != 1 {
+            problems.push(format!("stderr has {want:?} {n} times, not once"));
+        }
+    }
+    for unwanted in ex.stderr_forbidden {
+        if lower_err.contains(&unwanted.to_lowercase()) {
+            problems.push(format!("stderr has {unwanted:?}"));
         }
     }
     for want in ex.output {
@@ -906,6 +939,8 @@ fn run_ctest(name: &str, rel: &str) {
     if !s.oxmpi && meta.strict_output {
         ex.stdout = &[];
         ex.stderr = &[];
+        ex.stderr_once = &[];
+        ex.stderr_forbidden = &[];
         ex.output = &[];
     }
     let mut failures = Vec::new();
@@ -947,6 +982,8 @@ fn abi_no_errors() -> Expect<'static> {
         no_errors: true,
         stdout: &[],
         stderr: &[],
+        stderr_once: &[],
+        stderr_forbidden: &[],
         output: &[],
         max_wall: None,
     }

@@ -62,6 +62,14 @@ fn rank_role() {
     let Ok(role) = std::env::var(ROLE_VAR) else {
         return;
     };
+    // A rank that ends (status 0) before it ever speaks PMI; the others start PMI at once or
+    // after it is gone.
+    if let Some(delay) = role.strip_prefix("exit_before_init:") {
+        if std::env::var("PMI_RANK").unwrap() == "1" {
+            std::process::exit(0);
+        }
+        std::thread::sleep(Duration::from_millis(delay.parse().unwrap()));
+    }
     let mut pmi = Pmi::init().expect("PMI init");
     let (rank, size) = (pmi.rank(), pmi.size());
     match role.as_str() {
@@ -70,6 +78,14 @@ fn rank_role() {
             pmi.fence().unwrap();
             if rank == 1 {
                 pmi.abort(5, "test abort message");
+            }
+            std::thread::sleep(Duration::from_secs(30));
+        }
+        "abort_code" => {
+            pmi.fence().unwrap();
+            if rank == size - 1 {
+                let code = std::env::var("OXMPI_TEST_ABORT_CODE").unwrap().parse().unwrap();
+                pmi.abort(code, "test abort with a code");
             }
             std::thread::sleep(Duration::from_secs(30));
         }
@@ -91,6 +107,9 @@ fn rank_role() {
             println!("SHMFILE {path} PID {}", std::process::id());
             std::io::stdout().flush().unwrap();
             std::thread::sleep(Duration::from_secs(30));
+        }
+        role if role.starts_with("exit_before_init:") => {
+            pmi.fence().unwrap();
         }
         other => panic!("unknown role {other}"),
     }
@@ -190,6 +209,21 @@ fn abort_ends_job_with_its_code() {
 }
 
 #[test]
+fn abort_codes_never_give_exit_status_0() {
+    let roles = role_args("abort_code");
+    for (np, code, status) in
+        [("2", "-1", 255), ("8", "-1", 255), ("2", "256", 1), ("2", "0", 1), ("3", "-256", 1), ("2", "511", 255)]
+    {
+        let head = ["-n", np, "-genv", "OXMPI_TEST_ABORT_CODE", code];
+        let (output, elapsed) = run(&mut mpiexec(&with_role(&head, &roles)));
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(status), "np {np} code {code}: {stderr}");
+        assert!(stderr.contains("aborted the job"), "{stderr}");
+        assert!(elapsed < PROMPT, "took {elapsed:?}");
+    }
+}
+
+#[test]
 fn abort_under_hydra() {
     if let Some(hydra) = hydra() {
         let roles = role_args("abort");
@@ -208,6 +242,50 @@ fn rank_exiting_without_finalize_ends_job() {
     assert!(stderr.contains("rank 2 (pid "), "{stderr}");
     assert!(stderr.contains("exited with code 0 without calling MPI_Finalize"), "{stderr}");
     assert!(elapsed < PROMPT, "took {elapsed:?}");
+}
+
+#[test]
+fn rank_exiting_before_pmi_init_ends_job() {
+    for (np, delay) in [("2", "0"), ("2", "300"), ("8", "0"), ("8", "300")] {
+        let roles = role_args(&format!("exit_before_init:{delay}"));
+        let (output, elapsed) = run(&mut mpiexec(&with_role(&["-n", np], &roles)));
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "np {np} delay {delay}: {stderr}");
+        assert!(stderr.contains("mpiexec: rank 1 (pid "), "{stderr}");
+        assert!(stderr.contains("exited with code 0 without calling MPI_Init"), "{stderr}");
+        assert!(elapsed < PROMPT, "np {np} delay {delay}: took {elapsed:?}");
+    }
+}
+
+#[test]
+fn programs_without_mpi_run_to_their_end() {
+    // One rank ends at once, another later: no rank uses MPI, so neither is an error.
+    let script = "if [ $PMI_RANK = 1 ]; then exit 0; fi; sleep 0.3; echo done $PMI_RANK";
+    let (output, _) = run(&mut mpiexec(&["-n", "3", "sh", "-c", script]));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout).lines().count(), 2);
+    assert!(!text(&output.stderr).contains("mpiexec:"), "{}", text(&output.stderr));
+}
+
+#[test]
+fn counts_the_machine_cannot_hold_are_refused_before_starting() {
+    let marker = std::env::temp_dir().join(format!("robust-count-{}", std::process::id()));
+    let touch = format!("touch {}", marker.display());
+    let (output, elapsed) = run(&mut mpiexec(&["-n", "99999999999", "sh", "-c", &touch]));
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.starts_with("mpiexec: cannot start 99999999999 ranks: "), "{stderr}");
+    assert!(elapsed < Duration::from_secs(1), "took {elapsed:?}");
+    // More descriptors than a hard limit of 64 allows.
+    let line = format!("ulimit -n 64 && exec {MPIEXEC} -n 100 sh -c '{touch}'");
+    let output = Command::new("sh").args(["-c", &line]).stdin(Stdio::null()).output().unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot start 100 ranks") && stderr.contains("ulimit -n"), "{stderr}");
+    assert!(!marker.exists(), "a refused job started a rank");
+    // A count that fits still runs.
+    let (output, _) = run(&mut mpiexec(&["-n", "8", "true"]));
+    assert!(output.status.success(), "{}", text(&output.stderr));
 }
 
 #[test]
@@ -392,6 +470,76 @@ fn bad_usage_exits_2() {
     }
     let (output, _) = run(&mut mpiexec(&["--help"]));
     assert!(output.status.success() && text(&output.stdout).contains("usage"));
+}
+
+#[test]
+fn refused_options_name_themselves_and_run_nothing() {
+    let marker = std::env::temp_dir().join(format!("robust-refused-{}", std::process::id()));
+    let touch = format!("touch {}", marker.display());
+    for head in [
+        &["-hosts", "localhost,elsewhere.invalid", "-n", "2"][..],
+        &["-host", "elsewhere.invalid"][..],
+        &["-hostfile", "/dev/null"][..],
+        &["-f", "/dev/null"][..],
+        &["-machinefile", "/dev/null"][..],
+        &["-ppn", "2"][..],
+        &["-nolocal"][..],
+    ] {
+        let mut all: Vec<&str> = head.to_vec();
+        all.extend(["sh", "-c", &touch]);
+        let (output, _) = run(&mut mpiexec(&all));
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{head:?}: {stderr}");
+        assert!(stderr.contains(&format!("'{}'", head[0])), "{head:?}: {stderr}");
+        assert!(!text(&output.stdout).contains("usage"), "{head:?}");
+        assert!(!marker.exists(), "{head:?} ran the program");
+    }
+    let (output, _) = run(&mut mpiexec(&["-n", "2", "sh", "-c", &touch, ":", "-n", "1", "true"]));
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    assert!(text(&output.stderr).contains("MPMD"), "{}", text(&output.stderr));
+    assert!(!marker.exists(), "MPMD ran the program");
+}
+
+#[test]
+fn genv_name_equals_value_local_hosts_and_version() {
+    let (output, _) = run(&mut mpiexec(&[
+        "-hosts",
+        "localhost:2",
+        "-n",
+        "2",
+        "-genv",
+        "A=1=2",
+        "-env",
+        "B",
+        "x",
+        "sh",
+        "-c",
+        "echo $A$B",
+    ]));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "1=2x\n1=2x\n");
+    for flag in ["--version", "-V"] {
+        let (output, _) = run(&mut mpiexec(&[flag]));
+        assert!(output.status.success() && text(&output.stdout).starts_with("mpiexec (oxmpi) "), "{flag}");
+    }
+}
+
+#[test]
+fn bad_tunables_are_refused_by_name() {
+    for (name, value) in [("OXMPI_SHM_SLOTS", "100000"), ("OXMPI_SHM_SLOTS", "0"), ("OXMPI_EAGER_LIMIT", "-5")] {
+        let (output, _) = run(mpiexec(&["-n", "2", "true"]).env(name, value));
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{name}={value}: {stderr}");
+        assert!(stderr.contains(&format!("{name}={value} is not valid")), "{stderr}");
+    }
+    let info = env!("CARGO_BIN_EXE_oxmpi-info");
+    let output = Command::new(info).env("OXMPI_EAGER_LIMIT", "abc").env("OXMPI_CMA", "1").output().unwrap();
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stdout.contains("OXMPI_EAGER_LIMIT=abc (environment; INVALID"), "{stdout}");
+    assert!(stdout.contains("OXMPI_CMA=1 (environment; default 1; 0 or 1)"), "{stdout}");
+    let output = Command::new(info).env_remove("OXMPI_EAGER_LIMIT").output().unwrap();
+    assert!(output.status.success());
 }
 
 /// Whether `pid` has exited (a zombie waiting for its reaper counts as exited), waiting up

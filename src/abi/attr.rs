@@ -89,9 +89,9 @@ fn visit_order<H: AttrHost>(mut list: Vec<(c_int, AttrValue)>) -> Vec<(c_int, At
     list
 }
 
-/// The error a user callback's nonzero return becomes.
+/// The error a user callback's nonzero return becomes: the caller gets that code back.
 fn callback_error(rc: c_int, what: &str, keyval: c_int) -> MpiError {
-    MpiError::new(rc, format!("the {what} callback of keyval 0x{:08x} returned {rc}", keyval as u32))
+    MpiError::supplied(rc, format!("the {what} callback of keyval 0x{:08x} returned {rc}", keyval as u32))
 }
 
 /// A value as a C callback receives it: the pointer set from C; for a value set from Fortran,

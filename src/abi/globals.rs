@@ -179,7 +179,7 @@ pub unsafe extern "C" fn MPIR_Err_return_comm(_comm_ptr: *mut c_void, fcname: *c
     let name = unsafe { fn_name(fcname) };
     let mut text = String::new();
     crate::errhandler::error_string(errcode, &mut text);
-    crate::errhandler::raise(&name, None, crate::error::MpiError::new(errcode, text))
+    crate::errhandler::raise(&name, None, crate::error::MpiError::supplied(errcode, text))
 }
 
 /// `int MPIR_Err_return_win(MPIR_Win *win_ptr, const char fcname[], int errcode)`: as

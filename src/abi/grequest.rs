@@ -8,7 +8,7 @@
 use super::consts::*;
 use super::ctypes::*;
 use super::p2p::{request_handle, request_id, status_bytes};
-use crate::error::{MpiResult, err};
+use crate::error::{MpiError, MpiResult, err};
 use crate::p2p::Engine;
 use crate::p2p::request::{Generalized, Op, Request, Status};
 use crate::runtime;
@@ -141,7 +141,7 @@ pub(super) fn call_free(g: &Generalized) -> MpiResult {
         // SAFETY: as in `query_status`.
         unsafe { free(extra_state) }
     };
-    if code == MPI_SUCCESS { Ok(()) } else { err(code, "the generalized request's free_fn failed") }
+    if code == MPI_SUCCESS { Ok(()) } else { Err(MpiError::supplied(code, "the generalized request's free_fn failed")) }
 }
 
 /// Calls the program's cancel_fn with whether the request is complete already.
@@ -157,5 +157,9 @@ pub(super) fn call_cancel(g: &Generalized, complete: bool) -> MpiResult {
         // SAFETY: as in `query_status`.
         unsafe { cancel(extra_state, complete as c_int) }
     };
-    if code == MPI_SUCCESS { Ok(()) } else { err(code, "the generalized request's cancel_fn failed") }
+    if code == MPI_SUCCESS {
+        Ok(())
+    } else {
+        Err(MpiError::supplied(code, "the generalized request's cancel_fn failed"))
+    }
 }

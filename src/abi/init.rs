@@ -71,9 +71,8 @@ pub unsafe fn MPI_Is_thread_main(flag: *mut c_int) -> MpiResult {
 }
 
 pub unsafe fn MPI_Abort(comm: super::types::MPI_Comm, errorcode: c_int) -> MpiResult {
-    let rank = runtime::world_rank().map_or("?".to_string(), |r| r.to_string());
     runtime::abort_job(
         errorcode,
-        &format!("rank {rank}: MPI_Abort(comm=0x{:08x}, errorcode={errorcode}) called", comm as u32),
+        &format!("{}: MPI_Abort(comm=0x{:08x}, errorcode={errorcode}) called", crate::errhandler::who(), comm as u32),
     )
 }

@@ -880,14 +880,22 @@ pub unsafe fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> Mp
         |e, id| id.is_none_or(|id| e.is_done(id)),
         |rt, id| {
             Ok(Some(match *id {
-                None => Status::empty(),
-                // SAFETY: checked non-null.
-                Some(id) => collect_into(&mut rt.engine, id, unsafe { &mut *request }),
+                None => (Status::empty(), false),
+                Some(id) => {
+                    let generalized = grequest::generalized(&rt.engine, id).is_some();
+                    // SAFETY: checked non-null.
+                    (collect_into(&mut rt.engine, id, unsafe { &mut *request }), generalized)
+                }
             }))
         },
     )?;
+    let (s, generalized) = s;
     // SAFETY: status is MPI_STATUS_IGNORE or the caller's status.
     unsafe { write_status(status, &s, false) };
+    // The code a generalized request's callback returned is the caller's result as it is.
+    if generalized && s.error != MPI_SUCCESS {
+        return Err(MpiError::supplied(s.error, "the generalized request's query_fn or free_fn failed"));
+    }
     status_result(&s)
 }
 

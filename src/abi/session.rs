@@ -167,7 +167,7 @@ pub fn MPI_Session_call_errhandler(session: MPI_Session, errorcode: c_int) -> Mp
     session::get(session)?;
     let mut text = String::new();
     errhandler::error_string(errorcode, &mut text);
-    errhandler::raise_on_session("MPI_Session_call_errhandler", session, MpiError::new(errorcode, text));
+    errhandler::raise_on_session("MPI_Session_call_errhandler", session, MpiError::supplied(errorcode, text));
     Ok(())
 }
 

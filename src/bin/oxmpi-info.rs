@@ -8,10 +8,18 @@ fn main() {
     // MPI_Init_thread provides the level asked for, up to this one.
     println!("thread support: MPI_THREAD_MULTIPLE");
     println!("tunables:");
-    for Tunable { name, default, what } in TUNABLES {
-        match std::env::var(name) {
-            Ok(value) => println!("  {name}={value} (environment; default {default}) - {what}"),
-            Err(_) => println!("  {name}={default} (default) - {what}"),
+    let mut invalid = 0;
+    for tunable @ Tunable { name, default, what, kind } in TUNABLES {
+        let range = kind.range();
+        match std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()) {
+            Some(value) => match oxmpi::config::check(tunable, &value) {
+                Ok(()) => println!("  {name}={value} (environment; default {default}; {range}) - {what}"),
+                Err(_) => {
+                    invalid += 1;
+                    println!("  {name}={value} (environment; INVALID, MPI_Init will fail: allowed {range}) - {what}");
+                }
+            },
+            None => println!("  {name}={default} (default; {range}) - {what}"),
         }
     }
     // What a job spanning nodes would use (libfabric is only loaded here and by such jobs).
@@ -38,5 +46,9 @@ fn main() {
     unknown.sort();
     for (name, value) in unknown {
         println!("  {name}={value} (environment; not a known tunable)");
+    }
+    if invalid > 0 {
+        eprintln!("oxmpi-info: {invalid} tunable(s) set to values MPI_Init refuses (marked INVALID)");
+        std::process::exit(1);
     }
 }

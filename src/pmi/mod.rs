@@ -335,6 +335,7 @@ impl Pmi {
 
     /// Tells the process manager to kill the job with exit code `code`, then exits.
     pub fn abort(&mut self, code: i32, msg: &str) -> ! {
+        let code = abort_exit_status(code);
         let reported_by_server = match &self.channel {
             Channel::Singleton { .. } => false,
             Channel::Wire { .. } => self.server_reports_abort,
@@ -434,9 +435,38 @@ fn wait_readable(fd: i32, timeout_ms: i32) {
     unsafe { libc::poll(&mut poll_fd, 1, timeout_ms) };
 }
 
+/// The exit status of a job aborted with `code` (MPI_Abort's errorcode, a fatal error's
+/// class): the code modulo 256 as exit(2) keeps it, except that an abort never looks like
+/// success, so a code that would give 0 (0, 256, -256, ...) gives 1. -1 gives 255, as in
+/// MPICH.
+pub fn abort_exit_status(code: i32) -> i32 {
+    match code.rem_euclid(256) {
+        0 => 1,
+        status => status,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_abort_never_exits_0() {
+        for (code, status) in [
+            (1, 1),
+            (7, 7),
+            (255, 255),
+            (-1, 255),
+            (0, 1),
+            (256, 1),
+            (257, 1),
+            (-256, 1),
+            (i32::MIN, 1),
+            (i32::MAX, 255),
+        ] {
+            assert_eq!(abort_exit_status(code), status, "code {code}");
+        }
+    }
 
     #[test]
     fn sanitizes_kvsnames() {

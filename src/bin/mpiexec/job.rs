@@ -435,7 +435,28 @@ impl Job {
                 report(&format!("rank {index} (pid {pid}) exited with code {code} without calling MPI_Finalize"));
                 self.begin_shutdown(if code != 0 { code } else { 1 }, libc::SIGTERM);
             }
-            Ending::Exited(_) => {}
+            Ending::Exited(_) => self.check_deserted(),
+        }
+    }
+
+    /// Ends the job when a rank that never spoke PMI has exited while others are in MPI:
+    /// they wait for it (in MPI_Init's PMI barrier, or for its messages) and never would stop.
+    /// A job of programs that never use MPI on any rank runs to its end, as under Hydra.
+    fn check_deserted(&mut self) {
+        if self.shutdown.is_some() {
+            return;
+        }
+        let in_mpi = self.ranks.iter().any(|r| r.pmi_initialized && !r.finalized && r.ending.is_none());
+        let gone = self.ranks.iter().enumerate().find_map(|(index, r)| match r.ending {
+            Some(Ending::Exited(code)) if !r.pmi_initialized => Some((index, r.pid, code)),
+            _ => None,
+        });
+        if in_mpi && let Some((index, pid, code)) = gone {
+            report(&format!(
+                "rank {index} (pid {pid}) exited with code {code} without calling MPI_Init while the other \
+                 ranks wait for it in MPI"
+            ));
+            self.begin_shutdown(1, libc::SIGTERM);
         }
     }
 
@@ -480,6 +501,7 @@ impl Job {
         let reply = match request.command().unwrap_or("") {
             "init" => {
                 self.ranks[index].pmi_initialized = true;
+                self.check_deserted();
                 let version_ok = request.get("pmi_version") == Some("1");
                 Line::cmd("response_to_init")
                     .with("pmi_version", 1)
@@ -540,13 +562,15 @@ impl Job {
 
     fn on_abort(&mut self, index: usize, request: &Line) {
         let code = request.get("exitcode").and_then(|c| c.trim().parse::<i32>().ok()).unwrap_or(1);
+        // MPI_Abort or a fatal error handler; the detail says which. The rank leaves printing
+        // it to us, so every rank's is reported, also while the job is being ended.
+        let message = wire::unescape_text(request.get("error_msg").unwrap_or(""));
+        let message = message.trim_end();
+        let detail = if message.is_empty() { String::new() } else { format!(": {message}") };
+        report(&format!("rank {index} aborted the job (code {code}){detail}"));
         if self.shutdown.is_none() {
-            let message = wire::unescape_text(request.get("error_msg").unwrap_or(""));
-            let message = message.trim_end();
-            let detail = if message.is_empty() { String::new() } else { format!(": {message}") };
-            // MPI_Abort or a fatal error handler; the detail says which.
-            report(&format!("rank {index} aborted the job (code {code}){detail}"));
-            self.begin_shutdown(code, libc::SIGTERM);
+            // Whatever code a client sends (-1, 256), an aborted job never exits 0.
+            self.begin_shutdown(oxmpi::pmi::abort_exit_status(code), libc::SIGTERM);
         }
     }
 }

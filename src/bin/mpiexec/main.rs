@@ -1,6 +1,7 @@
 //! `mpiexec` (also installed as `mpirun`): starts the ranks of a job on this node, serves
 //! PMI-1 to them, forwards their output and reports how each one ended.
 
+mod capacity;
 mod job;
 mod options;
 mod output;
@@ -18,11 +19,27 @@ fn main() -> ExitCode {
             print!("{USAGE}");
             return ExitCode::SUCCESS;
         }
+        Err(ParseOutcome::Version) => {
+            println!("mpiexec (oxmpi) {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
         Err(ParseOutcome::Error(message)) => {
             eprintln!("mpiexec: {message} (see mpiexec --help)");
             return ExitCode::from(2);
         }
     };
+    // The tunables mpiexec reads itself (the ranks check all of theirs in MPI_Init).
+    use oxmpi::config::{EAGER_LIMIT, RANK_SESSIONS, SHM_SLOTS};
+    if let Err(problem) = oxmpi::config::check_environment_of([RANK_SESSIONS, SHM_SLOTS, EAGER_LIMIT]) {
+        eprintln!("mpiexec: {problem}");
+        return ExitCode::from(1);
+    }
+    let ranks = options.ranks as u64;
+    if let Some(problem) = capacity::problem(ranks, &capacity::this_machine(), capacity::shm_segment_bytes) {
+        eprintln!("mpiexec: {problem}");
+        return ExitCode::from(1);
+    }
+    capacity::raise_open_files(ranks);
     let signals = match signals::SignalPipe::install() {
         Ok(signals) => signals,
         Err(error) => {
