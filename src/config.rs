@@ -424,7 +424,7 @@ pub const TUNABLES: &[Tunable] = &[
     },
     Tunable {
         name: NET_EAGER_LIMIT,
-        default: "65536",
+        default: "32768",
         what: "largest message (bytes) sent eagerly to a rank on another node; larger ones go by rendezvous straight between the buffers",
         kind: Kind::Number { min: 0, max: 65536 },
     },
