@@ -20,6 +20,7 @@ use super::types::*;
 use crate::errhandler;
 use crate::error::{MpiResult, err};
 use crate::io::access::{self, Direction, Memory, Position};
+use crate::io::collective;
 use crate::io::file::{self as io_file, File};
 use crate::io::view::View;
 use crate::p2p::request::{Request, Status};
@@ -315,6 +316,22 @@ unsafe fn data_access(
     how: Coordination,
 ) -> MpiResult<Status> {
     let file = file_of(fh)?;
+    let mem = memory(buf, count, datatype);
+    // SAFETY: the caller's contract on `buf`.
+    let bytes = unsafe {
+        match how {
+            Independent => access::access(&file, pos, &mem?, dir),
+            // A member with bad arguments still takes part (with no data): the others do not
+            // wait for it.
+            Collective => collective::access_all(&file, pos, mem.as_ref().map_err(Clone::clone), dir),
+            Ordered => collective::access_ordered(&file, mem.as_ref().map_err(Clone::clone), dir),
+        }
+    }?;
+    Ok(Status { bytes, ..Status::empty() })
+}
+
+/// The program's side of an access, its arguments checked.
+fn memory(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> MpiResult<Memory> {
     if count < 0 {
         return err(MPI_ERR_COUNT, format!("invalid count argument (count={count})"));
     }
@@ -323,16 +340,7 @@ unsafe fn data_access(
     if buf.is_null() && count > 0 && layout.size > 0 && layout.lower(count) == 0 {
         return err(MPI_ERR_BUFFER, "invalid buffer pointer (NULL with a nonzero count)");
     }
-    let mem = Memory { addr: buf as usize, count, datatype, layout };
-    // SAFETY: the caller's contract on `buf`.
-    let bytes = unsafe {
-        match how {
-            Independent => access::access(&file, pos, &mem, dir),
-            Collective => access::access_all(&file, pos, &mem, dir),
-            Ordered => access::access_ordered(&file, &mem, dir),
-        }
-    }?;
-    Ok(Status { bytes, ..Status::empty() })
+    Ok(Memory { addr: buf as usize, count, datatype, layout })
 }
 
 /// A blocking access: the status goes to `status`.

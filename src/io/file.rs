@@ -42,6 +42,8 @@ pub struct File {
     pub comm: MPI_Comm,
     /// World rank of each member, by rank in the file's group.
     pub members: Vec<usize>,
+    /// The node of each member (an index, equal for members on the same node).
+    pub node_of: Vec<usize>,
     pub rank: usize,
     /// The path as the program gave it (for messages), and as opened.
     pub name: String,
@@ -253,9 +255,18 @@ fn open_on(own: MPI_Comm, name: &str, amode: c_int, info: &Info, members: Vec<us
     let status = fd.as_ref().map(|_| ()).map_err(Clone::clone);
     agree(own, n, &status, &format!("opening {name}"))?;
     let fd = fd.expect("agreed: opened on every rank");
+    let world_nodes = crate::runtime::with(|rt| Ok(rt.comms.node_ids(&mut rt.pmi)?.to_vec()))?;
+    let node_of: Vec<usize> = members.iter().map(|&w| world_nodes[w]).collect();
+    let nodes = {
+        let mut distinct = node_of.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        distinct.len()
+    };
     let file = File {
         comm: own,
         members,
+        node_of,
         rank,
         name: name.to_string(),
         path,
@@ -266,7 +277,7 @@ fn open_on(own: MPI_Comm, name: &str, amode: c_int, info: &Info, members: Vec<us
             view: View::bytes(),
             pointer: 0,
             atomic: false,
-            hints: hints::initial(info),
+            hints: hints::initial(info, nodes, n),
             split: None,
         }),
     };
@@ -370,7 +381,7 @@ pub fn sync(file: &File) -> MpiResult<()> {
 
 /// MPI_File_set_info.
 pub fn set_info(file: &File, info: &Info) {
-    hints::apply(&mut file.state().hints, info);
+    hints::apply(&mut file.state().hints, info, file.members.len());
 }
 
 /// MPI_File_set_atomicity (collective).
@@ -402,7 +413,7 @@ pub fn set_view(file: &File, disp: i64, etype: c_int, filetype: c_int, datarep: 
         let mut st = file.state();
         st.view = view;
         st.pointer = 0;
-        hints::apply(&mut st.hints, info);
+        hints::apply(&mut st.hints, info, file.members.len());
     }
     if file.rank == 0
         && let Some(s) = &file.shared
