@@ -6,7 +6,8 @@
  * and split collectives; a 3-D block-distributed array from memory with a halo; a pattern
  * with holes that must keep the bytes around it; reads past the end of the file; an ordered
  * write. Every byte of the file is checked. Then: the hints reported, a rank with a bad
- * count in a collective call (it alone fails, the others are not held), and a write error at
+ * count in a collective call (it alone fails, the others are not held), split-collective
+ * ends that do not match their begin, and a write error at
  * the only aggregator (the file size limit of rank 0), reported on every rank when the data
  * goes through it and on none when each rank writes its own.
  */
@@ -339,6 +340,28 @@ static void bad_count(void)
 #endif
 }
 
+/* An _end must end the kind of split collective its _begin started (MPI-4.1 section
+ * 14.4.5); MPICH does not check, so this runs on oxmpi only. */
+static void split_mismatch(void)
+{
+#if MT_OXMPI
+    MPI_File fh;
+    MPI_Status st;
+    int buf[BS] = {0}, count;
+    MPI_CHECK(MPI_File_open(MPI_COMM_WORLD, io_path("split"), MPI_MODE_RDWR | MPI_MODE_CREATE | MPI_MODE_DELETE_ON_CLOSE,
+                            MPI_INFO_NULL, &fh));
+    MPI_CHECK(MPI_File_write_at_all_begin(fh, (MPI_Offset)mt_rank * sizeof buf, buf, BS, MPI_INT));
+    CHECK_CLASS(MPI_File_write_all_end(fh, buf, &st), MPI_ERR_IO);
+    CHECK_CLASS(MPI_File_read_at_all_end(fh, buf, &st), MPI_ERR_IO);
+    CHECK_CLASS(MPI_File_write_ordered_end(fh, buf, &st), MPI_ERR_IO);
+    MPI_CHECK(MPI_File_write_at_all_end(fh, buf, &st));
+    MPI_Get_count(&st, MPI_INT, &count);
+    CHECK(count == BS, "write_at_all_end after mismatched ends: count %d", count);
+    CHECK_CLASS(MPI_File_write_at_all_end(fh, buf, &st), MPI_ERR_IO);
+    MPI_CHECK(MPI_File_close(&fh));
+#endif
+}
+
 /* Rank 0, the only aggregator, may not grow files past 4 KiB. It writes one block at the
  * start; the others write theirs beyond 4 KiB. Through the aggregator every rank's write
  * fails with MPI_ERR_NO_SPACE; independent, every write succeeds. */
@@ -409,6 +432,7 @@ int main(int argc, char **argv)
                 MPI_Info_free(&cfg_info);
             }
     hints_reported();
+    split_mismatch();
     write_error_at_aggregator("enable");
     write_error_at_aggregator("disable");
     io_remove_dir();

@@ -33,8 +33,18 @@ pub struct State {
     pub atomic: bool,
     /// The hints in use (MPI_File_get_info).
     pub hints: Info,
-    /// The result of the split collective begun and not yet ended: (bytes, error).
-    pub split: Option<MpiResult<usize>>,
+    /// The split collective begun and not yet ended.
+    pub split: Option<Split>,
+}
+
+/// A split collective between its `_begin` and its `_end`.
+pub struct Split {
+    /// Which `_end` may end it: the positioning of its `_begin` (the ABI layer's numbering)
+    /// and whether it writes.
+    pub end: u8,
+    pub write: bool,
+    /// Its outcome: the bytes moved, or the error.
+    pub outcome: MpiResult<usize>,
 }
 
 pub struct File {
