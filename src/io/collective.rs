@@ -469,21 +469,40 @@ unsafe fn two_phase(
     if file.rank == 0 {
         log::debug!("two-phase {dir:?} of {}: aggregators {aggs:?}, domains {doms:?}, {rounds} rounds", file.name);
     }
+    // Where the time goes (logged at debug level): exchanges, I/O, the rest.
+    let started = std::time::Instant::now();
+    let (mut in_exchange, mut in_io) = (std::time::Duration::ZERO, std::time::Duration::ZERO);
     let my_domain = me_agg.map(|a| doms[a]);
-    let mut buffer = vec![0u8; my_domain.map_or(0, |d| ((d.1 - d.0).min(cb)) as usize)];
-    let mut send = Vec::new();
-    let mut recv = Vec::new();
+    // Scratch memory from the pool: already faulted in after the first call (fresh mappings of
+    // this size cost about a page fault per 4 KiB, as much as the copies themselves), and its
+    // old bytes are never read: every byte used is written first.
+    let mut buffer = scratch::take();
+    buffer.resize(my_domain.map_or(0, |d| ((d.1 - d.0).min(cb)) as usize), 0);
+    let mut send = scratch::take();
+    let mut recv = scratch::take();
     let mut covered: Vec<(u64, usize)> = Vec::new();
+    let me = file.rank;
+    // The bytes of this member's own pieces in [l, h) go between its stream and the buffer
+    // (at file offset `l`) directly, not through the exchange.
+    let stream_at = &stream_at;
+    let own_pieces = |l: u64, h: u64| {
+        pieces(runs, l, h)
+            .map(move |(i, off, len)| (stream_at[i] + (off - runs[i].0) as usize, (off - l) as usize, len))
+    };
     for round in 0..rounds {
         let ranges: Vec<(u64, u64)> = doms.iter().map(|&d| round_range(d, round, cb)).collect();
         let my_range = my_domain.map(|d| round_range(d, round, cb));
-        // What this member sends to / receives from each aggregator, and the reverse.
+        // What this member sends to / receives from each other aggregator, and the reverse.
         let mut member_lens = vec![0usize; n];
         for (a, &agg) in aggs.iter().enumerate() {
-            member_lens[agg] = bytes_in(runs, ranges[a].0, ranges[a].1);
+            if agg != me {
+                member_lens[agg] = bytes_in(runs, ranges[a].0, ranges[a].1);
+            }
         }
         let agg_lens: Vec<usize> = match my_range {
-            Some((l, h)) => theirs.iter().map(|t| bytes_in(t, l, h)).collect(),
+            Some((l, h)) => {
+                theirs.iter().enumerate().map(|(s, t)| if s == me { 0 } else { bytes_in(t, l, h) }).collect()
+            }
             None => vec![0; n],
         };
         // The runs the aggregator's buffer holds this round, merged.
@@ -506,8 +525,12 @@ unsafe fn two_phase(
         match dir {
             Direction::Write => {
                 send.clear();
+                send.reserve(member_lens.iter().sum());
                 if let Some(s) = &stream {
-                    for r in &ranges {
+                    for (a, r) in ranges.iter().enumerate() {
+                        if aggs[a] == me {
+                            continue;
+                        }
                         for (i, off, len) in pieces(runs, r.0, r.1) {
                             let from = stream_at[i] + (off - runs[i].0) as usize;
                             // SAFETY: the stream holds `s.len` readable bytes; `from + len`
@@ -517,10 +540,24 @@ unsafe fn two_phase(
                     }
                 }
                 recv.resize(agg_lens.iter().sum(), 0);
+                let t = std::time::Instant::now();
                 exchange(file, &send, &member_lens, &mut recv, &agg_lens)?;
+                in_exchange += t.elapsed();
                 if let Some((l, h)) = my_range {
                     let mut at = 0;
-                    for t in &theirs {
+                    for (sender, t) in theirs.iter().enumerate() {
+                        if sender == me {
+                            if let Some(s) = &stream {
+                                for (from, b, len) in own_pieces(l, h) {
+                                    // SAFETY: the stream holds `s.len` readable bytes, `from +
+                                    // len` among them; `buffer` is ours, `b + len` within it.
+                                    unsafe {
+                                        std::ptr::copy_nonoverlapping(s.ptr.add(from), buffer.as_mut_ptr().add(b), len)
+                                    };
+                                }
+                            }
+                            continue;
+                        }
                         for (_, off, len) in pieces(t, l, h) {
                             let b = (off - l) as usize;
                             buffer[b..b + len].copy_from_slice(&recv[at..at + len]);
@@ -528,17 +565,34 @@ unsafe fn two_phase(
                         }
                     }
                     if failure.is_none() && !covered.is_empty() {
+                        let t = std::time::Instant::now();
                         failure = write_covered(file, &buffer, l, &covered, atomic).err();
+                        in_io += t.elapsed();
                     }
                 }
             }
             Direction::Read => {
                 send.clear();
+                send.reserve(agg_lens.iter().sum());
                 if let Some((l, h)) = my_range {
                     if failure.is_none() && !covered.is_empty() {
+                        let t = std::time::Instant::now();
                         failure = read_covered(file, &mut buffer, l, &covered, atomic).err();
+                        in_io += t.elapsed();
                     }
-                    for t in &theirs {
+                    for (sender, t) in theirs.iter().enumerate() {
+                        if sender == me {
+                            if let Some(s) = &stream {
+                                for (to, b, len) in own_pieces(l, h) {
+                                    // SAFETY: the stream holds `s.len` writable bytes of this
+                                    // member's data, `to + len` among them; `buffer` is ours.
+                                    unsafe {
+                                        std::ptr::copy_nonoverlapping(buffer.as_ptr().add(b), s.ptr.add(to), len)
+                                    };
+                                }
+                            }
+                            continue;
+                        }
                         for (_, off, len) in pieces(t, l, h) {
                             let b = (off - l) as usize;
                             send.extend_from_slice(&buffer[b..b + len]);
@@ -546,10 +600,15 @@ unsafe fn two_phase(
                     }
                 }
                 recv.resize(member_lens.iter().sum(), 0);
+                let t = std::time::Instant::now();
                 exchange(file, &send, &agg_lens, &mut recv, &member_lens)?;
+                in_exchange += t.elapsed();
                 if let Some(s) = &stream {
                     let mut at = 0;
-                    for r in &ranges {
+                    for (a, r) in ranges.iter().enumerate() {
+                        if aggs[a] == me {
+                            continue;
+                        }
                         for (i, off, len) in pieces(runs, r.0, r.1) {
                             let to = stream_at[i] + (off - runs[i].0) as usize;
                             // SAFETY: the stream holds `s.len` writable bytes of this member's
@@ -562,6 +621,15 @@ unsafe fn two_phase(
             }
         }
     }
+    for v in [buffer, send, recv] {
+        scratch::give(v);
+    }
+    log::debug!(
+        "two-phase {dir:?} of {}, rank {}: {:?} in all, {in_exchange:?} exchanging, {in_io:?} in I/O",
+        file.name,
+        file.rank,
+        started.elapsed()
+    );
     if let Some(e) = failure {
         return Ok(Err(e));
     }
@@ -623,6 +691,38 @@ fn read_covered(file: &File, buffer: &mut [u8], base: u64, covered: &[(u64, usiz
         skip -= kept;
     }
     Ok(())
+}
+
+/// A few byte buffers kept per thread between collective accesses (aggregation buffers and
+/// exchange buffers), so that a program writing in a loop reuses memory already mapped.
+mod scratch {
+    use std::cell::RefCell;
+
+    /// Buffers kept, and the largest capacity kept (bytes).
+    const KEEP: usize = 3;
+    const MAX_CAPACITY: usize = 64 << 20;
+
+    thread_local! {
+        static POOL: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// A buffer of unspecified length and contents.
+    pub fn take() -> Vec<u8> {
+        POOL.try_with(|p| p.borrow_mut().pop()).ok().flatten().unwrap_or_default()
+    }
+
+    /// Keeps `v` for a later `take`, unless the pool is full or `v` is too large.
+    pub fn give(v: Vec<u8>) {
+        if v.capacity() == 0 || v.capacity() > MAX_CAPACITY {
+            return;
+        }
+        let _ = POOL.try_with(|p| {
+            let mut p = p.borrow_mut();
+            if p.len() < KEEP {
+                p.push(v);
+            }
+        });
+    }
 }
 
 #[cfg(test)]
