@@ -249,9 +249,18 @@ fn sieve_span(runs: &[(u64, usize)], limit: usize) -> Option<(u64, usize)> {
 /// # Safety
 /// As for `transfer_with`, for reads.
 unsafe fn read_sieved(file: &File, runs: &[(u64, usize)], span: (u64, usize), cursor: &mut Cursor) -> MpiResult<usize> {
-    let mut buf = vec![0u8; span.1];
+    // Only the bytes read are copied out: the buffer's old contents are never used.
+    let mut buf = super::scratch::take();
+    buf.resize(span.1, 0);
     // SAFETY: `buf` is a live buffer of `span.1` bytes.
-    let got = unsafe { transfer(file, &[span], &[(buf.as_mut_ptr() as usize, span.1)], Direction::Read) }?;
+    let got = unsafe { transfer(file, &[span], &[(buf.as_mut_ptr() as usize, span.1)], Direction::Read) };
+    let got = match got {
+        Ok(n) => n,
+        Err(e) => {
+            super::scratch::give(buf);
+            return Err(e);
+        }
+    };
     let mut iov = Vec::new();
     let mut done = 0;
     for &(offset, len) in runs {
@@ -271,6 +280,7 @@ unsafe fn read_sieved(file: &File, runs: &[(u64, usize)], span: (u64, usize), cu
             break; // the end of the file
         }
     }
+    super::scratch::give(buf);
     Ok(done)
 }
 

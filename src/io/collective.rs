@@ -29,6 +29,7 @@
 use super::access::{self, Direction, Memory, Position, RangeLock};
 use super::file::File;
 use super::hints::{self, Buffering};
+use super::scratch;
 use super::view::View;
 use crate::abi::consts::*;
 use crate::coll::{self, Block, Blocks, In, Out};
@@ -691,38 +692,6 @@ fn read_covered(file: &File, buffer: &mut [u8], base: u64, covered: &[(u64, usiz
         skip -= kept;
     }
     Ok(())
-}
-
-/// A few byte buffers kept per thread between collective accesses (aggregation buffers and
-/// exchange buffers), so that a program writing in a loop reuses memory already mapped.
-mod scratch {
-    use std::cell::RefCell;
-
-    /// Buffers kept, and the largest capacity kept (bytes).
-    const KEEP: usize = 3;
-    const MAX_CAPACITY: usize = 64 << 20;
-
-    thread_local! {
-        static POOL: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
-    }
-
-    /// A buffer of unspecified length and contents.
-    pub fn take() -> Vec<u8> {
-        POOL.try_with(|p| p.borrow_mut().pop()).ok().flatten().unwrap_or_default()
-    }
-
-    /// Keeps `v` for a later `take`, unless the pool is full or `v` is too large.
-    pub fn give(v: Vec<u8>) {
-        if v.capacity() == 0 || v.capacity() > MAX_CAPACITY {
-            return;
-        }
-        let _ = POOL.try_with(|p| {
-            let mut p = p.borrow_mut();
-            if p.len() < KEEP {
-                p.push(v);
-            }
-        });
-    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! - `shared`: the shared file pointer in a page of shared memory.
 //! - `hints`: ROMIO's hint names, accepted and reported.
 //! - `errors`: `errno` to MPI-IO error classes, in one place.
+//! - `scratch`: byte buffers reused between accesses.
 //!
 //! Not yet: data sieving of independent writes (reads of dense runs are sieved), external32 of types whose size
 //! differs there and user data representations, shared file pointers across nodes,
@@ -20,5 +21,6 @@ pub mod collective;
 pub mod errors;
 pub mod file;
 pub mod hints;
+mod scratch;
 pub mod shared;
 pub mod view;
