@@ -505,7 +505,7 @@ fn file_members(impl_name: &str, base: &str, widths: &[bool], end: bool) -> Vec<
             "{impl_name}: a file family is named MPI_File_<read|write>[_at|_shared][_c] or MPI_File_<read|write>_all_end"
         )
     };
-    let stem = base.strip_prefix("MPI_File_").unwrap_or_else(|| bad());
+    let stem = base.strip_prefix("MPI_File_").unwrap_or_else(bad);
     let forms: Vec<(&'static str, String)> = if end {
         let dir = stem.strip_suffix("_all_end").filter(|d| matches!(*d, "read" | "write")).unwrap_or_else(|| bad());
         vec![
