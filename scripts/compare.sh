@@ -7,8 +7,9 @@
 #
 #   --quick            fewer sizes and iterations, np 2 (under 5 minutes on 2 busy cores)
 #   --bench LIST       comma-separated, from: latency,bw,bibw,mbw_mr,vector,coll,sparse,rma,startup
-#                      (default: all)
-#   --np LIST          rank counts for mbw_mr, coll, sparse and startup (default 2,4 with 4
+#                      (default: all of these), and the MPI-IO ones, run only when named: io
+#                      (bench_io, files in ${TMPDIR:-/tmp}) and ioshm (the same in /dev/shm)
+#   --np LIST          rank counts for mbw_mr, coll, sparse, io, ioshm and startup (default 2,4 with 4
 #                      cores or more, else 2; --quick 2); latency, bw, bibw, vector and rma always
 #                      run on 2 ranks. Rank counts above the core count oversubscribe: MPIs
 #                      that busy-poll (MPICH) then take milliseconds per operation and a full
@@ -105,7 +106,7 @@ IFS=, read -r -a np_list <<< "$nps"
 IFS=, read -r -a mpi_list <<< "$mpis"
 for b in "${bench_list[@]}"; do
     case $b in
-        latency|bw|bibw|mbw_mr|vector|coll|sparse|rma|startup) ;;
+        latency|bw|bibw|mbw_mr|vector|coll|sparse|rma|startup|io|ioshm) ;;
         *) echo "compare.sh: unknown benchmark $b" >&2; exit 2 ;;
     esac
 done
@@ -265,6 +266,7 @@ args_for() { # bench
             coll) bargs=(--max-size 64K --iters 30 --warmup 3 --step 4) ;;
             sparse) bargs=(--min-size 1K --max-size 256K --iters 20 --warmup 2 --step 4) ;;
             rma) bargs=(--max-size 1M --iters 200 --warmup 20 --step 8) ;;
+            io|ioshm) bargs=(--min-size 4M --max-size 16M --iters 3 --warmup 1 --step 4) ;;
         esac
     else
         case $1 in
@@ -274,6 +276,7 @@ args_for() { # bench
             coll) bargs=(--max-size 4M) ;;
             sparse) bargs=(--max-size 4M) ;;
             rma) bargs=(--max-size 4M) ;;
+            io|ioshm) bargs=(--min-size 4M --max-size 64M --step 4) ;;
         esac
     fi
 }
@@ -297,7 +300,14 @@ echo "round,bench,mpi,np,size,median_us,p90_us,mbps,msgrate" > "$samples"
 run_one() { # round mpi bench np
     local r=$1 mpi=$2 bench=$3 np=$4 logf rc
     logf=$out/logs/$bench-np$np-$mpi-r$r.log
-    launcher "$mpi" "bench_$bench" "$np"
+    case $bench in
+        # One program for both; the directory and the record names say which.
+        io) launcher "$mpi" bench_io "$np"
+            cmd=(env "BENCH_IO_DIR=${TMPDIR:-/tmp}" BENCH_IO_NAME=io "${cmd[@]}") ;;
+        ioshm) launcher "$mpi" bench_io "$np"
+            cmd=(env BENCH_IO_DIR=/dev/shm BENCH_IO_NAME=ioshm "${cmd[@]}") ;;
+        *) launcher "$mpi" "bench_$bench" "$np" ;;
+    esac
     args_for "$bench"
     rc=0
     timeout -k 10 "$timeout_s" "${cmd[@]}" --label "$mpi" --no-header "${bargs[@]}" > "$logf" 2>&1 || rc=$?

@@ -264,6 +264,7 @@ ctests! {
     file_errhandler => "file_errhandler.c",
     io_basic => "io_basic.c",
     io_views => "io_views.c",
+    io_collective => "io_collective.c",
 }
 
 /// A Fortran source file (compiled with `mpifort`).
@@ -1092,6 +1093,58 @@ fn abi_pmpi_profiling_library() {
             }
         }
     }
+    assert!(failures.is_empty(), "{} failing run(s):\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Parallel HDF5 over MPI-IO: `ctests/hdf5/hdf5_collective.c`, built with Debian's
+/// `h5pcc.mpich` (libhdf5-mpich-dev, over libmpich.so.12), writes and reads a dataset
+/// collectively; on oxmpi with the library swapped through LD_LIBRARY_PATH, else (validating
+/// the program) on the configured MPI.
+#[test]
+fn hdf5_mpich_built_binary() {
+    let name = "hdf5_mpich_built_binary";
+    if filtered_out(name) {
+        return;
+    }
+    let _guard = serial();
+    let s = get_setup();
+    let h5pcc = words(&env_nonempty("OXMPI_CTEST_H5PCC").unwrap_or("h5pcc.mpich".into()));
+    let on_path = |p: &str| {
+        std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(p).is_file()))
+    };
+    if !on_path(&h5pcc[0]) {
+        if s.oxmpi {
+            panic!("{name}: Debian's parallel HDF5 (h5pcc.mpich, package libhdf5-mpich-dev) is needed");
+        }
+        eprintln!("skipped {name}: no h5pcc.mpich");
+        return;
+    }
+    let bin = s.bindir.join("hdf5_collective");
+    let compiled = compile(s, &h5pcc, &s.root.join("ctests/hdf5/hdf5_collective.c"), &bin, &[]);
+    // h5pcc compiles and links in two steps and leaves the object file in the working directory.
+    let _ = fs::remove_file("hdf5_collective.o");
+    if let Err(e) = compiled {
+        panic!("{name}: {e}");
+    }
+    let dir = std::env::temp_dir().join(format!("oxmpi-hdf5-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{name}: cannot make {}: {e}", dir.display()));
+    let mut failures = Vec::new();
+    let (env, want) = match s.prefix.as_ref().filter(|_| s.oxmpi) {
+        Some(prefix) => (
+            vec![("LD_LIBRARY_PATH".to_string(), prefix.join("lib").display().to_string())],
+            vec!["library: oxmpi".to_string()],
+        ),
+        None => (vec![], vec![]),
+    };
+    for np in [1u32, 2, 4] {
+        let mut ex = abi_no_errors();
+        ex.stdout = &want;
+        let argv = launch_argv(s, np, &bin, &[dir.display().to_string()]);
+        if let Some(f) = run_and_check(s, &format!("{name} np={np}"), &argv, &env, false, 60.0, &ex) {
+            failures.push(f);
+        }
+    }
+    let _ = fs::remove_dir_all(&dir);
     assert!(failures.is_empty(), "{} failing run(s):\n{}", failures.len(), failures.join("\n"));
 }
 

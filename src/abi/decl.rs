@@ -390,7 +390,7 @@ fn impl_params(list: &str) -> Vec<(String, String)> {
 // ----- families: one impl serving several C functions (see src/abi/family.rs) -----
 
 /// The parameter types by which one implementation serves a family (src/abi/family.rs).
-const FAMILY_TYPES: [&str; 4] = ["Mode", "SendMode", "CArray", "Width"];
+const FAMILY_TYPES: [&str; 6] = ["Mode", "SendMode", "CArray", "Width", "FileForm", "SplitEnd"];
 
 /// Whether `imp` is a family implementation (it takes one of the family types).
 pub fn is_family(imp: &Impl) -> bool {
@@ -415,6 +415,8 @@ pub struct Member {
     pub send_mode: &'static str,
     /// Whether the family has the three forms (its impl takes a `Mode`).
     pub has_forms: bool,
+    /// The `FileForm` or `SplitEnd` variant, or "" outside the file families.
+    pub file_form: &'static str,
 }
 
 impl Member {
@@ -430,6 +432,20 @@ impl Member {
                 }
                 .to_string(),
             );
+        }
+        let file = match self.file_form {
+            "Blocking" => "blocking",
+            "Start" => "nonblocking",
+            "Collective" => "collective",
+            "StartCollective" => "nonblocking collective",
+            "Begin" => "split collective begin",
+            "Explicit" => "end of an explicit-offset split collective",
+            "Individual" => "end of an individual-pointer split collective",
+            "Shared" => "end of an ordered split collective",
+            _ => "",
+        };
+        if !file.is_empty() {
+            parts.push(file.to_string());
         }
         parts.push(if self.large { "large counts" } else { "int counts" }.to_string());
         if !self.send_mode.is_empty() {
@@ -452,6 +468,9 @@ pub fn family_members(impl_name: &str, imp: &Impl) -> Vec<Member> {
         Some(base) => (base, vec![false, true]),
         None => (impl_name, vec![false]),
     };
+    if takes("FileForm") || takes("SplitEnd") {
+        return file_members(impl_name, base, &widths, takes("SplitEnd"));
+    }
     let bases: Vec<(&str, &'static str)> = if takes("SendMode") {
         assert_eq!(base, "MPI_Send", "src/abi/{}.rs: only MPI_Send_c may take a SendMode", imp.module);
         SEND_MODES.to_vec()
@@ -470,8 +489,49 @@ pub fn family_members(impl_name: &str, imp: &Impl) -> Vec<Member> {
                     Form::Init => format!("{base}_init"),
                 };
                 let name = if large { format!("{name}_c") } else { name };
-                members.push(Member { name, form, large, send_mode, has_forms: forms.len() > 1 });
+                members.push(Member { name, form, large, send_mode, has_forms: forms.len() > 1, file_form: "" });
             }
+        }
+    }
+    members
+}
+
+/// The members of a file data-access family (src/abi/family.rs): `base` is
+/// `MPI_File_<dir><pos>` for a `FileForm` family, `MPI_File_<dir>_all_end` for a `SplitEnd`
+/// one.
+fn file_members(impl_name: &str, base: &str, widths: &[bool], end: bool) -> Vec<Member> {
+    let bad = || {
+        panic!(
+            "{impl_name}: a file family is named MPI_File_<read|write>[_at|_shared][_c] or MPI_File_<read|write>_all_end"
+        )
+    };
+    let stem = base.strip_prefix("MPI_File_").unwrap_or_else(bad);
+    let forms: Vec<(&'static str, String)> = if end {
+        let dir = stem.strip_suffix("_all_end").filter(|d| matches!(*d, "read" | "write")).unwrap_or_else(|| bad());
+        vec![
+            ("Explicit", format!("MPI_File_{dir}_at_all_end")),
+            ("Individual", format!("MPI_File_{dir}_all_end")),
+            ("Shared", format!("MPI_File_{dir}_ordered_end")),
+        ]
+    } else {
+        let (dir, pos) = stem.split_once('_').map_or((stem, String::new()), |(d, p)| (d, format!("_{p}")));
+        if !matches!(dir, "read" | "write") || !matches!(pos.as_str(), "" | "_at" | "_shared") {
+            bad();
+        }
+        let coll = if pos == "_shared" { "_ordered".to_string() } else { format!("{pos}_all") };
+        vec![
+            ("Blocking", format!("MPI_File_{dir}{pos}")),
+            ("Start", format!("MPI_File_i{dir}{pos}")),
+            ("Collective", format!("MPI_File_{dir}{coll}")),
+            ("StartCollective", format!("MPI_File_i{dir}{coll}")),
+            ("Begin", format!("MPI_File_{dir}{coll}_begin")),
+        ]
+    };
+    let mut members = Vec::new();
+    for (file_form, name) in forms {
+        for &large in widths {
+            let name = if large { format!("{name}_c") } else { name.clone() };
+            members.push(Member { name, form: Form::Blocking, large, send_mode: "", has_forms: false, file_form });
         }
     }
     members
@@ -486,10 +546,21 @@ pub fn member_args(f: &Func, m: &Member, imp: &Impl) -> Result<(Vec<String>, BTr
         Some(p) => Ok(rust_ident(&p.name)),
         None => Err("it has no MPI_Request * argument".to_string()),
     };
+    let status = || match f.params.iter().rev().find(|p| p.ty.base == "MPI_Status" && p.ty.pointers == 1) {
+        Some(p) => Ok(rust_ident(&p.name)),
+        None => Err("it has no MPI_Status * argument".to_string()),
+    };
     let mut used: BTreeSet<String> = BTreeSet::new();
     let mut args = Vec::new();
     for (name, ty) in &imp.params {
         let arg = match ty.as_str() {
+            "FileForm" if m.file_form == "Begin" => "FileForm::Begin".to_string(),
+            "FileForm" => {
+                let out = if m.file_form.starts_with("Start") { request()? } else { status()? };
+                used.insert(out.clone());
+                format!("FileForm::{}({out})", m.file_form)
+            }
+            "SplitEnd" => format!("SplitEnd::{}", m.file_form),
             "Mode" if m.form == Form::Blocking => "Mode::Blocking".to_string(),
             "Mode" => {
                 let request = request()?;
@@ -661,6 +732,59 @@ mod tests {
         assert!(members.iter().any(|m| m.name == "MPI_Rsend_init_c"));
         // Without family types, an impl is an ordinary one.
         assert!(!is_family(&one_impl("_Wait(request: *mut MPI_Request, status: *mut MPI_Status)").1));
+    }
+
+    #[test]
+    fn a_file_family_serves_every_access_form() {
+        let d = parse_decls(include_str!("mpi.decl")).unwrap();
+        let declared = |n: &str| d.functions.iter().find(|f| f.name == n).cloned();
+        let (name, imp) = one_impl(
+            "_File_read_shared_c(fh: MPI_File, buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, \
+             form: FileForm)",
+        );
+        let members = family_members(&name, &imp);
+        let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "MPI_File_read_shared",
+                "MPI_File_read_shared_c",
+                "MPI_File_iread_shared",
+                "MPI_File_iread_shared_c",
+                "MPI_File_read_ordered",
+                "MPI_File_read_ordered_c",
+                "MPI_File_iread_ordered",
+                "MPI_File_iread_ordered_c",
+                "MPI_File_read_ordered_begin",
+                "MPI_File_read_ordered_begin_c"
+            ]
+        );
+        assert!(declared("MPI_File_iread_ordered").is_none(), "MPI has no nonblocking ordered access");
+        let args = |i: usize| member_args(&declared(names[i]).unwrap(), &members[i], &imp).unwrap().0.join(", ");
+        assert_eq!(args(0), "fh, buf, count as MPI_Count, datatype, FileForm::Blocking(status)");
+        assert_eq!(args(3), "fh, buf, count, datatype, FileForm::Start(request)");
+        assert_eq!(args(4), "fh, buf, count as MPI_Count, datatype, FileForm::Collective(status)");
+        assert_eq!(args(9), "fh, buf, count, datatype, FileForm::Begin");
+        assert_eq!(members[8].describe(), "split collective begin, int counts");
+
+        let (name, imp) = one_impl(
+            "_File_write_at_c(fh: MPI_File, offset: MPI_Offset, buf: *const c_void, \
+             count: MPI_Count, datatype: MPI_Datatype, form: FileForm)",
+        );
+        let names: Vec<String> = family_members(&name, &imp).into_iter().map(|m| m.name).collect();
+        assert_eq!(
+            names[4..8],
+            ["MPI_File_write_at_all", "MPI_File_write_at_all_c", "MPI_File_iwrite_at_all", "MPI_File_iwrite_at_all_c"]
+        );
+        assert_eq!(names[8], "MPI_File_write_at_all_begin");
+
+        let (name, imp) =
+            one_impl("_File_read_all_end(fh: MPI_File, buf: *mut c_void, status: *mut MPI_Status, end: SplitEnd)");
+        let members = family_members(&name, &imp);
+        let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["MPI_File_read_at_all_end", "MPI_File_read_all_end", "MPI_File_read_ordered_end"]);
+        let (args, _) = member_args(&declared(names[2]).unwrap(), &members[2], &imp).unwrap();
+        assert_eq!(args.join(", "), "fh, buf, status, SplitEnd::Shared");
     }
 
     #[test]

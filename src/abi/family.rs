@@ -16,6 +16,16 @@
 //! * `CArray`: `CArray::Int(p)` for a `const int *` argument, `CArray::Wide(p)` for a
 //!   `const MPI_Count *` / `const MPI_Aint *` one;
 //! * `Width`: `Width::Int` for the `int` forms, `Width::Large` for the `_c` forms;
+//! * `FileForm` (file data access, an implementation named `MPI_File_<dir><pos>_c` with `<dir>`
+//!   `read` or `write` and `<pos>` `_at`, nothing or `_shared`): `FileForm::Blocking(status)`
+//!   for `MPI_File_<dir><pos>`, `FileForm::Start(request)` for `MPI_File_i<dir><pos>`,
+//!   `FileForm::Collective(status)` for `MPI_File_<dir><pos>_all` (`MPI_File_<dir>_ordered` for
+//!   `_shared`), `FileForm::StartCollective(request)` for `MPI_File_i<dir><pos>_all`, and
+//!   `FileForm::Begin` for the `_begin` of the collective;
+//! * `SplitEnd` (an implementation named `MPI_File_<dir>_all_end`): which split collective
+//!   the member ends, `SplitEnd::Explicit` for `MPI_File_<dir>_at_all_end`,
+//!   `SplitEnd::Individual` for `MPI_File_<dir>_all_end`, `SplitEnd::Shared` for
+//!   `MPI_File_<dir>_ordered_end`;
 //!
 //! and an `int` scalar where the implementation takes `MPI_Count`/`MPI_Aint` is widened with
 //! `as`. Other arguments pass unchanged and are matched by name, so an implementation keeps the
@@ -86,4 +96,28 @@ impl Width {
     pub fn is_large(self) -> bool {
         self == Width::Large
     }
+}
+
+/// How a file data-access function of a family runs (see the module's comment), with its
+/// output argument.
+#[derive(Clone, Copy)]
+pub enum FileForm {
+    /// Independent and blocking: `MPI_File_read_at`.
+    Blocking(*mut MPI_Status),
+    /// Independent and nonblocking: `MPI_File_iread_at`.
+    Start(*mut MPI_Request),
+    /// Collective and blocking: `MPI_File_read_at_all`, `MPI_File_read_ordered`.
+    Collective(*mut MPI_Status),
+    /// Collective and nonblocking: `MPI_File_iread_at_all`.
+    StartCollective(*mut MPI_Request),
+    /// The start of a split collective: `MPI_File_read_at_all_begin`.
+    Begin,
+}
+
+/// Which split collective an `_end` function ends: the positioning of its `_begin`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum SplitEnd {
+    Explicit,
+    Individual,
+    Shared,
 }

@@ -2,24 +2,28 @@
 //! `crate::io`. Errors go to the file's error handler (the generated entries pick it), whose
 //! default is MPI_ERRORS_RETURN.
 //!
-//! The data-access functions are written once each as their large-count `_c` form (the
-//! `int`-count forms widen into it) and all go through `data_access`: a position (explicit
-//! offset, individual or shared pointer), a direction and a coordination (independent,
-//! collective, ordered). Nonblocking forms do their I/O at start and return a completed
-//! request (the nonblocking collectives as independent accesses: starting one must not wait
-//! for the other ranks, which may still be communicating before they start theirs); split
-//! collectives do it in `_begin` and report it in `_end`.
+//! The data-access functions are families (src/abi/family.rs): one implementation per file
+//! pointer and direction serves the blocking, nonblocking, collective, nonblocking
+//! collective and split-begin forms and their `_c` twins, and one per direction the split
+//! ends; all go through `data_access`: a position (explicit offset, individual or shared
+//! pointer), a direction and a coordination (independent, collective, ordered). Nonblocking
+//! forms do their I/O at start and return a completed request (the nonblocking collectives
+//! as independent accesses: starting one must not wait for the other ranks, which may still
+//! be communicating before they start theirs); split collectives do it in `_begin` and
+//! report it in `_end`.
 
 use super::consts::*;
 use super::ctypes::{
     MPI_Datarep_conversion_function, MPI_Datarep_conversion_function_c, MPI_Datarep_extent_function, MPI_File,
 };
 use super::errors::{put, write_c_string};
+use super::family::{FileForm, SplitEnd};
 use super::p2p::{request_handle, write_status};
 use super::types::*;
 use crate::errhandler;
 use crate::error::{MpiResult, err};
 use crate::io::access::{self, Direction, Memory, Position};
+use crate::io::collective;
 use crate::io::file::{self as io_file, File};
 use crate::io::view::View;
 use crate::p2p::request::{Request, Status};
@@ -290,6 +294,11 @@ pub unsafe fn MPI_File_get_byte_offset(fh: MPI_File, offset: MPI_Offset, disp: *
 }
 
 // ----- data access -----
+//
+// Six implementations serve the data-access functions, one per file pointer and direction
+// (`MPI_File_read_at_c`, ...), each taking a `FileForm` (blocking, nonblocking, collective,
+// nonblocking collective, split begin), and two the ends of split collectives, taking a
+// `SplitEnd`; build.rs generates every member's C entry (family.rs).
 
 /// How the members of the file take part in an access.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -300,21 +309,8 @@ enum Coordination {
 }
 use Coordination::*;
 
-/// Every data-access function's work: checks the arguments, moves the data and returns the
-/// status to report.
-///
-/// # Safety
-/// `buf` holds `count` elements of `datatype`, writable for reads.
-unsafe fn data_access(
-    fh: MPI_File,
-    pos: Position,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dir: Direction,
-    how: Coordination,
-) -> MpiResult<Status> {
-    let file = file_of(fh)?;
+/// The program's side of an access, its arguments checked.
+fn memory(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype) -> MpiResult<Memory> {
     if count < 0 {
         return err(MPI_ERR_COUNT, format!("invalid count argument (count={count})"));
     }
@@ -323,92 +319,109 @@ unsafe fn data_access(
     if buf.is_null() && count > 0 && layout.size > 0 && layout.lower(count) == 0 {
         return err(MPI_ERR_BUFFER, "invalid buffer pointer (NULL with a nonzero count)");
     }
-    let mem = Memory { addr: buf as usize, count, datatype, layout };
+    Ok(Memory { addr: buf as usize, count, datatype, layout })
+}
+
+/// Moves the data of an access and returns the status to report.
+///
+/// # Safety
+/// `buf` holds `count` elements of `datatype`, writable for reads.
+unsafe fn data_access(
+    file: &File,
+    pos: Position,
+    buf: *const c_void,
+    count: MPI_Count,
+    datatype: MPI_Datatype,
+    dir: Direction,
+    how: Coordination,
+) -> MpiResult<Status> {
+    let mem = memory(buf, count, datatype);
     // SAFETY: the caller's contract on `buf`.
     let bytes = unsafe {
         match how {
-            Independent => access::access(&file, pos, &mem, dir),
-            Collective => access::access_all(&file, pos, &mem, dir),
-            Ordered => access::access_ordered(&file, &mem, dir),
+            Independent => access::access(file, pos, &mem?, dir),
+            // A member with bad arguments still takes part (with no data): the others do not
+            // wait for it.
+            Collective => collective::access_all(file, pos, mem.as_ref().map_err(Clone::clone), dir),
+            Ordered => collective::access_ordered(file, mem.as_ref().map_err(Clone::clone), dir),
         }
     }?;
     Ok(Status { bytes, ..Status::empty() })
 }
 
-/// A blocking access: the status goes to `status`.
-///
-/// # Safety
-/// As for `data_access`; `status` is MPI_STATUS_IGNORE, null or writable.
-#[allow(clippy::too_many_arguments)]
-unsafe fn blocking(
-    fh: MPI_File,
-    pos: Position,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dir: Direction,
-    how: Coordination,
-    status: *mut MPI_Status,
-) -> MpiResult {
-    // SAFETY: forwarded.
-    let s = unsafe { data_access(fh, pos, buf, count, datatype, dir, how) }?;
-    // SAFETY: forwarded.
-    unsafe { write_status(status, &s, false) };
-    Ok(())
+/// The split collective begun by a `_begin` at `pos` in direction `dir` (for `_end`'s check).
+fn split_kind(pos: Position, dir: Direction) -> (SplitEnd, Direction) {
+    let end = match pos {
+        Position::Explicit(_) => SplitEnd::Explicit,
+        Position::Individual => SplitEnd::Individual,
+        Position::Shared | Position::Reserved(_) => SplitEnd::Shared,
+    };
+    (end, dir)
 }
 
-/// A nonblocking access: done now, reported by a completed request.
+/// Every data-access function: `form` says how it runs and where its status or request
+/// goes. Nonblocking forms do their I/O now and return a completed request (the nonblocking
+/// collectives as independent accesses: starting one must not wait for the other ranks);
+/// split collectives do it in `_begin` and keep the outcome for `_end`.
 ///
 /// # Safety
-/// As for `data_access`; `request` is null or writable.
-#[allow(clippy::too_many_arguments)]
-unsafe fn nonblocking(
+/// `buf` holds `count` elements of `datatype`, writable for reads; the output argument of
+/// `form` is MPI_STATUS_IGNORE, null or writable.
+unsafe fn data_access_in(
     fh: MPI_File,
     pos: Position,
     buf: *const c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
     dir: Direction,
-    how: Coordination,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    super::errors::check_out(request, "request")?;
-    // SAFETY: forwarded.
-    let s = unsafe { data_access(fh, pos, buf, count, datatype, dir, how) }?;
-    let id = runtime::with(|rt| Ok(rt.engine.reqs.insert(Request::completed(s, MPI_COMM_NULL))))?;
-    // SAFETY: checked non-null.
-    unsafe { put(request, request_handle(id), "request") }
-}
-
-/// The `_begin` of a split collective: the access is done now, its outcome kept for `_end`.
-///
-/// # Safety
-/// As for `data_access`.
-unsafe fn split_begin(
-    fh: MPI_File,
-    pos: Position,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    dir: Direction,
-    how: Coordination,
+    form: FileForm,
 ) -> MpiResult {
     let file = file_of(fh)?;
-    if file.state().split.is_some() {
-        return Err(access::split_error(true));
+    let collective = if pos == Shared { Ordered } else { Collective };
+    match form {
+        FileForm::Blocking(status) | FileForm::Collective(status) => {
+            let how = if matches!(form, FileForm::Blocking(_)) { Independent } else { collective };
+            // SAFETY: forwarded.
+            let s = unsafe { data_access(&file, pos, buf, count, datatype, dir, how) }?;
+            // SAFETY: forwarded.
+            unsafe { write_status(status, &s, false) };
+            Ok(())
+        }
+        FileForm::Start(request) | FileForm::StartCollective(request) => {
+            super::errors::check_out(request, "request")?;
+            // SAFETY: forwarded.
+            let s = unsafe { data_access(&file, pos, buf, count, datatype, dir, Independent) }?;
+            let id = runtime::with(|rt| Ok(rt.engine.reqs.insert(Request::completed(s, MPI_COMM_NULL))))?;
+            // SAFETY: checked non-null.
+            unsafe { put(request, request_handle(id), "request") }
+        }
+        FileForm::Begin => {
+            if file.state().split.is_some() {
+                return Err(access::split_error(true));
+            }
+            // SAFETY: forwarded.
+            let outcome = unsafe { data_access(&file, pos, buf, count, datatype, dir, collective) }.map(|s| s.bytes);
+            let (end, dir) = split_kind(pos, dir);
+            file.state().split = Some(io_file::Split { end: end as u8, write: dir == Write, outcome });
+            Ok(())
+        }
     }
-    // SAFETY: forwarded.
-    let outcome = unsafe { data_access(fh, pos, buf, count, datatype, dir, how) }.map(|s| s.bytes);
-    file.state().split = Some(outcome);
-    Ok(())
 }
 
-/// The `_end` of a split collective: the outcome of its `_begin`.
+/// The `_end` of a split collective: the outcome of its `_begin`, which must be of the same
+/// kind (`end`, `dir`).
 ///
 /// # Safety
 /// `status` is MPI_STATUS_IGNORE, null or writable.
-unsafe fn split_end(fh: MPI_File, status: *mut MPI_Status) -> MpiResult {
-    let outcome = file_of(fh)?.state().split.take().ok_or_else(|| access::split_error(false))?;
+unsafe fn split_end(fh: MPI_File, status: *mut MPI_Status, end: SplitEnd, dir: Direction) -> MpiResult {
+    let file = file_of(fh)?;
+    let mut st = file.state();
+    let split = st.split.as_ref().ok_or_else(|| access::split_error(false))?;
+    if (split.end, split.write) != (end as u8, dir == Write) {
+        return err(MPI_ERR_IO, "this _end does not match the split collective begun on this file (another _begin)");
+    }
+    let outcome = st.split.take().expect("just checked").outcome;
+    drop(st);
     let s = Status { bytes: outcome?, ..Status::empty() };
     // SAFETY: the caller's contract.
     unsafe { write_status(status, &s, false) };
@@ -418,319 +431,129 @@ unsafe fn split_end(fh: MPI_File, status: *mut MPI_Status) -> MpiResult {
 use Direction::{Read, Write};
 use Position::{Explicit, Individual, Shared};
 
-// Explicit offsets.
-
+/// MPI_File_read_at and its family (`iread_at`, `read_at_all`, `iread_at_all`,
+/// `read_at_all_begin`, and their `_c` forms).
+///
+/// # Safety
+/// As for `data_access_in`.
 pub unsafe fn MPI_File_read_at_c(
     fh: MPI_File,
     offset: MPI_Offset,
     buf: *mut c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
-    status: *mut MPI_Status,
+    form: FileForm,
 ) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { blocking(fh, Explicit(offset), buf, count, datatype, Read, Independent, status) }
+    // SAFETY: C passed what the function's prototype promises.
+    unsafe { data_access_in(fh, Explicit(offset), buf, count, datatype, Read, form) }
 }
+
+/// MPI_File_write_at and its family.
+///
+/// # Safety
+/// As for `data_access_in`.
 pub unsafe fn MPI_File_write_at_c(
     fh: MPI_File,
     offset: MPI_Offset,
     buf: *const c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
-    status: *mut MPI_Status,
+    form: FileForm,
 ) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { blocking(fh, Explicit(offset), buf, count, datatype, Write, Independent, status) }
-}
-pub unsafe fn MPI_File_read_at_all_c(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { blocking(fh, Explicit(offset), buf, count, datatype, Read, Collective, status) }
-}
-pub unsafe fn MPI_File_write_at_all_c(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { blocking(fh, Explicit(offset), buf, count, datatype, Write, Collective, status) }
-}
-pub unsafe fn MPI_File_iread_at_c(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { nonblocking(fh, Explicit(offset), buf, count, datatype, Read, Independent, request) }
-}
-pub unsafe fn MPI_File_iwrite_at_c(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { nonblocking(fh, Explicit(offset), buf, count, datatype, Write, Independent, request) }
-}
-pub unsafe fn MPI_File_iread_at_all_c(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { nonblocking(fh, Explicit(offset), buf, count, datatype, Read, Independent, request) }
-}
-pub unsafe fn MPI_File_iwrite_at_all_c(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { nonblocking(fh, Explicit(offset), buf, count, datatype, Write, Independent, request) }
-}
-pub unsafe fn MPI_File_read_at_all_begin_c(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { split_begin(fh, Explicit(offset), buf, count, datatype, Read, Collective) }
-}
-pub unsafe fn MPI_File_write_at_all_begin_c(
-    fh: MPI_File,
-    offset: MPI_Offset,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { split_begin(fh, Explicit(offset), buf, count, datatype, Write, Collective) }
-}
-pub unsafe fn MPI_File_read_at_all_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { split_end(fh, status) }
-}
-pub unsafe fn MPI_File_write_at_all_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { split_end(fh, status) }
+    // SAFETY: C passed what the function's prototype promises.
+    unsafe { data_access_in(fh, Explicit(offset), buf, count, datatype, Write, form) }
 }
 
-// The individual file pointer.
-
+/// MPI_File_read and its family (the individual file pointer: `iread`, `read_all`,
+/// `iread_all`, `read_all_begin`).
+///
+/// # Safety
+/// As for `data_access_in`.
 pub unsafe fn MPI_File_read_c(
     fh: MPI_File,
     buf: *mut c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
-    status: *mut MPI_Status,
+    form: FileForm,
 ) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { blocking(fh, Individual, buf, count, datatype, Read, Independent, status) }
+    // SAFETY: C passed what the function's prototype promises.
+    unsafe { data_access_in(fh, Individual, buf, count, datatype, Read, form) }
 }
+
+/// MPI_File_write and its family.
+///
+/// # Safety
+/// As for `data_access_in`.
 pub unsafe fn MPI_File_write_c(
     fh: MPI_File,
     buf: *const c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
-    status: *mut MPI_Status,
+    form: FileForm,
 ) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { blocking(fh, Individual, buf, count, datatype, Write, Independent, status) }
-}
-pub unsafe fn MPI_File_read_all_c(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { blocking(fh, Individual, buf, count, datatype, Read, Collective, status) }
-}
-pub unsafe fn MPI_File_write_all_c(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    status: *mut MPI_Status,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { blocking(fh, Individual, buf, count, datatype, Write, Collective, status) }
-}
-pub unsafe fn MPI_File_iread_c(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { nonblocking(fh, Individual, buf, count, datatype, Read, Independent, request) }
-}
-pub unsafe fn MPI_File_iwrite_c(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { nonblocking(fh, Individual, buf, count, datatype, Write, Independent, request) }
-}
-pub unsafe fn MPI_File_iread_all_c(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { nonblocking(fh, Individual, buf, count, datatype, Read, Independent, request) }
-}
-pub unsafe fn MPI_File_iwrite_all_c(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { nonblocking(fh, Individual, buf, count, datatype, Write, Independent, request) }
-}
-pub unsafe fn MPI_File_read_all_begin_c(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { split_begin(fh, Individual, buf, count, datatype, Read, Collective) }
-}
-pub unsafe fn MPI_File_write_all_begin_c(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { split_begin(fh, Individual, buf, count, datatype, Write, Collective) }
-}
-pub unsafe fn MPI_File_read_all_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { split_end(fh, status) }
-}
-pub unsafe fn MPI_File_write_all_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { split_end(fh, status) }
+    // SAFETY: C passed what the function's prototype promises.
+    unsafe { data_access_in(fh, Individual, buf, count, datatype, Write, form) }
 }
 
-// The shared file pointer.
-
+/// MPI_File_read_shared and its family (the shared file pointer: `iread_shared`,
+/// `read_ordered`, `read_ordered_begin`).
+///
+/// # Safety
+/// As for `data_access_in`.
 pub unsafe fn MPI_File_read_shared_c(
     fh: MPI_File,
     buf: *mut c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
-    status: *mut MPI_Status,
+    form: FileForm,
 ) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { blocking(fh, Shared, buf, count, datatype, Read, Independent, status) }
+    // SAFETY: C passed what the function's prototype promises.
+    unsafe { data_access_in(fh, Shared, buf, count, datatype, Read, form) }
 }
+
+/// MPI_File_write_shared and its family.
+///
+/// # Safety
+/// As for `data_access_in`.
 pub unsafe fn MPI_File_write_shared_c(
     fh: MPI_File,
     buf: *const c_void,
     count: MPI_Count,
     datatype: MPI_Datatype,
-    status: *mut MPI_Status,
+    form: FileForm,
 ) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { blocking(fh, Shared, buf, count, datatype, Write, Independent, status) }
+    // SAFETY: C passed what the function's prototype promises.
+    unsafe { data_access_in(fh, Shared, buf, count, datatype, Write, form) }
 }
-pub unsafe fn MPI_File_iread_shared_c(
+
+/// MPI_File_read_at_all_end, MPI_File_read_all_end, MPI_File_read_ordered_end.
+///
+/// # Safety
+/// `status` is MPI_STATUS_IGNORE, null or writable.
+pub unsafe fn MPI_File_read_all_end(
     fh: MPI_File,
     buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { nonblocking(fh, Shared, buf, count, datatype, Read, Independent, request) }
-}
-pub unsafe fn MPI_File_iwrite_shared_c(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-    request: *mut MPI_Request,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { nonblocking(fh, Shared, buf, count, datatype, Write, Independent, request) }
-}
-pub unsafe fn MPI_File_read_ordered_c(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
     status: *mut MPI_Status,
+    end: SplitEnd,
 ) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { blocking(fh, Shared, buf, count, datatype, Read, Ordered, status) }
+    // The buffer is the `_begin`'s, whose data moved then.
+    let _ = buf;
+    // SAFETY: the caller's contract.
+    unsafe { split_end(fh, status, end, Read) }
 }
-pub unsafe fn MPI_File_write_ordered_c(
+
+/// MPI_File_write_at_all_end, MPI_File_write_all_end, MPI_File_write_ordered_end.
+///
+/// # Safety
+/// `status` is MPI_STATUS_IGNORE, null or writable.
+pub unsafe fn MPI_File_write_all_end(
     fh: MPI_File,
     buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
     status: *mut MPI_Status,
+    end: SplitEnd,
 ) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { blocking(fh, Shared, buf, count, datatype, Write, Ordered, status) }
-}
-pub unsafe fn MPI_File_read_ordered_begin_c(
-    fh: MPI_File,
-    buf: *mut c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { split_begin(fh, Shared, buf, count, datatype, Read, Ordered) }
-}
-pub unsafe fn MPI_File_write_ordered_begin_c(
-    fh: MPI_File,
-    buf: *const c_void,
-    count: MPI_Count,
-    datatype: MPI_Datatype,
-) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { split_begin(fh, Shared, buf, count, datatype, Write, Ordered) }
-}
-pub unsafe fn MPI_File_read_ordered_end(fh: MPI_File, _buf: *mut c_void, status: *mut MPI_Status) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { split_end(fh, status) }
-}
-pub unsafe fn MPI_File_write_ordered_end(fh: MPI_File, _buf: *const c_void, status: *mut MPI_Status) -> MpiResult {
-    // SAFETY: C passed what the function's prototype promises (see data_access).
-    unsafe { split_end(fh, status) }
+    // The buffer is the `_begin`'s, whose data moved then.
+    let _ = buf;
+    // SAFETY: the caller's contract.
+    unsafe { split_end(fh, status, end, Write) }
 }

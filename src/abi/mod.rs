@@ -61,7 +61,7 @@ pub mod entries {
     //! Generated: every exported `PMPI_X` and its weak alias `MPI_X`.
     #![allow(unused_imports, clippy::too_many_arguments, clippy::missing_safety_doc)]
     use super::ctypes::*;
-    use super::family::{CArray, Mode, SendMode, Width};
+    use super::family::{CArray, FileForm, Mode, SendMode, SplitEnd, Width};
     use std::ffi::{c_char, c_int, c_void};
     include!(concat!(env!("OUT_DIR"), "/entries.rs"));
 }

@@ -9,16 +9,13 @@
 //! file (more only past IOV_MAX blocks or after a partial transfer), never one per element.
 //! Reads of runs that fill most of their span read the span at once instead (data sieving).
 //!
-//! The collective forms (`_all`, split collectives) do each rank's own vectored I/O and then
-//! synchronise the members, so data written by one collective call is in the file for every
-//! member when it returns; two-phase aggregation comes later. The nonblocking forms do
-//! their I/O when they start (the ABI layer hands back a completed request).
+//! The collective forms are in `collective`. The nonblocking forms do their I/O when they
+//! start (the ABI layer hands back a completed request).
 
 use super::file::{File, check_not_sequential, check_writable};
 use super::hints;
 use crate::abi::consts::*;
 use crate::abi::types::MPI_Datatype;
-use crate::coll;
 use crate::datatype::Layout;
 use crate::datatype::sig::convert;
 use crate::error::{MpiError, MpiResult, err};
@@ -51,14 +48,14 @@ pub struct Memory {
 }
 
 impl Memory {
-    fn bytes(&self) -> usize {
+    pub fn bytes(&self) -> usize {
         self.count * self.layout.size
     }
 }
 
 /// The checks every access makes before touching the file: the access mode, the
 /// positioning the file's mode allows, and whole etypes. Returns the length in etypes.
-fn check(file: &File, pos: Position, mem: &Memory, dir: Direction, etype_size: usize) -> MpiResult<u64> {
+pub(super) fn check(file: &File, pos: Position, mem: &Memory, dir: Direction, etype_size: usize) -> MpiResult<u64> {
     match dir {
         Direction::Read if file.is(MPI_MODE_WRONLY) => {
             return err(MPI_ERR_ACCESS, format!("cannot read {}: opened write-only (MPI_MODE_WRONLY)", file.name));
@@ -107,68 +104,42 @@ pub unsafe fn access(file: &File, pos: Position, mem: &Memory, dir: Direction) -
         return Ok(0);
     }
     let runs = view.runs(start * etype, len);
-    let lock = if atomic { Some(RangeLock::take(file, &runs, dir)?) } else { None };
     // SAFETY: the caller's contract on `mem`.
-    let moved = unsafe {
-        if view.external32 {
-            transfer_external32(file, &runs, mem, dir)
-        } else {
-            transfer_native(file, &runs, mem, dir, sieve)
-        }
-    };
-    drop(lock);
+    let moved = unsafe { perform(file, &runs, mem, dir, &view, atomic, sieve) };
     if let (Some(st), Ok(n)) = (state.as_mut(), &moved) {
         st.pointer = start + (*n as u64).div_ceil(etype);
     }
     moved
 }
 
-/// A collective access (`_all`, split collectives): each member's own access, then a
-/// barrier, so that the data is in the file for every member when the call returns. The
-/// barrier runs even when the access failed, so no member is left waiting.
+/// Moves the data of one rank's access, the (file offset, length) `runs` of `view`, with
+/// the system calls (under a byte-range lock in atomic mode).
 ///
 /// # Safety
 /// As for `access`.
-pub unsafe fn access_all(file: &File, pos: Position, mem: &Memory, dir: Direction) -> MpiResult<usize> {
-    // SAFETY: forwarded.
-    let mine = unsafe { access(file, pos, mem, dir) };
-    file.barrier()?;
-    mine
-}
-
-/// MPI_File_read_ordered / MPI_File_write_ordered: the members' accesses one after the other
-/// in rank order through the shared file pointer, which ends past all of them.
-///
-/// # Safety
-/// As for `access`.
-pub unsafe fn access_ordered(file: &File, mem: &Memory, dir: Direction) -> MpiResult<usize> {
-    let etype_size = file.state().view.etype_size;
-    let mine = check(file, Position::Shared, mem, dir, etype_size).and_then(|etypes| {
-        file.shared_pointer("ordered access")?;
-        Ok(etypes)
-    });
-    // Every member takes part in the exchanges, a failing one with no data.
-    let n = file.members.len();
-    let mut all = vec![0u8; 8 * n];
-    let own = *mine.as_ref().unwrap_or(&0);
-    file.collective(|g| coll::allgather_bytes(g, Some(&own.to_ne_bytes()), &mut all, 8))?;
-    let sizes: Vec<u64> = all.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap())).collect();
-    let before: u64 = sizes[..file.rank].iter().sum();
-    let total: u64 = sizes.iter().sum();
-    let mut base = [0u8; 8];
-    if file.rank == 0
-        && let Some(s) = &file.shared
-    {
-        base = s.fetch_add(total).to_ne_bytes();
+pub(super) unsafe fn perform(
+    file: &File,
+    runs: &[(u64, usize)],
+    mem: &Memory,
+    dir: Direction,
+    view: &super::view::View,
+    atomic: bool,
+    sieve: Option<usize>,
+) -> MpiResult<usize> {
+    if runs.is_empty() {
+        return Ok(0);
     }
-    file.collective(|g| coll::bcast_bytes(g, &mut base, 0))?;
-    let done = match mine {
-        // SAFETY: forwarded.
-        Ok(_) => unsafe { access(file, Position::Reserved(u64::from_ne_bytes(base) + before), mem, dir) },
-        Err(e) => Err(e),
+    let lock = if atomic { Some(RangeLock::take(file, runs, dir)?) } else { None };
+    // SAFETY: the caller's contract on `mem`.
+    let moved = unsafe {
+        if view.external32 {
+            transfer_external32(file, runs, mem, dir)
+        } else {
+            transfer_native(file, runs, mem, dir, sieve)
+        }
     };
-    file.barrier()?;
-    done
+    drop(lock);
+    moved
 }
 
 // ----- the system calls -----
@@ -278,9 +249,18 @@ fn sieve_span(runs: &[(u64, usize)], limit: usize) -> Option<(u64, usize)> {
 /// # Safety
 /// As for `transfer_with`, for reads.
 unsafe fn read_sieved(file: &File, runs: &[(u64, usize)], span: (u64, usize), cursor: &mut Cursor) -> MpiResult<usize> {
-    let mut buf = vec![0u8; span.1];
+    // Only the bytes read are copied out: the buffer's old contents are never used.
+    let mut buf = super::scratch::take();
+    buf.resize(span.1, 0);
     // SAFETY: `buf` is a live buffer of `span.1` bytes.
-    let got = unsafe { transfer(file, &[span], &[(buf.as_mut_ptr() as usize, span.1)], Direction::Read) }?;
+    let got = unsafe { transfer(file, &[span], &[(buf.as_mut_ptr() as usize, span.1)], Direction::Read) };
+    let got = match got {
+        Ok(n) => n,
+        Err(e) => {
+            super::scratch::give(buf);
+            return Err(e);
+        }
+    };
     let mut iov = Vec::new();
     let mut done = 0;
     for &(offset, len) in runs {
@@ -300,6 +280,7 @@ unsafe fn read_sieved(file: &File, runs: &[(u64, usize)], span: (u64, usize), cu
             break; // the end of the file
         }
     }
+    super::scratch::give(buf);
     Ok(done)
 }
 
@@ -345,7 +326,12 @@ unsafe fn transfer_external32(file: &File, runs: &[(u64, usize)], mem: &Memory, 
 ///
 /// # Safety
 /// `blocks` are (address, length) pairs of memory valid for the direction's access.
-unsafe fn transfer(file: &File, runs: &[(u64, usize)], blocks: &[(usize, usize)], dir: Direction) -> MpiResult<usize> {
+pub(super) unsafe fn transfer(
+    file: &File,
+    runs: &[(u64, usize)],
+    blocks: &[(usize, usize)],
+    dir: Direction,
+) -> MpiResult<usize> {
     // SAFETY: forwarded.
     unsafe { transfer_with(file, runs, &mut Cursor { blocks, index: 0, used: 0 }, dir) }
 }
@@ -398,14 +384,14 @@ unsafe fn transfer_with(file: &File, runs: &[(u64, usize)], cursor: &mut Cursor,
 /// A POSIX byte-range lock over the span of an access (atomic mode): shared for reads,
 /// exclusive for writes, released when dropped. Locks belong to processes, so they order
 /// the accesses of different ranks.
-struct RangeLock<'a> {
+pub(super) struct RangeLock<'a> {
     file: &'a File,
     start: u64,
     len: u64,
 }
 
 impl<'a> RangeLock<'a> {
-    fn take(file: &'a File, runs: &[(u64, usize)], dir: Direction) -> MpiResult<RangeLock<'a>> {
+    pub(super) fn take(file: &'a File, runs: &[(u64, usize)], dir: Direction) -> MpiResult<RangeLock<'a>> {
         let start = runs.first().map_or(0, |r| r.0);
         let end = runs.last().map_or(0, |r| r.0 + r.1 as u64);
         let kind = if dir == Direction::Read { libc::F_RDLCK } else { libc::F_WRLCK };

@@ -33,8 +33,18 @@ pub struct State {
     pub atomic: bool,
     /// The hints in use (MPI_File_get_info).
     pub hints: Info,
-    /// The result of the split collective begun and not yet ended: (bytes, error).
-    pub split: Option<MpiResult<usize>>,
+    /// The split collective begun and not yet ended.
+    pub split: Option<Split>,
+}
+
+/// A split collective between its `_begin` and its `_end`.
+pub struct Split {
+    /// Which `_end` may end it: the positioning of its `_begin` (the ABI layer's numbering)
+    /// and whether it writes.
+    pub end: u8,
+    pub write: bool,
+    /// Its outcome: the bytes moved, or the error.
+    pub outcome: MpiResult<usize>,
 }
 
 pub struct File {
@@ -42,6 +52,8 @@ pub struct File {
     pub comm: MPI_Comm,
     /// World rank of each member, by rank in the file's group.
     pub members: Vec<usize>,
+    /// The node of each member (an index, equal for members on the same node).
+    pub node_of: Vec<usize>,
     pub rank: usize,
     /// The path as the program gave it (for messages), and as opened.
     pub name: String,
@@ -253,9 +265,18 @@ fn open_on(own: MPI_Comm, name: &str, amode: c_int, info: &Info, members: Vec<us
     let status = fd.as_ref().map(|_| ()).map_err(Clone::clone);
     agree(own, n, &status, &format!("opening {name}"))?;
     let fd = fd.expect("agreed: opened on every rank");
+    let world_nodes = crate::runtime::with(|rt| Ok(rt.comms.node_ids(&mut rt.pmi)?.to_vec()))?;
+    let node_of: Vec<usize> = members.iter().map(|&w| world_nodes[w]).collect();
+    let nodes = {
+        let mut distinct = node_of.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        distinct.len()
+    };
     let file = File {
         comm: own,
         members,
+        node_of,
         rank,
         name: name.to_string(),
         path,
@@ -266,7 +287,7 @@ fn open_on(own: MPI_Comm, name: &str, amode: c_int, info: &Info, members: Vec<us
             view: View::bytes(),
             pointer: 0,
             atomic: false,
-            hints: hints::initial(info),
+            hints: hints::initial(info, nodes, n),
             split: None,
         }),
     };
@@ -370,7 +391,7 @@ pub fn sync(file: &File) -> MpiResult<()> {
 
 /// MPI_File_set_info.
 pub fn set_info(file: &File, info: &Info) {
-    hints::apply(&mut file.state().hints, info);
+    hints::apply(&mut file.state().hints, info, file.members.len());
 }
 
 /// MPI_File_set_atomicity (collective).
@@ -402,7 +423,7 @@ pub fn set_view(file: &File, disp: i64, etype: c_int, filetype: c_int, datarep: 
         let mut st = file.state();
         st.view = view;
         st.pointer = 0;
-        hints::apply(&mut st.hints, info);
+        hints::apply(&mut st.hints, info, file.members.len());
     }
     if file.rank == 0
         && let Some(s) = &file.shared

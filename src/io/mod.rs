@@ -4,20 +4,23 @@
 //!   atomicity, views and file pointers.
 //! - `view`: a view as the filetype's flattened layout; an access's byte range of the view
 //!   becomes (file offset, length) runs.
-//! - `access`: positioning and the vectored system calls (`preadv`/`pwritev`), independent,
-//!   collective and ordered.
+//! - `access`: positioning and the vectored system calls (`preadv`/`pwritev`) of one rank.
+//! - `collective`: the collective and ordered accesses, independent or two-phase (the
+//!   members' data gathered at aggregators, which do large reads and writes).
 //! - `shared`: the shared file pointer in a page of shared memory.
 //! - `hints`: ROMIO's hint names, accepted and reported.
 //! - `errors`: `errno` to MPI-IO error classes, in one place.
+//! - `scratch`: byte buffers reused between accesses.
 //!
-//! Not yet: two-phase collective buffering and data sieving of writes (every rank does its
-//! own vectored calls; reads of dense runs are sieved), external32 of types whose size
+//! Not yet: data sieving of independent writes (reads of dense runs are sieved), external32 of types whose size
 //! differs there and user data representations, shared file pointers across nodes,
 //! nonblocking I/O that overlaps computation (it is done when started).
 
 pub mod access;
+pub mod collective;
 pub mod errors;
 pub mod file;
 pub mod hints;
+mod scratch;
 pub mod shared;
 pub mod view;
