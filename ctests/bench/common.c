@@ -379,3 +379,14 @@ int bench_split_list(const char *list, char items[][32], int max_items)
     }
     return n;
 }
+
+void bench_check_rc(int rc, const char *what, size_t size)
+{
+    if (rc != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        msg[0] = '\0';
+        MPI_Error_string(rc, msg, &len);
+        bench_fail("%s failed at size %zu: %s", what, size, msg);
+    }
+}

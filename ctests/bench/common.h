@@ -93,6 +93,8 @@ uint64_t bench_hash(uint64_t a, uint64_t b);
 
 /* Aborts the job after printing "CHECK FAILED" with the message. */
 void bench_fail(const char *fmt, ...);
+/* bench_fail with the error string of `rc` unless it is MPI_SUCCESS. */
+void bench_check_rc(int rc, const char *what, size_t size);
 
 /* Splits o->list on commas: returns the number of items copied to items (each at most 31
  * characters). */

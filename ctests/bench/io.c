@@ -29,17 +29,6 @@ static bench_opts o;
 static char path[512];
 static const char *record_prefix = "io";
 
-static void check_rc(int rc, const char *what, size_t size)
-{
-    if (rc != MPI_SUCCESS) {
-        char msg[MPI_MAX_ERROR_STRING];
-        int len = 0;
-        msg[0] = '\0';
-        MPI_Error_string(rc, msg, &len);
-        bench_fail("%s failed at size %zu: %s", what, size, msg);
-    }
-}
-
 typedef struct {
     const char *name;   /* record prefix */
     int collective;     /* _all calls */
@@ -136,17 +125,17 @@ static void run_pattern(const char *which, size_t size, double *t)
     rbuf = bench_alloc(p.bytes ? p.bytes : 1);
     bench_fill(wbuf, p.bytes, 1000 + (uint64_t)bench_rank);
     rc = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR | MPI_MODE_CREATE, MPI_INFO_NULL, &fh);
-    check_rc(rc, "MPI_File_open", size);
+    bench_check_rc(rc, "MPI_File_open", size);
     MPI_File_set_errhandler(fh, MPI_ERRORS_RETURN);
     if (p.ftype != MPI_BYTE)
-        check_rc(MPI_File_set_view(fh, p.disp, MPI_BYTE, p.ftype, "native", MPI_INFO_NULL), "set_view", size);
+        bench_check_rc(MPI_File_set_view(fh, p.disp, MPI_BYTE, p.ftype, "native", MPI_INFO_NULL), "set_view", size);
     for (op = 0; op < 2; op++) {
         int write = op == 0, n = 0;
         for (i = 0; i < warm + iters; i++) {
             double t0;
             MPI_Barrier(MPI_COMM_WORLD);
             t0 = MPI_Wtime();
-            check_rc(access_once(fh, &p, write ? wbuf : rbuf, write), write ? "write" : "read", size);
+            bench_check_rc(access_once(fh, &p, write ? wbuf : rbuf, write), write ? "write" : "read", size);
             MPI_Barrier(MPI_COMM_WORLD);
             if (i >= warm)
                 t[n++] = (MPI_Wtime() - t0) * 1e6;

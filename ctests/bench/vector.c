@@ -20,17 +20,6 @@ static MPI_Request *req;
 static MPI_Status *sts;
 static double *t;
 
-static void check_rc(int rc, const char *what, size_t size)
-{
-    if (rc != MPI_SUCCESS) {
-        char msg[MPI_MAX_ERROR_STRING];
-        int len = 0;
-        msg[0] = '\0';
-        MPI_Error_string(rc, msg, &len);
-        bench_fail("%s failed at size %zu: %s", what, size, msg);
-    }
-}
-
 /* The blocks of the vector hold the stream `seed` at their own offsets; the gaps the poison. */
 static void verify_vector(const char *buf, size_t count, size_t bl, size_t stride, uint64_t seed,
                           const char *what, size_t size)
@@ -104,11 +93,11 @@ static int run_config(size_t bl, size_t stride)
                     if (timed && (k - warm) % batch == 0)
                         t0 = MPI_Wtime();
                     if (bench_rank == 0) {
-                        check_rc(MPI_Send(sbuf, 1, vt, 1, 7, MPI_COMM_WORLD), "MPI_Send(vector)", size);
-                        check_rc(MPI_Recv(rbuf, 1, vt, 1, 7, MPI_COMM_WORLD, &sts[0]), "MPI_Recv(vector)", size);
+                        bench_check_rc(MPI_Send(sbuf, 1, vt, 1, 7, MPI_COMM_WORLD), "MPI_Send(vector)", size);
+                        bench_check_rc(MPI_Recv(rbuf, 1, vt, 1, 7, MPI_COMM_WORLD, &sts[0]), "MPI_Recv(vector)", size);
                     } else {
-                        check_rc(MPI_Recv(rbuf, 1, vt, 0, 7, MPI_COMM_WORLD, &sts[0]), "MPI_Recv(vector)", size);
-                        check_rc(MPI_Send(sbuf, 1, vt, 0, 7, MPI_COMM_WORLD), "MPI_Send(vector)", size);
+                        bench_check_rc(MPI_Recv(rbuf, 1, vt, 0, 7, MPI_COMM_WORLD, &sts[0]), "MPI_Recv(vector)", size);
+                        bench_check_rc(MPI_Send(sbuf, 1, vt, 0, 7, MPI_COMM_WORLD), "MPI_Send(vector)", size);
                     }
                     if (bench_rank == 0 && timed && (k - warm) % batch == batch - 1)
                         t[s++] = (MPI_Wtime() - t0) * 1e6 / (2.0 * batch);
@@ -126,17 +115,17 @@ static int run_config(size_t bl, size_t stride)
                     t0 = MPI_Wtime();
                     if (bench_rank == 0) {
                         for (j = 0; j < o.window; j++)
-                            check_rc(MPI_Isend(sbuf + (j % slots) * extent, 1, vt, 1, 8, MPI_COMM_WORLD, &req[j]),
+                            bench_check_rc(MPI_Isend(sbuf + (j % slots) * extent, 1, vt, 1, 8, MPI_COMM_WORLD, &req[j]),
                                      "MPI_Isend(vector)", size);
-                        check_rc(MPI_Waitall(o.window, req, sts), "MPI_Waitall", size);
+                        bench_check_rc(MPI_Waitall(o.window, req, sts), "MPI_Waitall", size);
                         MPI_Recv(&ack, 1, MPI_INT, 1, 9, MPI_COMM_WORLD, &sts[0]);
                         if (timed)
                             t[s++] = (MPI_Wtime() - t0) * 1e6;
                     } else {
                         for (j = 0; j < o.window; j++)
-                            check_rc(MPI_Irecv(rbuf + (j % slots) * extent, 1, vt, 0, 8, MPI_COMM_WORLD, &req[j]),
+                            bench_check_rc(MPI_Irecv(rbuf + (j % slots) * extent, 1, vt, 0, 8, MPI_COMM_WORLD, &req[j]),
                                      "MPI_Irecv(vector)", size);
-                        check_rc(MPI_Waitall(o.window, req, sts), "MPI_Waitall", size);
+                        bench_check_rc(MPI_Waitall(o.window, req, sts), "MPI_Waitall", size);
                         MPI_Send(&ack, 1, MPI_INT, 0, 9, MPI_COMM_WORLD);
                         if (o.check)
                             for (j = 0; j < (int)slots; j++)

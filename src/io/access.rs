@@ -17,9 +17,10 @@ use super::hints;
 use crate::abi::consts::*;
 use crate::abi::types::MPI_Datatype;
 use crate::datatype::Layout;
-use crate::datatype::sig::convert;
+use crate::datatype::sig::{Sig, convert};
 use crate::error::{MpiError, MpiResult, err};
 use std::ffi::c_int;
+use std::sync::Arc;
 
 /// Where an access starts.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -291,14 +292,7 @@ unsafe fn read_sieved(file: &File, runs: &[(u64, usize)], span: (u64, usize), cu
 /// # Safety
 /// As for `access`.
 unsafe fn transfer_external32(file: &File, runs: &[(u64, usize)], mem: &Memory, dir: Direction) -> MpiResult<usize> {
-    let sig = crate::datatype::lookup(mem.datatype)?.data().sig.clone();
-    if sig.ext_size != sig.size {
-        return err(
-            MPI_ERR_UNSUPPORTED_DATAREP,
-            "external32 access with a memory type whose external32 size differs from its native size (such as \
-             MPI_LONG) is not implemented yet in oxmpi",
-        );
-    }
+    let sig = external32_sig(mem)?;
     let len = mem.bytes();
     let mut ext = vec![0u8; len];
     match dir {
@@ -463,4 +457,18 @@ mod tests {
         assert_eq!(iov.iter().map(|v| (v.iov_base as usize, v.iov_len)).collect::<Vec<_>>(), [(1004, 2), (2000, 3)]);
         assert_eq!(c.peek(5, 1, &mut iov), 2, "at most `max` iovecs");
     }
+}
+
+/// The type signature of a memory type for external32 conversion (only types whose
+/// external32 size is their native size).
+pub(super) fn external32_sig(mem: &Memory) -> MpiResult<Arc<Sig>> {
+    let sig = crate::datatype::lookup(mem.datatype)?.data().sig.clone();
+    if sig.ext_size != sig.size {
+        return err(
+            MPI_ERR_UNSUPPORTED_DATAREP,
+            "external32 access with a memory type whose external32 size differs from its native size (such as \
+             MPI_LONG) is not implemented yet in oxmpi",
+        );
+    }
+    Ok(sig)
 }

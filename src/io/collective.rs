@@ -71,7 +71,7 @@ fn prepare<'m>(file: &File, pos: Position, mem: MpiResult<&'m Memory>, dir: Dire
         Position::Shared => file.shared_pointer("shared file pointer access")?.fetch_add(etypes),
         Position::Reserved(o) => o,
     };
-    let ext_sig = if view.external32 { Some(external32_sig(mem)?) } else { None };
+    let ext_sig = if view.external32 { Some(super::access::external32_sig(mem)?) } else { None };
     let runs = view.runs(start * view.etype_size as u64, mem.bytes());
     Ok(Mine { mem, start, runs, view, atomic, sieve, ext_sig })
 }
@@ -384,19 +384,6 @@ impl Stream {
     }
 }
 
-/// The type signature of a memory type for external32 conversion (only types whose
-/// external32 size is their native size, as the independent path).
-fn external32_sig(mem: &Memory) -> MpiResult<Arc<Sig>> {
-    let sig = crate::datatype::lookup(mem.datatype)?.data().sig.clone();
-    if sig.ext_size != sig.size {
-        return err(
-            MPI_ERR_UNSUPPORTED_DATAREP,
-            "external32 access with a memory type whose external32 size differs from its native size (such as \
-             MPI_LONG) is not implemented yet in oxmpi",
-        );
-    }
-    Ok(sig)
-}
 
 /// Two-phase I/O (see the module's comment). Returns Err for a failure that ends the
 /// collective at once (communication), else Ok of this member's own outcome: its bytes
