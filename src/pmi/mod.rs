@@ -341,7 +341,12 @@ impl Pmi {
             Channel::Wire { .. } => self.server_reports_abort,
         };
         if !reported_by_server && !msg.is_empty() {
-            eprintln!("oxmpi: rank {} aborting job (code {code}): {msg}", self.rank);
+            // One write, and read by the launcher before it hears of the abort: a launcher
+            // that forwards output (Hydra's proxies) kills the job on the abort and may exit
+            // with part of the line, or none of it, still in the pipe.
+            let line = format!("oxmpi: rank {} aborting job (code {code}): {msg}\n", self.rank);
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+            wait_drained(libc::STDERR_FILENO, 1000);
         }
         if let Channel::Wire { socket, .. } = &mut self.channel {
             let request = Line::cmd("abort").with("exitcode", code).with("error_msg", wire::escape_text(msg));
@@ -433,6 +438,28 @@ fn wait_readable(fd: i32, timeout_ms: i32) {
     let mut poll_fd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
     // SAFETY: one valid pollfd, count 1.
     unsafe { libc::poll(&mut poll_fd, 1, timeout_ms) };
+}
+
+/// Waits up to `timeout_ms` until a pipe at `fd` has been read empty (at once when `fd` is not
+/// a pipe: a file or terminal has nobody to wait for).
+fn wait_drained(fd: i32, timeout_ms: u64) {
+    // SAFETY: fstat writes one stat struct.
+    let is_pipe = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(timeout_ms);
+    while is_pipe {
+        let mut pending: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int; on a pipe it counts the unread bytes, from either end.
+        if unsafe { libc::ioctl(fd, libc::FIONREAD, &mut pending) } != 0 || pending == 0 {
+            return;
+        }
+        if std::time::Instant::now() >= deadline {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 /// The exit status of a job aborted with `code` (MPI_Abort's errorcode, a fatal error's
