@@ -384,7 +384,6 @@ impl Stream {
     }
 }
 
-
 /// Two-phase I/O (see the module's comment). Returns Err for a failure that ends the
 /// collective at once (communication), else Ok of this member's own outcome: its bytes
 /// moved, or the I/O error of its aggregation.

@@ -286,9 +286,8 @@ pub const MAX_RAILS: usize = 4;
 fn rails(entries: &[(*mut sys::fi_info, Choice)], first: usize) -> Vec<usize> {
     let provider = &entries[first].1.provider;
     let over_sockets = ["tcp", "net", "udp", "sockets"].iter().any(|p| provider.split(';').next() == Some(p));
-    let wanted = config::usize_var(config::NET_RAILS)
-        .unwrap_or(if over_sockets { 1 } else { MAX_RAILS })
-        .clamp(1, MAX_RAILS);
+    let wanted =
+        config::usize_var(config::NET_RAILS).unwrap_or(if over_sockets { 1 } else { MAX_RAILS }).clamp(1, MAX_RAILS);
     let mut out = vec![first];
     for (i, (_, c)) in entries.iter().enumerate() {
         if out.len() == wanted {
@@ -368,7 +367,8 @@ impl Net {
                 return Err(net_error("fi_dupinfo: out of memory"));
             }
             // SAFETY: `info` is a valid fi_info with its endpoint and transmit attributes.
-            let (max_message, inject_size) = unsafe { ((*(*info).ep_attr).max_msg_size, (*(*info).tx_attr).inject_size) };
+            let (max_message, inject_size) =
+                unsafe { ((*(*info).ep_attr).max_msg_size, (*(*info).tx_attr).inject_size) };
             net.max_message = net.max_message.min(max_message);
             net.inject_size = net.inject_size.min(inject_size);
             net.rails.push(Rail {
@@ -436,7 +436,11 @@ impl Net {
             let mr_mode = rail.mr_mode();
             if r == 0 && mr_mode & sys::FI_MR_LOCAL != 0 {
                 let access = sys::FI_SEND | sys::FI_RECV;
-                check(f, "fi_mr_reg", fabric::fi_mr_reg(rail.domain, base, bytes, access, 0, 0, 0, &mut rail.mr, null))?;
+                check(
+                    f,
+                    "fi_mr_reg",
+                    fabric::fi_mr_reg(rail.domain, base, bytes, access, 0, 0, 0, &mut rail.mr, null),
+                )?;
                 if mr_mode & sys::FI_MR_ENDPOINT != 0 {
                     check(f, "fi_mr_bind", fabric::fi_mr_bind(rail.mr, &raw mut (*rail.ep).fid, 0))?;
                     check(f, "fi_mr_enable", fabric::fi_mr_enable(rail.mr))?;
@@ -478,7 +482,8 @@ impl Net {
                 let rail = &mut self.rails[r];
                 let mut fi_addr = FI_ADDR_UNSPEC;
                 // SAFETY: the AV is open; `name` is an address of this provider's format.
-                let ret = unsafe { fabric::fi_av_insert(rail.av, name.as_ptr().cast(), 1, &mut fi_addr, 0, null_mut()) };
+                let ret =
+                    unsafe { fabric::fi_av_insert(rail.av, name.as_ptr().cast(), 1, &mut fi_addr, 0, null_mut()) };
                 if ret != 1 {
                     return Err(net_error(format!(
                         "cannot add the address of rank {rank} on {} (fi_av_insert: {ret})",
@@ -677,9 +682,12 @@ impl Net {
         if !self.ready_to_sleep() {
             return;
         }
-        let mut pfds: Vec<libc::pollfd> = fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
-        let ts =
-            libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
+        let mut pfds: Vec<libc::pollfd> =
+            fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
         // SAFETY: `pfds` holds valid pollfds; no signal mask is changed.
         unsafe { libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, &ts, std::ptr::null()) };
     }
