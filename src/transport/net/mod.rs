@@ -497,11 +497,6 @@ impl Net {
         Ok(())
     }
 
-    /// The rails this rank uses (its NICs), for the log and tests.
-    pub fn rail_count(&self) -> usize {
-        self.rails.len()
-    }
-
     fn buffer(&mut self, i: usize) -> &mut [u8] {
         let bytes: &mut [u8] = words_as_bytes_mut(&mut self.buffers);
         &mut bytes[i * BUFFER_BYTES..(i + 1) * BUFFER_BYTES]
@@ -657,13 +652,13 @@ impl Net {
 
     /// The descriptors that become readable when the network has something for this rank,
     /// one per rail; None when a provider has none.
-    pub fn wait_fds(&self) -> Option<Vec<i32>> {
+    fn wait_fds(&self) -> Option<Vec<i32>> {
         self.rails.iter().map(|r| (r.wait_fd >= 0).then_some(r.wait_fd)).collect()
     }
 
     /// Whether this rank may sleep on `wait_fds` now (libfabric's `fi_trywait` on every
     /// rail): false when something is pending, to be read first.
-    pub fn ready_to_sleep(&mut self) -> bool {
+    fn ready_to_sleep(&mut self) -> bool {
         self.rails.iter_mut().all(|rail| {
             let cq = (&raw mut rail.cq).cast::<*mut sys::fid>();
             // SAFETY: the fabric and the CQ are open; `cq` points at one live fid pointer
