@@ -1,4 +1,4 @@
-/* oxmpi-test: np=1,2,8 expect-exit=nonzero oxmpi-strict=exit,output expect-stderr="MPI_Put" max-wall=20 one-node="windows whose members span nodes are not implemented yet" */
+/* oxmpi-test: np=1,2,8 expect-exit=nonzero oxmpi-strict=exit,output expect-stderr="MPI_Put" max-wall=20 */
 /*
  * The handler an object reports is the handler its errors go to. With
  * MPI_COMM_WORLD returning errors: a communicator made from it reports

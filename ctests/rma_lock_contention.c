@@ -1,4 +1,4 @@
-/* oxmpi-test: np=2,3,4,8 timeout=120 one-node="windows whose members span nodes are not implemented yet" */
+/* oxmpi-test: np=2,3,4,8 timeout=120 */
 /* Exclusive locks under contention, on a window over malloc'ed memory (single copy): every
  * rank increments a counter in rank 0's window, then one in each rank's (itself included),
  * many times with Get, flush, Put inside MPI_Win_lock(MPI_LOCK_EXCLUSIVE), so only mutual

@@ -1,4 +1,4 @@
-/* oxmpi-test: np=2,3,4,8 timeout=180 one-node="windows whose members span nodes are not implemented yet" */
+/* oxmpi-test: np=2,3,4,8 timeout=180 */
 /* Every rank issues a fixed number of random Accumulate, Fetch_and_op and Compare_and_swap
  * increments on counters spread over all ranks' windows, under lock_all, on a window of
  * MPI_Win_allocate and one over malloc'ed memory. Accumulates are atomic per element, so

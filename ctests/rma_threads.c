@@ -1,4 +1,4 @@
-/* oxmpi-test: np=1,2,4 timeout=180 one-node="windows whose members span nodes are not implemented yet" */
+/* oxmpi-test: np=1,2,4 timeout=180 */
 /* MPI_THREAD_MULTIPLE one-sided communication: 4 threads per rank share one window inside
  * one MPI_Win_lock_all epoch; each takes tickets from a counter on rank 0 with
  * Fetch_and_op, adds into every rank's counter with Accumulate, puts into its own slots of

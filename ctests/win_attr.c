@@ -1,4 +1,4 @@
-/* oxmpi-test: np=1,2,4 one-node="windows whose members span nodes are not implemented yet" */
+/* oxmpi-test: np=1,2,4 */
 /*
  * Window attributes: user keyvals with delete callbacks (run on replacement, on
  * MPI_Win_delete_attr and at MPI_Win_free, in the order of MPICH), a delete callback that
@@ -87,9 +87,12 @@ int main(int argc, char **argv)
     MPI_CHECK(MPI_Win_allocate(24, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &w2));
     check_predefined(w2, base, 24, 8, MPI_WIN_FLAVOR_ALLOCATE);
     MPI_CHECK(MPI_Win_free(&w2));
-    MPI_CHECK(MPI_Win_allocate_shared(16 + rank, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &w2));
+    MPI_Comm node; /* the whole world on one node */
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_CHECK(MPI_Win_allocate_shared(16 + rank, 1, MPI_INFO_NULL, node, &base, &w2));
     check_predefined(w2, base, 16 + rank, 1, MPI_WIN_FLAVOR_SHARED);
     MPI_CHECK(MPI_Win_free(&w2));
+    MPI_Comm_free(&node);
     MPI_CHECK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &w2));
     check_predefined(w2, MPI_BOTTOM, 0, 1, MPI_WIN_FLAVOR_DYNAMIC);
     MPI_CHECK(MPI_Win_free(&w2));

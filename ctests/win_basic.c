@@ -1,4 +1,4 @@
-/* oxmpi-test: np=1,2,4,8 one-node="windows whose members span nodes are not implemented yet" */
+/* oxmpi-test: np=1,2,4,8 */
 /*
  * Windows as objects: MPI_Win_create, MPI_Win_allocate, MPI_Win_allocate_shared (with
  * MPI_Win_shared_query: what one rank stores through the shared memory the others read),
@@ -137,15 +137,21 @@ int main(int argc, char **argv)
     check_group(win, MPI_COMM_WORLD);
     MPI_CHECK(MPI_Win_free(&win));
 
-    /* MPI_Win_allocate_shared: rank r owns r + 1 ints; each rank writes its part, then
-     * reads every other rank's part through the shared memory. */
-    MPI_CHECK(MPI_Win_allocate_shared((rank + 1) * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base,
+    /* MPI_Win_allocate_shared over the ranks of this node (the whole world on one node):
+     * node rank r owns r + 1 ints; each writes its part, then reads every other's part
+     * through the shared memory. */
+    MPI_Comm node;
+    int nrank, nsize;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &nrank);
+    MPI_Comm_size(node, &nsize);
+    MPI_CHECK(MPI_Win_allocate_shared((nrank + 1) * sizeof(int), sizeof(int), MPI_INFO_NULL, node, &base,
                                       &win));
     mine = base;
-    for (i = 0; i <= rank; i++)
-        mine[i] = 1000 * rank + i;
-    MPI_Barrier(MPI_COMM_WORLD);
-    for (int r = 0; r < size; r++) {
+    for (i = 0; i <= nrank; i++)
+        mine[i] = 1000 * nrank + i;
+    MPI_Barrier(node);
+    for (int r = 0; r < nsize; r++) {
         MPI_CHECK(MPI_Win_shared_query(win, r, &qsize, &unit, &qbase));
         CHECK(qsize == (MPI_Aint)((r + 1) * sizeof(int)) && unit == (int)sizeof(int),
               "rank %d: size %ld unit %d", r, (long)qsize, unit);
@@ -155,19 +161,20 @@ int main(int argc, char **argv)
     }
     /* The layout is contiguous (alloc_shared_noncontig is false by default). */
     MPI_CHECK(MPI_Win_shared_query(win, 0, &qsize, &unit, &qbase));
-    CHECK((char *)base == (char *)qbase + (size_t)rank * (rank + 1) / 2 * sizeof(int), "layout is not contiguous");
+    CHECK((char *)base == (char *)qbase + (size_t)nrank * (nrank + 1) / 2 * sizeof(int), "layout is not contiguous");
     MPI_CHECK(MPI_Win_shared_query(win, MPI_PROC_NULL, &qsize, &unit, &qbase));
     CHECK(qsize == sizeof(int), "MPI_PROC_NULL: size %ld", (long)qsize);
     MPI_CHECK(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
-    rc = MPI_Win_shared_query(win, size, &qsize, &unit, &qbase);
-    CHECK(error_class(rc) == MPI_ERR_RANK, "shared query of rank %d: class %d", size, error_class(rc));
-    MPI_Barrier(MPI_COMM_WORLD);
+    rc = MPI_Win_shared_query(win, nsize, &qsize, &unit, &qbase);
+    CHECK(error_class(rc) == MPI_ERR_RANK, "shared query of rank %d: class %d", nsize, error_class(rc));
+    MPI_Barrier(node);
     /* Writes through another rank's address are seen by the owner. */
-    MPI_CHECK(MPI_Win_shared_query(win, (rank + 1) % size, &qsize, &unit, &qbase));
-    ((int *)qbase)[0] = -rank - 1;
-    MPI_Barrier(MPI_COMM_WORLD);
-    CHECK(mine[0] == -((rank + size - 1) % size) - 1, "rank %d's element 0 holds %d", rank, mine[0]);
+    MPI_CHECK(MPI_Win_shared_query(win, (nrank + 1) % nsize, &qsize, &unit, &qbase));
+    ((int *)qbase)[0] = -nrank - 1;
+    MPI_Barrier(node);
+    CHECK(mine[0] == -((nrank + nsize - 1) % nsize) - 1, "rank %d's element 0 holds %d", nrank, mine[0]);
     MPI_CHECK(MPI_Win_free(&win));
+    MPI_Comm_free(&node);
 
     /* MPI_Win_create_dynamic, attach and detach. */
     MPI_CHECK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));

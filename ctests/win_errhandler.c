@@ -1,4 +1,4 @@
-/* oxmpi-test: np=1,2,4,8 one-node="windows whose members span nodes are not implemented yet" */
+/* oxmpi-test: np=1,2,4,8 */
 /*
  * Window error handlers: the default (MPI_ERRORS_ARE_FATAL), MPI_Win_set_errhandler /
  * MPI_Win_get_errhandler / MPI_Win_call_errhandler with MPI_ERRORS_RETURN and with a user

@@ -1,4 +1,4 @@
-! oxmpi-test: np=1,2,3,4 one-node="windows whose members span nodes are not implemented yet"
+! oxmpi-test: np=1,2,3,4
 ! One-sided communication from Fortran (`use mpi`): MPI_Win_create with fence, Put, Get and
 ! Accumulate; a dynamic window reached at an address built with MPI_Aint_add and
 ! MPI_Aint_diff. Those two return INTEGER(KIND=MPI_ADDRESS_KIND): the module once left them

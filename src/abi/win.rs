@@ -427,9 +427,10 @@ fn local_arg<'a>(addr: *const c_void, count: usize, layout: &'a crate::datatype:
     Ok(rma::Local { addr: addr as usize, count, layout })
 }
 
-/// A request-based operation (MPI_Rput, ...): checks the passive-target epoch, runs `op`
-/// (operations finish as they are issued, `crate::rma`), and hands back a request already
-/// complete.
+/// A request-based operation (MPI_Rput, ...): checks the passive-target epoch, runs `op`,
+/// waits until it completed locally (operations on memory reached here finish as they are
+/// issued; those by message when their reply arrived, `crate::rma`), and hands back a
+/// request already complete.
 fn request_based(
     win: MPI_Win,
     target_rank: c_int,
@@ -438,8 +439,10 @@ fn request_based(
     op: impl FnOnce() -> MpiResult,
 ) -> MpiResult {
     non_null(request, "request")?;
-    win::rma(win)?.check_request_based(target_rank, what)?;
+    let rma = win::rma(win)?;
+    rma.check_request_based(target_rank, what)?;
     op()?;
+    rma.complete_locally(target_rank)?;
     let comm = win::with(win, |w| Ok(w.comm))?;
     let id = runtime::with(|rt| {
         Ok(rt.engine.reqs.insert(crate::p2p::request::Request::completed(crate::p2p::request::Status::default(), comm)))
@@ -587,11 +590,9 @@ pub unsafe fn MPI_Compare_and_swap(
             std::slice::from_raw_parts(compare_addr.cast::<u8>(), b.size),
         )
     };
-    let mut old = vec![0u8; b.size];
-    r.compare_and_swap(origin, compare, &mut old, &layout, target_rank, target_disp)?;
-    // SAFETY: as above; `result_addr` is writable and may alias the other two (read already).
-    unsafe { std::ptr::copy_nonoverlapping(old.as_ptr(), result_addr.cast::<u8>(), b.size) };
-    Ok(())
+    // SAFETY: as above; `result_addr` is writable (it may alias the other two, which are
+    // read before it is written).
+    unsafe { r.compare_and_swap(origin, compare, result_addr.cast::<u8>(), &layout, target_rank, target_disp) }
 }
 
 pub unsafe fn MPI_Rput_c(
@@ -736,19 +737,19 @@ pub fn MPI_Win_unlock_all(win: MPI_Win) -> MpiResult {
 }
 
 pub fn MPI_Win_flush(rank: c_int, win: MPI_Win) -> MpiResult {
-    win::rma(win)?.flush(Some(rank), "MPI_Win_flush")
+    win::rma(win)?.flush(Some(rank), false, "MPI_Win_flush")
 }
 
 pub fn MPI_Win_flush_local(rank: c_int, win: MPI_Win) -> MpiResult {
-    win::rma(win)?.flush(Some(rank), "MPI_Win_flush_local")
+    win::rma(win)?.flush(Some(rank), true, "MPI_Win_flush_local")
 }
 
 pub fn MPI_Win_flush_all(win: MPI_Win) -> MpiResult {
-    win::rma(win)?.flush(None, "MPI_Win_flush_all")
+    win::rma(win)?.flush(None, false, "MPI_Win_flush_all")
 }
 
 pub fn MPI_Win_flush_local_all(win: MPI_Win) -> MpiResult {
-    win::rma(win)?.flush(None, "MPI_Win_flush_local_all")
+    win::rma(win)?.flush(None, true, "MPI_Win_flush_local_all")
 }
 
 /// MPI_Win_sync: the unified model needs a memory barrier only.

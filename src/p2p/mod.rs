@@ -1666,6 +1666,24 @@ impl Engine {
         req
     }
 
+    /// Ends task request `req` (a long-lived library agent) whether or not it finished, and
+    /// frees the request. Not for use from inside a task's own advance.
+    pub fn end_task(&mut self, req: u32) {
+        self.tasks.retain(|&id| id != req);
+        if let Some(Request { op: Op::Task(mut task), .. }) = self.reqs.remove(req) {
+            task.end(self);
+        }
+    }
+
+    /// The status and bytes of the completed receive `req` into engine-owned memory
+    /// (`RecvBuf::owned`), freeing the request.
+    pub fn take_owned_recv(&mut self, req: u32) -> (Status, Vec<u8>) {
+        match self.reqs.remove(req) {
+            Some(Request { op: Op::Recv { buf, .. }, status, complete: true, .. }) => (status, buf.into_owned()),
+            _ => unreachable!("take_owned_recv of a request that is not a completed receive"),
+        }
+    }
+
     /// Advances every active task once; returns whether any finished.
     fn advance_tasks(&mut self) -> bool {
         // Taking the list keeps nested progress calls (from a task's own receives) out.

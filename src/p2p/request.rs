@@ -75,6 +75,10 @@ pub struct Generalized {
 pub trait Task {
     /// Runs what can run now; true once finished (an error also finishes it).
     fn advance(&mut self, e: &mut super::Engine) -> Result<bool, crate::error::MpiError>;
+
+    /// Called when the task is ended before it finished (`Engine::end_task`): undoes what it
+    /// left in the engine (posted receives).
+    fn end(&mut self, _e: &mut super::Engine) {}
 }
 
 /// Arguments kept by a persistent request to start it again.

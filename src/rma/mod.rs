@@ -23,6 +23,9 @@
 //! with MPI_ERR_UNSUPPORTED_OPERATION), and members on several nodes.
 
 pub mod alloc_mem;
+mod remote;
+
+pub use remote::{Agent, Channel};
 
 use crate::abi::consts::*;
 use crate::datatype::Layout;
@@ -40,14 +43,16 @@ pub enum Access {
     Direct,
     /// Single copy into and out of process `pid`.
     SingleCopy { pid: u32 },
-    /// Not reachable yet (the reason is `Rma::unreachable_why`).
-    Unsupported,
+    /// By messages the member's agent applies (`remote`): members on other nodes, and those
+    /// of this node when single copy is not permitted.
+    Message,
 }
 
 /// A member's memory as the origin reaches it.
 #[derive(Debug, Clone, Copy)]
 pub struct Target {
-    /// Its address here (Direct) or in its own process (SingleCopy).
+    /// Its address here (Direct) or in its own process (SingleCopy); 0 for Message (requests
+    /// carry offsets from the member's base, or addresses for dynamic windows).
     pub base: usize,
     pub size: usize,
     pub disp_unit: usize,
@@ -181,10 +186,14 @@ pub struct Rma {
     /// This member's rank in the window and the world ranks of all members.
     pub rank: usize,
     worlds: Vec<usize>,
+    /// World ranks of the members on this node (whose doorbells wake waiters of the control
+    /// area).
+    node_worlds: Vec<usize>,
     targets: Vec<Target>,
-    /// Why `Access::Unsupported` targets are unreachable.
-    unreachable_why: &'static str,
     control: Control,
+    /// How requests reach the members' agents, and this origin's requests awaiting replies.
+    channel: remote::Channel,
+    origin: Mutex<remote::OriginState>,
     epochs: Mutex<Epochs>,
     /// This member's attached regions as published (`RegionsRef` points at them), and the
     /// other members' as last read, with the sequence number they were read at (dynamic
@@ -340,7 +349,7 @@ impl Place<'_> {
                     .map_err(|e| single_copy_failed("read", e))?;
                 Ok(out)
             }
-            Access::Unsupported => unreachable!("resolve refuses unreachable targets"),
+            Access::Message => unreachable!("targets reached by messages are read by their agent"),
         }
     }
 
@@ -355,7 +364,7 @@ impl Place<'_> {
                 crate::transport::shm::cma_writev_range(pid, &local, &self.remote_blocks(), 0..packed.len())
                     .map_err(|e| single_copy_failed("write", e))?;
             }
-            Access::Unsupported => unreachable!("resolve refuses unreachable targets"),
+            Access::Message => unreachable!("targets reached by messages are written by their agent"),
         }
         Ok(())
     }
@@ -386,13 +395,16 @@ use crate::abi::types::MPI_Datatype;
 impl Rma {
     /// `control` is the address of this window's control area (`control_bytes(n)` bytes,
     /// zeroed, mapped by every member), valid until the window is freed.
+    /// `node_worlds` are the members of this node (world ranks), `channel` the window's own
+    /// communicator's.
     pub fn new(
         rank: usize,
         worlds: Vec<usize>,
+        node_worlds: Vec<usize>,
         targets: Vec<Target>,
         control: usize,
         dynamic: bool,
-        unreachable_why: &'static str,
+        channel: remote::Channel,
     ) -> Rma {
         let n = worlds.len();
         let epochs =
@@ -400,9 +412,11 @@ impl Rma {
         Rma {
             rank,
             worlds,
+            node_worlds,
             targets,
-            unreachable_why,
             control: Control { addr: control, n, dynamic },
+            channel,
+            origin: Mutex::new(remote::OriginState::new(n)),
             epochs: Mutex::new(epochs),
             own_regions: Mutex::new(Box::new([])),
             // Sequence numbers are even once published: 1 means never read.
@@ -434,9 +448,6 @@ impl Rma {
         let Some(r) = self.target_rank(t.rank)? else { return Ok(None) };
         self.epochs().check_access(r)?;
         let target = self.targets[r];
-        if target.access == Access::Unsupported {
-            return err(MPI_ERR_UNSUPPORTED_OPERATION, self.unreachable_why);
-        }
         if self.control.dynamic {
             return self.resolve_dynamic(r, t, target.access);
         }
@@ -467,7 +478,9 @@ impl Rma {
     /// data must lie within memory it has attached.
     fn resolve_dynamic<'a>(&self, r: usize, t: &TargetSpec<'a>, access: Access) -> MpiResult<Option<Place<'a>>> {
         let place = Place { addr: t.disp as usize, count: t.count, layout: t.layout, access };
-        if place.bytes() == 0 {
+        // Messages: the target checks against its regions (an error comes back at the next
+        // synchronisation).
+        if place.bytes() == 0 || access == Access::Message {
             return Ok(Some(place));
         }
         let (lo, hi) = data_span(t.disp as usize, t.count, t.layout);
@@ -559,6 +572,8 @@ impl Rma {
         let len = origin.bytes();
         same_bytes(len, place.bytes())?;
         match place.access {
+            // SAFETY: the caller's contract.
+            Access::Message => unsafe { self.put_by_message(target.rank as usize, &place, origin) },
             // One copy when either side is contiguous, unless the two overlap (a Put to
             // itself).
             Access::Direct if !place.overlaps(origin) && place.copy_from(origin) => Ok(()),
@@ -583,6 +598,8 @@ impl Rma {
         let len = origin.bytes();
         same_bytes(len, place.bytes())?;
         match place.access {
+            // SAFETY: the caller's contract.
+            Access::Message => unsafe { self.get_by_message(target.rank as usize, &place, origin) },
             Access::Direct if !place.overlaps(origin) && place.copy_to(origin) => Ok(()),
             Access::SingleCopy { pid } => {
                 // SAFETY: the origin blocks are this process's, writable, and MPI forbids
@@ -614,6 +631,7 @@ impl Rma {
         target_type: MPI_Datatype,
         op: MPI_Op,
     ) -> MpiResult<()> {
+        let op_handle = op;
         let op = Op::from_handle(op)?;
         let Op::Builtin(builtin) = op else {
             return err(MPI_ERR_OP, "accumulate operations take predefined operations only");
@@ -654,6 +672,10 @@ impl Rma {
             }
         };
         let t = self.target_rank(target.rank)?.expect("resolved above");
+        if place.access == Access::Message {
+            // SAFETY: the caller's contract for `result`.
+            return unsafe { self.accumulate_by_message(t, &place, input, result.map(|(r, _)| r), op_handle, basic) };
+        }
         let _held = self.acc_lock(t);
         if result.is_none() && builtin == crate::op::Builtin::Replace {
             return place.write(input);
@@ -688,12 +710,17 @@ impl Rma {
         Ok(())
     }
 
-    /// MPI_Compare_and_swap: one element of predefined type `dt`.
-    pub fn compare_and_swap(
+    /// MPI_Compare_and_swap: one element of a predefined type (`layout`); the target's value
+    /// before goes to `result` (`origin.len()` writable bytes, which may alias `origin` and
+    /// `compare`: those are read first).
+    ///
+    /// # Safety
+    /// `result` is writable for `origin.len()` bytes until the operation completes.
+    pub unsafe fn compare_and_swap(
         &self,
         origin: &[u8],
         compare: &[u8],
-        result: &mut [u8],
+        result: *mut u8,
         layout: &Layout,
         target: c_int,
         disp: i64,
@@ -701,12 +728,20 @@ impl Rma {
         let spec = TargetSpec { rank: target, disp, count: 1, layout };
         let Some(place) = self.resolve(&spec)? else { return Ok(()) };
         let t = self.target_rank(target)?.expect("resolved above");
-        let _held = self.acc_lock(t);
-        let old = place.read()?;
-        result.copy_from_slice(&old);
-        if old == compare {
-            place.write(origin)?;
+        if place.access == Access::Message {
+            // SAFETY: the caller's contract.
+            return unsafe { self.compare_and_swap_by_message(t, &place, origin, compare, result) };
         }
+        let old = {
+            let _held = self.acc_lock(t);
+            let old = place.read()?;
+            if old == compare {
+                place.write(origin)?;
+            }
+            old
+        };
+        // SAFETY: the caller's contract; `old` is ours.
+        unsafe { std::ptr::copy_nonoverlapping(old.as_ptr(), result, old.len()) };
         Ok(())
     }
 
@@ -743,6 +778,8 @@ impl Rma {
                 );
             }
         }
+        // Operations by message are complete once their targets answered.
+        self.settle(&self.message_targets(), false)?;
         fence(Ordering::SeqCst);
         barrier()?;
         self.epochs().fence = assert & MPI_MODE_NOSUCCEED == 0;
@@ -770,7 +807,14 @@ impl Rma {
             ep.locks[t] = Some((kind, assert & MPI_MODE_NOCHECK == 0));
         }
         if assert & MPI_MODE_NOCHECK == 0 {
-            self.acquire(t, kind);
+            if self.targets[t].access == Access::Message {
+                if let Err(e) = self.lock_by_message(&[t], kind) {
+                    self.epochs().locks[t] = None;
+                    return Err(e);
+                }
+            } else {
+                self.acquire(t, kind);
+            }
         }
         Ok(())
     }
@@ -785,6 +829,9 @@ impl Rma {
                 None => return err(MPI_ERR_RMA_SYNC, format!("target rank {t} is not locked by this process")),
             }
         };
+        if self.targets[t].access == Access::Message {
+            return self.unlock_by_message(&[t], taken.then_some(kind));
+        }
         if taken {
             self.release(t, kind);
             self.wake_all();
@@ -808,8 +855,12 @@ impl Rma {
             ep.lock_all_taken = assert & MPI_MODE_NOCHECK == 0;
         }
         if assert & MPI_MODE_NOCHECK == 0 {
-            for t in 0..self.n() {
+            for t in (0..self.n()).filter(|&t| self.targets[t].access != Access::Message) {
                 self.acquire(t, LockKind::Shared);
+            }
+            if let Err(e) = self.lock_by_message(&self.message_targets(), LockKind::Shared) {
+                // The shared locks taken stay (MPI_Win_unlock_all releases them all).
+                return Err(e);
             }
         }
         Ok(())
@@ -826,22 +877,28 @@ impl Rma {
             ep.lock_all_taken
         };
         if taken {
-            for t in 0..self.n() {
+            for t in (0..self.n()).filter(|&t| self.targets[t].access != Access::Message) {
                 self.release(t, LockKind::Shared);
             }
             self.wake_all();
         }
-        Ok(())
+        self.unlock_by_message(&self.message_targets(), taken.then_some(LockKind::Shared))
     }
 
-    /// MPI_Win_flush, MPI_Win_flush_local (`rank` Some) and their `_all` forms: operations
-    /// complete as they are issued, so this orders memory only.
-    pub fn flush(&self, rank: Option<c_int>, what: &str) -> MpiResult<()> {
+    /// MPI_Win_flush, MPI_Win_flush_local (`local`; `rank` Some) and their `_all` forms:
+    /// operations on memory reached here complete as they are issued, so for them this orders
+    /// memory only; those by message complete when their targets answered (`local`: when
+    /// their data arrived or left).
+    pub fn flush(&self, rank: Option<c_int>, local: bool, what: &str) -> MpiResult<()> {
         let ep = self.epochs();
+        let mut by_message = Vec::new();
         match rank {
             Some(r) => {
                 if let Some(t) = self.target_rank(r)? {
                     ep.check_passive(t, what)?;
+                    if self.targets[t].access == Access::Message {
+                        by_message.push(t);
+                    }
                 }
             }
             None if !ep.passive() => {
@@ -850,10 +907,21 @@ impl Rma {
                     format!("{what} needs a passive-target epoch (MPI_Win_lock or MPI_Win_lock_all)"),
                 );
             }
-            None => {}
+            None => by_message = self.message_targets(),
         }
+        drop(ep);
+        self.settle(&by_message, local)?;
         fence(Ordering::SeqCst);
         Ok(())
+    }
+
+    /// Waits until the operations of this process toward `rank` have completed locally
+    /// (request-based operations return completed requests).
+    pub fn complete_locally(&self, rank: c_int) -> MpiResult<()> {
+        match self.target_rank(rank)? {
+            Some(t) if self.targets[t].access == Access::Message => self.settle(&[t], true),
+            _ => Ok(()),
+        }
     }
 
     /// Whether request-based operations may target `rank` now (they need a passive epoch).
@@ -867,14 +935,7 @@ impl Rma {
     /// Takes target `t`'s passive lock, progressing (and sleeping when ranks outnumber cores)
     /// while another process holds it.
     fn acquire(&self, t: usize, kind: LockKind) {
-        let word = &self.control.lock_line(t).rw;
-        let try_take = || match kind {
-            LockKind::Exclusive => word.compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed).is_ok(),
-            LockKind::Shared => {
-                let v = word.load(Ordering::Relaxed);
-                v & WRITER == 0 && word.compare_exchange(v, v + 1, Ordering::Acquire, Ordering::Relaxed).is_ok()
-            }
-        };
+        let try_take = || self.try_lock(t, kind);
         if try_take() {
             return;
         }
@@ -889,6 +950,18 @@ impl Rma {
         });
     }
 
+    /// Takes target `t`'s lock word if it is free for `kind`.
+    fn try_lock(&self, t: usize, kind: LockKind) -> bool {
+        let word = &self.control.lock_line(t).rw;
+        match kind {
+            LockKind::Exclusive => word.compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed).is_ok(),
+            LockKind::Shared => {
+                let v = word.load(Ordering::Relaxed);
+                v & WRITER == 0 && word.compare_exchange(v, v + 1, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            }
+        }
+    }
+
     /// Releases target `t`'s lock word; the caller then rings the doorbells (once for all).
     fn release(&self, t: usize, kind: LockKind) {
         let word = &self.control.lock_line(t).rw;
@@ -900,14 +973,19 @@ impl Rma {
         }
     }
 
-    /// Rings every member's doorbell (a waiter for a lock or a counter may sleep).
+    /// Rings the doorbells of the members on this node (a waiter for a lock or a counter may
+    /// sleep; members elsewhere wait for messages).
     fn wake_all(&self) {
         let _ = runtime::with(|rt| {
-            if let Some(seg) = rt.engine.segment() {
-                seg.notify_many(self.worlds.iter().copied());
-            }
+            self.ring_node(&rt.engine);
             Ok(())
         });
+    }
+
+    fn ring_node(&self, e: &crate::p2p::Engine) {
+        if let Some(seg) = e.segment() {
+            seg.notify_many(self.node_worlds.iter().copied());
+        }
     }
 
     /// MPI_Win_post: exposes this member's memory to the origins `group` (window ranks).
@@ -922,11 +1000,13 @@ impl Rma {
             ep.posted = Some(group.clone());
         }
         fence(Ordering::SeqCst);
-        for &o in &group {
+        let by_message: Vec<usize> =
+            group.iter().copied().filter(|&o| self.targets[o].access == Access::Message).collect();
+        for &o in group.iter().filter(|o| !by_message.contains(o)) {
             self.control.counter(0, self.rank, o).fetch_add(1, Ordering::Release);
         }
         self.wake_all();
-        Ok(())
+        self.notify_by_message(&by_message, remote::Kind::Post)
     }
 
     /// MPI_Win_start: waits until every target of `group` has posted to this member.
@@ -959,11 +1039,15 @@ impl Rma {
             None => return err(MPI_ERR_RMA_SYNC, "MPI_Win_complete without MPI_Win_start"),
         };
         fence(Ordering::SeqCst);
-        for &t in &group {
+        let by_message: Vec<usize> =
+            group.iter().copied().filter(|&t| self.targets[t].access == Access::Message).collect();
+        for &t in group.iter().filter(|t| !by_message.contains(t)) {
             self.control.counter(1, t, self.rank).fetch_add(1, Ordering::Release);
         }
         self.wake_all();
-        Ok(())
+        // Each target's agent applies the operations before it reads the completion.
+        self.settle(&by_message, true)?;
+        self.notify_by_message(&by_message, remote::Kind::Complete)
     }
 
     /// MPI_Win_wait (`block`) and MPI_Win_test: whether every origin of the exposure epoch

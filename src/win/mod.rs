@@ -85,6 +85,9 @@ pub struct Win {
     segment: Segment,
     /// Mappings of other members' MPI_Alloc_mem files (MPI_Win_create over such memory).
     peer_maps: Vec<Segment>,
+    /// The task request of this member's agent (`rma::Agent`), when some member reaches
+    /// others by messages.
+    agent: Option<u32>,
 }
 
 /// How the memory of a new window comes about.
@@ -224,16 +227,6 @@ pub fn create(
         c.check_intra("window creation")?;
         Ok((c.members.clone(), c.rank))
     })?;
-    // Decided alike on every member (the node map is the same everywhere), before any step
-    // of the collective creation.
-    let real_nodes = runtime::with(|rt| Ok(rt.engine.node_of().to_vec()))?;
-    if members.iter().any(|&w| real_nodes[w] != real_nodes[members[0]]) {
-        return err(
-            MPI_ERR_UNSUPPORTED_OPERATION,
-            "windows whose members span several nodes are not implemented yet in oxmpi \
-             (one-sided communication works among the ranks of one node)",
-        );
-    }
     if flavor == Flavor::Shared {
         let nodes = runtime::with(|rt| Ok(rt.comms.node_ids(&mut rt.pmi)?.to_vec()))?;
         if members.iter().any(|&w| nodes[w] != nodes[members[0]]) {
@@ -288,27 +281,54 @@ fn build(
     // The control area, then the members' memory: contiguous in rank order for
     // MPI_Win_allocate_shared (MPICH's layout, which programs index across), each part on a
     // cache line of its own for MPI_Win_allocate.
+    // Members of this node share its segment; members elsewhere have their node's.
+    let nodes = runtime::with(|rt| Ok(members.iter().map(|&w| rt.engine.node_of()[w]).collect::<Vec<usize>>()))?;
+    let local: Vec<bool> = nodes.iter().map(|&n| n == nodes[rank]).collect();
     let control = crate::rma::control_bytes(members.len(), flavor == Flavor::Dynamic).next_multiple_of(4096);
     let align = if flavor == Flavor::Allocate { 64 } else { 1 };
     let mut offsets = Vec::with_capacity(peers.len());
     let mut end = control;
-    for p in &peers {
+    for (p, &here) in peers.iter().zip(&local) {
         end = end.next_multiple_of(align);
         offsets.push(end);
-        end += p.size as usize;
+        if here {
+            end += p.size as usize;
+        }
     }
     let allocating = matches!(flavor, Flavor::Allocate | Flavor::Shared);
-    let (addr, len) = map_window_segment(own, rank, if allocating { end } else { control })?;
+    let (addr, len) = map_window_segment(own, rank, &nodes, if allocating { end } else { control })?;
     if allocating {
-        for (p, &off) in peers.iter_mut().zip(&offsets) {
-            // A member without memory has no address (MPICH: NULL), in every flavour.
-            p.base = if p.size > 0 { addr + off } else { 0 };
+        for ((p, &off), &here) in peers.iter_mut().zip(&offsets).zip(&local) {
+            // A member without memory has no address (MPICH: NULL), in every flavour;
+            // members on other nodes have theirs in their node's segment.
+            p.base = if p.size > 0 && here { addr + off } else { 0 };
         }
     }
     let base = if allocating { peers[rank].base } else { own_base };
     let worlds = members.clone();
-    let (targets, why, peer_maps) = targets_of(flavor, &peers, &files, &worlds, rank);
-    let rma = std::sync::Arc::new(crate::rma::Rma::new(rank, worlds, targets, addr, flavor == Flavor::Dynamic, why));
+    let node_worlds: Vec<usize> = worlds.iter().zip(&local).filter(|(_, here)| **here).map(|(&w, _)| w).collect();
+    let (targets, peer_maps) = targets_of(flavor, &peers, &files, &worlds, &local, rank);
+    let by_message = targets.iter().any(|t| t.access == crate::rma::Access::Message);
+    let channel = runtime::with(|rt| Ok(crate::rma::Channel { ctx: rt.comms.get(own)?.ctx, comm: own }))?;
+    let rma = std::sync::Arc::new(crate::rma::Rma::new(
+        rank,
+        worlds,
+        node_worlds,
+        targets,
+        addr,
+        flavor == Flavor::Dynamic,
+        channel,
+    ));
+    // Every member runs an agent when any reaches another by messages (the vote keeps
+    // members that reach everyone directly serving those that do not).
+    let agent = match all_ok(own, !by_message) {
+        Ok(true) => None,
+        Ok(false) => Some(runtime::with(|rt| Ok(crate::rma::Agent::start(&mut rt.engine, rma.clone())))?),
+        Err(e) => {
+            unmap(addr, len);
+            return Err(e);
+        }
+    };
     let win = Win {
         comm: own,
         members,
@@ -326,17 +346,23 @@ fn build(
         rma,
         segment: Segment { addr, len },
         peer_maps,
+        agent,
     };
     Ok((insert(win)?, base))
 }
 
-/// Makes and maps a window's shared segment of `total` bytes, zeroed, on every member.
-/// Returns (address, length).
-fn map_window_segment(own: MPI_Comm, rank: usize, total: usize) -> MpiResult<(usize, usize)> {
-    // Rank 0 names and sizes the file; the name goes to the others with a status byte.
+/// Makes and maps a window's shared segment of `total` bytes, zeroed, on every member: one
+/// per node, shared by its members (`nodes`: each member's node). Returns (address, length).
+fn map_window_segment(own: MPI_Comm, rank: usize, nodes: &[usize], total: usize) -> MpiResult<(usize, usize)> {
+    // The node's first member names and sizes the file; the name goes to the others with a
+    // status byte (one node: a broadcast; several: an allgather of every node's).
     const NAME_MAX: usize = 128;
-    let mut msg = [0u8; NAME_MAX + 1];
-    if rank == 0 {
+    const ENTRY: usize = NAME_MAX + 1;
+    let maker_of = |r: usize| nodes.iter().position(|&n| n == nodes[r]).expect("a member is on its own node");
+    let maker = maker_of(rank);
+    let one_node = nodes.iter().all(|&n| n == nodes[0]);
+    let mut msg = [0u8; ENTRY];
+    if rank == maker {
         let path = format!("/dev/shm/oxmpi-win-{}-{}", std::process::id(), crate::pmi::random_hex());
         match create_segment(&path, total) {
             Ok(()) => {
@@ -346,8 +372,22 @@ fn map_window_segment(own: MPI_Comm, rank: usize, total: usize) -> MpiResult<(us
             Err(e) => log::error!("window creation: {}", e.msg),
         }
     }
-    on_comm(own, |g| bcast_bytes(g, &mut msg, 0))?;
+    if one_node {
+        on_comm(own, |g| bcast_bytes(g, &mut msg, 0))?;
+    } else {
+        let all = on_comm(own, |g| allgather_bytes(g, &msg))?;
+        let made = all.chunks_exact(ENTRY).enumerate().all(|(r, m)| m[0] == 1 || maker_of(r) != r);
+        msg.copy_from_slice(&all[maker * ENTRY..(maker + 1) * ENTRY]);
+        if !made {
+            // Some node could not make its file: every member fails alike.
+            msg[0] = 0;
+        }
+    }
     if msg[0] != 1 {
+        if rank == maker && !one_node {
+            let end = msg[1..].iter().position(|&b| b == 0).unwrap_or(NAME_MAX);
+            let _ = std::fs::remove_file(String::from_utf8_lossy(&msg[1..1 + end]).as_ref());
+        }
         return err(
             MPI_ERR_NO_MEM,
             format!("cannot create a shared segment of {total} bytes in /dev/shm (too small or not writable)"),
@@ -357,7 +397,7 @@ fn map_window_segment(own: MPI_Comm, rank: usize, total: usize) -> MpiResult<(us
     let path = String::from_utf8_lossy(&msg[1..1 + end]).into_owned();
     let mapped = map_segment(&path, total);
     let ok = all_ok(own, mapped.is_ok());
-    if rank == 0 {
+    if rank == maker {
         // Every member has mapped it (or failed): no file outlives the job.
         let _ = std::fs::remove_file(&path);
     }
@@ -434,6 +474,13 @@ pub fn free(handle: MPI_Win) -> MpiResult<()> {
         let mut t = table();
         t[slot_of(handle).unwrap()].take().expect("window vanished while being freed")
     };
+    // Every member's epochs are closed (the barrier), so no request to this agent is left.
+    if let Some(agent) = win.agent {
+        runtime::with(|rt| {
+            rt.engine.end_task(agent);
+            Ok(())
+        })?;
+    }
     for (keyval, _) in win.attrs.iter() {
         crate::attr::release(keyval);
     }
@@ -447,22 +494,23 @@ pub fn free(handle: MPI_Win) -> MpiResult<()> {
 /// How this member reaches each member's memory: directly in the shared segment for the
 /// allocating flavours (and its own memory always), directly in a mapping of the member's
 /// MPI_Alloc_mem file (`files`) for MPI_Win_create over such memory, else by single copy
-/// when the kernel permits it. Also the reason given for unreachable ones, and the mappings
-/// made.
+/// when the kernel permits it, else (and for members on other nodes: `local` false) by
+/// messages. Also the mappings made.
 fn targets_of(
     flavor: Flavor,
     peers: &[Peer],
     files: &[Option<(i32, usize, usize)>],
     worlds: &[usize],
+    local: &[bool],
     rank: usize,
-) -> (Vec<crate::rma::Target>, &'static str, Vec<Segment>) {
+) -> (Vec<crate::rma::Target>, Vec<Segment>) {
     use crate::rma::{Access, Target};
+    // Probed among this node's members only (the others are reached by messages anyway).
+    let node_members: Vec<usize> = (0..worlds.len()).filter(|&r| local[r]).collect();
+    let node_worlds: Vec<usize> = node_members.iter().map(|&r| worlds[r]).collect();
+    let me = node_members.iter().position(|&r| r == rank).expect("this member is on its node");
     let single_copy = matches!(flavor, Flavor::Create(_) | Flavor::Dynamic)
-        && runtime::with(|rt| Ok(crate::coll::shm::probe_peer_reads(&rt.engine, worlds, rank))).unwrap_or(false);
-    let why = "one-sided operations on windows over the program's memory (MPI_Win_create, \
-               MPI_Win_create_dynamic) need single-copy access to the target's memory (process_vm_writev), which is \
-               disabled (OXMPI_CMA=0) or denied here; the message-based fallback is not implemented yet in oxmpi \
-               (MPI_Win_allocate works)";
+        && runtime::with(|rt| Ok(crate::coll::shm::probe_peer_reads(&rt.engine, &node_worlds, me))).unwrap_or(false);
     let pid_of =
         |r: usize| runtime::with(|rt| Ok(rt.engine.segment().map(|s| s.peer_identity(worlds[r]).0))).ok().flatten();
     let mut maps = Vec::new();
@@ -471,6 +519,10 @@ fn targets_of(
         .enumerate()
         .map(|(r, p)| {
             let (size, disp_unit) = (p.size as usize, p.disp_unit as usize);
+            let by_message = Target { base: 0, size, disp_unit, access: Access::Message };
+            if !local[r] {
+                return by_message;
+            }
             // The same permission as single copy lets this member open the other's file.
             if let (Flavor::Create(_), Some((fd, offset, len)), true) = (flavor, files[r], r != rank && single_copy)
                 && let Some(addr) = pid_of(r).and_then(|pid| crate::rma::alloc_mem::map_peer(pid, fd, len))
@@ -478,18 +530,20 @@ fn targets_of(
                 maps.push(Segment { addr, len });
                 return Target { base: addr + offset, size, disp_unit, access: Access::Direct };
             }
-            let access = match flavor {
-                Flavor::Allocate | Flavor::Shared => Access::Direct,
-                Flavor::Create(_) | Flavor::Dynamic if r == rank => Access::Direct,
-                Flavor::Create(_) | Flavor::Dynamic if single_copy => {
-                    pid_of(r).map_or(Access::Unsupported, |pid| Access::SingleCopy { pid })
+            match flavor {
+                Flavor::Allocate | Flavor::Shared => Target { base: p.base, size, disp_unit, access: Access::Direct },
+                Flavor::Create(_) | Flavor::Dynamic if r == rank => {
+                    Target { base: p.base, size, disp_unit, access: Access::Direct }
                 }
-                _ => Access::Unsupported,
-            };
-            Target { base: p.base, size, disp_unit, access }
+                Flavor::Create(_) | Flavor::Dynamic if single_copy => match pid_of(r) {
+                    Some(pid) => Target { base: p.base, size, disp_unit, access: Access::SingleCopy { pid } },
+                    None => by_message,
+                },
+                _ => by_message,
+            }
         })
         .collect();
-    (targets, why, maps)
+    (targets, maps)
 }
 
 /// The one-sided side of window `handle`.
