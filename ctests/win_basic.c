@@ -57,7 +57,7 @@ static void check_info(MPI_Win win, const char *key, const char *want)
 
 int main(int argc, char **argv)
 {
-    int rank, size, rc, i, unit, *mine, *other, flag;
+    int rank, rc, i, unit, *mine, *other, flag;
     int buf[4];
     MPI_Aint qsize;
     void *base, *qbase;
@@ -66,7 +66,6 @@ int main(int argc, char **argv)
 
     mt_init(&argc, &argv);
     rank = mt_rank;
-    size = mt_size;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 
     /* MPI_Win_create over the program's memory, with a hint. */

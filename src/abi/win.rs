@@ -754,7 +754,7 @@ pub fn MPI_Win_flush_local_all(win: MPI_Win) -> MpiResult {
 
 /// MPI_Win_sync: the unified model needs a memory barrier only.
 pub fn MPI_Win_sync(win: MPI_Win) -> MpiResult {
-    win::check(win)?;
+    win::rma(win)?.serve();
     std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
     Ok(())
 }

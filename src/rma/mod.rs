@@ -194,6 +194,10 @@ pub struct Rma {
     /// How requests reach the members' agents, and this origin's requests awaiting replies.
     channel: remote::Channel,
     origin: Mutex<remote::OriginState>,
+    /// This member's agent serves others: every operation and flush also drives progress,
+    /// so a process that only works on memory it reaches itself (polling its own window)
+    /// still applies the requests of those that reach it by messages.
+    serving: std::sync::atomic::AtomicBool,
     epochs: Mutex<Epochs>,
     /// This member's attached regions as published (`RegionsRef` points at them), and the
     /// other members' as last read, with the sequence number they were read at (dynamic
@@ -417,6 +421,7 @@ impl Rma {
             control: Control { addr: control, n, dynamic },
             channel,
             origin: Mutex::new(remote::OriginState::new(n)),
+            serving: std::sync::atomic::AtomicBool::new(false),
             epochs: Mutex::new(epochs),
             own_regions: Mutex::new(Box::new([])),
             // Sequence numbers are even once published: 1 means never read.
@@ -445,6 +450,7 @@ impl Rma {
 
     /// Checks the epoch and the range of a target access; None for MPI_PROC_NULL.
     fn resolve<'a>(&self, t: &TargetSpec<'a>) -> MpiResult<Option<Place<'a>>> {
+        self.serve();
         let Some(r) = self.target_rank(t.rank)? else { return Ok(None) };
         self.epochs().check_access(r)?;
         let target = self.targets[r];
@@ -910,9 +916,26 @@ impl Rma {
             None => by_message = self.message_targets(),
         }
         drop(ep);
+        self.serve();
         self.settle(&by_message, local)?;
         fence(Ordering::SeqCst);
         Ok(())
+    }
+
+    /// Marks this member's agent as running (see `serving`).
+    pub fn set_serving(&self) {
+        self.serving.store(true, Ordering::Relaxed);
+    }
+
+    /// Drives progress once when this member's agent serves others (MPI_Win_sync, and every
+    /// operation and flush).
+    pub fn serve(&self) {
+        if self.serving.load(Ordering::Relaxed) {
+            let _ = runtime::with(|rt| {
+                rt.engine.progress();
+                Ok(())
+            });
+        }
     }
 
     /// Waits until the operations of this process toward `rank` have completed locally

@@ -323,7 +323,10 @@ fn build(
     // members that reach everyone directly serving those that do not).
     let agent = match all_ok(own, !by_message) {
         Ok(true) => None,
-        Ok(false) => Some(runtime::with(|rt| Ok(crate::rma::Agent::start(&mut rt.engine, rma.clone())))?),
+        Ok(false) => {
+            rma.set_serving();
+            Some(runtime::with(|rt| Ok(crate::rma::Agent::start(&mut rt.engine, rma.clone())))?)
+        }
         Err(e) => {
             unmap(addr, len);
             return Err(e);
