@@ -121,7 +121,8 @@ fn pmi_check(pmi: &mut Pmi) {
     let expected_size: usize = std::env::var("OXMPI_TEST_SIZE").unwrap().parse().unwrap();
     assert_eq!(size, expected_size);
     assert!(!pmi.is_singleton());
-    assert_eq!(pmi.appnum(), 0);
+    let appnum = std::env::var("OXMPI_TEST_APPNUM").map_or(0, |v| v.parse().unwrap());
+    assert_eq!(pmi.appnum(), appnum);
     let kvsname = pmi.kvsname().to_string();
     assert!(!kvsname.is_empty() && kvsname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
     // A long value crosses the server's value limit (1024 for Hydra and us) and is split.
@@ -137,7 +138,10 @@ fn pmi_check(pmi: &mut Pmi) {
         assert_eq!(pmi.get(&format!("long{peer}")).unwrap(), Some(long_value(peer)));
     }
     assert_eq!(pmi.get("no_such_key").unwrap(), None);
-    assert_eq!(pmi.node_ids().unwrap(), vec![0; size]);
+    // `OXMPI_TEST_NODES`: the expected node of each rank, `0,1,0,1` (default: all on 0).
+    let nodes = std::env::var("OXMPI_TEST_NODES")
+        .map_or(vec![0; size], |v| v.split(',').map(|n| n.parse::<usize>().unwrap()).collect());
+    assert_eq!(pmi.node_ids().unwrap(), nodes);
     // A second round: fences are reusable.
     pmi.put(&format!("round2_{rank}"), "x").unwrap();
     pmi.fence().unwrap();
@@ -477,12 +481,13 @@ fn refused_options_name_themselves_and_run_nothing() {
     let marker = std::env::temp_dir().join(format!("robust-refused-{}", std::process::id()));
     let touch = format!("touch {}", marker.display());
     for head in [
-        &["-hosts", "localhost,elsewhere.invalid", "-n", "2"][..],
-        &["-host", "elsewhere.invalid"][..],
         &["-hostfile", "/dev/null"][..],
         &["-f", "/dev/null"][..],
-        &["-machinefile", "/dev/null"][..],
-        &["-ppn", "2"][..],
+        &["-machinefile", "/nonexistent/hosts"][..],
+        &["-ppn", "0"][..],
+        &["-hosts", "a:x"][..],
+        &["-launcher", "slurm"][..],
+        &["-configfile"][..],
         &["-nolocal"][..],
     ] {
         let mut all: Vec<&str> = head.to_vec();
@@ -494,10 +499,58 @@ fn refused_options_name_themselves_and_run_nothing() {
         assert!(!text(&output.stdout).contains("usage"), "{head:?}");
         assert!(!marker.exists(), "{head:?} ran the program");
     }
-    let (output, _) = run(&mut mpiexec(&["-n", "2", "sh", "-c", &touch, ":", "-n", "1", "true"]));
+    let (output, _) = run(&mut mpiexec(&["-n", "2", "sh", "-c", &touch, ":", "-n", "1"]));
     assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
-    assert!(text(&output.stderr).contains("MPMD"), "{}", text(&output.stderr));
-    assert!(!marker.exists(), "MPMD ran the program");
+    assert!(text(&output.stderr).contains("no program after ':'"), "{}", text(&output.stderr));
+    assert!(!marker.exists(), "a bad MPMD line ran the program");
+}
+
+#[test]
+fn mpmd_parts_form_one_job() {
+    let (output, _) = run(&mut mpiexec(&[
+        "-genv",
+        "G",
+        "g",
+        "-n",
+        "2",
+        "-env",
+        "A",
+        "a",
+        "sh",
+        "-c",
+        "echo first $PMI_RANK/$PMI_SIZE $G$A$B",
+        ":",
+        "-n",
+        "1",
+        "-env",
+        "B",
+        "b",
+        "sh",
+        "-c",
+        "echo second $PMI_RANK/$PMI_SIZE $G$A$B",
+    ]));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let mut lines: Vec<String> = text(&output.stdout).lines().map(String::from).collect();
+    lines.sort();
+    assert_eq!(lines, ["first 0/3 ga", "first 1/3 ga", "second 2/3 gb"]);
+    // Every rank of both programs in one PMI job: the put/fence/get check over 3 ranks.
+    let args = role_args("pmi_check");
+    let mut all = with_role(&["-genv", "OXMPI_TEST_SIZE", "3", "-n", "2", "-env", "OXMPI_TEST_APPNUM", "0"], &args);
+    all.push(":");
+    all.extend(with_role(&["-n", "1", "-env", "OXMPI_TEST_APPNUM", "1"], &args));
+    let (output, _) = run(&mut mpiexec(&all));
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", text(&output.stderr));
+    for rank in 0..3 {
+        assert!(stdout.contains(&format!("PMICHECK rank={rank} size=3 ")), "rank {rank}\n{stdout}");
+    }
+}
+
+#[test]
+fn print_rank_map_and_local_hosts() {
+    let (output, _) = run(&mut mpiexec(&["-print-rank-map", "-hosts", "localhost:2", "-n", "3", "true"]));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "(localhost:0,1,2)\n");
 }
 
 #[test]

@@ -78,6 +78,9 @@ struct Shutdown {
 
 pub struct Job {
     options: Options,
+    /// The program index (MPI_APPNUM) of each rank.
+    app_of_rank: Vec<usize>,
+    size: usize,
     kvsname: String,
     ranks: Vec<Rank>,
     kvs: HashMap<String, String>,
@@ -138,14 +141,27 @@ pub fn remove_shm_files(kvsname: &str) {
 }
 
 impl Job {
-    pub fn new(options: Options, signals: SignalPipe) -> Job {
+    pub fn new(options: Options, process_mapping: String, signals: SignalPipe) -> Job {
         // Filename-safe and free of '-', so `oxmpi-<kvsname>-` is an unambiguous prefix.
         let kvsname = format!("oxmpi{}_{}", std::process::id(), &oxmpi::pmi::random_hex()[..12]);
         debug_assert_eq!(oxmpi::pmi::sanitize_kvsname(&kvsname), kvsname);
         let mut kvs = HashMap::new();
-        kvs.insert("PMI_process_mapping".to_string(), format!("(vector,(0,1,{}))", options.ranks));
+        kvs.insert("PMI_process_mapping".to_string(), process_mapping);
         let timeout_at = options.timeout.map(|t| Instant::now() + t);
-        Job { options, kvsname, ranks: Vec::new(), kvs, signals, timeout_at, shutdown: None, drain_until: None }
+        let app_of_rank = options.app_of_rank();
+        let size = app_of_rank.len();
+        Job {
+            options,
+            app_of_rank,
+            size,
+            kvsname,
+            ranks: Vec::new(),
+            kvs,
+            signals,
+            timeout_at,
+            shutdown: None,
+            drain_until: None,
+        }
     }
 
     pub fn kvsname(&self) -> &str {
@@ -154,9 +170,9 @@ impl Job {
 
     /// Runs the job to its end and returns mpiexec's exit status.
     pub fn run(mut self) -> i32 {
-        for index in 0..self.options.ranks {
+        for index in 0..self.size {
             if let Err(error) = self.spawn_rank(index) {
-                let program = self.options.program.to_string_lossy().into_owned();
+                let program = self.options.apps[self.app_of_rank[index]].program.to_string_lossy().into_owned();
                 report(&format!("cannot start rank {index} ({program}): {error}"));
                 let code = match error.kind() {
                     io::ErrorKind::NotFound => 127,
@@ -188,22 +204,23 @@ impl Job {
     fn spawn_rank(&mut self, index: usize) -> io::Result<()> {
         let (server_end, rank_end) = UnixStream::pair()?;
         let rank_fd = rank_end.as_raw_fd();
-        let mut command = Command::new(&self.options.program);
+        let app = self.app_of_rank[index];
+        let mut command = Command::new(&self.options.apps[app].program);
         command
-            .args(&self.options.args)
+            .args(&self.options.apps[app].args)
             .env_remove("PMI_PORT")
             .env_remove("PMI_ID")
             .env("PMI_FD", rank_fd.to_string())
             .env("PMI_RANK", index.to_string())
-            .env("PMI_SIZE", self.options.ranks.to_string())
+            .env("PMI_SIZE", self.size.to_string())
             .env("PMI_SPAWNED", "0")
-            .envs(self.options.env.iter().map(|(k, v)| (k, v)))
+            .envs(self.options.env_of(app))
             .stdin(if index == 0 { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         // SAFETY: `getpid` is async-signal-safe; read here, before the fork.
         let mpiexec_pid = unsafe { libc::getpid() };
-        let own_session = rank_sessions(self.options.ranks);
+        let own_session = rank_sessions(self.size);
         // SAFETY: the closure runs in the forked child before exec and only makes
         // async-signal-safe system calls (setsid or setpgid, prctl, getppid, fcntl); it
         // allocates nothing except on the error path, where the child is about to fail anyway.
@@ -496,7 +513,7 @@ impl Job {
     }
 
     fn answer(&mut self, index: usize, request: &Line) {
-        let size = self.options.ranks;
+        let size = self.size;
         let kvs_matches = request.get("kvsname") == Some(self.kvsname.as_str());
         let reply = match request.command().unwrap_or("") {
             "init" => {
@@ -513,7 +530,7 @@ impl Job {
                 .with("kvsname_max", KVSNAME_MAX)
                 .with("keylen_max", KEYLEN_MAX)
                 .with("vallen_max", VALLEN_MAX),
-            "get_appnum" => Line::cmd("appnum").with("appnum", 0),
+            "get_appnum" => Line::cmd("appnum").with("appnum", self.app_of_rank[index]),
             "get_my_kvsname" => Line::cmd("my_kvsname").with("kvsname", &self.kvsname),
             "get_universe_size" => Line::cmd("universe_size").with("size", size),
             "put" => match (kvs_matches, request.get("key"), request.get("value")) {
