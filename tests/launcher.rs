@@ -672,3 +672,182 @@ fn sigterm_to_mpiexec_kills_ranks_and_removes_shm_files() {
 fn sigint_to_mpiexec_kills_ranks_and_removes_shm_files() {
     sigterm_cleans_up(libc::SIGINT);
 }
+
+// ----------------------------------------------------------------------------------------
+// Proxies on this machine: `-launcher fork` starts the proxy of every named host here, so
+// the path across hosts (proxies, their connection to mpiexec, the hierarchical key
+// exchange, failures) runs without other hosts. Ranks of different "hosts" are on
+// different nodes of PMI_process_mapping. tests/../scripts/launcher-hosts-tests.sh runs the
+// same over real (namespace) hosts.
+
+fn wait_until(what: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + PROMPT;
+    while !what() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+fn check_pmi_over_proxies(head: &[&str], size: usize) {
+    let roles = role_args("pmi_check");
+    let (output, _) = run(&mut mpiexec(&with_role(head, &roles)));
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{head:?}: {:?}\n{stdout}\n{}", output.status, text(&output.stderr));
+    for rank in 0..size {
+        assert!(stdout.contains(&format!("PMICHECK rank={rank} size={size} ")), "{head:?}: rank {rank}\n{stdout}");
+    }
+}
+
+#[test]
+fn proxies_serve_one_pmi_job() {
+    let fork = ["-launcher", "fork"];
+    let nodes = |list: &'static str| ["-genv", "OXMPI_TEST_NODES", list];
+    // Round-robin, blocks with counts, -ppn.
+    check_pmi_over_proxies(
+        &[&fork[..], &["-hosts", "a,b", "-n", "4", "-genv", "OXMPI_TEST_SIZE", "4"], &nodes("0,1,0,1")].concat(),
+        4,
+    );
+    check_pmi_over_proxies(
+        &[&fork[..], &["-hosts", "a:2,b:1", "-n", "5", "-genv", "OXMPI_TEST_SIZE", "5"], &nodes("0,0,1,0,0")].concat(),
+        5,
+    );
+    check_pmi_over_proxies(
+        &[&fork[..], &["-ppn", "2", "-hosts", "a,b", "-n", "4", "-genv", "OXMPI_TEST_SIZE", "4"], &nodes("0,0,1,1")]
+            .concat(),
+        4,
+    );
+    // MPMD over two proxies: each program its appnum.
+    let roles = role_args("pmi_check");
+    let mut all = with_role(
+        &[
+            "-launcher",
+            "fork",
+            "-hosts",
+            "a,b",
+            "-genv",
+            "OXMPI_TEST_SIZE",
+            "3",
+            "-genv",
+            "OXMPI_TEST_NODES",
+            "0,1,0",
+            "-n",
+            "2",
+            "-env",
+            "OXMPI_TEST_APPNUM",
+            "0",
+        ],
+        &roles,
+    );
+    all.push(":");
+    all.extend(with_role(&["-n", "1", "-env", "OXMPI_TEST_APPNUM", "1"], &roles));
+    let (output, _) = run(&mut mpiexec(&all));
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", text(&output.stderr));
+    assert_eq!(stdout.matches("PMICHECK").count(), 3, "{stdout}");
+}
+
+#[test]
+fn proxies_forward_output_and_exit_status() {
+    let script = "echo out $PMI_RANK/$PMI_SIZE $G; echo err $PMI_RANK >&2";
+    let (output, _) = run(&mut mpiexec(&[
+        "-l",
+        "-launcher",
+        "fork",
+        "-hosts",
+        "a,b",
+        "-n",
+        "3",
+        "-genv",
+        "G",
+        "g",
+        "sh",
+        "-c",
+        script,
+    ]));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let mut lines: Vec<String> = text(&output.stdout).lines().map(String::from).collect();
+    lines.sort();
+    assert_eq!(lines, ["[0] out 0/3 g", "[1] out 1/3 g", "[2] out 2/3 g"]);
+    let mut lines: Vec<String> = text(&output.stderr).lines().map(String::from).collect();
+    lines.sort();
+    assert_eq!(lines, ["[0] err 0", "[1] err 1", "[2] err 2"]);
+    let (output, elapsed) = run(&mut mpiexec(&[
+        "-launcher",
+        "fork",
+        "-hosts",
+        "a,b",
+        "-n",
+        "3",
+        "sh",
+        "-c",
+        "[ $PMI_RANK = 1 ] && exit 3; sleep 30",
+    ]));
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("rank 1 (pid ") && stderr.contains(" on b) exited with code 3"), "{stderr}");
+    assert!(elapsed < PROMPT, "took {elapsed:?}");
+}
+
+#[test]
+fn a_rank_killed_under_a_proxy_ends_the_job_promptly() {
+    let script = "if [ $PMI_RANK = 1 ]; then sleep 0.2; kill -9 $$; fi; trap '' TERM; sleep 30 & wait; wait";
+    let (output, elapsed) = run(&mut mpiexec(&["-launcher", "fork", "-hosts", "a,b", "-n", "4", "sh", "-c", script]));
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(137), "{stderr}");
+    assert!(
+        stderr.contains("mpiexec: rank 1 (pid ") && stderr.contains(" on b) killed by signal 9 (Killed)"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(elapsed < PROMPT, "took {elapsed:?}");
+}
+
+#[test]
+fn a_killed_proxy_ends_the_job_promptly() {
+    // The rank's parent is its proxy.
+    let script = "if [ $PMI_RANK = 1 ]; then sleep 0.3; kill -9 $PPID; fi; sleep 30";
+    let (output, elapsed) = run(&mut mpiexec(&["-launcher", "fork", "-hosts", "a,b", "-n", "4", "sh", "-c", script]));
+    let stderr = text(&output.stderr);
+    assert_ne!(output.status.code(), Some(0), "{stderr}");
+    for rank in [1, 3] {
+        assert!(stderr.contains(&format!("rank {rank} (pid ")), "{stderr}");
+    }
+    assert!(stderr.contains(" on b) lost: the proxy on b ended"), "{stderr}");
+    assert!(elapsed < PROMPT, "took {elapsed:?}");
+}
+
+#[test]
+fn proxies_kill_their_ranks_when_mpiexec_is_killed() {
+    let roles = role_args("shm");
+    let mut child = Command::new(MPIEXEC)
+        .args(with_role(&["-launcher", "fork", "-hosts", "a,b", "-n", "3", "--timeout", "60"], &roles))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut files = Vec::new();
+    let mut pids = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if let ["SHMFILE", path, "PID", pid] = line.split_whitespace().collect::<Vec<_>>()[..] {
+            files.push(path.to_string());
+            pids.push(pid.parse::<i32>().unwrap());
+            if files.len() == 3 {
+                break;
+            }
+        }
+    }
+    assert_eq!(files.len(), 3);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for pid in pids {
+        assert!(process_gone(pid), "rank pid {pid} still running after mpiexec was killed");
+    }
+    for file in &files {
+        assert!(wait_until(|| !Path::new(file).exists()), "{file} left behind");
+    }
+}

@@ -65,11 +65,6 @@ pub fn place(hosts: &[HostSlots], ppn: Option<usize>, ranks: usize) -> Placement
 }
 
 impl Placement {
-    /// Whether any rank runs on a host other than this machine.
-    pub fn any_remote(&self) -> bool {
-        self.node_of_rank.iter().any(|&node| !is_local(&self.hosts[node]))
-    }
-
     /// The ranks of each host.
     pub fn ranks_of_host(&self) -> Vec<Vec<usize>> {
         let mut ranks = vec![Vec::new(); self.hosts.len()];
@@ -168,10 +163,7 @@ mod tests {
     fn no_hosts_is_this_machine() {
         let placement = place(&[], None, 3);
         assert_eq!(placement.node_of_rank, [0, 0, 0]);
-        assert!(!placement.any_remote());
         assert_eq!(placement.process_mapping(), "(vector,(0,1,3))");
         assert!(is_local("localhost") && is_local(&hostname().unwrap()));
-        assert!(place(&hosts(&[("localhost", None), ("elsewhere.invalid", None)]), None, 2).any_remote());
-        assert!(!place(&hosts(&[("localhost", None), ("elsewhere.invalid", None)]), None, 1).any_remote());
     }
 }
