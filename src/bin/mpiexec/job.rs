@@ -1025,7 +1025,7 @@ impl Job {
             }
             ToHead::StartFailed { rank, code, message } => {
                 let host = self.host_of_proxy(index);
-                report(&format!("{message} on {host}"));
+                report(&format!("on host {host}: {message}"));
                 if let Some(rank) = self.rank_of_proxy(index, rank) {
                     self.ranks[rank].ending = Some(Ending::Exited(code));
                     self.ranks[rank].ended_at = Some(Instant::now());

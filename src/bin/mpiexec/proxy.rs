@@ -170,9 +170,7 @@ fn serve(start: StartSpec, mut link: Link) -> ExitCode {
     let local = start.ranks.len() as u64;
     if let Some(problem) = capacity::problem(local, &capacity::this_machine(), capacity::shm_segment_bytes) {
         let rank = start.ranks.first().map_or(0, |r| r.0);
-        let host = hostname().unwrap_or_default();
-        let message = format!("{problem} on {host}");
-        let _ = link.send(&ToHead::StartFailed { rank, code: 1, message }.encode());
+        let _ = link.send(&ToHead::StartFailed { rank, code: 1, message: problem }.encode());
         return ExitCode::from(1);
     }
     capacity::raise_open_files(local);
