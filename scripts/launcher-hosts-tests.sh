@@ -44,8 +44,9 @@ cargo build "${cargo_profile[@]}" --lib --bin mpiexec --bin oxmpi-info
 target=${CARGO_TARGET_DIR:-$root/target}/$profile
 
 work=$(mktemp -d /tmp/oxmpi-launcher-hosts.XXXXXX)
+hosts_up=0
 cleanup() {
-    if [ "$keep" = 0 ]; then
+    if [ "$hosts_up" = 1 ]; then
         bash "$root/scripts/hosts.sh" down || true
     fi
     rm -rf "$work"
@@ -54,6 +55,7 @@ trap cleanup EXIT
 bash scripts/install.sh --prefix "$work/prefix" --from "$target" > /dev/null
 "$work/prefix/bin/mpicc" -O1 -o "$work/ring" scripts/launcher-hosts-ring.c
 if [ "$keep" = 0 ]; then
+    hosts_up=1
     bash scripts/hosts.sh up 2
 fi
 
@@ -66,6 +68,15 @@ fail() {
 }
 
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# passed NAME [DETAIL]: says "ok" when no check failed since the last call.
+checked=0
+passed() {
+    if [ "$failures" = "$checked" ]; then
+        echo "launcher-hosts-tests: ok: $*"
+    fi
+    checked=$failures
+}
 
 # Whether process $1 has exited (a zombie counts), waiting up to 2 s.
 gone() {
@@ -85,6 +96,7 @@ check_ring() {
     timeout 60 "${mpiexec[@]}" "$@" > out 2> err || status=$?
     if [ "$status" != 0 ]; then
         fail "$name: exit status $status: $(cat err)"
+        passed
         return
     fi
     local rank token
@@ -94,11 +106,12 @@ check_ring() {
         grep -qxF "$want" out || fail "$name: no line '$want' in: $(cat out)"
     done
     [ "$(grep -c '^RING' out)" = "$size" ] || fail "$name: $(grep -c '^RING' out) ring lines, not $size"
-    echo "launcher-hosts-tests: ok: $name"
+    passed "$name"
 }
 
 check_ring "-hosts round-robin" "oxh1 oxh2 oxh1 oxh2" "0 0 0 0" -print-rank-map -hosts oxh1,oxh2 -n 4 ./ring
 head -1 out | grep -qxF "(oxh1:0,2)(oxh2:1,3)" || fail "-print-rank-map: $(head -1 out)"
+passed "-print-rank-map"
 check_ring "-hosts with counts" "oxh1 oxh1 oxh2 oxh2" "0 0 0 0" -hosts oxh1:2,oxh2:2 -n 4 ./ring
 printf '# MPICH format\noxh1:1\noxh2:3\n' > hosts.mpich
 check_ring "-f host:n" "oxh1 oxh2 oxh2 oxh2" "0 0 0 0" -f hosts.mpich -n 4 ./ring
@@ -117,6 +130,7 @@ start_sleeping() {
         if [ "$(now_ms)" -ge "$deadline" ] || ! kill -0 "$job" 2>/dev/null; then
             fail "job did not start: $(cat out err)"
             kill -9 "$job" 2>/dev/null || true
+            passed
             return 1
         fi
         sleep 0.05
@@ -140,7 +154,7 @@ end_within_2s() {
     for pid in "${pids[@]}"; do
         gone "$pid" || fail "$name: rank process $pid still running"
     done
-    echo "launcher-hosts-tests: ok: $name (status $status, ended in $took ms)"
+    echo "launcher-hosts-tests: $name: status $status, ended in $took ms"
 }
 
 if start_sleeping -hosts oxh1,oxh2 -n 4 ./ring sleep; then
@@ -148,6 +162,7 @@ if start_sleeping -hosts oxh1,oxh2 -n 4 ./ring sleep; then
     kill -9 "${pids[1]}"
     end_within_2s "remote rank killed"
     grep -q "rank 1 (pid ${pids[1]} on oxh2) killed by signal 9" err || fail "remote rank killed: $(cat err)"
+    passed "remote rank killed"
 fi
 
 if start_sleeping -hosts oxh1,oxh2 -n 4 ./ring sleep; then
@@ -159,6 +174,7 @@ if start_sleeping -hosts oxh1,oxh2 -n 4 ./ring sleep; then
     for rank in 1 3; do
         grep -q "rank $rank (pid ${pids[rank]} on oxh2) lost" err || fail "proxy killed: rank $rank: $(cat err)"
     done
+    passed "proxy killed"
 fi
 
 if start_sleeping -hosts oxh1:2,oxh2:2 -n 4 ./ring sleep; then
@@ -177,7 +193,7 @@ if start_sleeping -hosts oxh1:2,oxh2:2 -n 4 ./ring sleep; then
         left=$(bash "$root/scripts/hosts.sh" exec "$host" ls /dev/shm | grep -F "$kvs_prefix" || true)
         [ -z "$left" ] || fail "mpiexec killed: left in $host's /dev/shm: $left"
     done
-    echo "launcher-hosts-tests: ok: mpiexec killed (ranks and proxies gone in $(($(now_ms) - killed_at)) ms)"
+    passed "mpiexec killed (ranks and proxies gone in $(($(now_ms) - killed_at)) ms)"
 fi
 
 if [ "$failures" != 0 ]; then

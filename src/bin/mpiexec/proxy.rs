@@ -52,10 +52,22 @@ impl Launch {
                 command
             }
         };
-        // Its own process group: a Ctrl-C at the terminal reaches mpiexec, which ends the
-        // job through the proxies, rather than killing the launchers under it. stdin is
-        // not forwarded across hosts (ssh would read mpiexec's).
-        command.stdin(Stdio::null()).process_group(0);
+        // stdin is not forwarded across hosts (ssh would read mpiexec's).
+        command.stdin(Stdio::null());
+        // SAFETY: the closure runs in the forked child before exec and only calls setsid(2),
+        // which is async-signal-safe.
+        unsafe {
+            command.pre_exec(|| {
+                // Its own session: a Ctrl-C at the terminal reaches mpiexec, which ends the job
+                // through the proxies, rather than killing the launchers under it; and with
+                // autogroup scheduling the ranks of a proxy started here get a CPU share of
+                // their own, not one share with mpiexec (see job::rank_sessions).
+                if libc::setsid() < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
         Ok(command.spawn()?.id() as i32)
     }
 }
