@@ -789,6 +789,14 @@ fn proxies_forward_output_and_exit_status() {
     assert_eq!(output.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("rank 1 (pid ") && stderr.contains(" on b) exited with code 3"), "{stderr}");
     assert!(elapsed < PROMPT, "took {elapsed:?}");
+    let (output, elapsed) =
+        run(&mut mpiexec(&["-launcher", "fork", "-hosts", "a,b", "-n", "2", "--timeout", "0.5", "sleep", "30"]));
+    assert_eq!(output.status.code(), Some(124), "{}", text(&output.stderr));
+    assert!(elapsed < PROMPT, "took {elapsed:?}");
+    let (output, _) = run(&mut mpiexec(&["-launcher", "fork", "-hosts", "a,b", "-n", "2", "./no-such-program"]));
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(127), "{stderr}");
+    assert!(stderr.contains("on host a: cannot start rank 0 (./no-such-program): "), "{stderr}");
 }
 
 #[test]

@@ -769,14 +769,15 @@ impl Job {
             };
             let raw: Vec<u8> = pmi.pending.drain(..=newline).collect();
             let request = Line::parse(&String::from_utf8_lossy(&raw));
-            log::debug!("rank {index} -> {}", request.encode().trim_end());
+            log::debug!("rank {} -> {}", self.ranks[index].world, request.encode().trim_end());
             self.answer(index, &request);
         }
     }
 
     fn send(&mut self, index: usize, reply: &Line) {
+        let world = self.ranks[index].world;
         if let Some(pmi) = &mut self.ranks[index].pmi {
-            log::debug!("rank {index} <- {}", reply.encode().trim_end());
+            log::debug!("rank {world} <- {}", reply.encode().trim_end());
             if pmi.socket.write_all(reply.encode().as_bytes()).is_err() {
                 self.ranks[index].pmi = None;
             }
@@ -972,6 +973,17 @@ impl Job {
             log::warn!("refused a second connection for proxy {index} from {peer}");
             return;
         };
+        if self.shutdown.is_some() {
+            // The job is ending: this proxy gets no job (it exits when the connection
+            // closes) and its ranks count as ended.
+            proxy.started = true;
+            let now = Instant::now();
+            for &rank in &proxy.ranks {
+                self.ranks[rank].ending.get_or_insert(Ending::Signaled(libc::SIGKILL));
+                self.ranks[rank].ended_at.get_or_insert(now);
+            }
+            return;
+        }
         let mut start = head.start.clone();
         start.ranks = proxy.ranks.iter().map(|&r| (r as u32, self.spec.app_of_rank[r] as u32)).collect();
         proxy.started = true;
