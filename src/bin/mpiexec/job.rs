@@ -23,8 +23,7 @@ use std::time::{Duration, Instant};
 
 use oxmpi::pmi::wire::{self, Line};
 
-pub use crate::link::Ending;
-use crate::link::{AppSpec, Link, StartSpec, ToHead, ToProxy};
+use crate::link::{AppSpec, Ending, Link, StartSpec, ToHead, ToProxy};
 use crate::output::{self, OutputStream, ReadResult, Sink};
 use crate::signals::{self, SignalPipe};
 
@@ -109,14 +108,14 @@ pub struct ProxyState {
 
 /// mpiexec across hosts: the proxies and how to reach them.
 pub struct Head {
-    pub listener: TcpListener,
-    pub launch: crate::proxy::Launch,
-    pub proxies: Vec<ProxyState>,
+    listener: TcpListener,
+    launch: crate::proxy::Launch,
+    proxies: Vec<ProxyState>,
     /// The host of each world rank.
-    pub host_of_rank: Vec<String>,
+    host_of_rank: Vec<String>,
     /// The job description sent to each proxy, less its ranks.
-    pub start: StartSpec,
-    pub connect_deadline: Instant,
+    start: StartSpec,
+    connect_deadline: Instant,
     /// Keys put in this barrier round, from every proxy.
     round_pairs: Vec<(String, String)>,
     abandon_at: Option<Instant>,
