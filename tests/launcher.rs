@@ -121,7 +121,8 @@ fn pmi_check(pmi: &mut Pmi) {
     let expected_size: usize = std::env::var("OXMPI_TEST_SIZE").unwrap().parse().unwrap();
     assert_eq!(size, expected_size);
     assert!(!pmi.is_singleton());
-    assert_eq!(pmi.appnum(), 0);
+    let appnum = std::env::var("OXMPI_TEST_APPNUM").map_or(0, |v| v.parse().unwrap());
+    assert_eq!(pmi.appnum(), appnum);
     let kvsname = pmi.kvsname().to_string();
     assert!(!kvsname.is_empty() && kvsname.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
     // A long value crosses the server's value limit (1024 for Hydra and us) and is split.
@@ -137,7 +138,10 @@ fn pmi_check(pmi: &mut Pmi) {
         assert_eq!(pmi.get(&format!("long{peer}")).unwrap(), Some(long_value(peer)));
     }
     assert_eq!(pmi.get("no_such_key").unwrap(), None);
-    assert_eq!(pmi.node_ids().unwrap(), vec![0; size]);
+    // `OXMPI_TEST_NODES`: the expected node of each rank, `0,1,0,1` (default: all on 0).
+    let nodes = std::env::var("OXMPI_TEST_NODES")
+        .map_or(vec![0; size], |v| v.split(',').map(|n| n.parse::<usize>().unwrap()).collect());
+    assert_eq!(pmi.node_ids().unwrap(), nodes);
     // A second round: fences are reusable.
     pmi.put(&format!("round2_{rank}"), "x").unwrap();
     pmi.fence().unwrap();
@@ -477,12 +481,13 @@ fn refused_options_name_themselves_and_run_nothing() {
     let marker = std::env::temp_dir().join(format!("robust-refused-{}", std::process::id()));
     let touch = format!("touch {}", marker.display());
     for head in [
-        &["-hosts", "localhost,elsewhere.invalid", "-n", "2"][..],
-        &["-host", "elsewhere.invalid"][..],
         &["-hostfile", "/dev/null"][..],
         &["-f", "/dev/null"][..],
-        &["-machinefile", "/dev/null"][..],
-        &["-ppn", "2"][..],
+        &["-machinefile", "/nonexistent/hosts"][..],
+        &["-ppn", "0"][..],
+        &["-hosts", "a:x"][..],
+        &["-launcher", "slurm"][..],
+        &["-configfile"][..],
         &["-nolocal"][..],
     ] {
         let mut all: Vec<&str> = head.to_vec();
@@ -494,10 +499,58 @@ fn refused_options_name_themselves_and_run_nothing() {
         assert!(!text(&output.stdout).contains("usage"), "{head:?}");
         assert!(!marker.exists(), "{head:?} ran the program");
     }
-    let (output, _) = run(&mut mpiexec(&["-n", "2", "sh", "-c", &touch, ":", "-n", "1", "true"]));
+    let (output, _) = run(&mut mpiexec(&["-n", "2", "sh", "-c", &touch, ":", "-n", "1"]));
     assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
-    assert!(text(&output.stderr).contains("MPMD"), "{}", text(&output.stderr));
-    assert!(!marker.exists(), "MPMD ran the program");
+    assert!(text(&output.stderr).contains("no program after ':'"), "{}", text(&output.stderr));
+    assert!(!marker.exists(), "a bad MPMD line ran the program");
+}
+
+#[test]
+fn mpmd_parts_form_one_job() {
+    let (output, _) = run(&mut mpiexec(&[
+        "-genv",
+        "G",
+        "g",
+        "-n",
+        "2",
+        "-env",
+        "A",
+        "a",
+        "sh",
+        "-c",
+        "echo first $PMI_RANK/$PMI_SIZE $G$A$B",
+        ":",
+        "-n",
+        "1",
+        "-env",
+        "B",
+        "b",
+        "sh",
+        "-c",
+        "echo second $PMI_RANK/$PMI_SIZE $G$A$B",
+    ]));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let mut lines: Vec<String> = text(&output.stdout).lines().map(String::from).collect();
+    lines.sort();
+    assert_eq!(lines, ["first 0/3 ga", "first 1/3 ga", "second 2/3 gb"]);
+    // Every rank of both programs in one PMI job: the put/fence/get check over 3 ranks.
+    let args = role_args("pmi_check");
+    let mut all = with_role(&["-genv", "OXMPI_TEST_SIZE", "3", "-n", "2", "-env", "OXMPI_TEST_APPNUM", "0"], &args);
+    all.push(":");
+    all.extend(with_role(&["-n", "1", "-env", "OXMPI_TEST_APPNUM", "1"], &args));
+    let (output, _) = run(&mut mpiexec(&all));
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", text(&output.stderr));
+    for rank in 0..3 {
+        assert!(stdout.contains(&format!("PMICHECK rank={rank} size=3 ")), "rank {rank}\n{stdout}");
+    }
+}
+
+#[test]
+fn print_rank_map_and_local_hosts() {
+    let (output, _) = run(&mut mpiexec(&["-print-rank-map", "-hosts", "localhost:2", "-n", "3", "true"]));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "(localhost:0,1,2)\n");
 }
 
 #[test]
@@ -618,4 +671,191 @@ fn sigterm_to_mpiexec_kills_ranks_and_removes_shm_files() {
 #[test]
 fn sigint_to_mpiexec_kills_ranks_and_removes_shm_files() {
     sigterm_cleans_up(libc::SIGINT);
+}
+
+// ----------------------------------------------------------------------------------------
+// Proxies on this machine: `-launcher fork` starts the proxy of every named host here, so
+// the path across hosts (proxies, their connection to mpiexec, the hierarchical key
+// exchange, failures) runs without other hosts. Ranks of different "hosts" are on
+// different nodes of PMI_process_mapping. tests/../scripts/launcher-hosts-tests.sh runs the
+// same over real (namespace) hosts.
+
+fn wait_until(what: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + PROMPT;
+    while !what() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+fn check_pmi_over_proxies(head: &[&str], size: usize) {
+    let roles = role_args("pmi_check");
+    let (output, _) = run(&mut mpiexec(&with_role(head, &roles)));
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{head:?}: {:?}\n{stdout}\n{}", output.status, text(&output.stderr));
+    for rank in 0..size {
+        assert!(stdout.contains(&format!("PMICHECK rank={rank} size={size} ")), "{head:?}: rank {rank}\n{stdout}");
+    }
+}
+
+#[test]
+fn proxies_serve_one_pmi_job() {
+    let fork = ["-launcher", "fork"];
+    let nodes = |list: &'static str| ["-genv", "OXMPI_TEST_NODES", list];
+    // Round-robin, blocks with counts, -ppn.
+    check_pmi_over_proxies(
+        &[&fork[..], &["-hosts", "a,b", "-n", "4", "-genv", "OXMPI_TEST_SIZE", "4"], &nodes("0,1,0,1")].concat(),
+        4,
+    );
+    check_pmi_over_proxies(
+        &[&fork[..], &["-hosts", "a:2,b:1", "-n", "5", "-genv", "OXMPI_TEST_SIZE", "5"], &nodes("0,0,1,0,0")].concat(),
+        5,
+    );
+    check_pmi_over_proxies(
+        &[&fork[..], &["-ppn", "2", "-hosts", "a,b", "-n", "4", "-genv", "OXMPI_TEST_SIZE", "4"], &nodes("0,0,1,1")]
+            .concat(),
+        4,
+    );
+    // MPMD over two proxies: each program its appnum.
+    let roles = role_args("pmi_check");
+    let mut all = with_role(
+        &[
+            "-launcher",
+            "fork",
+            "-hosts",
+            "a,b",
+            "-genv",
+            "OXMPI_TEST_SIZE",
+            "3",
+            "-genv",
+            "OXMPI_TEST_NODES",
+            "0,1,0",
+            "-n",
+            "2",
+            "-env",
+            "OXMPI_TEST_APPNUM",
+            "0",
+        ],
+        &roles,
+    );
+    all.push(":");
+    all.extend(with_role(&["-n", "1", "-env", "OXMPI_TEST_APPNUM", "1"], &roles));
+    let (output, _) = run(&mut mpiexec(&all));
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", text(&output.stderr));
+    assert_eq!(stdout.matches("PMICHECK").count(), 3, "{stdout}");
+}
+
+#[test]
+fn proxies_forward_output_and_exit_status() {
+    let script = "echo out $PMI_RANK/$PMI_SIZE $G; echo err $PMI_RANK >&2";
+    let (output, _) = run(&mut mpiexec(&[
+        "-l",
+        "-launcher",
+        "fork",
+        "-hosts",
+        "a,b",
+        "-n",
+        "3",
+        "-genv",
+        "G",
+        "g",
+        "sh",
+        "-c",
+        script,
+    ]));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let mut lines: Vec<String> = text(&output.stdout).lines().map(String::from).collect();
+    lines.sort();
+    assert_eq!(lines, ["[0] out 0/3 g", "[1] out 1/3 g", "[2] out 2/3 g"]);
+    let mut lines: Vec<String> = text(&output.stderr).lines().map(String::from).collect();
+    lines.sort();
+    assert_eq!(lines, ["[0] err 0", "[1] err 1", "[2] err 2"]);
+    let (output, elapsed) = run(&mut mpiexec(&[
+        "-launcher",
+        "fork",
+        "-hosts",
+        "a,b",
+        "-n",
+        "3",
+        "sh",
+        "-c",
+        "[ $PMI_RANK = 1 ] && exit 3; sleep 30",
+    ]));
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("rank 1 (pid ") && stderr.contains(" on b) exited with code 3"), "{stderr}");
+    assert!(elapsed < PROMPT, "took {elapsed:?}");
+    let (output, elapsed) =
+        run(&mut mpiexec(&["-launcher", "fork", "-hosts", "a,b", "-n", "2", "--timeout", "0.5", "sleep", "30"]));
+    assert_eq!(output.status.code(), Some(124), "{}", text(&output.stderr));
+    assert!(elapsed < PROMPT, "took {elapsed:?}");
+    let (output, _) = run(&mut mpiexec(&["-launcher", "fork", "-hosts", "a,b", "-n", "2", "./no-such-program"]));
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(127), "{stderr}");
+    assert!(stderr.contains("on host a: cannot start rank 0 (./no-such-program): "), "{stderr}");
+}
+
+#[test]
+fn a_rank_killed_under_a_proxy_ends_the_job_promptly() {
+    let script = "if [ $PMI_RANK = 1 ]; then sleep 0.2; kill -9 $$; fi; trap '' TERM; sleep 30 & wait; wait";
+    let (output, elapsed) = run(&mut mpiexec(&["-launcher", "fork", "-hosts", "a,b", "-n", "4", "sh", "-c", script]));
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(137), "{stderr}");
+    assert!(
+        stderr.contains("mpiexec: rank 1 (pid ") && stderr.contains(" on b) killed by signal 9 (Killed)"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(elapsed < PROMPT, "took {elapsed:?}");
+}
+
+#[test]
+fn a_killed_proxy_ends_the_job_promptly() {
+    // The rank's parent is its proxy.
+    let script = "if [ $PMI_RANK = 1 ]; then sleep 0.3; kill -9 $PPID; fi; sleep 30";
+    let (output, elapsed) = run(&mut mpiexec(&["-launcher", "fork", "-hosts", "a,b", "-n", "4", "sh", "-c", script]));
+    let stderr = text(&output.stderr);
+    assert_ne!(output.status.code(), Some(0), "{stderr}");
+    for rank in [1, 3] {
+        assert!(stderr.contains(&format!("rank {rank} (pid ")), "{stderr}");
+    }
+    assert!(stderr.contains(" on b) lost: the proxy on b ended"), "{stderr}");
+    assert!(elapsed < PROMPT, "took {elapsed:?}");
+}
+
+#[test]
+fn proxies_kill_their_ranks_when_mpiexec_is_killed() {
+    let roles = role_args("shm");
+    let mut child = Command::new(MPIEXEC)
+        .args(with_role(&["-launcher", "fork", "-hosts", "a,b", "-n", "3", "--timeout", "60"], &roles))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut files = Vec::new();
+    let mut pids = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if let ["SHMFILE", path, "PID", pid] = line.split_whitespace().collect::<Vec<_>>()[..] {
+            files.push(path.to_string());
+            pids.push(pid.parse::<i32>().unwrap());
+            if files.len() == 3 {
+                break;
+            }
+        }
+    }
+    assert_eq!(files.len(), 3);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for pid in pids {
+        assert!(process_gone(pid), "rank pid {pid} still running after mpiexec was killed");
+    }
+    for file in &files {
+        assert!(wait_until(|| !Path::new(file).exists()), "{file} left behind");
+    }
 }

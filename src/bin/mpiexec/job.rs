@@ -3,10 +3,18 @@
 //! Everything runs in one thread around poll(2): the PMI sockets, the output pipes and the
 //! signal self-pipe are its events; the kill escalation, `--timeout` and the final output drain
 //! are its timers. Only stdin forwarding has its own thread, because writes to rank 0 may block.
+//!
+//! The same loop plays three roles (`Role`): mpiexec forking every rank itself (one host);
+//! a proxy forking its host's ranks and reporting to mpiexec over a `Link`; and mpiexec
+//! across hosts, whose ranks run under proxies. Judging how the job goes (a rank that died,
+//! aborted or left without MPI_Finalize ends it) is done where every rank is known: by
+//! mpiexec, never by a proxy.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read, Write};
+use std::net::TcpListener;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
@@ -15,8 +23,8 @@ use std::time::{Duration, Instant};
 
 use oxmpi::pmi::wire::{self, Line};
 
-use crate::options::Options;
-use crate::output::{OutputStream, ReadResult, Sink};
+use crate::link::{AppSpec, Ending, Link, StartSpec, ToHead, ToProxy};
+use crate::output::{self, OutputStream, ReadResult, Sink};
 use crate::signals::{self, SignalPipe};
 
 /// Time between the polite signal and SIGKILL when the job is torn down.
@@ -32,21 +40,11 @@ const KVSNAME_MAX: usize = 256;
 const KEYLEN_MAX: usize = 64;
 const VALLEN_MAX: usize = 1024;
 
-/// How a rank process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ending {
-    Exited(i32),
-    Signaled(i32),
-}
-
-impl Ending {
-    fn exit_code(self) -> i32 {
-        match self {
-            Ending::Exited(code) => code,
-            Ending::Signaled(signo) => 128 + signo,
-        }
-    }
-}
+/// How long mpiexec waits for a proxy to connect back.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// After SIGKILL went to the proxies, how long mpiexec waits for their reports before it
+/// drops the connections (which makes any proxy still there kill its ranks) and ends.
+const ABANDON_GRACE: Duration = Duration::from_millis(1000);
 
 /// A rank's PMI connection: the socket and bytes received that do not yet end a line.
 struct PmiConnection {
@@ -55,6 +53,9 @@ struct PmiConnection {
 }
 
 struct Rank {
+    /// Its rank in MPI_COMM_WORLD (a proxy holds only some ranks).
+    world: usize,
+    /// 0 while not known (a remote rank before its proxy reported it).
     pid: i32,
     ending: Option<Ending>,
     ended_at: Option<Instant>,
@@ -76,8 +77,87 @@ struct Shutdown {
     signalled: Vec<usize>,
 }
 
+/// What a job needs to know to start and serve its ranks.
+pub struct JobSpec {
+    pub kvsname: String,
+    pub size: usize,
+    pub process_mapping: String,
+    pub apps: Vec<AppSpec>,
+    /// The ranks this process starts: (world rank, index into `apps`); empty for mpiexec
+    /// across hosts.
+    pub ranks: Vec<(usize, usize)>,
+    /// The program index of every rank of the job (MPI_APPNUM), for reports.
+    pub app_of_rank: Vec<usize>,
+    pub tag_output: bool,
+    pub timeout: Option<Duration>,
+    /// The whole environment of the ranks (a proxy: mpiexec's); `None`: this process's.
+    pub base_env: Option<Vec<(OsString, OsString)>>,
+}
+
+/// A proxy as mpiexec sees it.
+pub struct ProxyState {
+    pub host: String,
+    pub ranks: Vec<usize>,
+    pub launcher_pid: i32,
+    pub launcher_reaped: bool,
+    pub link: Option<Link>,
+    /// Connected and started (a proxy is never connected twice).
+    pub started: bool,
+    pub in_barrier: bool,
+}
+
+/// mpiexec across hosts: the proxies and how to reach them.
+pub struct Head {
+    listener: TcpListener,
+    launch: crate::proxy::Launch,
+    proxies: Vec<ProxyState>,
+    /// The host of each world rank.
+    host_of_rank: Vec<String>,
+    /// The job description sent to each proxy, less its ranks.
+    start: StartSpec,
+    connect_deadline: Instant,
+    /// Keys put in this barrier round, from every proxy.
+    round_pairs: Vec<(String, String)>,
+    abandon_at: Option<Instant>,
+}
+
+impl Head {
+    pub fn new(
+        listener: TcpListener,
+        launch: crate::proxy::Launch,
+        proxies: Vec<ProxyState>,
+        host_of_rank: Vec<String>,
+        start: StartSpec,
+    ) -> Head {
+        let connect_deadline = Instant::now() + CONNECT_TIMEOUT;
+        Head {
+            listener,
+            launch,
+            proxies,
+            host_of_rank,
+            start,
+            connect_deadline,
+            round_pairs: Vec::new(),
+            abandon_at: None,
+        }
+    }
+}
+
+/// Which part this process plays in the job.
+pub enum Role {
+    /// mpiexec forking every rank itself.
+    Local,
+    /// A proxy forking its host's ranks; `upstream` is its connection to mpiexec (`None`
+    /// once lost), `barrier_pairs` the keys put since the last barrier.
+    Proxy { upstream: Option<Link>, barrier_pairs: Vec<(String, String)> },
+    /// mpiexec across hosts.
+    Head(Box<Head>),
+}
+
 pub struct Job {
-    options: Options,
+    spec: JobSpec,
+    role: Role,
+    size: usize,
     kvsname: String,
     ranks: Vec<Rank>,
     kvs: HashMap<String, String>,
@@ -86,6 +166,14 @@ pub struct Job {
     shutdown: Option<Shutdown>,
     /// Set once every rank has been reaped: forward output until then, no longer.
     drain_until: Option<Instant>,
+}
+
+/// A new job name: filename-safe and free of '-', so `oxmpi-<kvsname>-` is an unambiguous
+/// prefix of its shared-memory files.
+pub fn new_kvsname() -> String {
+    let kvsname = format!("oxmpi{}_{}", std::process::id(), &oxmpi::pmi::random_hex()[..12]);
+    debug_assert_eq!(oxmpi::pmi::sanitize_kvsname(&kvsname), kvsname);
+    kvsname
 }
 
 fn report(message: &str) {
@@ -138,32 +226,48 @@ pub fn remove_shm_files(kvsname: &str) {
 }
 
 impl Job {
-    pub fn new(options: Options, signals: SignalPipe) -> Job {
-        // Filename-safe and free of '-', so `oxmpi-<kvsname>-` is an unambiguous prefix.
-        let kvsname = format!("oxmpi{}_{}", std::process::id(), &oxmpi::pmi::random_hex()[..12]);
-        debug_assert_eq!(oxmpi::pmi::sanitize_kvsname(&kvsname), kvsname);
+    pub fn new(spec: JobSpec, role: Role, signals: SignalPipe) -> Job {
         let mut kvs = HashMap::new();
-        kvs.insert("PMI_process_mapping".to_string(), format!("(vector,(0,1,{}))", options.ranks));
-        let timeout_at = options.timeout.map(|t| Instant::now() + t);
-        Job { options, kvsname, ranks: Vec::new(), kvs, signals, timeout_at, shutdown: None, drain_until: None }
+        kvs.insert("PMI_process_mapping".to_string(), spec.process_mapping.clone());
+        let timeout_at = spec.timeout.map(|t| Instant::now() + t);
+        let size = spec.size;
+        let kvsname = spec.kvsname.clone();
+        // mpiexec across hosts keeps a record of every rank; the others add theirs as they
+        // start them.
+        let ranks = match &role {
+            Role::Head(_) => (0..size).map(Rank::remote).collect(),
+            _ => Vec::new(),
+        };
+        Job { spec, role, size, kvsname, ranks, kvs, signals, timeout_at, shutdown: None, drain_until: None }
     }
 
     pub fn kvsname(&self) -> &str {
         &self.kvsname
     }
 
-    /// Runs the job to its end and returns mpiexec's exit status.
+    /// Runs the job to its end and returns the exit status (a proxy's is of no use).
     pub fn run(mut self) -> i32 {
-        for index in 0..self.options.ranks {
-            if let Err(error) = self.spawn_rank(index) {
-                let program = self.options.program.to_string_lossy().into_owned();
-                report(&format!("cannot start rank {index} ({program}): {error}"));
-                let code = match error.kind() {
-                    io::ErrorKind::NotFound => 127,
-                    _ => 126,
-                };
-                self.begin_shutdown(code, libc::SIGTERM);
-                break;
+        if matches!(self.role, Role::Head(_)) {
+            self.launch_proxies();
+        } else {
+            for index in 0..self.spec.ranks.len() {
+                if let Err(error) = self.spawn_rank(index) {
+                    let (world, app) = self.spec.ranks[index];
+                    let program = self.spec.apps[app].program.to_string_lossy().into_owned();
+                    let code = match error.kind() {
+                        io::ErrorKind::NotFound => 127,
+                        _ => 126,
+                    };
+                    let message = format!("cannot start rank {world} ({program}): {error}");
+                    if let Role::Proxy { .. } = self.role {
+                        let rank = world as u32;
+                        self.send_upstream(ToHead::StartFailed { rank, code, message });
+                    } else {
+                        report(&message);
+                    }
+                    self.begin_shutdown(code, libc::SIGTERM);
+                    break;
+                }
             }
         }
         while !self.finished() {
@@ -173,7 +277,18 @@ impl Job {
         if self.shutdown.as_ref().is_some_and(|s| !s.killed) {
             self.kill_now();
         }
-        remove_shm_files(&self.kvsname);
+        if let Role::Head(head) = &mut self.role {
+            // Launchers still running (a proxy that never connected, an ssh lingering).
+            for proxy in &head.proxies {
+                if !proxy.launcher_reaped && proxy.launcher_pid > 0 {
+                    // SAFETY: kill(2) on our unreaped child's process group; ESRCH is harmless.
+                    unsafe { libc::kill(-proxy.launcher_pid, libc::SIGKILL) };
+                }
+            }
+            head.proxies.iter_mut().for_each(|p| p.link = None);
+        } else {
+            remove_shm_files(&self.kvsname);
+        }
         let _ = io::stdout().lock().flush();
         self.exit_code()
     }
@@ -185,38 +300,67 @@ impl Job {
         self.ranks.iter().filter_map(|r| r.ending).map(Ending::exit_code).max().unwrap_or(0)
     }
 
+    /// Starts one proxy per host with the launcher (mpiexec across hosts).
+    fn launch_proxies(&mut self) {
+        let Role::Head(head) = &mut self.role else {
+            return;
+        };
+        let mut failed = None;
+        for (index, proxy) in head.proxies.iter_mut().enumerate() {
+            match head.launch.start(index, &proxy.host) {
+                Ok(pid) => proxy.launcher_pid = pid,
+                Err(error) => {
+                    failed = Some(format!("cannot start the proxy on host {}: {error}", proxy.host));
+                    break;
+                }
+            }
+        }
+        if let Some(message) = failed {
+            report(&message);
+            self.abandon_unstarted();
+            self.begin_shutdown(1, libc::SIGTERM);
+        }
+    }
+
+    /// Forks rank `self.spec.ranks[index]` with its PMI socket and output pipes.
     fn spawn_rank(&mut self, index: usize) -> io::Result<()> {
+        let (world, app) = self.spec.ranks[index];
+        let app_spec = &self.spec.apps[app];
         let (server_end, rank_end) = UnixStream::pair()?;
         let rank_fd = rank_end.as_raw_fd();
-        let mut command = Command::new(&self.options.program);
+        let mut command = Command::new(&app_spec.program);
+        if let Some(base) = &self.spec.base_env {
+            command.env_clear().envs(base.iter().map(|(k, v)| (k, v)));
+        }
         command
-            .args(&self.options.args)
+            .args(&app_spec.args)
             .env_remove("PMI_PORT")
             .env_remove("PMI_ID")
             .env("PMI_FD", rank_fd.to_string())
-            .env("PMI_RANK", index.to_string())
-            .env("PMI_SIZE", self.options.ranks.to_string())
+            .env("PMI_RANK", world.to_string())
+            .env("PMI_SIZE", self.size.to_string())
             .env("PMI_SPAWNED", "0")
-            .envs(self.options.env.iter().map(|(k, v)| (k, v)))
-            .stdin(if index == 0 { Stdio::piped() } else { Stdio::null() })
+            .envs(app_spec.env.iter().map(|(k, v)| (k, v)))
+            // stdin goes to rank 0 when mpiexec forks it; not across hosts.
+            .stdin(if world == 0 && matches!(self.role, Role::Local) { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         // SAFETY: `getpid` is async-signal-safe; read here, before the fork.
-        let mpiexec_pid = unsafe { libc::getpid() };
-        let own_session = rank_sessions(self.options.ranks);
+        let parent_pid = unsafe { libc::getpid() };
+        let own_session = rank_sessions(self.spec.ranks.len());
         // SAFETY: the closure runs in the forked child before exec and only makes
         // async-signal-safe system calls (setsid or setpgid, prctl, getppid, fcntl); it
         // allocates nothing except on the error path, where the child is about to fail anyway.
         unsafe {
             command.pre_exec(move || {
                 // Own session (see `rank_sessions`) or own process group in ours: either way
-                // mpiexec can signal the rank with everything it starts as one group.
+                // we can signal the rank with everything it starts as one group.
                 if (if own_session { libc::setsid() } else { libc::setpgid(0, 0) }) < 0 {
                     return Err(io::Error::last_os_error());
                 }
-                // If mpiexec dies without cleaning up, the ranks die with it.
+                // If mpiexec (or the proxy) dies without cleaning up, the ranks die with it.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
-                if libc::getppid() != mpiexec_pid {
+                if libc::getppid() != parent_pid {
                     return Err(io::Error::other("mpiexec exited during launch"));
                 }
                 // The socket was created close-on-exec; this child is the one that keeps it.
@@ -228,7 +372,7 @@ impl Job {
         }
         let mut child = command.spawn()?;
         drop(rank_end);
-        let tag = self.options.tag_output.then(|| format!("[{index}] "));
+        let tag = self.spec.tag_output.then(|| format!("[{world}] "));
         let pipe = |p: Option<OwnedFd>| p.map(File::from);
         let stdout = pipe(child.stdout.take().map(OwnedFd::from));
         let stderr = pipe(child.stderr.take().map(OwnedFd::from));
@@ -239,35 +383,45 @@ impl Job {
                 let _ = io::copy(&mut io::stdin().lock(), &mut rank_stdin);
             });
         }
+        let pid = child.id() as i32;
         self.ranks.push(Rank {
-            pid: child.id() as i32,
+            world,
+            pid,
             ending: None,
             ended_at: None,
             pmi: Some(PmiConnection { socket: server_end, pending: Vec::new() }),
             pmi_initialized: false,
             finalized: false,
             in_barrier: false,
-            stdout: stdout.map(|f| OutputStream::new(f, Sink::Stdout, tag.clone())),
-            stderr: stderr.map(|f| OutputStream::new(f, Sink::Stderr, tag.clone())),
+            stdout: stdout.map(|f| OutputStream::new(f, tag.clone())),
+            stderr: stderr.map(|f| OutputStream::new(f, tag.clone())),
         });
+        if let Role::Proxy { .. } = self.role {
+            self.send_upstream(ToHead::Started { rank: world as u32, pid });
+        }
         Ok(())
     }
 
     fn finished(&self) -> bool {
         let all_ended = self.ranks.iter().all(|r| r.ending.is_some());
-        let outputs_open = self.ranks.iter().any(|r| r.stdout.is_some() || r.stderr.is_some());
-        all_ended && (!outputs_open || self.drain_until.is_some_and(|t| Instant::now() >= t))
+        let drained = self.drain_until.is_some_and(|t| Instant::now() >= t);
+        let outputs_open = match &self.role {
+            // Proxies send their ranks' output, then close.
+            Role::Head(head) => head.proxies.iter().any(|p| p.link.is_some()),
+            _ => self.ranks.iter().any(|r| r.stdout.is_some() || r.stderr.is_some()),
+        };
+        all_ended && (!outputs_open || drained)
     }
 
     /// The file descriptors to poll, and what each one is.
     fn poll_set(&self) -> (Vec<libc::pollfd>, Vec<Source>) {
         let mut fds = vec![libc::pollfd { fd: self.signals.fd(), events: libc::POLLIN, revents: 0 }];
         let mut sources = vec![Source::Signals];
+        let mut add = |fd, source| {
+            fds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+            sources.push(source);
+        };
         for (index, rank) in self.ranks.iter().enumerate() {
-            let mut add = |fd, source| {
-                fds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
-                sources.push(source);
-            };
             if let Some(pmi) = &rank.pmi {
                 add(pmi.socket.as_raw_fd(), Source::Pmi(index));
             }
@@ -278,12 +432,36 @@ impl Job {
                 add(err.pipe.as_raw_fd(), Source::Output(index, Sink::Stderr));
             }
         }
+        match &self.role {
+            Role::Local => {}
+            Role::Proxy { upstream, .. } => {
+                if let Some(link) = upstream {
+                    add(link.stream.as_raw_fd(), Source::Upstream);
+                }
+            }
+            Role::Head(head) => {
+                if head.proxies.iter().any(|p| !p.started) {
+                    add(head.listener.as_raw_fd(), Source::Listener);
+                }
+                for (index, proxy) in head.proxies.iter().enumerate() {
+                    if let Some(link) = &proxy.link {
+                        add(link.stream.as_raw_fd(), Source::Proxy(index));
+                    }
+                }
+            }
+        }
         (fds, sources)
     }
 
     fn next_timer(&self) -> Option<Instant> {
         let kill_at = self.shutdown.as_ref().filter(|s| !s.killed).map(|s| s.kill_at);
-        [self.timeout_at, kill_at, self.drain_until].into_iter().flatten().min()
+        let (connect, abandon) = match &self.role {
+            Role::Head(head) => {
+                (head.proxies.iter().any(|p| !p.started).then_some(head.connect_deadline), head.abandon_at)
+            }
+            _ => (None, None),
+        };
+        [self.timeout_at, kill_at, self.drain_until, connect, abandon].into_iter().flatten().min()
     }
 
     fn wait_for_events(&mut self) {
@@ -323,12 +501,28 @@ impl Job {
                     Sink::Stdout => &mut rank.stdout,
                     Sink::Stderr => &mut rank.stderr,
                 };
+                let mut text = Vec::new();
                 if let Some(out) = stream
-                    && let ReadResult::Closed = out.read_available()
+                    && let ReadResult::Closed = out.read_available(&mut text)
                 {
                     *stream = None;
                 }
+                self.forward_output(sink, text);
             }
+            Source::Upstream => self.serve_upstream(),
+            Source::Listener => self.accept_proxy(),
+            Source::Proxy(index) => self.serve_proxy(index),
+        }
+    }
+
+    /// Output of local ranks: printed, or sent to mpiexec by a proxy.
+    fn forward_output(&mut self, sink: Sink, data: Vec<u8>) {
+        if data.is_empty() {
+            return;
+        }
+        match self.role {
+            Role::Proxy { .. } => self.send_upstream(ToHead::Output { sink, data }),
+            _ => output::write(sink, &data),
         }
     }
 
@@ -337,7 +531,10 @@ impl Job {
             // A second signal while tearing down: stop waiting politely.
             Some(shutdown) => shutdown.kill_at = Instant::now(),
             None => {
-                report(&format!("received signal {signo} ({}); terminating the job", signals::describe(signo)));
+                // A proxy's ranks report their endings; mpiexec says why the job ended.
+                if !matches!(self.role, Role::Proxy { .. }) {
+                    report(&format!("received signal {signo} ({}); terminating the job", signals::describe(signo)));
+                }
                 self.begin_shutdown(128 + signo, signo);
             }
         }
@@ -358,11 +555,28 @@ impl Job {
                 ended_at.is_none_or(|t| now.duration_since(t) < RECENTLY_ENDED)
             })
             .collect();
-        for &index in &signalled {
-            signal_rank(&self.ranks[index], signo);
-        }
+        self.signal_ranks(&signalled, signo);
         let kill_at = now + KILL_GRACE;
         self.shutdown = Some(Shutdown { exit_code, kill_at, killed: false, signalled });
+    }
+
+    /// Signals ranks: this process's own children, or, across hosts, every rank through
+    /// its proxy (which chooses the same way which of its ranks to signal).
+    fn signal_ranks(&mut self, which: &[usize], signo: i32) {
+        if let Role::Head(head) = &mut self.role {
+            let frame = ToProxy::Signal { signo }.encode();
+            for proxy in &mut head.proxies {
+                if let Some(link) = &mut proxy.link
+                    && link.send(&frame).is_err()
+                {
+                    proxy.link = None;
+                }
+            }
+            return;
+        }
+        for &index in which {
+            signal_rank(&self.ranks[index], signo);
+        }
     }
 
     fn check_timers(&mut self) {
@@ -370,7 +584,7 @@ impl Job {
         if self.timeout_at.is_some_and(|t| now >= t) {
             self.timeout_at = None;
             if self.shutdown.is_none() && self.ranks.iter().any(|r| r.ending.is_none()) {
-                let seconds = self.options.timeout.unwrap_or_default().as_secs_f64();
+                let seconds = self.spec.timeout.unwrap_or_default().as_secs_f64();
                 report(&format!("job timed out after {seconds} s; killing the remaining ranks"));
                 self.begin_shutdown(124, libc::SIGTERM);
             }
@@ -381,6 +595,48 @@ impl Job {
         {
             self.kill_now();
         }
+        if let Role::Head(head) = &mut self.role {
+            if head.abandon_at.is_some_and(|t| now >= t) {
+                head.abandon_at = None;
+                // Proxies that did not report in time: dropping the connection makes any
+                // still alive kill its ranks.
+                for proxy in &mut head.proxies {
+                    proxy.link = None;
+                }
+                for rank in self.ranks.iter_mut().filter(|r| r.ending.is_none()) {
+                    rank.ending = Some(Ending::Signaled(libc::SIGKILL));
+                    rank.ended_at = Some(now);
+                }
+            }
+            if now >= head.connect_deadline && head.proxies.iter().any(|p| !p.started) {
+                let late: Vec<&str> = head.proxies.iter().filter(|p| !p.started).map(|p| p.host.as_str()).collect();
+                report(&format!(
+                    "no proxy connected back from host(s) {} within {} s (is -iface right?)",
+                    late.join(", "),
+                    CONNECT_TIMEOUT.as_secs()
+                ));
+                self.abandon_unstarted();
+                self.begin_shutdown(1, libc::SIGTERM);
+            }
+        }
+    }
+
+    /// Marks the ranks of proxies that never started as ended, so the job can end.
+    fn abandon_unstarted(&mut self) {
+        let Role::Head(head) = &mut self.role else {
+            return;
+        };
+        let now = Instant::now();
+        for proxy in head.proxies.iter_mut().filter(|p| !p.started) {
+            proxy.started = true; // no longer waited for
+            for &rank in &proxy.ranks {
+                let rank = &mut self.ranks[rank];
+                if rank.ending.is_none() {
+                    rank.ending = Some(Ending::Signaled(libc::SIGKILL));
+                    rank.ended_at = Some(now);
+                }
+            }
+        }
     }
 
     /// The end of the teardown grace: SIGKILL to every signalled session.
@@ -389,8 +645,10 @@ impl Job {
             return;
         };
         shutdown.killed = true;
-        for &index in &shutdown.signalled {
-            signal_rank(&self.ranks[index], libc::SIGKILL);
+        let signalled = shutdown.signalled.clone();
+        self.signal_ranks(&signalled, libc::SIGKILL);
+        if let Role::Head(head) = &mut self.role {
+            head.abandon_at = Some(Instant::now() + ABANDON_GRACE);
         }
     }
 
@@ -407,13 +665,35 @@ impl Job {
             } else {
                 Ending::Exited(libc::WEXITSTATUS(status))
             };
-            if let Some(index) = self.ranks.iter().position(|r| r.pid == pid) {
+            if let Role::Head(_) = self.role {
+                self.on_launcher_ended(pid, ending);
+            } else if let Some(index) = self.ranks.iter().position(|r| r.pid == pid) {
                 self.on_rank_ended(index, ending);
             }
         }
         if self.drain_until.is_none() && self.ranks.iter().all(|r| r.ending.is_some()) {
-            let grace = if self.shutdown.is_some() { DRAIN_GRACE_FAILED } else { DRAIN_GRACE_NORMAL };
+            let mut grace = if self.shutdown.is_some() { DRAIN_GRACE_FAILED } else { DRAIN_GRACE_NORMAL };
+            if let Role::Head(_) = self.role {
+                // The proxies drain their ranks' pipes first.
+                grace += DRAIN_GRACE_NORMAL;
+            }
             self.drain_until = Some(Instant::now() + grace);
+        }
+    }
+
+    /// Who a rank is, for reports: `rank 3 (pid 812)`, across hosts `rank 3 (pid 812 on h2)`.
+    fn who(&self, index: usize) -> String {
+        let rank = &self.ranks[index];
+        match &self.role {
+            Role::Head(head) => {
+                let host = &head.host_of_rank[index];
+                if rank.pid > 0 {
+                    format!("rank {index} (pid {} on {host})", rank.pid)
+                } else {
+                    format!("rank {index} (on {host})")
+                }
+            }
+            _ => format!("rank {index} (pid {})", rank.pid),
         }
     }
 
@@ -421,18 +701,25 @@ impl Job {
         let rank = &mut self.ranks[index];
         rank.ending = Some(ending);
         rank.ended_at = Some(Instant::now());
+        if let Role::Proxy { .. } = self.role {
+            // mpiexec judges; a proxy reports.
+            let world = rank.world as u32;
+            self.send_upstream(ToHead::Ended { rank: world, ending });
+            return;
+        }
         if self.shutdown.is_some() {
             return; // expected: we are killing the job
         }
-        let pid = rank.pid;
+        let (finalized, pmi_initialized) = (rank.finalized, rank.pmi_initialized);
+        let who = self.who(index);
         match ending {
             Ending::Signaled(signo) => {
-                report(&format!("rank {index} (pid {pid}) killed by signal {signo} ({})", signals::describe(signo)));
+                report(&format!("{who} killed by signal {signo} ({})", signals::describe(signo)));
                 self.begin_shutdown(128 + signo, libc::SIGTERM);
             }
             // A rank that spoke PMI must say finalize; a plain program (no PMI) may exit 0.
-            Ending::Exited(code) if !rank.finalized && (code != 0 || rank.pmi_initialized) => {
-                report(&format!("rank {index} (pid {pid}) exited with code {code} without calling MPI_Finalize"));
+            Ending::Exited(code) if !finalized && (code != 0 || pmi_initialized) => {
+                report(&format!("{who} exited with code {code} without calling MPI_Finalize"));
                 self.begin_shutdown(if code != 0 { code } else { 1 }, libc::SIGTERM);
             }
             Ending::Exited(_) => self.check_deserted(),
@@ -448,13 +735,13 @@ impl Job {
         }
         let in_mpi = self.ranks.iter().any(|r| r.pmi_initialized && !r.finalized && r.ending.is_none());
         let gone = self.ranks.iter().enumerate().find_map(|(index, r)| match r.ending {
-            Some(Ending::Exited(code)) if !r.pmi_initialized => Some((index, r.pid, code)),
+            Some(Ending::Exited(code)) if !r.pmi_initialized => Some((index, code)),
             _ => None,
         });
-        if in_mpi && let Some((index, pid, code)) = gone {
+        if in_mpi && let Some((index, code)) = gone {
             report(&format!(
-                "rank {index} (pid {pid}) exited with code {code} without calling MPI_Init while the other \
-                 ranks wait for it in MPI"
+                "{} exited with code {code} without calling MPI_Init while the other ranks wait for it in MPI",
+                self.who(index)
             ));
             self.begin_shutdown(1, libc::SIGTERM);
         }
@@ -481,14 +768,15 @@ impl Job {
             };
             let raw: Vec<u8> = pmi.pending.drain(..=newline).collect();
             let request = Line::parse(&String::from_utf8_lossy(&raw));
-            log::debug!("rank {index} -> {}", request.encode().trim_end());
+            log::debug!("rank {} -> {}", self.ranks[index].world, request.encode().trim_end());
             self.answer(index, &request);
         }
     }
 
     fn send(&mut self, index: usize, reply: &Line) {
+        let world = self.ranks[index].world;
         if let Some(pmi) = &mut self.ranks[index].pmi {
-            log::debug!("rank {index} <- {}", reply.encode().trim_end());
+            log::debug!("rank {world} <- {}", reply.encode().trim_end());
             if pmi.socket.write_all(reply.encode().as_bytes()).is_err() {
                 self.ranks[index].pmi = None;
             }
@@ -496,12 +784,18 @@ impl Job {
     }
 
     fn answer(&mut self, index: usize, request: &Line) {
-        let size = self.options.ranks;
+        let size = self.size;
+        let world = self.ranks[index].world;
         let kvs_matches = request.get("kvsname") == Some(self.kvsname.as_str());
+        let is_proxy = matches!(self.role, Role::Proxy { .. });
         let reply = match request.command().unwrap_or("") {
             "init" => {
                 self.ranks[index].pmi_initialized = true;
-                self.check_deserted();
+                if is_proxy {
+                    self.send_upstream(ToHead::Initialized { rank: world as u32 });
+                } else {
+                    self.check_deserted();
+                }
                 let version_ok = request.get("pmi_version") == Some("1");
                 Line::cmd("response_to_init")
                     .with("pmi_version", 1)
@@ -513,12 +807,15 @@ impl Job {
                 .with("kvsname_max", KVSNAME_MAX)
                 .with("keylen_max", KEYLEN_MAX)
                 .with("vallen_max", VALLEN_MAX),
-            "get_appnum" => Line::cmd("appnum").with("appnum", 0),
+            "get_appnum" => Line::cmd("appnum").with("appnum", self.spec.app_of_rank[world]),
             "get_my_kvsname" => Line::cmd("my_kvsname").with("kvsname", &self.kvsname),
             "get_universe_size" => Line::cmd("universe_size").with("size", size),
             "put" => match (kvs_matches, request.get("key"), request.get("value")) {
                 (true, Some(key), Some(value)) if !key.is_empty() => {
                     self.kvs.insert(key.to_string(), value.to_string());
+                    if let Role::Proxy { barrier_pairs, .. } = &mut self.role {
+                        barrier_pairs.push((key.to_string(), value.to_string()));
+                    }
                     Line::cmd("put_result").with("rc", 0).with("msg", "success")
                 }
                 (false, _, _) => Line::cmd("put_result").with("rc", -1).with("msg", "unknown_kvsname"),
@@ -536,41 +833,353 @@ impl Job {
             }
             "barrier_in" => {
                 self.ranks[index].in_barrier = true;
-                if self.ranks.len() == size && self.ranks.iter().all(|r| r.in_barrier) {
-                    for other in 0..size {
-                        self.ranks[other].in_barrier = false;
-                        self.send(other, &Line::cmd("barrier_out"));
+                let all_started = self.ranks.len() == self.spec.ranks.len();
+                if all_started && self.ranks.iter().all(|r| r.in_barrier) {
+                    if let Role::Proxy { barrier_pairs, .. } = &mut self.role {
+                        // The host's part of the job-wide barrier; mpiexec answers when
+                        // every host is in it.
+                        let pairs = std::mem::take(barrier_pairs);
+                        self.send_upstream(ToHead::Barrier { pairs });
+                    } else {
+                        self.release_barrier();
                     }
                 }
                 return;
             }
             "finalize" => {
                 self.ranks[index].finalized = true;
+                if is_proxy {
+                    self.send_upstream(ToHead::Finalized { rank: world as u32 });
+                }
                 Line::cmd("finalize_ack")
             }
             "abort" => {
-                self.on_abort(index, request);
+                let code = request.get("exitcode").and_then(|c| c.trim().parse::<i32>().ok()).unwrap_or(1);
+                let message = wire::unescape_text(request.get("error_msg").unwrap_or(""));
+                if is_proxy {
+                    self.send_upstream(ToHead::Abort { rank: world as u32, code, message });
+                } else {
+                    self.on_abort(index, code, &message);
+                }
                 return;
             }
             other => {
-                log::warn!("rank {index} sent an unsupported PMI command {other:?}");
+                log::warn!("rank {world} sent an unsupported PMI command {other:?}");
                 Line::cmd(other).with("rc", -1).with("msg", "unsupported_command")
             }
         };
         self.send(index, &reply);
     }
 
-    fn on_abort(&mut self, index: usize, request: &Line) {
-        let code = request.get("exitcode").and_then(|c| c.trim().parse::<i32>().ok()).unwrap_or(1);
+    /// Every local rank leaves the PMI barrier.
+    fn release_barrier(&mut self) {
+        for other in 0..self.ranks.len() {
+            self.ranks[other].in_barrier = false;
+            self.send(other, &Line::cmd("barrier_out"));
+        }
+    }
+
+    fn on_abort(&mut self, index: usize, code: i32, message: &str) {
         // MPI_Abort or a fatal error handler; the detail says which. The rank leaves printing
         // it to us, so every rank's is reported, also while the job is being ended.
-        let message = wire::unescape_text(request.get("error_msg").unwrap_or(""));
         let message = message.trim_end();
         let detail = if message.is_empty() { String::new() } else { format!(": {message}") };
-        report(&format!("rank {index} aborted the job (code {code}){detail}"));
+        let place = match &self.role {
+            Role::Head(head) => format!(" on {}", head.host_of_rank[index]),
+            _ => String::new(),
+        };
+        report(&format!("rank {index}{place} aborted the job (code {code}){detail}"));
         if self.shutdown.is_none() {
             // Whatever code a client sends (-1, 256), an aborted job never exits 0.
             self.begin_shutdown(oxmpi::pmi::abort_exit_status(code), libc::SIGTERM);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------
+    // A proxy's side of its connection to mpiexec.
+
+    /// Sends a report to mpiexec; a failed send is a lost connection.
+    fn send_upstream(&mut self, message: ToHead) {
+        if let Role::Proxy { upstream: Some(link), .. } = &mut self.role
+            && link.send(&message.encode()).is_err()
+        {
+            self.on_upstream_lost();
+        }
+    }
+
+    fn serve_upstream(&mut self) {
+        let Role::Proxy { upstream: Some(link), .. } = &mut self.role else {
+            return;
+        };
+        let frames = match link.receive() {
+            Ok(frames) => frames,
+            Err(_) => return self.on_upstream_lost(),
+        };
+        for frame in frames {
+            match ToProxy::decode(&frame) {
+                Ok(ToProxy::BarrierOut { pairs }) => {
+                    self.kvs.extend(pairs);
+                    self.release_barrier();
+                }
+                Ok(ToProxy::Signal { signo }) => {
+                    self.begin_shutdown(128 + signo, signo);
+                    if signo == libc::SIGKILL {
+                        self.kill_now();
+                    }
+                }
+                Ok(ToProxy::Start(_)) | Err(_) => {
+                    log::warn!("unexpected message from mpiexec");
+                    return self.on_upstream_lost();
+                }
+            }
+        }
+    }
+
+    /// mpiexec is gone (killed, its host lost): nobody would collect the ranks' output or
+    /// end the job, so the ranks are killed now.
+    fn on_upstream_lost(&mut self) {
+        if let Role::Proxy { upstream, .. } = &mut self.role {
+            *upstream = None;
+        }
+        self.begin_shutdown(1, libc::SIGKILL);
+        self.kill_now();
+    }
+
+    // ------------------------------------------------------------------------------------
+    // mpiexec's side of its connections to the proxies.
+
+    /// A proxy connects back: checks its hello and sends it its ranks.
+    fn accept_proxy(&mut self) {
+        let Role::Head(head) = &mut self.role else {
+            return;
+        };
+        let Ok((stream, peer)) = head.listener.accept() else {
+            return;
+        };
+        let mut link = Link::new(stream);
+        // The proxy says hello as soon as it connects; a silent peer is not a proxy.
+        let _ = link.stream.set_read_timeout(Some(Duration::from_secs(5)));
+        let hello = link.receive_one().and_then(|frame| ToHead::decode(&frame));
+        let _ = link.stream.set_read_timeout(None);
+        let index = match hello {
+            Ok(ToHead::Hello { proxy, token }) if token == head.launch.token => proxy as usize,
+            _ => {
+                log::warn!("refused a connection from {peer}: not a proxy of this job");
+                return;
+            }
+        };
+        let Some(proxy) = head.proxies.get_mut(index).filter(|p| !p.started) else {
+            log::warn!("refused a second connection for proxy {index} from {peer}");
+            return;
+        };
+        if self.shutdown.is_some() {
+            // The job is ending: this proxy gets no job (it exits when the connection
+            // closes) and its ranks count as ended.
+            proxy.started = true;
+            let now = Instant::now();
+            for &rank in &proxy.ranks {
+                self.ranks[rank].ending.get_or_insert(Ending::Signaled(libc::SIGKILL));
+                self.ranks[rank].ended_at.get_or_insert(now);
+            }
+            return;
+        }
+        let mut start = head.start.clone();
+        start.ranks = proxy.ranks.iter().map(|&r| (r as u32, self.spec.app_of_rank[r] as u32)).collect();
+        proxy.started = true;
+        if link.send(&ToProxy::Start(start).encode()).is_ok() {
+            proxy.link = Some(link);
+        }
+        log::debug!("proxy {index} ({}) connected from {peer}", proxy.host);
+        if proxy.link.is_none() {
+            self.on_proxy_lost(index);
+        }
+    }
+
+    fn serve_proxy(&mut self, index: usize) {
+        let Role::Head(head) = &mut self.role else {
+            return;
+        };
+        let Some(link) = &mut head.proxies[index].link else {
+            return;
+        };
+        let frames = match link.receive() {
+            Ok(frames) => frames,
+            Err(_) => return self.on_proxy_lost(index),
+        };
+        for frame in frames {
+            match ToHead::decode(&frame) {
+                Ok(message) => self.on_proxy_message(index, message),
+                Err(error) => {
+                    log::warn!("proxy {index}: {error}");
+                    return self.on_proxy_lost(index);
+                }
+            }
+        }
+    }
+
+    /// Whether `rank` is one of proxy `index`'s (a report about another is ignored).
+    fn rank_of_proxy(&self, index: usize, rank: u32) -> Option<usize> {
+        let Role::Head(head) = &self.role else {
+            return None;
+        };
+        let rank = rank as usize;
+        head.proxies[index].ranks.contains(&rank).then_some(rank)
+    }
+
+    fn on_proxy_message(&mut self, index: usize, message: ToHead) {
+        match message {
+            ToHead::Hello { .. } => log::warn!("proxy {index} said hello twice"),
+            ToHead::Started { rank, pid } => {
+                if let Some(rank) = self.rank_of_proxy(index, rank) {
+                    self.ranks[rank].pid = pid;
+                }
+            }
+            ToHead::StartFailed { rank, code, message } => {
+                let host = self.host_of_proxy(index);
+                report(&format!("on host {host}: {message}"));
+                if let Some(rank) = self.rank_of_proxy(index, rank) {
+                    self.ranks[rank].ending = Some(Ending::Exited(code));
+                    self.ranks[rank].ended_at = Some(Instant::now());
+                }
+                self.begin_shutdown(code, libc::SIGTERM);
+            }
+            ToHead::Initialized { rank } => {
+                if let Some(rank) = self.rank_of_proxy(index, rank) {
+                    self.ranks[rank].pmi_initialized = true;
+                    self.check_deserted();
+                }
+            }
+            ToHead::Finalized { rank } => {
+                if let Some(rank) = self.rank_of_proxy(index, rank) {
+                    self.ranks[rank].finalized = true;
+                }
+            }
+            ToHead::Output { sink, data } => output::write(sink, &data),
+            ToHead::Barrier { pairs } => self.on_proxy_barrier(index, pairs),
+            ToHead::Abort { rank, code, message } => {
+                if let Some(rank) = self.rank_of_proxy(index, rank) {
+                    self.on_abort(rank, code, &message);
+                }
+            }
+            ToHead::Ended { rank, ending } => {
+                if let Some(rank) = self.rank_of_proxy(index, rank) {
+                    self.on_rank_ended(rank, ending);
+                }
+            }
+        }
+    }
+
+    fn host_of_proxy(&self, index: usize) -> String {
+        match &self.role {
+            Role::Head(head) => head.proxies[index].host.clone(),
+            _ => String::new(),
+        }
+    }
+
+    /// A host's ranks are all in the barrier: when every host's are, each proxy gets the
+    /// keys put on all hosts since the last barrier.
+    fn on_proxy_barrier(&mut self, index: usize, pairs: Vec<(String, String)>) {
+        let Role::Head(head) = &mut self.role else {
+            return;
+        };
+        head.proxies[index].in_barrier = true;
+        head.round_pairs.extend(pairs);
+        if !head.proxies.iter().all(|p| p.in_barrier) {
+            return;
+        }
+        let pairs = std::mem::take(&mut head.round_pairs);
+        let frame = ToProxy::BarrierOut { pairs: pairs.clone() }.encode();
+        let mut lost = Vec::new();
+        for (other, proxy) in head.proxies.iter_mut().enumerate() {
+            proxy.in_barrier = false;
+            if let Some(link) = &mut proxy.link
+                && link.send(&frame).is_err()
+            {
+                lost.push(other);
+            }
+        }
+        self.kvs.extend(pairs);
+        for other in lost {
+            self.on_proxy_lost(other);
+        }
+    }
+
+    /// A proxy's connection closed. After its ranks all reported their endings that is how
+    /// a proxy finishes; before, its host is lost (the proxy killed, the host down) and so
+    /// is the job.
+    fn on_proxy_lost(&mut self, index: usize) {
+        let Role::Head(head) = &mut self.role else {
+            return;
+        };
+        let proxy = &mut head.proxies[index];
+        proxy.link = None;
+        let host = proxy.host.clone();
+        let lost: Vec<usize> = proxy.ranks.iter().copied().filter(|&r| self.ranks[r].ending.is_none()).collect();
+        if lost.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        if self.shutdown.is_none() {
+            for &rank in &lost {
+                report(&format!("{} lost: the proxy on {host} ended or its connection broke", self.who(rank)));
+            }
+        }
+        for &rank in &lost {
+            self.ranks[rank].ending = Some(Ending::Signaled(libc::SIGKILL));
+            self.ranks[rank].ended_at = Some(now);
+        }
+        self.begin_shutdown(1, libc::SIGTERM);
+    }
+
+    /// A launcher ended: before its proxy connected, the proxy could not start.
+    fn on_launcher_ended(&mut self, pid: i32, ending: Ending) {
+        let Role::Head(head) = &mut self.role else {
+            return;
+        };
+        let Some(proxy) = head.proxies.iter_mut().find(|p| p.launcher_pid == pid) else {
+            return;
+        };
+        proxy.launcher_reaped = true;
+        if proxy.started {
+            return; // its connection tells how it went
+        }
+        let host = proxy.host.clone();
+        if self.shutdown.is_none() {
+            let how = match ending {
+                Ending::Exited(code) => format!("exited with code {code}"),
+                Ending::Signaled(signo) => format!("was killed by signal {signo}"),
+            };
+            report(&format!("cannot start the proxy on host {host}: the launcher {how} before the proxy connected"));
+        }
+        let Role::Head(head) = &mut self.role else {
+            return;
+        };
+        let now = Instant::now();
+        if let Some(proxy) = head.proxies.iter_mut().find(|p| p.launcher_pid == pid) {
+            proxy.started = true; // no longer waited for
+            for &rank in &proxy.ranks {
+                self.ranks[rank].ending.get_or_insert(Ending::Signaled(libc::SIGKILL));
+                self.ranks[rank].ended_at.get_or_insert(now);
+            }
+        }
+        self.begin_shutdown(1, libc::SIGTERM);
+    }
+}
+
+impl Rank {
+    /// The record mpiexec keeps of a rank running under a proxy.
+    fn remote(world: usize) -> Rank {
+        Rank {
+            world,
+            pid: 0,
+            ending: None,
+            ended_at: None,
+            pmi: None,
+            pmi_initialized: false,
+            finalized: false,
+            in_barrier: false,
+            stdout: None,
+            stderr: None,
         }
     }
 }
@@ -581,4 +1190,10 @@ enum Source {
     Signals,
     Pmi(usize),
     Output(usize, Sink),
+    /// A proxy's connection to mpiexec.
+    Upstream,
+    /// mpiexec's listening socket, while proxies have yet to connect.
+    Listener,
+    /// mpiexec's connection to proxy `n`.
+    Proxy(usize),
 }

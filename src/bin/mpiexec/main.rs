@@ -1,19 +1,35 @@
-//! `mpiexec` (also installed as `mpirun`): starts the ranks of a job on this node, serves
-//! PMI-1 to them, forwards their output and reports how each one ended.
+//! `mpiexec` (also installed as `mpirun`): starts the ranks of a job, serves PMI-1 to them,
+//! forwards their output and reports how each one ended. On one host it forks the ranks
+//! itself; across hosts it starts one proxy per host (`proxy.rs`), the same binary run as
+//! `mpiexec --proxy ...`.
 
 mod capacity;
 mod job;
+mod link;
 mod options;
 mod output;
+mod placement;
+mod proxy;
 mod signals;
 
+use std::net::TcpListener;
 use std::process::ExitCode;
 
-use options::{ParseOutcome, USAGE};
+use job::{Head, Job, JobSpec, ProxyState, Role};
+use link::{AppSpec, StartSpec};
+use options::{Launcher, Options, ParseOutcome, USAGE};
+use placement::Placement;
+
+/// A bound on the size of a job across hosts, so a mistyped count is an error message.
+const MAX_RANKS: u64 = 1 << 20;
 
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::new().filter_or("OXMPI_LOG", "warn")).init();
-    let options = match options::parse(std::env::args_os().skip(1).collect()) {
+    let args: Vec<_> = std::env::args_os().skip(1).collect();
+    if args.first().is_some_and(|a| a == "--proxy") {
+        return proxy::run(&args[1..]);
+    }
+    let options = match options::parse(args) {
         Ok(options) => options,
         Err(ParseOutcome::Help) => {
             print!("{USAGE}");
@@ -34,12 +50,27 @@ fn main() -> ExitCode {
         eprintln!("mpiexec: {problem}");
         return ExitCode::from(1);
     }
-    let ranks = options.ranks as u64;
-    if let Some(problem) = capacity::problem(ranks, &capacity::this_machine(), capacity::shm_segment_bytes) {
+    // Proxies whenever a named host is another machine (or `-launcher fork` asks for them);
+    // with no host, or only this machine's names, mpiexec forks the ranks itself.
+    let use_proxies = !options.hosts.iter().all(|h| placement::is_local(&h.name))
+        || options.launcher == Launcher::Fork && !options.hosts.is_empty();
+    let ranks = options.ranks() as u64;
+    // Checked before the placement is computed, which takes memory per rank. Each proxy
+    // checks its own host's share.
+    if !use_proxies
+        && let Some(problem) = capacity::problem(ranks, &capacity::this_machine(), capacity::shm_segment_bytes)
+    {
         eprintln!("mpiexec: {problem}");
         return ExitCode::from(1);
     }
-    capacity::raise_open_files(ranks);
+    if ranks > MAX_RANKS {
+        eprintln!("mpiexec: cannot start {ranks} ranks: at most {MAX_RANKS} per job");
+        return ExitCode::from(1);
+    }
+    let placement = placement::place(&options.hosts, options.ppn, options.ranks());
+    if options.print_rank_map {
+        println!("{}", placement.rank_map());
+    }
     let signals = match signals::SignalPipe::install() {
         Ok(signals) => signals,
         Err(error) => {
@@ -47,8 +78,88 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let job = job::Job::new(options, signals);
+    let job = if use_proxies {
+        match across_hosts(&options, &placement, signals) {
+            Ok(job) => job,
+            Err(message) => {
+                eprintln!("mpiexec: {message}");
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        capacity::raise_open_files(ranks);
+        Job::new(job_spec(&options, &placement, true), Role::Local, signals)
+    };
     log::debug!("job {}", job.kvsname());
     let code = job.run();
     ExitCode::from(code.clamp(0, 255) as u8)
+}
+
+/// The job as mpiexec runs it; `local`: it forks every rank itself.
+fn job_spec(options: &Options, placement: &Placement, local: bool) -> JobSpec {
+    let app_of_rank = options.app_of_rank();
+    let apps = (0..options.apps.len())
+        .map(|index| {
+            let app = &options.apps[index];
+            AppSpec { program: app.program.clone(), args: app.args.clone(), env: options.env_of(index) }
+        })
+        .collect();
+    JobSpec {
+        kvsname: job::new_kvsname(),
+        size: app_of_rank.len(),
+        process_mapping: placement.process_mapping(),
+        apps,
+        ranks: if local { app_of_rank.iter().copied().enumerate().collect() } else { Vec::new() },
+        app_of_rank,
+        tag_output: options.tag_output,
+        timeout: options.timeout,
+        base_env: None,
+    }
+}
+
+/// mpiexec with one proxy per host: listens for them and prepares what each is sent.
+fn across_hosts(options: &Options, placement: &Placement, signals: signals::SignalPipe) -> Result<Job, String> {
+    let fork = options.launcher == Launcher::Fork;
+    let first_remote = placement.hosts.iter().find(|h| !placement::is_local(h)).map(String::as_str);
+    let host = proxy::contact_host(options.iface.as_deref(), fork, first_remote)?;
+    let listener = TcpListener::bind(("0.0.0.0", 0)).map_err(|e| format!("cannot listen for proxies: {e}"))?;
+    let port = listener.local_addr().map_err(|e| format!("cannot listen for proxies: {e}"))?.port();
+    let address = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+    let launcher = match (fork, &options.launcher_exec) {
+        (true, _) => None,
+        (false, Some(command)) => Some(command.split_whitespace().map(String::from).collect()),
+        (false, None) => Some(vec![if options.launcher == Launcher::Rsh { "rsh" } else { "ssh" }.to_string()]),
+    };
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the mpiexec binary to start proxies: {e}"))?;
+    let launch = proxy::Launch { launcher, exe, address, token: oxmpi::pmi::random_hex() };
+    let spec = job_spec(options, placement, false);
+    let proxies: Vec<ProxyState> = placement
+        .ranks_of_host()
+        .into_iter()
+        .zip(&placement.hosts)
+        .filter(|(ranks, _)| !ranks.is_empty())
+        .map(|(ranks, host)| ProxyState {
+            host: host.clone(),
+            ranks,
+            launcher_pid: 0,
+            launcher_reaped: false,
+            link: None,
+            started: false,
+            in_barrier: false,
+        })
+        .collect();
+    capacity::raise_open_files(proxies.len() as u64);
+    let host_of_rank = placement.node_of_rank.iter().map(|&node| placement.hosts[node].clone()).collect();
+    let start = StartSpec {
+        kvsname: spec.kvsname.clone(),
+        size: spec.size as u32,
+        process_mapping: spec.process_mapping.clone(),
+        tag_output: spec.tag_output,
+        cwd: std::env::current_dir().map(Into::into).unwrap_or_default(),
+        env: proxy::exported_environment(),
+        apps: spec.apps.clone(),
+        ranks: Vec::new(),
+    };
+    let head = Head::new(listener, launch, proxies, host_of_rank, start);
+    Ok(Job::new(spec, Role::Head(Box::new(head)), signals))
 }

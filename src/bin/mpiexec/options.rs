@@ -1,36 +1,98 @@
 //! Command line of `mpiexec`/`mpirun`.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::time::Duration;
 
 pub const USAGE: &str = "\
-usage: mpiexec -n N [options] program [args...]
+usage: mpiexec [global options] [-n N] [options] program [args...] [: -n N [options] program [args...]]...
 
-Starts N ranks of `program` on this node and serves PMI-1 to them.
+Starts N ranks of `program` (several programs separated by ':' form one MPI_COMM_WORLD, MPMD),
+on this node or on several hosts, and serves PMI-1 to them.
 
 options:
-  -n N, -np N          number of ranks (default 1)
-  -env NAME VALUE      set an environment variable for the ranks
+  -n N, -np N          number of ranks of this program (default 1)
+  -env NAME VALUE      set an environment variable for the ranks of this program
   -env NAME=VALUE      the same
-  -genv NAME VALUE     same as -env (one executable per launch)
+  -genv NAME VALUE     set it for the ranks of every program (also -genv NAME=VALUE)
   -l, --tag-output     prefix each output line with [rank]
   --timeout SECONDS    kill the job after SECONDS and exit with 124
+  -hosts LIST          hosts to run on: h1,h2 (ranks round-robin, one per host) or h1:4,h2:4
+                       (blocks of that many per host); wraps around when ranks outnumber slots
+  -host LIST           the same
+  -f FILE              hosts from a file (also -hostfile, -machinefile): lines `host`,
+                       `host:N` (MPICH) or `host slots=N` (Open MPI); `#` starts a comment
+  -ppn N               N consecutive ranks per host (overrides the hosts' counts)
+  -launcher L          how proxies are started on other hosts: ssh (default), rsh, or fork
+                       (every proxy on this machine, whatever the host names)
+  -launcher-exec CMD   the command that runs `CMD HOST COMMAND...` (default ssh or rsh)
+  -iface NAME          the network interface whose address the proxies connect back to
+  -print-rank-map      print the host of each rank before starting
   -V, --version        print the version
   -h, --help           print this help
 
-Not supported yet (refused): -hosts and -host (unless they name only this machine),
--hostfile/-f/-machinefile, -configfile, and several programs separated by ':' (MPMD).
+When every rank is placed on this machine (no host option, or hosts named localhost or this
+machine's host name) mpiexec forks the ranks itself; otherwise it starts one proxy per host.
+Not supported (refused): -configfile, -launcher slurm.
 ";
+
+/// One program of the job (MPMD: one per ':'-separated part of the command line).
+#[derive(Debug, Clone, PartialEq)]
+pub struct App {
+    pub ranks: usize,
+    /// `-env` of this part (applied after the global `-genv`).
+    pub env: Vec<(OsString, OsString)>,
+    pub program: OsString,
+    pub args: Vec<OsString>,
+}
+
+/// A host of `-hosts` or a host file, with its slot count when one was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostSlots {
+    pub name: String,
+    pub slots: Option<usize>,
+}
+
+/// How proxies are started on other hosts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launcher {
+    Ssh,
+    Rsh,
+    Fork,
+}
 
 /// What the user asked for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
-    pub ranks: usize,
-    pub env: Vec<(OsString, OsString)>,
+    pub apps: Vec<App>,
+    /// `-genv`: for every program's ranks.
+    pub genv: Vec<(OsString, OsString)>,
+    /// Empty: every rank on this machine.
+    pub hosts: Vec<HostSlots>,
+    pub ppn: Option<usize>,
+    pub launcher: Launcher,
+    pub launcher_exec: Option<String>,
+    pub iface: Option<String>,
+    pub print_rank_map: bool,
     pub tag_output: bool,
     pub timeout: Option<Duration>,
-    pub program: OsString,
-    pub args: Vec<OsString>,
+}
+
+impl Options {
+    /// The size of MPI_COMM_WORLD.
+    pub fn ranks(&self) -> usize {
+        self.apps.iter().map(|a| a.ranks).sum()
+    }
+
+    /// The program index (MPI_APPNUM) of each rank.
+    pub fn app_of_rank(&self) -> Vec<usize> {
+        self.apps.iter().enumerate().flat_map(|(index, app)| std::iter::repeat_n(index, app.ranks)).collect()
+    }
+
+    /// The environment given to ranks of `app`: `-genv` first, so `-env` wins.
+    pub fn env_of(&self, app: usize) -> Vec<(OsString, OsString)> {
+        self.genv.iter().chain(&self.apps[app].env).cloned().collect()
+    }
 }
 
 /// How parsing ended without a job to run.
@@ -41,42 +103,17 @@ pub enum ParseOutcome {
     Error(String),
 }
 
-/// Options Hydra has that start ranks elsewhere or run several programs: refused by name
-/// until mpiexec launches on several hosts.
-const NOT_YET: &[&str] = &["hosts", "host", "hostfile", "f", "machinefile", "configfile"];
-
-/// This machine's host name.
-fn hostname() -> Option<String> {
-    let mut buffer = [0u8; 256];
-    // SAFETY: gethostname writes at most `len` bytes into the buffer.
-    if unsafe { libc::gethostname(buffer.as_mut_ptr().cast(), buffer.len()) } != 0 {
-        return None;
-    }
-    let end = buffer.iter().position(|&b| b == 0)?;
-    Some(String::from_utf8_lossy(&buffer[..end]).into_owned())
-}
-
-/// Whether every host of a Hydra host list (`a,b:2`) is this machine.
-fn all_local(list: &str) -> bool {
-    let me = hostname();
-    let short = me.as_deref().map(|h| h.split('.').next().unwrap_or(h));
-    let local = |host: &str| {
-        matches!(host, "localhost" | "127.0.0.1" | "::1") || Some(host) == me.as_deref() || Some(host) == short
-    };
-    !list.is_empty()
-        && list.split(',').all(|entry| {
-            // `host` or `host:count`.
-            local(entry) || entry.rsplit_once(':').is_some_and(|(h, n)| n.parse::<u32>().is_ok() && local(h))
-        })
-}
+/// Options Hydra has that are refused by name.
+const UNSUPPORTED: &[&str] = &["configfile"];
 
 /// How many separate values option `name` takes (`None`: no such option).
 fn value_count(name: &str, next: Option<&OsString>) -> Option<usize> {
     match name {
-        "n" | "np" | "timeout" => Some(1),
+        "n" | "np" | "timeout" | "hosts" | "host" | "f" | "hostfile" | "machinefile" | "ppn" | "launcher"
+        | "launcher-exec" | "iface" => Some(1),
         // `-genv NAME VALUE` or, as Hydra also accepts, `-genv NAME=VALUE`.
         "env" | "genv" => Some(if next.is_some_and(|v| v.to_string_lossy().contains('=')) { 1 } else { 2 }),
-        "l" | "tag-output" | "h" | "help" | "V" | "version" => Some(0),
+        "l" | "tag-output" | "h" | "help" | "V" | "version" | "print-rank-map" => Some(0),
         _ => None,
     }
 }
@@ -84,8 +121,12 @@ fn value_count(name: &str, next: Option<&OsString>) -> Option<usize> {
 /// MPICH spells several options with one dash and several letters (`-np`, `-genv`); lexopt
 /// would read those as clustered short options (`-ppn` as `-p -p -n`), so every token in
 /// option position is checked here and rewritten to `--np` etc.; one that is no option of
-/// ours is refused as typed. The walk stops at the program name.
-fn normalize_single_dash_long(args: Vec<OsString>) -> Result<Vec<OsString>, Inner> {
+/// ours is refused as typed. The walk stops at the program name. `typed` records how each
+/// option was spelled, for error messages.
+fn normalize_single_dash_long(
+    args: Vec<OsString>,
+    typed: &mut HashMap<String, String>,
+) -> Result<Vec<OsString>, Inner> {
     let mut out = Vec::with_capacity(args.len());
     let mut index = 0;
     while index < args.len() {
@@ -100,27 +141,12 @@ fn normalize_single_dash_long(args: Vec<OsString>) -> Result<Vec<OsString>, Inne
             Some((name, _)) => (name, true),
             None => (body, false),
         };
-        // `-hosts localhost` and the like: this node is where the ranks run anyway.
-        if name == "hosts" || name == "host" {
-            let list = match body.split_once('=') {
-                Some((_, list)) => Some(list.to_string()),
-                None => args.get(index).map(|v| v.to_string_lossy().into_owned()),
-            };
-            if let Some(list) = list
-                && all_local(&list)
-            {
-                index += usize::from(!attached);
-                continue;
-            }
-        }
-        if NOT_YET.contains(&name) {
-            return Err(Inner::Error(format!(
-                "option '{token}' is not supported yet: mpiexec starts every rank on this node \
-                 (to launch on several hosts use MPICH's mpiexec.hydra)"
-            )));
+        if UNSUPPORTED.contains(&name) {
+            return Err(Inner::Error(format!("option '{token}' is not supported")));
         }
         let count = match value_count(name, args.get(index)) {
             Some(count) => {
+                typed.insert(name.to_string(), token.split('=').next().unwrap_or(&token).to_string());
                 out.push(if token.starts_with("--") { args[index - 1].clone() } else { format!("-{token}").into() });
                 if attached { 0 } else { count }
             }
@@ -146,8 +172,71 @@ fn normalize_single_dash_long(args: Vec<OsString>) -> Result<Vec<OsString>, Inne
     Ok(out)
 }
 
-fn parse_count(text: &str, what: &str) -> Result<usize, String> {
-    text.parse::<usize>().map_err(|_| format!("{what} expects a number, got {text:?}"))
+/// A count of at least 1 given to option `typed`.
+fn parse_positive(text: &str, typed: &str) -> Result<usize, Inner> {
+    match text.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(Inner::Error(format!("'{typed}' expects a number of at least 1, got {text:?}"))),
+    }
+}
+
+/// `h1,h2:4` as `-hosts` takes it.
+fn parse_host_list(list: &str, typed: &str) -> Result<Vec<HostSlots>, Inner> {
+    let mut hosts = Vec::new();
+    for entry in list.split(',') {
+        let entry = entry.trim();
+        // `host:N`; an IPv6 address has several colons and no count.
+        let host = match entry.rsplit_once(':') {
+            Some((name, count)) if !name.contains(':') => HostSlots {
+                name: name.to_string(),
+                slots: Some(parse_positive(count, typed).map_err(|_| {
+                    Inner::Error(format!("'{typed}': bad slot count in {entry:?} (expected host or host:N, N >= 1)"))
+                })?),
+            },
+            _ => HostSlots { name: entry.to_string(), slots: None },
+        };
+        if host.name.is_empty() {
+            return Err(Inner::Error(format!("'{typed}': empty host name in {list:?}")));
+        }
+        hosts.push(host);
+    }
+    Ok(hosts)
+}
+
+/// A host file: MPICH's `host` and `host:N` lines, Open MPI's `host slots=N` (other
+/// `key=value` words such as `max_slots=` are ignored), `#` comments, blank lines.
+pub fn parse_host_file(text: &str) -> Result<Vec<HostSlots>, String> {
+    let mut hosts = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let first = words.next().unwrap_or("");
+        let bad = |why: &str| format!("line {}: {why}: {line:?}", number + 1);
+        let mut host = match first.rsplit_once(':') {
+            Some((name, count)) if !name.contains(':') => HostSlots {
+                name: name.to_string(),
+                slots: Some(parse_positive(count, "").map_err(|_| bad("bad count"))?),
+            },
+            _ => HostSlots { name: first.to_string(), slots: None },
+        };
+        for word in words {
+            match word.split_once('=') {
+                Some(("slots", count)) => {
+                    host.slots = Some(parse_positive(count, "").map_err(|_| bad("bad slots"))?);
+                }
+                Some(_) => {}
+                None => return Err(bad("expected `host`, `host:N` or `host slots=N`")),
+            }
+        }
+        hosts.push(host);
+    }
+    if hosts.is_empty() {
+        return Err("names no host".into());
+    }
+    Ok(hosts)
 }
 
 /// Parses `args` (without the program name of mpiexec itself).
@@ -172,24 +261,46 @@ impl From<lexopt::Error> for Inner {
 }
 
 fn parse_inner(args: Vec<OsString>) -> Result<Options, Inner> {
+    let mut options = Options {
+        apps: Vec::new(),
+        genv: Vec::new(),
+        hosts: Vec::new(),
+        ppn: None,
+        launcher: Launcher::Ssh,
+        launcher_exec: None,
+        iface: None,
+        print_rank_map: false,
+        tag_output: false,
+        timeout: None,
+    };
+    // Hydra reads every ':' as the start of another program (MPMD).
+    for part in args.split(|a| a == ":") {
+        let app = parse_part(part.to_vec(), &mut options)?;
+        options.apps.push(app);
+    }
+    Ok(options)
+}
+
+/// One ':'-separated part: its options (global ones go into `options`) and its program.
+fn parse_part(args: Vec<OsString>, options: &mut Options) -> Result<App, Inner> {
     use lexopt::prelude::*;
-    let mut parser = lexopt::Parser::from_args(normalize_single_dash_long(args)?);
-    let mut ranks = 1;
-    let mut env = Vec::new();
-    let mut tag_output = false;
-    let mut timeout = None;
+    let mut typed = HashMap::new();
+    let mut parser = lexopt::Parser::from_args(normalize_single_dash_long(args, &mut typed)?);
+    let spelled = |name: &str| typed.get(name).cloned().unwrap_or_else(|| format!("-{name}"));
+    let mut app = App { ranks: 1, env: Vec::new(), program: OsString::new(), args: Vec::new() };
     let mut program = None;
-    let mut program_args = Vec::new();
     while let Some(arg) = parser.next()? {
         match arg {
             Short('n') | Long("np") | Long("n") => {
                 let text = parser.value()?.string()?;
-                ranks = parse_count(&text, "-n").map_err(Inner::Error)?;
-                if ranks == 0 {
+                app.ranks =
+                    text.parse::<usize>().map_err(|_| Inner::Error(format!("-n expects a number, got {text:?}")))?;
+                if app.ranks == 0 {
                     return Err(Inner::Error("-n must be at least 1".into()));
                 }
             }
-            Long("env") | Long("genv") => {
+            Long(which @ ("env" | "genv")) => {
+                let global = which == "genv";
                 let name = parser.value()?;
                 let pair = name.to_string_lossy().split_once('=').map(|(n, v)| (n.to_string(), v.to_string()));
                 let (name, value) = match pair {
@@ -205,9 +316,9 @@ fn parse_inner(args: Vec<OsString>) -> Result<Options, Inner> {
                 if name.is_empty() {
                     return Err(Inner::Error("-env needs a variable name".into()));
                 }
-                env.push((name, value));
+                if global { options.genv.push((name, value)) } else { app.env.push((name, value)) }
             }
-            Short('l') | Long("l") | Long("tag-output") => tag_output = true,
+            Short('l') | Long("l") | Long("tag-output") => options.tag_output = true,
             Long("timeout") => {
                 let text = parser.value()?.string()?;
                 let seconds: f64 = text
@@ -215,27 +326,61 @@ fn parse_inner(args: Vec<OsString>) -> Result<Options, Inner> {
                     .ok()
                     .filter(|s: &f64| s.is_finite() && *s > 0.0)
                     .ok_or_else(|| Inner::Error(format!("--timeout expects seconds > 0, got {text:?}")))?;
-                timeout = Some(Duration::from_secs_f64(seconds));
+                options.timeout = Some(Duration::from_secs_f64(seconds));
             }
+            Long(which @ ("hosts" | "host")) => {
+                let which = which.to_owned();
+                let list = parser.value()?.string()?;
+                options.hosts = parse_host_list(&list, &spelled(&which))?;
+            }
+            Long(which @ ("f" | "hostfile" | "machinefile")) => {
+                let which = which.to_owned();
+                let path = parser.value()?;
+                let shown = format!("'{}' {}", spelled(&which), path.to_string_lossy());
+                let text = std::fs::read_to_string(&path).map_err(|e| Inner::Error(format!("{shown}: {e}")))?;
+                options.hosts = parse_host_file(&text).map_err(|e| Inner::Error(format!("{shown}: {e}")))?;
+            }
+            Long("ppn") => {
+                let text = parser.value()?.string()?;
+                options.ppn = Some(parse_positive(&text, &spelled("ppn"))?);
+            }
+            Long("launcher") => {
+                let text = parser.value()?.string()?;
+                options.launcher = match text.as_str() {
+                    "ssh" => Launcher::Ssh,
+                    "rsh" => Launcher::Rsh,
+                    "fork" => Launcher::Fork,
+                    other => {
+                        return Err(Inner::Error(format!(
+                            "'{}' {other}: not a launcher of mpiexec (ssh, rsh or fork)",
+                            spelled("launcher")
+                        )));
+                    }
+                };
+            }
+            Long("launcher-exec") => {
+                let text = parser.value()?.string()?;
+                if text.trim().is_empty() {
+                    return Err(Inner::Error(format!("'{}' needs a command", spelled("launcher-exec"))));
+                }
+                options.launcher_exec = Some(text);
+            }
+            Long("iface") => options.iface = Some(parser.value()?.string()?),
+            Long("print-rank-map") => options.print_rank_map = true,
             Short('h') | Long("h") | Long("help") => return Err(Inner::Help),
             Short('V') | Long("V") | Long("version") => return Err(Inner::Version),
             Value(value) => {
                 program = Some(value);
-                program_args = parser.raw_args()?.collect();
+                app.args = parser.raw_args()?.collect();
                 break;
             }
             other => return Err(Inner::Error(other.unexpected().to_string())),
         }
     }
-    let program = program.ok_or_else(|| Inner::Error("no program to run".into()))?;
-    // Hydra reads `-n 2 ./a : -n 1 ./b` as two programs; passing `: -n 1 ./b` to ./a instead
-    // would run the wrong job.
-    if program_args.iter().any(|a| a == ":") {
-        return Err(Inner::Error(
-            "':' (several programs in one job, MPMD) is not supported yet: mpiexec runs one program".into(),
-        ));
-    }
-    Ok(Options { ranks, env, tag_output, timeout, program, args: program_args })
+    app.program = program.ok_or_else(|| {
+        Inner::Error(if options.apps.is_empty() { "no program to run".into() } else { "no program after ':'".into() })
+    })?;
+    Ok(app)
 }
 
 #[cfg(test)]
@@ -246,25 +391,34 @@ mod tests {
         text.split_whitespace().map(OsString::from).collect()
     }
 
+    fn pairs(list: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        list.iter().map(|(n, v)| (n.into(), v.into())).collect()
+    }
+
+    fn hosts(list: &[(&str, Option<usize>)]) -> Vec<HostSlots> {
+        list.iter().map(|&(name, slots)| HostSlots { name: name.into(), slots }).collect()
+    }
+
     #[test]
     fn mpich_style() {
         let options = parse(args("-np 4 -genv A 1 -env B -x -l prog -n 2 --foo")).unwrap();
-        assert_eq!(options.ranks, 4);
-        assert_eq!(options.env, vec![("A".into(), "1".into()), ("B".into(), "-x".into())]);
+        assert_eq!(options.ranks(), 4);
+        assert_eq!(options.env_of(0), pairs(&[("A", "1"), ("B", "-x")]));
         assert!(options.tag_output);
-        assert_eq!(options.program, "prog");
-        assert_eq!(options.args, args("-n 2 --foo"));
+        assert_eq!(options.apps[0].program, "prog");
+        assert_eq!(options.apps[0].args, args("-n 2 --foo"));
+        assert!(options.hosts.is_empty());
     }
 
     #[test]
     fn attached_values_and_timeout() {
         let options = parse(args("-n3 --timeout=1.5 --tag-output -- prog")).unwrap();
-        assert_eq!(options.ranks, 3);
+        assert_eq!(options.ranks(), 3);
         assert_eq!(options.timeout, Some(Duration::from_millis(1500)));
-        assert_eq!(options.program, "prog");
+        assert_eq!(options.apps[0].program, "prog");
         let options = parse(args("--np=2 -timeout 3 prog a")).unwrap();
-        assert_eq!((options.ranks, options.timeout), (2, Some(Duration::from_secs(3))));
-        assert_eq!(options.args, args("a"));
+        assert_eq!((options.ranks(), options.timeout), (2, Some(Duration::from_secs(3))));
+        assert_eq!(options.apps[0].args, args("a"));
     }
 
     fn error_of(text: &str) -> String {
@@ -277,10 +431,8 @@ mod tests {
     #[test]
     fn genv_name_equals_value() {
         let options = parse(args("-genv A=1 -env B=x=y -genv C 2=3 --genv=D=4 -n 2 prog")).unwrap();
-        let want: Vec<(OsString, OsString)> =
-            [("A", "1"), ("B", "x=y"), ("C", "2=3"), ("D", "4")].iter().map(|(n, v)| (n.into(), v.into())).collect();
-        assert_eq!(options.env, want);
-        assert_eq!((options.ranks, options.program.to_str()), (2, Some("prog")));
+        assert_eq!(options.env_of(0), pairs(&[("A", "1"), ("C", "2=3"), ("D", "4"), ("B", "x=y")]));
+        assert_eq!((options.ranks(), options.apps[0].program.to_str()), (2, Some("prog")));
         assert!(error_of("-genv =1 prog").contains("name"));
         assert!(error_of("-genv A").contains("needs a value") || error_of("-genv A").contains("program"));
     }
@@ -288,13 +440,89 @@ mod tests {
     #[test]
     fn unknown_options_are_named_as_typed() {
         for (bad, typed) in [
-            ("-ppn 2 prog", "'-ppn'"),
             ("-nolocal prog", "'-nolocal'"),
             ("-n 2 -bind-to core prog", "'-bind-to'"),
             ("--bogus prog", "'--bogus'"),
             ("-q prog", "'-q'"),
             ("-lx prog", "'-lx'"),
             ("--n4 prog", "'--n4'"),
+            ("-n 1 a : -bogus b", "'-bogus'"),
+        ] {
+            let message = error_of(bad);
+            assert!(message.contains(typed), "{bad}: {message}");
+        }
+        let message = error_of("-configfile c");
+        assert!(message.contains("'-configfile'") && message.contains("not supported"), "{message}");
+    }
+
+    #[test]
+    fn hosts_lists() {
+        for flag in ["-hosts", "-host", "--hosts"] {
+            let options = parse(args(&format!("{flag} h1,h2 -n 4 prog"))).unwrap();
+            assert_eq!(options.hosts, hosts(&[("h1", None), ("h2", None)]), "{flag}");
+        }
+        let options = parse(args("-hosts h1:4,h2:2 prog")).unwrap();
+        assert_eq!(options.hosts, hosts(&[("h1", Some(4)), ("h2", Some(2))]));
+        assert_eq!(parse(args("--hosts=a:1 prog")).unwrap().hosts, hosts(&[("a", Some(1))]));
+        for (bad, typed) in [
+            ("-hosts h1:x prog", "'-hosts'"),
+            ("-host h1:0 prog", "'-host'"),
+            ("--hosts=h1,,h2 prog", "'--hosts'"),
+            ("-hosts", "'-hosts'"),
+        ] {
+            let message = error_of(bad);
+            assert!(message.contains(typed) || message.contains("missing argument"), "{bad}: {message}");
+        }
+        assert!(error_of("-hosts a:x prog").contains("a:x"));
+        // After the program, options are the program's own.
+        assert_eq!(parse(args("prog -hosts x -ppn 2")).unwrap().apps[0].args, args("-hosts x -ppn 2"));
+    }
+
+    #[test]
+    fn host_files_in_both_formats() {
+        let mpich = "# cluster\nh1:2\n\nh2   # one slot\nh3:1\n";
+        assert_eq!(parse_host_file(mpich).unwrap(), hosts(&[("h1", Some(2)), ("h2", None), ("h3", Some(1))]));
+        let open_mpi = "h1 slots=2\nh2 slots=4 max_slots=8 # big\n  h3\n";
+        assert_eq!(parse_host_file(open_mpi).unwrap(), hosts(&[("h1", Some(2)), ("h2", Some(4)), ("h3", None)]));
+        for bad in ["h1:x", "h1 slots=0", "h1 two", "# nothing\n\n"] {
+            assert!(parse_host_file(bad).is_err(), "{bad:?}");
+        }
+        assert!(parse_host_file("a\nb slots=z").unwrap_err().contains("line 2"));
+        let dir = std::env::temp_dir();
+        let file = dir.join(format!("oxmpi-hostfile-{}", std::process::id()));
+        std::fs::write(&file, open_mpi).unwrap();
+        for flag in ["-f", "-hostfile", "-machinefile", "--hostfile"] {
+            let options = parse(args(&format!("{flag} {} -n 3 prog", file.display()))).unwrap();
+            assert_eq!(options.hosts.len(), 3, "{flag}");
+        }
+        std::fs::write(&file, "h1 slots=x\n").unwrap();
+        let message = error_of(&format!("-machinefile {} prog", file.display()));
+        assert!(message.contains("'-machinefile'") && message.contains("line 1"), "{message}");
+        std::fs::remove_file(&file).unwrap();
+        let message = error_of(&format!("-f {} prog", file.display()));
+        assert!(message.contains("'-f'") && message.contains("No such file"), "{message}");
+    }
+
+    #[test]
+    fn ppn_launcher_iface_rank_map() {
+        let options = parse(args(
+            "-ppn 2 -launcher fork -launcher-exec /x/launch -iface oxbr0 -print-rank-map -hosts a,b -n 4 prog",
+        ))
+        .unwrap();
+        assert_eq!(options.ppn, Some(2));
+        assert_eq!(options.launcher, Launcher::Fork);
+        assert_eq!(options.launcher_exec.as_deref(), Some("/x/launch"));
+        assert_eq!(options.iface.as_deref(), Some("oxbr0"));
+        assert!(options.print_rank_map);
+        assert_eq!(parse(args("prog")).unwrap().launcher, Launcher::Ssh);
+        let empty = ["-launcher-exec", " ", "prog"].map(OsString::from).to_vec();
+        assert!(matches!(parse(empty), Err(ParseOutcome::Error(m)) if m.contains("'-launcher-exec'")));
+        assert_eq!(parse(args("-launcher rsh prog")).unwrap().launcher, Launcher::Rsh);
+        for (bad, typed) in [
+            ("-ppn 0 prog", "'-ppn'"),
+            ("-ppn x prog", "'-ppn'"),
+            ("--ppn=x prog", "'--ppn'"),
+            ("-launcher slurm prog", "'-launcher'"),
         ] {
             let message = error_of(bad);
             assert!(message.contains(typed), "{bad}: {message}");
@@ -302,42 +530,18 @@ mod tests {
     }
 
     #[test]
-    fn multi_host_and_mpmd_are_refused_by_name() {
-        for (bad, typed) in [
-            ("-hosts a,b -n 2 prog", "'-hosts'"),
-            ("-hosts localhost,b prog", "'-hosts'"),
-            ("-host a prog", "'-host'"),
-            ("-hostfile hf prog", "'-hostfile'"),
-            ("-f hf prog", "'-f'"),
-            ("-machinefile hf prog", "'-machinefile'"),
-            ("--hosts=a prog", "'--hosts=a'"),
-            ("-configfile c", "'-configfile'"),
-        ] {
-            let message = error_of(bad);
-            assert!(message.contains(typed) && message.contains("not supported yet"), "{bad}: {message}");
-        }
-        let message = error_of("-n 2 ./a : -n 1 ./b");
-        assert!(message.contains("':'") && message.contains("not supported yet"), "{message}");
-        // After the program, options are the program's own.
-        assert_eq!(parse(args("prog -hosts x -ppn 2")).unwrap().args, args("-hosts x -ppn 2"));
-    }
-
-    #[test]
-    fn host_lists_naming_only_this_machine_are_accepted() {
-        let me = hostname().unwrap();
-        for ok in [
-            "-hosts localhost -n 2 prog".to_string(),
-            "-host localhost:4,127.0.0.1,::1 prog".to_string(),
-            format!("-hosts {me},localhost:2 -n 3 prog"),
-            "--hosts=localhost prog".to_string(),
-        ] {
-            let options = parse(args(&ok)).unwrap_or_else(|e| panic!("{ok}: {e:?}"));
-            assert_eq!(options.program, "prog", "{ok}");
-        }
-        assert_eq!(parse(args("-hosts localhost -n 2 prog")).unwrap().ranks, 2);
-        for bad in ["-hosts localhost,elsewhere prog", "-host other:2 prog", "-hosts localhost:x prog"] {
-            assert!(error_of(bad).contains("not supported yet"), "{bad}");
-        }
+    fn mpmd_parts() {
+        let options = parse(args("-genv G 1 -n 2 -env A x ./a 1 2 : -n 1 -env B y -l ./b : ./c")).unwrap();
+        assert_eq!(options.apps.len(), 3);
+        assert_eq!(options.ranks(), 4);
+        assert_eq!(options.app_of_rank(), [0, 0, 1, 2]);
+        assert_eq!((options.apps[0].program.to_str(), &options.apps[0].args), (Some("./a"), &args("1 2")));
+        assert_eq!(options.env_of(0), pairs(&[("G", "1"), ("A", "x")]));
+        assert_eq!(options.env_of(1), pairs(&[("G", "1"), ("B", "y")]));
+        assert_eq!(options.env_of(2), pairs(&[("G", "1")]));
+        assert!(options.tag_output);
+        assert!(error_of("-n 2 ./a :").contains("no program after ':'"));
+        assert!(error_of("-n 2 ./a : -n 0 ./b").contains("at least 1"));
     }
 
     #[test]

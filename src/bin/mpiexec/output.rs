@@ -16,7 +16,6 @@ pub enum Sink {
 /// One pipe from a rank and the bytes read from it that do not yet end a line.
 pub struct OutputStream {
     pub pipe: File,
-    sink: Sink,
     /// `Some("[r] ")` when tagging output.
     tag: Option<String>,
     pending: Vec<u8>,
@@ -30,16 +29,17 @@ pub enum ReadResult {
 }
 
 impl OutputStream {
-    pub fn new(pipe: File, sink: Sink, tag: Option<String>) -> OutputStream {
-        OutputStream { pipe, sink, tag, pending: Vec::new(), at_line_start: true }
+    pub fn new(pipe: File, tag: Option<String>) -> OutputStream {
+        OutputStream { pipe, tag, pending: Vec::new(), at_line_start: true }
     }
 
-    /// Reads what is available (the caller polled the pipe) and forwards complete lines.
-    pub fn read_available(&mut self) -> ReadResult {
+    /// Reads what is available (the caller polled the pipe) and appends the complete lines,
+    /// tagged, to `forward` (which the caller writes out or sends to mpiexec).
+    pub fn read_available(&mut self, forward: &mut Vec<u8>) -> ReadResult {
         let mut buffer = [0u8; 64 * 1024];
         match self.pipe.read(&mut buffer) {
             Ok(0) => {
-                self.flush_all();
+                self.flush_all(forward);
                 ReadResult::Closed
             }
             Ok(n) => {
@@ -51,7 +51,7 @@ impl OutputStream {
                 };
                 if complete > 0 {
                     let lines: Vec<u8> = self.pending.drain(..complete).collect();
-                    self.emit(&lines);
+                    self.emit(&lines, forward);
                 }
                 ReadResult::Open
             }
@@ -59,7 +59,7 @@ impl OutputStream {
                 ReadResult::Open
             }
             Err(_) => {
-                self.flush_all();
+                self.flush_all(forward);
                 ReadResult::Closed
             }
         }
@@ -67,7 +67,7 @@ impl OutputStream {
 
     /// Forwards whatever is left, ending a tagged partial line with a newline so the next
     /// rank's tag starts on its own line.
-    pub fn flush_all(&mut self) {
+    pub fn flush_all(&mut self, forward: &mut Vec<u8>) {
         if self.pending.is_empty() {
             return;
         }
@@ -75,31 +75,36 @@ impl OutputStream {
         if self.tag.is_some() && rest.last() != Some(&b'\n') {
             rest.push(b'\n');
         }
-        self.emit(&rest);
+        self.emit(&rest, forward);
     }
 
-    fn emit(&mut self, data: &[u8]) {
-        let text = match &self.tag {
-            None => data.to_vec(),
+    fn emit(&mut self, data: &[u8], forward: &mut Vec<u8>) {
+        match &self.tag {
+            None => forward.extend_from_slice(data),
             Some(tag) => {
-                let mut tagged = Vec::with_capacity(data.len() + tag.len() * 4);
                 for piece in data.split_inclusive(|&b| b == b'\n') {
                     if self.at_line_start {
-                        tagged.extend_from_slice(tag.as_bytes());
+                        forward.extend_from_slice(tag.as_bytes());
                     }
-                    tagged.extend_from_slice(piece);
+                    forward.extend_from_slice(piece);
                     self.at_line_start = piece.last() == Some(&b'\n');
                 }
-                tagged
             }
-        };
-        // Errors (a closed terminal, EPIPE) must not stop the job: the output is just lost.
-        let _ = match self.sink {
-            Sink::Stdout => {
-                let mut out = io::stdout().lock();
-                out.write_all(&text).and_then(|()| out.flush())
-            }
-            Sink::Stderr => io::stderr().lock().write_all(&text),
-        };
+        }
     }
+}
+
+/// Writes forwarded output to mpiexec's own stdout or stderr.
+pub fn write(sink: Sink, text: &[u8]) {
+    if text.is_empty() {
+        return;
+    }
+    // Errors (a closed terminal, EPIPE) must not stop the job: the output is just lost.
+    let _ = match sink {
+        Sink::Stdout => {
+            let mut out = io::stdout().lock();
+            out.write_all(text).and_then(|()| out.flush())
+        }
+        Sink::Stderr => io::stderr().lock().write_all(text),
+    };
 }
