@@ -15,7 +15,8 @@
 //!   hosts by LAUNCHER (split on whitespace, `-n N prog` appended), e.g. MPICH's Hydra over
 //!   the namespace hosts of `scripts/hosts.sh` (see `scripts/multinode-tests.sh`). Tests
 //!   marked `one-node` are not run then, and say so.
-//! - `OXMPI_CTEST_FILTER=substring`: run only the C tests whose name contains it.
+//! - `OXMPI_CTEST_FILTER=substring[,substring...]`: run only the C tests whose name contains
+//!   one of them.
 //! - `OXMPI_CTEST_MPICH_CC`, `OXMPI_CTEST_MPICH_MPIEXEC`: Debian's MPICH compiler and launcher
 //!   used by the ABI tests (defaults `mpicc.mpich`, `mpiexec.mpich`).
 //! - `OXMPI_CTEST_CFLAGS`: compiler flags (default `-O2 -Wall -Werror -Wno-stringop-overflow`; GCC 12 warns
@@ -432,7 +433,7 @@ fn serial() -> MutexGuard<'static, ()> {
 
 fn filtered_out(name: &str) -> bool {
     match env_nonempty("OXMPI_CTEST_FILTER") {
-        Some(f) => !name.contains(f.as_str()),
+        Some(f) => !f.split(',').any(|part| name.contains(part)),
         None => false,
     }
 }

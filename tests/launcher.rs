@@ -625,10 +625,12 @@ fn teardown_kills_what_a_failed_rank_left_behind() {
     assert!(process_gone(pid), "process {pid} of a failed rank survived the job");
 }
 
-fn sigterm_cleans_up(signo: i32) {
+/// Starts mpiexec with `options` and 3 ranks of the "shm" role, and reads until every rank
+/// reported its /dev/shm file and pid: (mpiexec, files, rank pids).
+fn start_shm_ranks(options: &[&str]) -> (std::process::Child, Vec<String>, Vec<i32>) {
     let roles = role_args("shm");
     let mut child = Command::new(MPIEXEC)
-        .args(with_role(&["-n", "3", "--timeout", "60"], &roles))
+        .args(with_role(options, &roles))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -638,8 +640,7 @@ fn sigterm_cleans_up(signo: i32) {
     let mut pids = Vec::new();
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
         let line = line.unwrap();
-        let words: Vec<&str> = line.split_whitespace().collect();
-        if let ["SHMFILE", path, "PID", pid] = words[..] {
+        if let ["SHMFILE", path, "PID", pid] = line.split_whitespace().collect::<Vec<_>>()[..] {
             files.push(path.to_string());
             pids.push(pid.parse::<i32>().unwrap());
             if files.len() == 3 {
@@ -648,6 +649,11 @@ fn sigterm_cleans_up(signo: i32) {
         }
     }
     assert_eq!(files.len(), 3);
+    (child, files, pids)
+}
+
+fn sigterm_cleans_up(signo: i32) {
+    let (child, files, pids) = start_shm_ranks(&["-n", "3", "--timeout", "60"]);
     assert!(files.iter().all(|f| Path::new(f).exists()));
     let start = Instant::now();
     // SAFETY: signalling our own child.
@@ -829,27 +835,8 @@ fn a_killed_proxy_ends_the_job_promptly() {
 
 #[test]
 fn proxies_kill_their_ranks_when_mpiexec_is_killed() {
-    let roles = role_args("shm");
-    let mut child = Command::new(MPIEXEC)
-        .args(with_role(&["-launcher", "fork", "-hosts", "a,b", "-n", "3", "--timeout", "60"], &roles))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut files = Vec::new();
-    let mut pids = Vec::new();
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let line = line.unwrap();
-        if let ["SHMFILE", path, "PID", pid] = line.split_whitespace().collect::<Vec<_>>()[..] {
-            files.push(path.to_string());
-            pids.push(pid.parse::<i32>().unwrap());
-            if files.len() == 3 {
-                break;
-            }
-        }
-    }
-    assert_eq!(files.len(), 3);
+    let (mut child, files, pids) =
+        start_shm_ranks(&["-launcher", "fork", "-hosts", "a,b", "-n", "3", "--timeout", "60"]);
     child.kill().unwrap();
     child.wait().unwrap();
     for pid in pids {

@@ -1,9 +1,10 @@
-//! One-sided communication on one node: operations done by the origin alone, epochs kept in
-//! a control area every member maps.
+//! One-sided communication: on one node, operations done by the origin alone, epochs kept
+//! in a control area every member of the node maps; toward members it cannot reach itself
+//! (other nodes, or no single copy), requests applied by their agents (`remote`).
 //!
-//! Every window has a shared segment (made by `win`): this control area, then, for the
-//! allocating flavours, the members' memory. The origin of an operation does all of its
-//! work: a Put or Get is a copy into or out of the target's memory (in the shared mapping,
+//! Every window has a shared segment per node (made by `win`): this control area, then, for
+//! the allocating flavours, the node's members' memory. Toward a member of its node the
+//! origin of an operation does all of its work: a Put or Get is a copy into or out of the target's memory (in the shared mapping,
 //! or by single copy, `process_vm_writev`/`readv`, for memory of the program's own), and an
 //! accumulate is a read-modify-write under the target's accumulate lock. So an operation is
 //! complete when its call returns, and passive-target epochs need nothing from the target.
@@ -19,8 +20,8 @@
 //! `alloc_mem` hands out MPI_Alloc_mem memory that the other members can map, so windows of
 //! MPI_Win_create over it are reached directly too.
 //!
-//! Not yet: windows over the program's memory when single copy is not permitted (answered
-//! with MPI_ERR_UNSUPPORTED_OPERATION), and members on several nodes.
+//! Not yet: RDMA toward members on other nodes, a progress thread for targets that compute
+//! outside MPI.
 
 pub mod alloc_mem;
 mod remote;

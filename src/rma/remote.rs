@@ -317,17 +317,29 @@ impl Rma {
                 st.dirty[t] = false;
                 self.send(&mut rt.engine, t, request(kind, tag, a, 0, &[], 0));
             }
-            let pending: Vec<u32> =
-                targets.iter().chain(also_wait).flat_map(|&t| std::mem::take(&mut st.pending[t])).collect();
+            // Left in the lists: a thread flushing the same target meanwhile waits for them
+            // too, and whoever finds one complete collects it.
+            let pending: Vec<(usize, u32)> =
+                targets.iter().chain(also_wait).flat_map(|&t| st.pending[t].iter().map(move |&r| (t, r))).collect();
             Ok((statuses, pending))
         })?;
+        // A reply another thread collected is complete (its id may be reused meanwhile).
+        let arrived = |e: &Engine, st: &OriginState, t: usize, r: u32| e.is_complete(r) || !st.pending[t].contains(&r);
         runtime::blocking(
             |_| Ok(()),
-            |e, _| statuses.iter().all(|&(_, r)| e.is_complete(r)) && pending.iter().all(|&r| e.is_complete(r)),
+            |e, _| {
+                let st = self.origin();
+                statuses.iter().all(|&(_, r)| e.is_complete(r)) && pending.iter().all(|&(t, r)| arrived(e, &st, t, r))
+            },
             |rt, _| {
-                for &r in &pending {
-                    rt.engine.collect(r);
+                let mut st = self.origin();
+                for &(t, r) in &pending {
+                    if let Some(i) = st.pending[t].iter().position(|&p| p == r) {
+                        st.pending[t].swap_remove(i);
+                        rt.engine.collect(r);
+                    }
                 }
+                drop(st);
                 let mut first = Ok(());
                 for &(t, r) in &statuses {
                     let (_, m) = rt.engine.take_owned_recv(r);

@@ -7,10 +7,12 @@
 //!
 //! Creation is collective: each window takes a duplicate of its communicator (a context of
 //! its own), and every collective step of the window runs on it, so it never meets the
-//! program's traffic. Every window has one file of /dev/shm that all members map (members
-//! are on one node: a job spans one node today): the control area of `rma`, then, for
-//! MPI_Win_allocate and MPI_Win_allocate_shared, the memory of all members, so that origins
-//! reach it directly. The file is unlinked as soon as all have mapped it.
+//! program's traffic; the requests of one-sided operations by message travel on it too.
+//! Every window has one file of /dev/shm per node that the node's members map: the control
+//! area of `rma`, then, for MPI_Win_allocate and MPI_Win_allocate_shared, the memory of the
+//! node's members, so that origins of the node reach it directly. The file is unlinked as
+//! soon as all have mapped it. Members of other nodes are reached by messages (`rma::Agent`
+//! on every member when any member needs them).
 //!
 //! Windows are process-local objects like groups, so the table has its own lock; it is never
 //! held while the runtime runs a collective or a user callback.
