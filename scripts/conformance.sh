@@ -40,6 +40,10 @@
 #                     --mpicc, the same name with mpif77/mpifort for mpicc, e.g. mpif77.mpich).
 #                     Only passed to the suite when --dirs has f77 or f90, so that the
 #                     C-only runs keep their configured build.
+#   --hosts N         run every test with its ranks round robin over N namespace "hosts" of
+#                     scripts/hosts.sh (root; made here and removed on exit), launched by the
+#                     install's own mpiexec through scripts/hosts-launcher, so ranks of
+#                     different hosts talk over the network transport
 #   -- ARGS           passed to run-mpich-suite.sh unchanged
 #
 # Exit status: 0 all expected tests passed; 1 an expected test failed (or did not run);
@@ -83,6 +87,7 @@ MPICC=""
 MPIEXEC=""
 MPIF77=""
 MPIFC=""
+HOSTS=0
 SUITE_ARGS=()
 
 usage() { sed -n '2,/^$/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
@@ -110,6 +115,7 @@ while [ $# -gt 0 ]; do
         --mpiexec) need_arg "$@"; MPIEXEC=$2; shift 2 ;;
         --mpif77) need_arg "$@"; MPIF77=$2; shift 2 ;;
         --mpifc|--mpifort) need_arg "$@"; MPIFC=$2; shift 2 ;;
+        --hosts) need_arg "$@"; HOSTS=$2; shift 2 ;;
         --) shift; SUITE_ARGS=("$@"); break ;;
         -h|--help) usage; exit 0 ;;
         *) die_usage "unknown option: $1" ;;
@@ -133,6 +139,13 @@ sibling_wrapper() {
     if [ -x "$w" ] || command -v -- "$w" >/dev/null 2>&1; then echo "$w"; fi
 }
 t_start=$(date +%s)
+HOSTS_UP=0
+exp_list=""
+pass_list=""
+cleanup() {
+    [ -z "$exp_list" ] || rm -f "$exp_list" "$pass_list"
+    [ "$HOSTS_UP" = 0 ] || bash "$ROOT/scripts/hosts.sh" down >/dev/null 2>&1
+}
 
 # ---------------------------------------------------------------- install + run
 if [ -n "$COMPARE_ONLY" ]; then
@@ -161,6 +174,18 @@ else
         PREFIX=$(cd "$PREFIX" && pwd)
         MPICC=$PREFIX/bin/mpicc
         MPIEXEC=$PREFIX/bin/mpiexec
+    fi
+    if [ "$HOSTS" != 0 ]; then
+        [ -n "$PREFIX" ] || die_usage "--hosts needs an oxmpi install (not --mpicc/--mpiexec)"
+        log "making $HOSTS hosts"
+        bash "$ROOT/scripts/hosts.sh" up "$HOSTS" >&2 || { log "SETUP FAILURE: scripts/hosts.sh up failed"; exit 2; }
+        HOSTS_UP=1
+        trap cleanup EXIT
+        # The suite takes one launcher command: a wrapper with the hosts' options.
+        MPIEXEC=$WORK/mpiexec-over-hosts
+        printf '#!/bin/sh\nexec "%s" -iface oxbr0 -launcher ssh -launcher-exec "%s" -hosts %s "$@"\n' \
+            "$PREFIX/bin/mpiexec" "$ROOT/scripts/hosts-launcher" "$(seq -s, -f 'oxh%g' 1 "$HOSTS")" > "$MPIEXEC"
+        chmod +x "$MPIEXEC"
     fi
     [ -n "$RESULTS" ] || RESULTS=$WORK/results-$(basename "${MPICC%% *}")-$(date +%Y%m%d-%H%M%S)
     EXCL_ARGS=()
@@ -252,7 +277,7 @@ inrun() {
     awk -v dirs="$DIRS" 'BEGIN { n = split(dirs, d, ",") }
         { id = $0; sub(/ .*/, "", id); for (i = 1; i <= n; i++) if (index(id, d[i] "/") == 1) { print; next } }'
 }
-exp_list=$(mktemp); pass_list=$(mktemp); trap 'rm -f "$exp_list" "$pass_list"' EXIT
+exp_list=$(mktemp); pass_list=$(mktemp); trap cleanup EXIT
 if [ -f "$EXPECTED" ]; then
     sed -e 's/#.*//' -e 's/[[:space:]]\+/ /g' -e 's/^ //' -e 's/ $//' "$EXPECTED" | grep -v '^$' | inrun | LC_ALL=C sort -u > "$exp_list"
 else

@@ -4,10 +4,11 @@
 //!
 //! Every window has a shared segment per node (made by `win`): this control area, then, for
 //! the allocating flavours, the node's members' memory. Toward a member of its node the
-//! origin of an operation does all of its work: a Put or Get is a copy into or out of the target's memory (in the shared mapping,
-//! or by single copy, `process_vm_writev`/`readv`, for memory of the program's own), and an
-//! accumulate is a read-modify-write under the target's accumulate lock. So an operation is
-//! complete when its call returns, and passive-target epochs need nothing from the target.
+//! origin of an operation does all of its work: a Put or Get is a copy into or out of the
+//! target's memory (in the shared mapping, or by single copy, `process_vm_writev`/`readv`,
+//! for memory of the program's own), and an accumulate is a read-modify-write under the
+//! target's accumulate lock. So such an operation is complete when its call returns, and
+//! passive-target epochs need nothing from the target.
 //! Synchronisation calls therefore only order memory and wait for each other: a fence is a
 //! barrier, a lock a reader-writer lock word per target, post/start/complete/wait counters
 //! per pair of members.

@@ -368,7 +368,9 @@ fn map_window_segment(own: MPI_Comm, rank: usize, nodes: &[usize], total: usize)
     let one_node = nodes.iter().all(|&n| n == nodes[0]);
     let mut msg = [0u8; ENTRY];
     if rank == maker {
-        let path = format!("/dev/shm/oxmpi-win-{}-{}", std::process::id(), crate::pmi::random_hex());
+        // Named with the job's prefix: a launcher ending the job early removes it.
+        let path =
+            format!("/dev/shm/{}win-{}-{}", crate::coll::hier::job_prefix(), std::process::id(), crate::pmi::random_hex());
         match create_segment(&path, total) {
             Ok(()) => {
                 msg[0] = 1;
