@@ -85,10 +85,12 @@ pub struct Channel {
 /// An origin's requests awaiting replies, by target.
 pub(super) struct OriginState {
     next_tag: i32,
-    /// Receives of replies posted, not collected yet.
-    pending: Vec<Vec<u32>>,
-    /// Requests sent since the target last answered a status request (which completes them
-    /// at the target and reports their errors).
+    /// Receives of replies posted, not collected yet, with the bytes each expects (a refused
+    /// request is answered with none).
+    pending: Vec<Vec<(u32, usize)>>,
+    /// Requests without a reply sent since the target last answered a status request (which
+    /// completes them at the target and reports their errors). A reply shows its request
+    /// applied.
     dirty: Vec<bool>,
 }
 
@@ -183,13 +185,11 @@ impl Rma {
         e.free_request(req);
     }
 
-    /// Posts the receive of a reply from `t` into `buf`; returns its tag. The target counts
-    /// as written: a flush asks it for its status, which reports a failed request.
-    fn expect_reply(&self, e: &mut Engine, st: &mut OriginState, t: usize, buf: RecvBuf) -> i32 {
-        st.dirty[t] = true;
+    /// Posts the receive of a reply of `len` bytes from `t` into `buf`; returns its tag.
+    fn expect_reply(&self, e: &mut Engine, st: &mut OriginState, t: usize, buf: RecvBuf, len: usize) -> i32 {
         let tag = st.take_tag();
         let req = e.irecv(Envelope { ctx: self.channel.ctx, src: t as i32, tag }, buf, self.channel.comm);
-        st.pending[t].push(req);
+        st.pending[t].push((req, len));
         tag
     }
 
@@ -233,7 +233,7 @@ impl Rma {
             // SAFETY: the caller's contract: writable until completion, which the flush that
             // ends the operation waits for.
             let buf = unsafe { RecvBuf::new(origin.addr as *mut u8, origin.layout.clone(), origin.count) };
-            let tag = self.expect_reply(&mut rt.engine, &mut st, t, buf);
+            let tag = self.expect_reply(&mut rt.engine, &mut st, t, buf, place.bytes());
             self.send(&mut rt.engine, t, request(Kind::Get, tag, 0, 0, &blocks, 0));
             Ok(())
         })
@@ -257,14 +257,16 @@ impl Rma {
         let (a, b) = (op as u32 as u64, basic as u32 as u64);
         runtime::with(|rt| {
             let mut st = self.origin();
-            st.dirty[t] = true;
             let tag = match result {
                 // SAFETY: the caller's contract.
                 Some(r) => {
                     let buf = unsafe { RecvBuf::new(r.addr as *mut u8, r.layout.clone(), r.count) };
-                    self.expect_reply(&mut rt.engine, &mut st, t, buf)
+                    self.expect_reply(&mut rt.engine, &mut st, t, buf, place.bytes())
                 }
-                None => 0,
+                None => {
+                    st.dirty[t] = true;
+                    0
+                }
             };
             let mut m = request(Kind::Accumulate, tag, a, b, &blocks, input.len());
             m.extend_from_slice(input);
@@ -293,7 +295,7 @@ impl Rma {
             let mut st = self.origin();
             // SAFETY: the caller's contract: `len` writable bytes until completion.
             let buf = unsafe { RecvBuf::new(result, crate::datatype::BYTE, len) };
-            let tag = self.expect_reply(&mut rt.engine, &mut st, t, buf);
+            let tag = self.expect_reply(&mut rt.engine, &mut st, t, buf, len);
             m[4..8].copy_from_slice(&tag.to_le_bytes());
             self.send(&mut rt.engine, t, m);
             Ok(())
@@ -302,7 +304,8 @@ impl Rma {
 
     /// Sends `kind` (with argument `a`) to each of `targets`, each answered by a status
     /// reply, and waits for those replies and for every reply still pending from
-    /// `also_wait`; the first error any reply reports is returned.
+    /// `also_wait`; the first error any reply reports is returned (a short reply, from a
+    /// refused request, costs one more status round trip to learn its error).
     fn round_trips(&self, kind: Kind, a: u64, targets: &[usize], also_wait: &[usize]) -> MpiResult<()> {
         if targets.is_empty() && also_wait.is_empty() {
             return Ok(());
@@ -311,8 +314,8 @@ impl Rma {
             let mut st = self.origin();
             let mut statuses = Vec::with_capacity(targets.len());
             for &t in targets {
-                let tag = self.expect_reply(&mut rt.engine, &mut st, t, RecvBuf::owned(MAX_REQUEST));
-                let status = st.pending[t].pop().expect("just posted");
+                let tag = self.expect_reply(&mut rt.engine, &mut st, t, RecvBuf::owned(MAX_REQUEST), 0);
+                let (status, _) = st.pending[t].pop().expect("just posted");
                 statuses.push((t, status));
                 st.dirty[t] = false;
                 self.send(&mut rt.engine, t, request(kind, tag, a, 0, &[], 0));
@@ -320,12 +323,14 @@ impl Rma {
             // Left in the lists: a thread flushing the same target meanwhile waits for them
             // too, and whoever finds one complete collects it.
             let pending: Vec<(usize, u32)> =
-                targets.iter().chain(also_wait).flat_map(|&t| st.pending[t].iter().map(move |&r| (t, r))).collect();
+                targets.iter().chain(also_wait).flat_map(|&t| st.pending[t].iter().map(move |&(r, _)| (t, r))).collect();
             Ok((statuses, pending))
         })?;
         // A reply another thread collected is complete (its id may be reused meanwhile).
-        let arrived = |e: &Engine, st: &OriginState, t: usize, r: u32| e.is_complete(r) || !st.pending[t].contains(&r);
-        runtime::blocking(
+        let arrived =
+            |e: &Engine, st: &OriginState, t: usize, r: u32| e.is_complete(r) || !st.pending[t].iter().any(|p| p.0 == r);
+        let mut refused: Vec<usize> = Vec::new();
+        let first = runtime::blocking(
             |_| Ok(()),
             |e, _| {
                 let st = self.origin();
@@ -334,9 +339,11 @@ impl Rma {
             |rt, _| {
                 let mut st = self.origin();
                 for &(t, r) in &pending {
-                    if let Some(i) = st.pending[t].iter().position(|&p| p == r) {
-                        st.pending[t].swap_remove(i);
-                        rt.engine.collect(r);
+                    if let Some(i) = st.pending[t].iter().position(|p| p.0 == r) {
+                        let (_, len) = st.pending[t].swap_remove(i);
+                        if rt.engine.collect(r).bytes < len && !targets.contains(&t) && !refused.contains(&t) {
+                            refused.push(t);
+                        }
                     }
                 }
                 drop(st);
@@ -349,7 +356,13 @@ impl Rma {
                 }
                 Ok(Some(first))
             },
-        )?
+        )?;
+        if !refused.is_empty() {
+            // The targets kept the error for their next status reply.
+            let why = self.round_trips(Kind::Flush, 0, &refused, &[]);
+            return first.and(why);
+        }
+        first
     }
 
     /// Completes the operations toward `targets` (reached by messages): at the targets, or
@@ -521,9 +534,7 @@ impl Agent {
                 };
                 let _held = rma.acc_lock(rma.rank);
                 let mut data = Self::gather(&places);
-                if fetch {
-                    self.reply(e, from, r.reply, data.clone());
-                }
+                let old = fetch.then(|| data.clone());
                 match builtin {
                     Builtin::NoOp => {}
                     Builtin::Replace => Self::scatter(&places, r.data),
@@ -531,6 +542,10 @@ impl Agent {
                         red.apply(r.data, &mut data);
                         Self::scatter(&places, &data);
                     }
+                }
+                // After the update: the reply tells the origin the operation is done.
+                if let Some(old) = old {
+                    self.reply(e, from, r.reply, old);
                 }
             }
             Kind::CompareAndSwap => {
