@@ -737,19 +737,19 @@ pub fn MPI_Win_unlock_all(win: MPI_Win) -> MpiResult {
 }
 
 pub fn MPI_Win_flush(rank: c_int, win: MPI_Win) -> MpiResult {
-    win::rma(win)?.flush(Some(rank), false, "MPI_Win_flush")
+    win::rma(win)?.flush(Some(rank), "MPI_Win_flush")
 }
 
 pub fn MPI_Win_flush_local(rank: c_int, win: MPI_Win) -> MpiResult {
-    win::rma(win)?.flush(Some(rank), true, "MPI_Win_flush_local")
+    win::rma(win)?.flush(Some(rank), "MPI_Win_flush_local")
 }
 
 pub fn MPI_Win_flush_all(win: MPI_Win) -> MpiResult {
-    win::rma(win)?.flush(None, false, "MPI_Win_flush_all")
+    win::rma(win)?.flush(None, "MPI_Win_flush_all")
 }
 
 pub fn MPI_Win_flush_local_all(win: MPI_Win) -> MpiResult {
-    win::rma(win)?.flush(None, true, "MPI_Win_flush_local_all")
+    win::rma(win)?.flush(None, "MPI_Win_flush_local_all")
 }
 
 /// MPI_Win_sync: the unified model needs a memory barrier only.

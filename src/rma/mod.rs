@@ -787,7 +787,7 @@ impl Rma {
             }
         }
         // Operations by message are complete once their targets answered.
-        self.settle(&self.message_targets(), false)?;
+        self.settle(&self.message_targets())?;
         fence(Ordering::SeqCst);
         barrier()?;
         self.epochs().fence = assert & MPI_MODE_NOSUCCEED == 0;
@@ -893,11 +893,11 @@ impl Rma {
         self.unlock_by_message(&self.message_targets(), taken.then_some(LockKind::Shared))
     }
 
-    /// MPI_Win_flush, MPI_Win_flush_local (`local`; `rank` Some) and their `_all` forms:
-    /// operations on memory reached here complete as they are issued, so for them this orders
-    /// memory only; those by message complete when their targets answered (`local`: when
-    /// their data arrived or left).
-    pub fn flush(&self, rank: Option<c_int>, local: bool, what: &str) -> MpiResult<()> {
+    /// MPI_Win_flush, MPI_Win_flush_local (`rank` Some) and their `_all` forms: operations
+    /// on memory reached here complete as they are issued, so for them this orders memory
+    /// only; those by message complete (locally and at the target alike) when their targets
+    /// answered.
+    pub fn flush(&self, rank: Option<c_int>, what: &str) -> MpiResult<()> {
         let ep = self.epochs();
         let mut by_message = Vec::new();
         match rank {
@@ -919,7 +919,7 @@ impl Rma {
         }
         drop(ep);
         self.serve();
-        self.settle(&by_message, local)?;
+        self.settle(&by_message)?;
         fence(Ordering::SeqCst);
         Ok(())
     }
@@ -944,7 +944,7 @@ impl Rma {
     /// (request-based operations return completed requests).
     pub fn complete_locally(&self, rank: c_int) -> MpiResult<()> {
         match self.target_rank(rank)? {
-            Some(t) if self.targets[t].access == Access::Message => self.settle(&[t], true),
+            Some(t) if self.targets[t].access == Access::Message => self.settle(&[t]),
             _ => Ok(()),
         }
     }
@@ -1071,7 +1071,7 @@ impl Rma {
         }
         self.wake_all();
         // Each target's agent applies the operations before it reads the completion.
-        self.settle(&by_message, true)?;
+        self.settle(&by_message)?;
         self.notify_by_message(&by_message, remote::Kind::Complete)
     }
 

@@ -9,15 +9,16 @@
 //! call (no progress thread yet), and a request applied means every earlier one from that
 //! origin is.
 //!
-//! A Put or Accumulate is fire-and-forget (its data travels packed in the request); Get,
+//! Every request but MPI_Win_post's and MPI_Win_complete's is answered once applied, so an
+//! operation returns at once and synchronisation only waits for the replies: a Put or
+//! Accumulate (its data travels packed in the request) is answered by its status (its error,
+//! such as a range outside a dynamic window's attached memory, comes back with it); Get,
 //! fetching accumulates and Compare_and_swap post a receive for the reply straight into the
-//! origin's buffer first. Synchronisation makes the round trips: a flush asks each target
-//! written since the last one for a status reply, which its agent sends once everything
-//! before was applied (with the first error a request of this origin met, such as a range
-//! outside a dynamic window's attached memory); lock and unlock are requests answered when
-//! the lock word is taken or released; MPI_Win_complete and MPI_Win_post are one-way
-//! requests counted into the target's (the origin's) control area, as origins on the node
-//! count them directly.
+//! origin's buffer first (a refused one gets a short reply, and the flush then asks the
+//! target for the error it kept); lock and unlock are answered when the lock word is taken
+//! or released; MPI_Win_complete and MPI_Win_post are one-way requests counted into the
+//! target's (the origin's) control area, as origins on the node count them directly, and a
+//! complete is applied after the operations sent before it.
 
 use super::{Access, Local, LockKind, Place, Rma, basic_type};
 use crate::abi::consts::*;
@@ -47,13 +48,15 @@ const HEADER: usize = 32;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u32)]
 pub(super) enum Kind {
-    /// Blocks, then the packed data to store in them.
+    /// Blocks, then the packed data to store in them; status reply.
     Put = 1,
     /// Blocks; the reply is their packed data.
     Get,
-    /// `a` = operation, `b` = predefined datatype; blocks, then the packed operand; with a
-    /// reply tag the reply is the data before the operation.
+    /// `a` = operation, `b` = predefined datatype; blocks, then the packed operand; status
+    /// reply.
     Accumulate,
+    /// As Accumulate; the reply is the data before the operation.
+    FetchAccumulate,
     /// One block; the new value then the compare value; the reply is the old value.
     CompareAndSwap,
     /// `a` = 1 exclusive, 0 shared; the status reply comes once the lock is taken.
@@ -71,7 +74,15 @@ pub(super) enum Kind {
 impl Kind {
     fn from_wire(v: u32) -> Option<Kind> {
         use Kind::*;
-        [Put, Get, Accumulate, CompareAndSwap, Lock, Unlock, Flush, Post, Complete].into_iter().find(|k| *k as u32 == v)
+        [Put, Get, Accumulate, FetchAccumulate, CompareAndSwap, Lock, Unlock, Flush, Post, Complete]
+            .into_iter()
+            .find(|k| *k as u32 == v)
+    }
+
+    /// Requests answered by the status of their own outcome once applied (Lock, Unlock and
+    /// Flush answer with the origin's first error; the others with data, or not at all).
+    fn answered_by_outcome(self) -> bool {
+        matches!(self, Kind::Put | Kind::Accumulate)
     }
 }
 
@@ -82,21 +93,27 @@ pub struct Channel {
     pub comm: MPI_Comm,
 }
 
+/// What an origin awaits from a target for a request: every request but Post and Complete
+/// is answered once applied, so waiting for the replies completes the operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reply {
+    /// A status (MPI_SUCCESS, or the request's error) in engine memory.
+    Status,
+    /// This many bytes into the origin's buffer; fewer when the target refused the request
+    /// (it keeps the error for its next status reply).
+    Data(usize),
+}
+
 /// An origin's requests awaiting replies, by target.
 pub(super) struct OriginState {
     next_tag: i32,
-    /// Receives of replies posted, not collected yet, with the bytes each expects (a refused
-    /// request is answered with none).
-    pending: Vec<Vec<(u32, usize)>>,
-    /// Requests without a reply sent since the target last answered a status request (which
-    /// completes them at the target and reports their errors). A reply shows its request
-    /// applied.
-    dirty: Vec<bool>,
+    /// Receives of replies posted, not collected yet.
+    pending: Vec<Vec<(u32, Reply)>>,
 }
 
 impl OriginState {
     pub(super) fn new(n: usize) -> OriginState {
-        OriginState { next_tag: FIRST_REPLY_TAG, pending: vec![Vec::new(); n], dirty: vec![false; n] }
+        OriginState { next_tag: FIRST_REPLY_TAG, pending: vec![Vec::new(); n] }
     }
 
     fn take_tag(&mut self) -> i32 {
@@ -185,12 +202,20 @@ impl Rma {
         e.free_request(req);
     }
 
-    /// Posts the receive of a reply of `len` bytes from `t` into `buf`; returns its tag.
-    fn expect_reply(&self, e: &mut Engine, st: &mut OriginState, t: usize, buf: RecvBuf, len: usize) -> i32 {
+    /// Posts the receive of a reply from `t` into `buf`; returns its tag.
+    fn expect_reply(&self, e: &mut Engine, st: &mut OriginState, t: usize, buf: RecvBuf, reply: Reply) -> i32 {
         let tag = st.take_tag();
         let req = e.irecv(Envelope { ctx: self.channel.ctx, src: t as i32, tag }, buf, self.channel.comm);
-        st.pending[t].push((req, len));
+        st.pending[t].push((req, reply));
         tag
+    }
+
+    /// Sends a request answered by a status (`m` has room for its reply tag).
+    fn send_acknowledged(&self, e: &mut Engine, t: usize, mut m: Vec<u8>) {
+        let mut st = self.origin();
+        let tag = self.expect_reply(e, &mut st, t, RecvBuf::owned(MAX_REQUEST), Reply::Status);
+        m[4..8].copy_from_slice(&tag.to_le_bytes());
+        self.send(e, t, m);
     }
 
     /// The target blocks of `place` as the request carries them.
@@ -213,8 +238,7 @@ impl Rma {
         // SAFETY: the caller's contract; the tail of `m` has room for the packed bytes.
         unsafe { origin.layout.pack(origin.addr as *const u8, origin.count, 0..len, &mut m[at..]) };
         runtime::with(|rt| {
-            self.origin().dirty[t] = true;
-            self.send(&mut rt.engine, t, m);
+            self.send_acknowledged(&mut rt.engine, t, m);
             Ok(())
         })
     }
@@ -233,7 +257,7 @@ impl Rma {
             // SAFETY: the caller's contract: writable until completion, which the flush that
             // ends the operation waits for.
             let buf = unsafe { RecvBuf::new(origin.addr as *mut u8, origin.layout.clone(), origin.count) };
-            let tag = self.expect_reply(&mut rt.engine, &mut st, t, buf, place.bytes());
+            let tag = self.expect_reply(&mut rt.engine, &mut st, t, buf, Reply::Data(place.bytes()));
             self.send(&mut rt.engine, t, request(Kind::Get, tag, 0, 0, &blocks, 0));
             Ok(())
         })
@@ -255,22 +279,22 @@ impl Rma {
     ) -> MpiResult<()> {
         let blocks = Self::target_blocks(place);
         let (a, b) = (op as u32 as u64, basic as u32 as u64);
+        let kind = if result.is_some() { Kind::FetchAccumulate } else { Kind::Accumulate };
+        let mut m = request(kind, 0, a, b, &blocks, input.len());
+        m.extend_from_slice(input);
         runtime::with(|rt| {
-            let mut st = self.origin();
-            let tag = match result {
-                // SAFETY: the caller's contract.
+            match result {
                 Some(r) => {
+                    let mut st = self.origin();
+                    // SAFETY: the caller's contract.
                     let buf = unsafe { RecvBuf::new(r.addr as *mut u8, r.layout.clone(), r.count) };
-                    self.expect_reply(&mut rt.engine, &mut st, t, buf, place.bytes())
+                    let tag = self.expect_reply(&mut rt.engine, &mut st, t, buf, Reply::Data(place.bytes()));
+                    m[4..8].copy_from_slice(&tag.to_le_bytes());
+                    drop(st);
+                    self.send(&mut rt.engine, t, m);
                 }
-                None => {
-                    st.dirty[t] = true;
-                    0
-                }
-            };
-            let mut m = request(Kind::Accumulate, tag, a, b, &blocks, input.len());
-            m.extend_from_slice(input);
-            self.send(&mut rt.engine, t, m);
+                None => self.send_acknowledged(&mut rt.engine, t, m),
+            }
             Ok(())
         })
     }
@@ -295,63 +319,66 @@ impl Rma {
             let mut st = self.origin();
             // SAFETY: the caller's contract: `len` writable bytes until completion.
             let buf = unsafe { RecvBuf::new(result, crate::datatype::BYTE, len) };
-            let tag = self.expect_reply(&mut rt.engine, &mut st, t, buf, len);
+            let tag = self.expect_reply(&mut rt.engine, &mut st, t, buf, Reply::Data(len));
             m[4..8].copy_from_slice(&tag.to_le_bytes());
             self.send(&mut rt.engine, t, m);
             Ok(())
         })
     }
 
-    /// Sends `kind` (with argument `a`) to each of `targets`, each answered by a status
-    /// reply, and waits for those replies and for every reply still pending from
-    /// `also_wait`; the first error any reply reports is returned (a short reply, from a
-    /// refused request, costs one more status round trip to learn its error).
+    /// Sends `kind` (with argument `a`) to each of `targets`, each answered by a status, and
+    /// waits for those replies and for every reply pending from `targets` and `also_wait`;
+    /// the first error any reply reports is returned (a short data reply, from a refused
+    /// request, costs one status round trip more to learn its error).
     fn round_trips(&self, kind: Kind, a: u64, targets: &[usize], also_wait: &[usize]) -> MpiResult<()> {
         if targets.is_empty() && also_wait.is_empty() {
             return Ok(());
         }
-        let (statuses, pending) = runtime::with(|rt| {
-            let mut st = self.origin();
-            let mut statuses = Vec::with_capacity(targets.len());
+        let waited: Vec<(usize, Vec<u32>)> = runtime::with(|rt| {
             for &t in targets {
-                let tag = self.expect_reply(&mut rt.engine, &mut st, t, RecvBuf::owned(MAX_REQUEST), 0);
-                let (status, _) = st.pending[t].pop().expect("just posted");
-                statuses.push((t, status));
-                st.dirty[t] = false;
-                self.send(&mut rt.engine, t, request(kind, tag, a, 0, &[], 0));
+                self.send_acknowledged(&mut rt.engine, t, request(kind, 0, a, 0, &[], 0));
             }
             // Left in the lists: a thread flushing the same target meanwhile waits for them
             // too, and whoever finds one complete collects it.
-            let pending: Vec<(usize, u32)> =
-                targets.iter().chain(also_wait).flat_map(|&t| st.pending[t].iter().map(move |&(r, _)| (t, r))).collect();
-            Ok((statuses, pending))
+            let st = self.origin();
+            let mut all: Vec<usize> = targets.iter().chain(also_wait).copied().collect();
+            all.sort_unstable();
+            all.dedup();
+            Ok(all.into_iter().map(|t| (t, st.pending[t].iter().map(|p| p.0).collect())).collect())
         })?;
         // A reply another thread collected is complete (its id may be reused meanwhile).
-        let arrived =
-            |e: &Engine, st: &OriginState, t: usize, r: u32| e.is_complete(r) || !st.pending[t].iter().any(|p| p.0 == r);
+        let arrived = |e: &Engine, st: &OriginState, t: usize, r: u32| {
+            e.is_complete(r) || !st.pending[t].iter().any(|p| p.0 == r)
+        };
         let mut refused: Vec<usize> = Vec::new();
         let first = runtime::blocking(
             |_| Ok(()),
             |e, _| {
                 let st = self.origin();
-                statuses.iter().all(|&(_, r)| e.is_complete(r)) && pending.iter().all(|&(t, r)| arrived(e, &st, t, r))
+                waited.iter().all(|(t, reqs)| reqs.iter().all(|&r| arrived(e, &st, *t, r)))
             },
             |rt, _| {
-                let mut st = self.origin();
-                for &(t, r) in &pending {
-                    if let Some(i) = st.pending[t].iter().position(|p| p.0 == r) {
-                        let (_, len) = st.pending[t].swap_remove(i);
-                        if rt.engine.collect(r).bytes < len && !targets.contains(&t) && !refused.contains(&t) {
-                            refused.push(t);
-                        }
-                    }
-                }
-                drop(st);
                 let mut first = Ok(());
-                for &(t, r) in &statuses {
-                    let (_, m) = rt.engine.take_owned_recv(r);
-                    if first.is_ok() {
-                        first = read_status(&m, t);
+                let mut st = self.origin();
+                for (t, reqs) in &waited {
+                    let mine: std::collections::HashSet<u32> = reqs.iter().copied().collect();
+                    let (done, left): (Vec<_>, Vec<_>) =
+                        std::mem::take(&mut st.pending[*t]).into_iter().partition(|p| mine.contains(&p.0));
+                    st.pending[*t] = left;
+                    for (r, reply) in done {
+                        match reply {
+                            Reply::Status => {
+                                let (_, m) = rt.engine.take_owned_recv(r);
+                                if first.is_ok() {
+                                    first = read_status(&m, *t);
+                                }
+                            }
+                            Reply::Data(len) => {
+                                if rt.engine.collect(r).bytes < len && !refused.contains(t) {
+                                    refused.push(*t);
+                                }
+                            }
+                        }
                     }
                 }
                 Ok(Some(first))
@@ -365,20 +392,11 @@ impl Rma {
         first
     }
 
-    /// Completes the operations toward `targets` (reached by messages): at the targets, or
-    /// with `local` only here (their replies arrived; Puts and Accumulates left with their
-    /// request).
-    pub(super) fn settle(&self, targets: &[usize], local: bool) -> MpiResult<()> {
-        if targets.is_empty() {
-            return Ok(());
-        }
-        let written: Vec<usize> = if local {
-            Vec::new()
-        } else {
-            let st = self.origin();
-            targets.iter().copied().filter(|&t| st.dirty[t]).collect()
-        };
-        self.round_trips(Kind::Flush, 0, &written, targets)
+    /// Completes the operations toward `targets` (reached by messages): every request is
+    /// answered once applied, so this waits for the replies (also for local completion:
+    /// completing at the target completes here too).
+    pub(super) fn settle(&self, targets: &[usize]) -> MpiResult<()> {
+        self.round_trips(Kind::Flush, 0, &[], targets)
     }
 
     /// Takes the lock of each of `targets` (reached by messages).
@@ -391,7 +409,7 @@ impl Rma {
     pub(super) fn unlock_by_message(&self, targets: &[usize], kind: Option<LockKind>) -> MpiResult<()> {
         match kind {
             Some(kind) => self.round_trips(Kind::Unlock, lock_word(kind), targets, &[]),
-            None => self.settle(targets, false),
+            None => self.settle(targets),
         }
     }
 
@@ -401,9 +419,7 @@ impl Rma {
             return Ok(());
         }
         runtime::with(|rt| {
-            let mut st = self.origin();
             for &m in members {
-                st.dirty[m] = false;
                 self.send(&mut rt.engine, m, request(kind, 0, 0, 0, &[], 0));
             }
             Ok(())
@@ -510,8 +526,8 @@ impl Agent {
                 self.reply(e, from, r.reply, data.as_ref().map_or(Vec::new(), Clone::clone));
                 data?;
             }
-            Kind::Accumulate => {
-                let fetch = r.reply != 0;
+            Kind::Accumulate | Kind::FetchAccumulate => {
+                let fetch = r.kind == Kind::FetchAccumulate;
                 let located = self.locate(&r.blocks).and_then(|places| {
                     let op = Op::from_handle(r.a as u32 as i32)?;
                     let Op::Builtin(builtin) = op else {
@@ -621,7 +637,10 @@ impl Task for Agent {
             let from = status.source as usize;
             match parse(&m) {
                 Some(r) => {
-                    if let Err(error) = self.apply(e, from, &r)
+                    let outcome = self.apply(e, from, &r);
+                    if r.kind.answered_by_outcome() {
+                        self.reply(e, from, r.reply, status_reply(&outcome.err()));
+                    } else if let Err(error) = outcome
                         && self.errors[from].is_none()
                     {
                         self.errors[from] = Some(error);

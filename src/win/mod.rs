@@ -369,8 +369,12 @@ fn map_window_segment(own: MPI_Comm, rank: usize, nodes: &[usize], total: usize)
     let mut msg = [0u8; ENTRY];
     if rank == maker {
         // Named with the job's prefix: a launcher ending the job early removes it.
-        let path =
-            format!("/dev/shm/{}win-{}-{}", crate::coll::hier::job_prefix(), std::process::id(), crate::pmi::random_hex());
+        let path = format!(
+            "/dev/shm/{}win-{}-{}",
+            crate::coll::hier::job_prefix(),
+            std::process::id(),
+            crate::pmi::random_hex()
+        );
         match create_segment(&path, total) {
             Ok(()) => {
                 msg[0] = 1;
