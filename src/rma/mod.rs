@@ -866,10 +866,8 @@ impl Rma {
             for t in (0..self.n()).filter(|&t| self.targets[t].access != Access::Message) {
                 self.acquire(t, LockKind::Shared);
             }
-            if let Err(e) = self.lock_by_message(&self.message_targets(), LockKind::Shared) {
-                // The shared locks taken stay (MPI_Win_unlock_all releases them all).
-                return Err(e);
-            }
+            // On an error the shared locks taken stay (MPI_Win_unlock_all releases them all).
+            self.lock_by_message(&self.message_targets(), LockKind::Shared)?;
         }
         Ok(())
     }
