@@ -1,4 +1,4 @@
-/* oxmpi-test: np=1,2,4,5 timeout=120 one-node="the shared file pointer across nodes is not implemented yet" */
+/* oxmpi-test: np=1,2,4,5 timeout=120 */
 /*
  * MPI-IO basics: opening (amode checks, error classes from the system call, a failed open
  * failing on every rank), closing, MPI_MODE_DELETE_ON_CLOSE, MPI_File_delete, sizes

@@ -1,4 +1,4 @@
-/* oxmpi-test: np=1,2,3,4,8 timeout=240 one-node="the ordered calls use the shared file pointer, which does not span nodes yet" */
+/* oxmpi-test: np=1,2,3,4,8 timeout=240 */
 /*
  * Collective I/O under every collective-buffering setting: romio_cb_read/write enable,
  * disable and automatic, cb_buffer_size the default or 1000 bytes (many rounds), cb_nodes 1

@@ -23,8 +23,8 @@
 #   --hosts N          run every MPI across N fake hosts of scripts/hosts.sh (root only; they
 #                      are made and removed by this script), ranks round robin over them, so
 #                      the 2-rank benchmarks measure the network between two hosts. Default
-#                      benchmarks then: latency,bw,bibw,coll,rma (the shared file pointer
-#                      does not span nodes yet); default --np 4 (2 ranks per host).
+#                      benchmarks then: latency,bw,bibw,coll,rma; default --np 4 (2 ranks
+#                      per host).
 #                      Launching, the same for all but Open MPI (whose runtime cannot run
 #                      under Hydra): oxmpi, MPICH and the MPICH binaries on oxmpi by MPICH's
 #                      Hydra (`mpiexec.hydra -iface oxbr0 -launcher ssh -launcher-exec

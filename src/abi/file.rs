@@ -275,7 +275,7 @@ pub unsafe fn MPI_File_get_position(fh: MPI_File, offset: *mut MPI_Offset) -> Mp
 /// `offset` is null or writable.
 pub unsafe fn MPI_File_get_position_shared(fh: MPI_File, offset: *mut MPI_Offset) -> MpiResult {
     let file = file_of(fh)?;
-    let p = file.shared_pointer("MPI_File_get_position_shared")?.load();
+    let p = file.shared_pointer("MPI_File_get_position_shared")?.load()?;
     // SAFETY: the caller's contract.
     unsafe { put(offset, p as MPI_Offset, "offset") }
 }

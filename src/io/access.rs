@@ -93,7 +93,7 @@ pub unsafe fn access(file: &File, pos: Position, mem: &Memory, dir: Direction) -
     let start = match pos {
         Position::Explicit(o) => o as u64,
         Position::Individual => state.as_ref().expect("just taken").pointer,
-        Position::Shared => file.shared_pointer("shared file pointer access")?.fetch_add(etypes),
+        Position::Shared => file.shared_pointer("shared file pointer access")?.fetch_add(etypes)?,
         Position::Reserved(o) => o,
     };
     // Only the individual pointer needs the state until the access is done.

@@ -68,7 +68,7 @@ fn prepare<'m>(file: &File, pos: Position, mem: MpiResult<&'m Memory>, dir: Dire
     let start = match pos {
         Position::Explicit(o) => o as u64,
         Position::Individual => pointer,
-        Position::Shared => file.shared_pointer("shared file pointer access")?.fetch_add(etypes),
+        Position::Shared => file.shared_pointer("shared file pointer access")?.fetch_add(etypes)?,
         Position::Reserved(o) => o,
     };
     let ext_sig = if view.external32 { Some(super::access::external32_sig(mem)?) } else { None };
@@ -326,7 +326,7 @@ pub unsafe fn access_ordered(file: &File, mem: MpiResult<&Memory>, dir: Directio
     if file.rank == 0
         && let Some(s) = &file.shared
     {
-        base = s.fetch_add(total).to_ne_bytes();
+        base = s.fetch_add(total)?.to_ne_bytes();
     }
     file.collective(|g| coll::bcast_bytes(g, &mut base, 0))?;
     let at = Position::Reserved(u64::from_ne_bytes(base) + before);

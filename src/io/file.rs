@@ -60,7 +60,7 @@ pub struct File {
     path: String,
     pub amode: c_int,
     fd: OwnedFd,
-    /// None when the members do not share a node.
+    /// None only while the file is being opened.
     pub shared: Option<SharedPointer>,
     state: Mutex<State>,
 }
@@ -78,14 +78,11 @@ impl File {
         self.amode & mode != 0
     }
 
-    /// The shared file pointer, or MPI_ERR_UNSUPPORTED_OPERATION saying why there is none.
+    /// The shared file pointer (every open file has one).
     pub fn shared_pointer(&self, what: &str) -> MpiResult<&SharedPointer> {
-        self.shared.as_ref().ok_or_else(|| {
-            MpiError::new(
-                MPI_ERR_UNSUPPORTED_OPERATION,
-                format!("{what}: the shared file pointer across nodes is not implemented yet in oxmpi"),
-            )
-        })
+        self.shared
+            .as_ref()
+            .ok_or_else(|| MpiError::new(MPI_ERR_INTERN, format!("{what}: the file has no shared pointer")))
     }
 
     /// The file's size in bytes.
@@ -295,7 +292,7 @@ fn open_on(own: MPI_Comm, name: &str, amode: c_int, info: &Info, members: Vec<us
     let start = if amode & MPI_MODE_APPEND != 0 { file.size()? } else { 0 };
     file.state().pointer = start;
     let shared = shared::create(own, rank, &file.members, start)?;
-    insert(File { shared, ..file })
+    insert(File { shared: Some(shared), ..file })
 }
 
 /// MPI_File_close (collective): waits for every member, deletes the file when opened with
@@ -409,7 +406,7 @@ pub fn set_view(file: &File, disp: i64, etype: c_int, filetype: c_int, datarep: 
             return err(MPI_ERR_ARG, "MPI_DISPLACEMENT_CURRENT is only valid with MPI_MODE_SEQUENTIAL");
         }
         let st = file.state();
-        let offset = file.shared_pointer("MPI_File_set_view")?.load();
+        let offset = file.shared_pointer("MPI_File_set_view")?.load()?;
         st.view.byte_offset(offset)
     } else if disp < 0 {
         return err(MPI_ERR_ARG, format!("invalid displacement ({disp}, must be non-negative)"));
@@ -428,7 +425,7 @@ pub fn set_view(file: &File, disp: i64, etype: c_int, filetype: c_int, datarep: 
     if file.rank == 0
         && let Some(s) = &file.shared
     {
-        s.store(0);
+        s.store(0)?;
     }
     file.barrier()
 }
@@ -474,12 +471,12 @@ pub fn seek_shared(file: &File, offset: i64, whence: c_int) -> MpiResult<()> {
     let view = file.state().view.clone();
     // Every member's earlier accesses through the shared pointer are done.
     file.barrier()?;
-    let target = seek_target(file, &view, shared.load(), offset, whence);
+    let target = seek_target(file, &view, shared.load()?, offset, whence);
     let mine = target.as_ref().map(|_| ()).map_err(Clone::clone);
     if file.rank == 0
         && let Ok(t) = target
     {
-        shared.store(t);
+        shared.store(t)?;
     }
     // The others see the new value only after rank 0 stored it.
     file.barrier()?;
