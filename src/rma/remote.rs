@@ -521,10 +521,13 @@ impl Agent {
                 Self::scatter(&places, r.data);
             }
             Kind::Get => {
-                let data = self.locate(&r.blocks).map(|p| Self::gather(&p));
                 // A refused Get still gets its (empty) reply: the origin waits for it.
-                self.reply(e, from, r.reply, data.as_ref().map_or(Vec::new(), Clone::clone));
-                data?;
+                let (data, outcome) = match self.locate(&r.blocks) {
+                    Ok(places) => (Self::gather(&places), Ok(())),
+                    Err(error) => (Vec::new(), Err(error)),
+                };
+                self.reply(e, from, r.reply, data);
+                outcome?;
             }
             Kind::Accumulate | Kind::FetchAccumulate => {
                 let fetch = r.kind == Kind::FetchAccumulate;

@@ -309,7 +309,7 @@ fn build(
     let base = if allocating { peers[rank].base } else { own_base };
     let worlds = members.clone();
     let node_worlds: Vec<usize> = worlds.iter().zip(&local).filter(|(_, here)| **here).map(|(&w, _)| w).collect();
-    let (targets, peer_maps) = targets_of(flavor, &peers, &files, &worlds, &local, rank);
+    let (targets, peer_maps) = targets_of(flavor, &peers, &files, &worlds, &local, &node_worlds, rank);
     let by_message = targets.iter().any(|t| t.access == crate::rma::Access::Message);
     let channel = runtime::with(|rt| Ok(crate::rma::Channel { ctx: rt.comms.get(own)?.ctx, comm: own }))?;
     let rma = std::sync::Arc::new(crate::rma::Rma::new(
@@ -506,22 +506,22 @@ pub fn free(handle: MPI_Win) -> MpiResult<()> {
 /// allocating flavours (and its own memory always), directly in a mapping of the member's
 /// MPI_Alloc_mem file (`files`) for MPI_Win_create over such memory, else by single copy
 /// when the kernel permits it, else (and for members on other nodes: `local` false) by
-/// messages. Also the mappings made.
+/// messages (`node_worlds`: the world ranks of the members on this node, whose reads are
+/// probed). Also the mappings made.
 fn targets_of(
     flavor: Flavor,
     peers: &[Peer],
     files: &[Option<(i32, usize, usize)>],
     worlds: &[usize],
     local: &[bool],
+    node_worlds: &[usize],
     rank: usize,
 ) -> (Vec<crate::rma::Target>, Vec<Segment>) {
     use crate::rma::{Access, Target};
     // Probed among this node's members only (the others are reached by messages anyway).
-    let node_members: Vec<usize> = (0..worlds.len()).filter(|&r| local[r]).collect();
-    let node_worlds: Vec<usize> = node_members.iter().map(|&r| worlds[r]).collect();
-    let me = node_members.iter().position(|&r| r == rank).expect("this member is on its node");
+    let me = node_worlds.iter().position(|&w| w == worlds[rank]).expect("this member is on its node");
     let single_copy = matches!(flavor, Flavor::Create(_) | Flavor::Dynamic)
-        && runtime::with(|rt| Ok(crate::coll::shm::probe_peer_reads(&rt.engine, &node_worlds, me))).unwrap_or(false);
+        && runtime::with(|rt| Ok(crate::coll::shm::probe_peer_reads(&rt.engine, node_worlds, me))).unwrap_or(false);
     let pid_of =
         |r: usize| runtime::with(|rt| Ok(rt.engine.segment().map(|s| s.peer_identity(worlds[r]).0))).ok().flatten();
     let mut maps = Vec::new();
