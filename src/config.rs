@@ -89,6 +89,7 @@ pub const EAGER_PIECE: &str = "OXMPI_EAGER_PIECE";
 pub const EAGER_PIECES_FROM: &str = "OXMPI_EAGER_PIECES_FROM";
 pub const CMA: &str = "OXMPI_CMA";
 pub const CMA_SPLIT: &str = "OXMPI_CMA_SPLIT";
+pub const ASYNC_PROGRESS: &str = "OXMPI_ASYNC_PROGRESS";
 pub const SPIN_US: &str = "OXMPI_SPIN_US";
 pub const YIELD_US: &str = "OXMPI_YIELD_US";
 pub const MEMBARRIER: &str = "OXMPI_MEMBARRIER";
@@ -167,6 +168,12 @@ pub const TUNABLES: &[Tunable] = &[
         name: CMA,
         default: "1",
         what: "0 disables single-copy process_vm_readv for large messages (streams through the ring)",
+        kind: Kind::Switch,
+    },
+    Tunable {
+        name: ASYNC_PROGRESS,
+        default: "0",
+        what: "1 starts a progress thread in every rank, so one-sided requests to it (windows across nodes, or without single copy), rendezvous sends and nonblocking collectives advance while the program computes outside MPI; every MPI call then takes the library lock, as at MPI_THREAD_MULTIPLE",
         kind: Kind::Switch,
     },
     Tunable {

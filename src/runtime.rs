@@ -70,9 +70,12 @@ struct Global {
 unsafe impl Sync for Global {}
 
 static GLOBAL: Global = Global { state: UnsafeCell::new(None), busy: AtomicBool::new(false), lock: Mutex::new(()) };
-/// The runtime provides MPI_THREAD_MULTIPLE: `with` locks (set before any concurrent use,
-/// never cleared).
+/// The runtime provides MPI_THREAD_MULTIPLE: blocking waits release the lock between polls
+/// (set before any concurrent use, never cleared; implies `LOCKING`).
 static MULTIPLE: AtomicBool = AtomicBool::new(false);
+/// `with` locks: at MPI_THREAD_MULTIPLE, or beside the progress thread (set before any
+/// concurrent use, never cleared).
+static LOCKING: AtomicBool = AtomicBool::new(false);
 /// Blocking collectives run as schedules (`collectives_as_schedules`).
 static COLL_SCHEDULES: AtomicBool = AtomicBool::new(false);
 /// Serializes bringing the runtime up and tearing it down (sessions may start and end on
@@ -82,6 +85,14 @@ static LIFECYCLE: Mutex<()> = Mutex::new(());
 /// Threads of this process asleep on its doorbell outside the lock (MULTIPLE only): the
 /// thread leaving `with` rings it for them, since it may have completed what they wait for.
 static SLEEPERS: AtomicUsize = AtomicUsize::new(0);
+
+/// The progress thread (`OXMPI_ASYNC_PROGRESS`), while the runtime is up.
+static PROGRESS_THREAD: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
+/// Asks the progress thread to end (tear-down).
+static PROGRESS_STOP: AtomicBool = AtomicBool::new(false);
+/// Entries into the library while `with` locks (`LOCKING`): the progress thread stands
+/// back while the program's threads enter, since they drive progress themselves.
+static ENTRIES: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
     /// This thread is inside `with` (MULTIPLE only).
@@ -103,7 +114,7 @@ static LOGGER: OnceLock<()> = OnceLock::new();
 
 /// Runs `f` on the initialised runtime; MPI_ERR_OTHER before MPI_Init or after MPI_Finalize.
 pub fn with<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
-    if MULTIPLE.load(Ordering::Relaxed) {
+    if LOCKING.load(Ordering::Relaxed) {
         return with_locked(f);
     }
     if GLOBAL.busy.load(Ordering::Relaxed) {
@@ -122,13 +133,14 @@ pub fn with<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
     run_on_state(unsafe { &mut *GLOBAL.state.get() }, false, f)
 }
 
-/// `with` at MPI_THREAD_MULTIPLE: the same under the lock.
+/// `with` when it locks (`LOCKING`): the same under the lock.
 #[inline(never)]
 fn with_locked<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
     if IN_LIBRARY.get() {
         panic!("oxmpi entered recursively (an MPI call from inside the library)");
     }
     let _guard = lock();
+    ENTRIES.fetch_add(1, Ordering::Relaxed);
     IN_LIBRARY.set(true);
     struct Release;
     impl Drop for Release {
@@ -370,6 +382,7 @@ fn provided_level(required: c_int) -> c_int {
 /// runtime is not up yet, or the program is still serialized at its former level).
 fn enable_level(level: c_int) {
     if level == MPI_THREAD_MULTIPLE {
+        LOCKING.store(true, Ordering::SeqCst);
         MULTIPLE.store(true, Ordering::SeqCst);
     }
 }
@@ -377,7 +390,7 @@ fn enable_level(level: c_int) {
 /// `f` on the state itself, outside `with` (bring-up and tear-down), under the lock at
 /// MULTIPLE; the caller holds `lifecycle()`.
 fn with_state<R>(f: impl FnOnce(&mut Option<Runtime>) -> R) -> R {
-    let _guard = multiple().then(lock);
+    let _guard = LOCKING.load(Ordering::Relaxed).then(lock);
     // SAFETY: at MULTIPLE the lock is held; below it the program is serialized and no
     // `with` is running on this thread (bring-up and tear-down are not called from one).
     f(unsafe { &mut *GLOBAL.state.get() })
@@ -436,10 +449,106 @@ fn bring_up(required: c_int) -> MpiResult<c_int> {
         main_thread: std::thread::current().id(),
     };
     enable_level(provided);
+    let progress_thread = std::env::var(crate::config::ASYNC_PROGRESS).is_ok_and(|v| v.trim() == "1");
+    if progress_thread {
+        // The progress thread enters the library beside the program: `with` must lock.
+        // Blocking waits below MPI_THREAD_MULTIPLE still hold the lock while they wait
+        // (they progress themselves; the progress thread blocks on the lock meanwhile).
+        LOCKING.store(true, Ordering::SeqCst);
+    }
     with_state(|state| *state = Some(rt));
     WORLD_RANK.store(rank as i32, Ordering::Relaxed);
+    if progress_thread {
+        start_progress_thread()?;
+    }
     Ok(provided)
 }
+
+/// Starts the thread that drives progress while the program's threads are outside MPI
+/// (`OXMPI_ASYNC_PROGRESS`): it serves one-sided requests for windows reached by messages,
+/// and advances rendezvous transfers and nonblocking collectives.
+fn start_progress_thread() -> MpiResult<()> {
+    PROGRESS_STOP.store(false, Ordering::Relaxed);
+    let handle = std::thread::Builder::new()
+        .name("oxmpi-progress".into())
+        .spawn(progress_loop)
+        .map_err(|e| MpiError::new(MPI_ERR_OTHER, format!("cannot start the progress thread: {e}")))?;
+    *PROGRESS_THREAD.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
+    Ok(())
+}
+
+/// Ends the progress thread, if there is one, before the runtime goes down (its sleeps use
+/// the node's segment). Called outside `with`: the thread needs the lock to notice.
+fn stop_progress_thread() {
+    let handle = PROGRESS_THREAD.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(handle) = handle {
+        PROGRESS_STOP.store(true, Ordering::Relaxed);
+        let _ = handle.join();
+    }
+}
+
+/// The progress thread's loop: polls the engine under the lock; when nothing happens it
+/// keeps polling for `PROGRESS_SPIN` (requests come in bursts), then sleeps on the doorbell,
+/// which peers ring when they send to this rank, or, with remote peers (which ring none),
+/// naps, longer once idle for `PROGRESS_IDLE`. While the program's threads enter the library
+/// they progress themselves, so the thread only naps (below MPI_THREAD_MULTIPLE a blocking
+/// wait holds the lock throughout, and the thread blocks on it meanwhile).
+fn progress_loop() {
+    // Naps of a few microseconds, not the default 50 µs of timer slack.
+    // SAFETY: PR_SET_TIMERSLACK takes a value and touches no memory of ours.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    let mut last_progress = std::time::Instant::now();
+    let mut seen_entries = ENTRIES.load(Ordering::Relaxed);
+    while !PROGRESS_STOP.load(Ordering::Relaxed) {
+        let entries = ENTRIES.load(Ordering::Relaxed);
+        if entries != seen_entries {
+            seen_entries = entries;
+            std::thread::sleep(PROGRESS_STAND_BACK);
+            continue;
+        }
+        let idle = last_progress.elapsed();
+        let mut ticket = None;
+        let progressed = with(|rt| {
+            let progressed = rt.engine.progress();
+            if !progressed {
+                // Nothing changed: leaving rings no sleeper (see `IDLE_POLL`).
+                IDLE_POLL.set(true);
+                if idle >= PROGRESS_SPIN {
+                    ticket = rt.engine.announce_sleep();
+                }
+            }
+            Ok(progressed)
+        });
+        seen_entries = ENTRIES.load(Ordering::Relaxed);
+        match (progressed, ticket) {
+            (Err(_), _) => return,
+            (Ok(true), _) => last_progress = std::time::Instant::now(),
+            // Not counted in `SLEEPERS`: the program's threads leaving the library need not
+            // wake it, since they progressed themselves.
+            // SAFETY: the segment stays mapped until the runtime is torn down, which joins
+            // this thread first (`stop_progress_thread`). The timeout bounds a missed ring
+            // and the wait for `PROGRESS_STOP`.
+            (Ok(false), Some(t)) => unsafe { t.sleep(PROGRESS_SLEEP) },
+            (Ok(false), None) if idle < PROGRESS_SPIN => std::hint::spin_loop(),
+            (Ok(false), None) if idle < PROGRESS_IDLE => std::thread::sleep(PROGRESS_NAP),
+            (Ok(false), None) => std::thread::sleep(PROGRESS_LONG_NAP),
+        }
+    }
+}
+
+/// How long the progress thread keeps polling after the last progress.
+const PROGRESS_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+/// How long it naps between polls without a doorbell to sleep on.
+const PROGRESS_NAP: std::time::Duration = std::time::Duration::from_micros(20);
+/// How long it naps after the program's threads entered the library.
+const PROGRESS_STAND_BACK: std::time::Duration = std::time::Duration::from_micros(200);
+/// After this long without progress it naps `PROGRESS_LONG_NAP` at a time: polling a network
+/// endpoint costs system calls, so a long idle stretch trades the first request's latency
+/// for the computing program's CPU.
+const PROGRESS_IDLE: std::time::Duration = std::time::Duration::from_millis(10);
+const PROGRESS_LONG_NAP: std::time::Duration = std::time::Duration::from_micros(500);
+/// The longest sleep of the progress thread on the doorbell.
+const PROGRESS_SLEEP: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// What `connect_transports` builds and finds out.
 struct Transports {
@@ -598,6 +707,7 @@ pub fn session_finalize() -> MpiResult<()> {
 /// queues are empty, so nothing more is queued towards a rank once the barrier completes)
 /// before the process manager's fence, which blocks without progress.
 fn tear_down() -> MpiResult<()> {
+    stop_progress_thread();
     with(|rt| {
         rt.engine.wait_until(|e| e.quiet());
         let world = rt.comms.get(MPI_COMM_WORLD)?;
@@ -611,17 +721,30 @@ fn tear_down() -> MpiResult<()> {
     Ok(())
 }
 
+/// The library lock if it comes free within 100 ms (another thread, the progress thread
+/// say, may be inside the library for a moment, or for good).
+fn try_lock_briefly() -> Option<MutexGuard<'static, ()>> {
+    for _ in 0..1000 {
+        match GLOBAL.lock.try_lock() {
+            Ok(guard) => return Some(guard),
+            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => std::thread::sleep(std::time::Duration::from_micros(100)),
+        }
+    }
+    None
+}
+
 /// Ends the whole job: tells the process manager, then exits with `code`.
 pub fn abort_job(code: c_int, msg: &str) -> ! {
     // The process manager kills this process on abort: flush the program's C stdio first so
     // what it printed before the error is not lost.
     // SAFETY: fflush(NULL) flushes every open output stream; no pointers of ours involved.
     unsafe { libc::fflush(std::ptr::null_mut()) };
-    if multiple() {
+    if LOCKING.load(Ordering::Relaxed) {
         // Another thread may hold the lock for good (or this one, from a callback): then
         // exit without telling the process manager, which notices the exit anyway.
         if !IN_LIBRARY.get()
-            && let Ok(_guard) = GLOBAL.lock.try_lock()
+            && let Some(_guard) = try_lock_briefly()
             // SAFETY: the lock is held and this thread is not inside `with`.
             && let Some(rt) = unsafe { (*GLOBAL.state.get()).as_mut() }
         {

@@ -180,6 +180,7 @@ ctests! {
     rma_dynamic => "rma_dynamic.c",
     rma_lock_contention => "rma_lock_contention.c",
     rma_poll_own => "rma_poll_own.c",
+    rma_async_progress => "rma_async_progress.c",
     rma_threads => "rma_threads.c",
     diff_default => "diff_default.c",
     diff_nosparse => "diff_nosparse.c",

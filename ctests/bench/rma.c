@@ -3,6 +3,9 @@
  *   OP     put, get, acc (MPI_SUM on MPI_DOUBLE), fop (Fetch_and_op, MPI_SUM on one
  *          int64), cas (Compare_and_swap on one int64);
  *   SYNC   flush: inside MPI_Win_lock_all, each operation followed by MPI_Win_flush;
+ *          busy: as flush, while the target computes outside MPI (it watches the last byte
+ *          of its window, which the origin sets when done): only an MPI whose target needs
+ *          no MPI calls for passive-target progress (a progress thread, or hardware) ends;
  *          fence: each operation followed by MPI_Win_fence on every rank;
  *   WINDOW alloc: memory of MPI_Win_allocate; create: MPI_Win_create over malloc'ed memory;
  *          allocmem: MPI_Win_create over memory of MPI_Alloc_mem.
@@ -20,7 +23,9 @@
 enum { PUT, GET, ACC, FOP, CAS };
 static const char *op_names[] = {"put", "get", "acc", "fop", "cas"};
 
-static int parse(const char *item, int *op, int *fence, int *create)
+enum { FLUSH, FENCE, BUSY };
+
+static int parse(const char *item, int *op, int *sync_mode, int *create)
 {
     char buf[32];
     char *sync, *win;
@@ -38,9 +43,11 @@ static int parse(const char *item, int *op, int *fence, int *create)
         return -1;
     *op = i;
     if (!strcmp(sync, "flush"))
-        *fence = 0;
+        *sync_mode = FLUSH;
     else if (!strcmp(sync, "fence"))
-        *fence = 1;
+        *sync_mode = FENCE;
+    else if (!strcmp(sync, "busy"))
+        *sync_mode = BUSY;
     else
         return -1;
     if (!strcmp(win, "alloc"))
@@ -82,7 +89,7 @@ int main(int argc, char **argv)
     static const bench_spec spec = {
         "bench_rma", "one-sided operations from rank 0 to rank 1's window", 1000, 100, (size_t)4 << 20, 0, 0,
         "--ops",
-        "comma-separated OP_SYNC_WINDOW items (OP: put get acc fop cas; SYNC: flush fence; WINDOW: alloc create allocmem)",
+        "comma-separated OP_SYNC_WINDOW items (OP: put get acc fop cas; SYNC: flush fence busy; WINDOW: alloc create allocmem)",
         "put_flush_alloc,get_flush_alloc,acc_flush_alloc,fop_flush_alloc,cas_flush_alloc,put_fence_alloc,"
         "get_fence_alloc,put_flush_create,get_flush_create,acc_flush_create,fop_flush_create,cas_flush_create,"
         "put_flush_allocmem,get_flush_allocmem,acc_flush_allocmem"};
@@ -101,8 +108,8 @@ int main(int argc, char **argv)
     }
     n = bench_split_list(o.list, items, NITEMS);
     for (i = 0; i < n; i++) {
-        int op, fence, create;
-        if (parse(items[i], &op, &fence, &create)) {
+        int op, sync, create;
+        if (parse(items[i], &op, &sync, &create)) {
             if (bench_rank == 0)
                 fprintf(stderr, "bench_rma: bad item %s (OP_SYNC_WINDOW, e.g. put_flush_alloc)\n", items[i]);
             MPI_Finalize();
@@ -114,10 +121,10 @@ int main(int argc, char **argv)
     t = bench_alloc(sizeof(double) * (size_t)(o.iters + 1));
 
     for (i = 0; i < n; i++) {
-        int op, fence, create;
+        int op, sync, create;
         size_t size, first = bench_first_size(&o), last = o.max_size;
         MPI_Win win;
-        parse(items[i], &op, &fence, &create);
+        parse(items[i], &op, &sync, &create);
         if (op == FOP || op == CAS)
             first = last = 8;
         if (first == 0) /* an empty transfer measures nothing (and MPICH 4.0.2 then loses the next put) */
@@ -155,26 +162,38 @@ int main(int argc, char **argv)
             if (o.check && op == GET && bench_rank == 0)
                 bench_poison(dst, size);
             MPI_Barrier(MPI_COMM_WORLD);
-            if (!fence && bench_rank == 0)
+            if (sync != FENCE && bench_rank == 0)
                 MPI_Win_lock_all(0, win);
-            if (fence)
+            if (sync == FENCE)
                 MPI_Win_fence(0, win);
-            for (k = 0; k < total; k++) {
+            if (sync == BUSY && bench_rank == 1) {
+                /* Compute, outside MPI, until the origin says it is done. */
+                volatile char *done = (volatile char *)mem + o.max_size + 7;
+                while (!*done)
+                    __sync_synchronize();
+                *done = 0;
+            }
+            for (k = 0; k < total && !(sync == BUSY && bench_rank != 0); k++) {
                 int timed = k >= warm, first_of_batch = timed && (k - warm) % batch == 0;
                 if (bench_rank == 0 && first_of_batch)
                     t0 = MPI_Wtime();
                 if (bench_rank == 0)
                     issue(op, size, src, dst, win);
-                if (fence)
+                if (sync == FENCE)
                     MPI_Win_fence(0, win);
                 else if (bench_rank == 0)
                     MPI_Win_flush(1, win);
                 if (bench_rank == 0 && timed && (k - warm) % batch == batch - 1)
                     t[s++] = (MPI_Wtime() - t0) * 1e6 / batch;
             }
-            if (!fence && bench_rank == 0)
+            if (sync == BUSY && bench_rank == 0) {
+                char one = 1;
+                MPI_Put(&one, 1, MPI_CHAR, 1, (MPI_Aint)o.max_size + 7, 1, MPI_CHAR, win);
+                MPI_Win_flush(1, win);
+            }
+            if (sync != FENCE && bench_rank == 0)
                 MPI_Win_unlock_all(win);
-            if (fence)
+            if (sync == FENCE)
                 MPI_Win_fence(MPI_MODE_NOSUCCEED, win);
             if (o.check) {
                 MPI_Barrier(MPI_COMM_WORLD);
