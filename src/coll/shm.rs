@@ -44,6 +44,7 @@ use crate::error::{MpiError, MpiResult};
 use crate::op::Reduction;
 use crate::p2p::Engine;
 use std::fs::OpenOptions;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering, fence};
 
 const LINE: usize = 64;
@@ -198,7 +199,9 @@ fn control_bytes(n: usize) -> usize {
     (LINE * (4 + n)).div_ceil(4096) * 4096
 }
 
-fn area_bytes(n: usize) -> usize {
+/// The size of the collectives area of `n` ranks of a node (one per communicator with
+/// company on the node; mpiexec counts the world's in the space a job needs).
+pub fn area_bytes(n: usize) -> usize {
     lane_offset(n) + n * LANE_LINES * LINE
 }
 
@@ -221,7 +224,19 @@ impl Area {
             .create_new(true)
             .open(path)
             .map_err(|e| shm_error(format!("cannot create {path}"), e))?;
-        file.set_len(area_bytes(worlds.len()) as u64).map_err(|e| shm_error(format!("cannot size {path}"), e))?;
+        // Reserved up front: a /dev/shm too small is an error here, not a SIGBUS at the
+        // first touch of a page that tmpfs cannot supply.
+        let len = area_bytes(worlds.len());
+        // SAFETY: `file` is an open regular file; posix_fallocate only reads its arguments.
+        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len as libc::off_t) };
+        if rc != 0 {
+            drop(file);
+            let _ = std::fs::remove_file(path);
+            return Err(shm_error(
+                format!("cannot reserve {} KiB for {path} (is /dev/shm too small?)", len.div_ceil(1024)),
+                std::io::Error::from_raw_os_error(rc),
+            ));
+        }
         let mut area = Area::map(&file, path, worlds, 0, can_read_peers)?;
         // Before the creator sends the area's name to the others, which publishes it.
         area.oversubscribed_word().store(oversubscribed as u64, Ordering::Relaxed);

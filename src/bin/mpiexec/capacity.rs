@@ -52,7 +52,8 @@ pub fn problem(ranks: u64, limits: &Limits, shm_bytes: impl FnOnce(usize) -> Opt
         && bytes > free
     {
         return Some(format!(
-            "cannot start {ranks} ranks: their shared-memory segment needs {} MiB, /dev/shm has {} MiB free",
+            "cannot start {ranks} ranks: their shared memory (segment and collectives area) needs {} MiB, \
+             /dev/shm has {} MiB free",
             bytes.div_ceil(1 << 20),
             free / (1 << 20)
         ));
@@ -122,13 +123,15 @@ pub fn raise_open_files(ranks: u64) {
     }
 }
 
-/// The size of the shared-memory segment of `ranks` ranks on one node.
+/// The shared memory `ranks` ranks on one node reserve: the point-to-point segment and the
+/// world communicator's collectives area (made at its first collective).
 pub fn shm_segment_bytes(ranks: usize) -> Option<u64> {
     // Far beyond any process table: the size computation would overflow.
     if ranks > 1 << 24 {
         return None;
     }
-    Some(oxmpi::transport::shm::Geometry::for_ranks(ranks).total_bytes() as u64)
+    let area = if ranks > 1 { oxmpi::coll::shm::area_bytes(ranks) } else { 0 };
+    Some((oxmpi::transport::shm::Geometry::for_ranks(ranks).total_bytes() + area) as u64)
 }
 
 #[cfg(test)]
