@@ -258,7 +258,8 @@ impl Pmi {
             vallen_max: limit("vallen_max", HYDRA_MAXES.vallen_max),
         };
         let appnum = pmi.call(&Line::cmd("get_appnum"), "appnum")?;
-        pmi.appnum = appnum.get("appnum").and_then(|v| v.parse().ok()).unwrap_or(0);
+        // Slurm's pmi2 plugin, which serves PMI-1 too, answers -1: one program, application 0.
+        pmi.appnum = appnum.get("appnum").and_then(|v| v.parse::<i32>().ok()).unwrap_or(0).max(0);
         let name = pmi.call(&Line::cmd("get_my_kvsname"), "my_kvsname")?;
         pmi.wire_kvsname = name
             .get("kvsname")
