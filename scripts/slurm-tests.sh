@@ -14,7 +14,8 @@
 # Builds oxmpi, installs it under a temporary prefix, and checks, each on real output and
 # status: scripts/launcher-hosts-ring.c under `srun -n 1/2/4 --mpi=pmi2` (every rank's line,
 # the token gone round, MPI_APPNUM 0, PMI-2 spoken), the same with OXMPI_PMI=1 (Slurm's plugin
-# serves PMI-1 too), MPI_Abort from one rank ending the step promptly with a non-zero status
+# serves PMI-1 too) and under Hydra with OXMPI_PMI=2, srun without --mpi (singletons and a
+# warning), MPI_Abort from one rank ending the step promptly with a non-zero status
 # and the abort message, a rank killed with SIGKILL ending the step under `srun -K`; then the C
 # tests of LIST through tests/ctests.rs with OXMPI_CTEST_LAUNCHER="srun --mpi=pmi2". Notes
 # whether Slurm offers the pmix MPI plugin (for a PMIx client, not there yet).
@@ -90,12 +91,12 @@ if grep -qw pmix <<< "$plugins"; then
     echo "slurm-tests: note: srun also offers pmix ($(grep -o 'pmix_v[0-9]*' <<< "$plugins" | tr '\n' ' ')); oxmpi has no PMIx client yet"
 fi
 
-# check_ring NAME N WANT-VERSION [ENV...]: the ring on N ranks under srun --mpi=pmi2; every
-# rank's line, the token gone round, and the debug log naming the PMI version spoken.
+# check_ring NAME N WANT-VERSION LAUNCHER...: the ring on N ranks started by `LAUNCHER -n N
+# ./ring`; every rank's line, the token gone round, and the debug log naming the PMI version.
 check_ring() {
     local name=$1 size=$2 version=$3 status=0
     shift 3
-    env "$@" OXMPI_LOG=debug timeout 60 srun -n "$size" --mpi=pmi2 ./ring > out 2> err || status=$?
+    OXMPI_LOG=debug timeout 60 "$@" -n "$size" ./ring > out 2> err || status=$?
     if [ "$status" != 0 ]; then
         fail "$name: exit status $status: $(cat err)"
         passed
@@ -116,9 +117,20 @@ check_ring() {
 }
 
 for n in 1 2 4; do
-    check_ring "srun -n $n --mpi=pmi2" "$n" Two
+    check_ring "srun -n $n --mpi=pmi2" "$n" Two srun --mpi=pmi2
 done
-check_ring "srun -n 4 --mpi=pmi2 with OXMPI_PMI=1" 4 One OXMPI_PMI=1
+check_ring "srun -n 4 --mpi=pmi2 with OXMPI_PMI=1" 4 One env OXMPI_PMI=1 srun --mpi=pmi2
+# Hydra serves PMI-2 too when asked (its fence is no barrier: the client completes it).
+check_ring "mpiexec.hydra -n 4 with OXMPI_PMI=2" 4 Two env OXMPI_PMI=2 mpiexec.hydra
+
+# srun without a PMI plugin (--mpi=none, this cluster's default): every task a singleton,
+# which the first task says once.
+status=0
+timeout 60 srun -n 2 ./ring > out 2> err || status=$?
+[ "$status" = 0 ] || fail "srun without --mpi: status $status: $(cat err)"
+[ "$(grep -c '^RING rank=0 size=1 ' out)" = 2 ] || fail "srun without --mpi: not two singletons: $(cat out)"
+[ "$(grep -c 'srun started 2 tasks with --mpi=none' err)" = 1 ] || fail "srun without --mpi: warning not printed once: $(cat err)"
+passed "srun without --mpi: two singletons and one warning"
 
 # MPI_Abort(7) from the last rank while the others wait in MPI_Recv: Slurm kills the step
 # (SIGKILL), so srun's status is non-zero though not 7.

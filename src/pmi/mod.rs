@@ -179,6 +179,9 @@ impl Pmi {
             }
             return Pmi::connect_port(&port, env_number("PMI_ID")?.unwrap_or(0));
         }
+        if let Some(line) = srun_without_pmi(|name| std::env::var(name).ok()) {
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+        }
         let wire_kvsname = format!("singleton_{}_{}", std::process::id(), &random_hex()[..8]);
         Ok(Pmi {
             rank: 0,
@@ -658,6 +661,22 @@ fn found_value(reply: &Command) -> Option<String> {
     }
 }
 
+/// The warning a singleton prints (from the step's first task only) when `srun` started
+/// several tasks without a PMI plugin (`--mpi=none`, the default of many clusters): each task
+/// is then a job of one rank, which is what people running ensembles of serial programs want,
+/// and a silent surprise for anyone who meant one job. `var` reads the environment.
+fn srun_without_pmi(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    let tasks: usize = var("SLURM_STEP_NUM_TASKS")?.trim().parse().ok()?;
+    if tasks < 2 || var("SLURM_PROCID")?.trim() != "0" {
+        return None;
+    }
+    let plugin = var("SLURM_MPI_TYPE").unwrap_or_else(|| "none".to_string());
+    Some(format!(
+        "oxmpi: srun started {tasks} tasks with --mpi={plugin}, which gives them no PMI: each runs as an MPI job of 1 rank; \
+         use srun --mpi=pmi2 for one job of {tasks} ranks\n"
+    ))
+}
+
 /// Takes ownership of the inherited `PMI_FD`, after checking it is open, and marks it
 /// close-on-exec so programs the rank starts do not hold the connection open (which would hide
 /// the rank's death from the launcher).
@@ -960,6 +979,22 @@ mod tests {
         drop(theirs);
         let error = Pmi::connect2(File::from(OwnedFd::from(ours)), 0, None).err().unwrap();
         assert!(matches!(error.kind(), io::ErrorKind::UnexpectedEof | io::ErrorKind::BrokenPipe), "{error}");
+    }
+
+    #[test]
+    fn warns_of_srun_without_pmi() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+        };
+        let line = srun_without_pmi(env(&[("SLURM_STEP_NUM_TASKS", "4"), ("SLURM_PROCID", "0")])).unwrap();
+        assert!(line.contains("4 tasks with --mpi=none") && line.contains("srun --mpi=pmi2"), "{line}");
+        let line =
+            srun_without_pmi(env(&[("SLURM_STEP_NUM_TASKS", "2"), ("SLURM_PROCID", "0"), ("SLURM_MPI_TYPE", "pmix")]));
+        assert!(line.unwrap().contains("--mpi=pmix"));
+        // Only the first task says it; one task, or no srun, is a plain singleton.
+        assert_eq!(srun_without_pmi(env(&[("SLURM_STEP_NUM_TASKS", "4"), ("SLURM_PROCID", "1")])), None);
+        assert_eq!(srun_without_pmi(env(&[("SLURM_STEP_NUM_TASKS", "1"), ("SLURM_PROCID", "0")])), None);
+        assert_eq!(srun_without_pmi(env(&[])), None);
     }
 
     #[test]
