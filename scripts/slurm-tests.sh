@@ -16,7 +16,8 @@
 # the token gone round, MPI_APPNUM 0, PMI-2 spoken), the same with OXMPI_PMI=1 (Slurm's plugin
 # serves PMI-1 too) and under Hydra with OXMPI_PMI=2, srun without --mpi (singletons and a
 # warning), MPI_Abort from one rank ending the step promptly with a non-zero status
-# and the abort message, a rank killed with SIGKILL ending the step under `srun -K`; then the C
+# and the abort message, a rank killed with SIGKILL ending the step under `srun -K`, our
+# mpiexec inside `salloc` (the allocation's node, its proxy started by srun, abort); then the C
 # tests of LIST through tests/ctests.rs with OXMPI_CTEST_LAUNCHER="srun --mpi=pmi2". Notes
 # whether Slurm offers the pmix MPI plugin (for a PMIx client, not there yet).
 set -euo pipefail
@@ -62,7 +63,9 @@ bash scripts/install.sh --prefix "$work/prefix" --from "$target" > /dev/null
 "$work/prefix/bin/mpicc" -O1 -I ctests -o "$work/abort" ctests/env_abort.c
 if [ "$keep" = 0 ]; then
     cluster_up=1
-    bash scripts/slurm.sh up
+    # A node name that is not this machine's, so mpiexec in an allocation starts a proxy there
+    # with srun rather than forking the ranks itself.
+    OXMPI_SLURM_NODE=oxmpi-node1 bash scripts/slurm.sh up
 fi
 eval "$(bash scripts/slurm.sh env)"
 
@@ -169,6 +172,21 @@ else
     [ "$took" -lt 10000 ] || fail "rank killed: srun took $took ms to end"
 fi
 passed "a rank killed with SIGKILL ends srun -K (status ${status:-?} after ${took:-?} ms)"
+
+# Our mpiexec inside an allocation: the allocation's node and task count as hosts and slots,
+# the proxy started by srun when the node is not this machine by name.
+node=$(SLURM_CONF=$SLURM_CONF sinfo -h -N -o %N | head -1)
+status=0
+timeout 60 salloc -Q -n 4 "$work/prefix/bin/mpiexec" -print-rank-map -n 4 ./ring > out 2> err || status=$?
+[ "$status" = 0 ] || fail "mpiexec in salloc: status $status: $(cat err)"
+head -1 out | grep -qxF "($node:0,1,2,3)" || fail "mpiexec in salloc: rank map $(head -1 out), not on $node"
+[ "$(grep -c "^RING .* size=4 .* data=ok" out)" = 4 ] || fail "mpiexec in salloc: ring lines: $(cat out)"
+passed "mpiexec -n 4 in salloc -n 4 on $node"
+status=0
+timeout 60 salloc -Q -n 4 "$work/prefix/bin/mpiexec" -n 4 ./abort > out 2> err || status=$?
+[ "$status" = 7 ] || fail "MPI_Abort under mpiexec in salloc: status $status, not 7: $(cat err)"
+grep -q "rank 3 on $node aborted the job (code 7)" err || fail "MPI_Abort under mpiexec in salloc: $(cat err)"
+passed "MPI_Abort under mpiexec in salloc: status 7"
 
 # The C tests under srun, through the C test harness.
 cd "$root"

@@ -10,7 +10,8 @@
 # Needs root and the packages slurm-wlm and munge (`apt-get install slurm-wlm munge`; `up`
 # installs them when apt-get is there and they are missing). OXMPI_SLURM_DIR (default
 # /tmp/oxmpi-slurm) holds slurm.conf, the daemons' logs, pid files and state; the node is this
-# machine's host name with OXMPI_SLURM_CPUS CPUs (default: the larger of nproc and 8, with
+# machine's host name (or OXMPI_SLURM_NODE: a node name other than the host name, so that
+# mpiexec takes it for another host and starts its proxy there with srun) with OXMPI_SLURM_CPUS CPUs (default: the larger of nproc and 8, with
 # SlurmdParameters=config_overrides, so that `srun -n 8` runs on a 2-core machine, the ranks
 # sharing the cores as they do under mpiexec). Containers have no usable cgroups: processes
 # are tracked through /proc (proctrack/linuxproc) and tasks are not bound (task/none).
@@ -18,7 +19,8 @@ set -euo pipefail
 
 DIR=${OXMPI_SLURM_DIR:-/tmp/oxmpi-slurm}
 CONF=$DIR/slurm.conf
-NODE=$(hostname -s)
+HOST=$(hostname -s)
+NODE=${OXMPI_SLURM_NODE:-$HOST}
 NPROC=$(nproc)
 CPUS=${OXMPI_SLURM_CPUS:-$((NPROC > 8 ? NPROC : 8))}
 MUNGE_SOCKET=/run/munge/munge.socket.2
@@ -44,7 +46,7 @@ write_conf() {
     cat >"$CONF" <<EOF
 # Written by scripts/slurm.sh: one node, daemons as root, no cgroups, no accounting.
 ClusterName=oxmpi
-SlurmctldHost=$NODE
+SlurmctldHost=$HOST
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -70,7 +72,7 @@ SchedulerType=sched/builtin
 KillWait=2
 MinJobAge=10
 InactiveLimit=0
-NodeName=$NODE CPUs=$CPUS State=UNKNOWN
+NodeName=$NODE NodeHostname=$HOST NodeAddr=$HOST CPUs=$CPUS State=UNKNOWN
 PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
 EOF
 }
