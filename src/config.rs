@@ -132,6 +132,7 @@ pub const COLL_SHM_REDUCE_ROOT_RANKS: &str = "OXMPI_COLL_SHM_REDUCE_ROOT_RANKS";
 pub const COLL_SHM_EXCHANGE_COPY_MIN: &str = "OXMPI_COLL_SHM_EXCHANGE_COPY_MIN";
 pub const FAKE_NODES: &str = "OXMPI_FAKE_NODES";
 pub const RANK_SESSIONS: &str = "OXMPI_RANK_SESSIONS";
+pub const PMI: &str = "OXMPI_PMI";
 pub const WIDE_COPY: &str = "OXMPI_WIDE_COPY";
 pub const NET_PROVIDER: &str = "OXMPI_NET_PROVIDER";
 pub const NET_DOMAIN: &str = "OXMPI_NET_DOMAIN";
@@ -453,6 +454,12 @@ pub const TUNABLES: &[Tunable] = &[
         default: "ranks <= CPUs",
         what: "read by mpiexec: 1 starts every rank in a session of its own (an autogroup CPU share each), 0 keeps them in mpiexec's session (waiting ranks can then hand the CPU to each other with sched_yield); by default own sessions only when every rank has a CPU",
         kind: Kind::Switch,
+    },
+    Tunable {
+        name: PMI,
+        default: "2 when PMI_JOBID is set (Slurm's srun --mpi=pmi2), else 1",
+        what: "the PMI wire protocol spoken on PMI_FD: 1 (PMI-1, our mpiexec and Hydra's default) or 2 (PMI-2, Slurm's mpi/pmi2 plugin; Hydra serves both)",
+        kind: Kind::Word(&["1", "2"]),
     },
     Tunable {
         name: WIDE_COPY,

@@ -424,6 +424,7 @@ fn bring_up(required: c_int) -> MpiResult<c_int> {
     let mut pmi = Pmi::init().map_err(|e| pmi_error("cannot connect", e))?;
     let (rank, size) = (pmi.rank(), pmi.size());
     init_logger(rank);
+    log::debug!("process manager: {:?}, rank {rank} of {size}", pmi.version());
     let multiple = provided == MPI_THREAD_MULTIPLE;
     let routes = if size > 1 {
         connect_transports(&mut pmi, multiple)?

@@ -15,6 +15,11 @@
 //!   hosts by LAUNCHER (split on whitespace, `-n N prog` appended), e.g. MPICH's Hydra over
 //!   the namespace hosts of `scripts/hosts.sh` (see `scripts/multinode-tests.sh`). Tests
 //!   marked `one-node` are not run then, and say so.
+//! - `OXMPI_CTEST_LAUNCHER=LAUNCHER`: test the oxmpi build on this machine under another
+//!   process manager (split on whitespace, `-n N prog` appended): MPICH's Hydra speaking PMI-2
+//!   (`OXMPI_PMI=2 OXMPI_CTEST_LAUNCHER=mpiexec.hydra`), Slurm's `srun --mpi=pmi2` (see
+//!   `scripts/slurm-tests.sh`). Unlike `OXMPI_CTEST_MPIEXEC` every check stays on; tests
+//!   whose expectations are about our `mpiexec` need a filter that leaves them out.
 //! - `OXMPI_CTEST_FILTER=substring[,substring...]`: run only the C tests whose name contains
 //!   one of them.
 //! - `OXMPI_CTEST_MPICH_CC`, `OXMPI_CTEST_MPICH_MPIEXEC`: Debian's MPICH compiler and launcher
@@ -366,7 +371,9 @@ fn make_setup() -> Result<Setup, String> {
     let fflags = words(&env_nonempty("OXMPI_CTEST_FFLAGS").unwrap_or("-O2 -Wall".into()));
     let cc_override = env_nonempty("OXMPI_CTEST_MPICC");
     let across_hosts = env_nonempty("OXMPI_CTEST_ACROSS_HOSTS");
-    let exec_override = across_hosts.clone().or_else(|| env_nonempty("OXMPI_CTEST_MPIEXEC"));
+    let other_launcher = env_nonempty("OXMPI_CTEST_LAUNCHER");
+    let exec_override =
+        across_hosts.clone().or_else(|| other_launcher.clone()).or_else(|| env_nonempty("OXMPI_CTEST_MPIEXEC"));
 
     let mut prefix = None;
     if cc_override.is_none() || exec_override.is_none() {
@@ -392,7 +399,8 @@ fn make_setup() -> Result<Setup, String> {
         }
         prefix = Some(p);
     }
-    let oxmpi = cc_override.is_none() && (exec_override.is_none() || across_hosts.is_some());
+    let oxmpi =
+        cc_override.is_none() && (exec_override.is_none() || across_hosts.is_some() || other_launcher.is_some());
     let pfx = |name: &str| prefix.as_ref().unwrap().join("bin").join(name).display().to_string();
     let mpicc = match &cc_override {
         Some(s) => words(s),
@@ -872,9 +880,10 @@ fn run_and_check(
         }
     }
     if s.oxmpi {
-        // Only this job's files: our mpiexec names jobs `oxmpi<pid>_...`, a singleton
-        // `singleton_<pid>_...`; other jobs on the machine may come and go meanwhile.
-        let ours = [format!("oxmpi{}_", r.pid), format!("singleton_{}_", r.pid)];
+        // Only this job's files: our mpiexec names jobs `oxmpi<pid>_...`, Hydra
+        // `kvs_<pid>_...`, a singleton `singleton_<pid>_...`; other jobs on the machine may
+        // come and go meanwhile.
+        let ours = [format!("oxmpi{}_", r.pid), format!("kvs_{}_", r.pid), format!("singleton_{}_", r.pid)];
         let left: Vec<String> = shm_entries()
             .difference(&shm_before)
             .filter(|n| ours.iter().any(|o| n.contains(o.as_str())))

@@ -486,7 +486,7 @@ fn refused_options_name_themselves_and_run_nothing() {
         &["-machinefile", "/nonexistent/hosts"][..],
         &["-ppn", "0"][..],
         &["-hosts", "a:x"][..],
-        &["-launcher", "slurm"][..],
+        &["-launcher", "pbs"][..],
         &["-configfile"][..],
         &["-nolocal"][..],
     ] {

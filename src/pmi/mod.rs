@@ -1,5 +1,11 @@
-//! Process-manager client: PMI-1 over `PMI_FD` (our `mpiexec`, MPICH's Hydra), PMI-1 over
-//! `PMI_PORT`/`PMI_ID`, or singleton mode when no process manager started us.
+//! Process-manager client: PMI-1 over `PMI_FD` (our `mpiexec`, MPICH's Hydra), PMI-2 over
+//! `PMI_FD` (Slurm's `srun --mpi=pmi2`, Hydra), PMI-1 over `PMI_PORT`/`PMI_ID`, or singleton
+//! mode when no process manager started us.
+//!
+//! Both wire protocols serve the same few needs (rank and size, the job's name, a key-value
+//! space with a fence, the process mapping, abort, finalize), so [`Pmi`] offers them once and
+//! speaks whichever [`Version`] was chosen at init: `OXMPI_PMI=1|2` when set, else PMI-2 when
+//! the environment is Slurm's `mpi/pmi2` plugin's (`PMI_FD` with `PMI_JOBID`), else PMI-1.
 //!
 //! The library calls this only during init/finalize/abort, so it favours simplicity:
 //! blocking request/response on one socket.
@@ -11,6 +17,7 @@
 
 pub mod mapping;
 pub mod wire;
+pub mod wire2;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -18,6 +25,7 @@ use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use wire::Line;
+use wire2::Command;
 
 /// Limits a PMI-1 server announces with `get_maxes` (Hydra's values are the fallback).
 #[derive(Debug, Clone, Copy)]
@@ -27,6 +35,33 @@ struct Maxes {
 }
 
 const HYDRA_MAXES: Maxes = Maxes { keylen_max: 64, vallen_max: 1024 };
+
+/// PMI-2 has no `get_maxes`: its limits are fixed (`PMI2_MAX_KEYLEN`, `PMI2_MAX_VALLEN` of
+/// MPICH's and Slurm's headers).
+const PMI2_MAXES: Maxes = Maxes { keylen_max: 64, vallen_max: 1024 };
+
+/// The PMI wire protocol spoken with the process manager.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    /// PMI-1.1: one line per command, `key=value` fields separated by spaces.
+    One,
+    /// PMI-2.0: length-prefixed `cmd=...;key=value;` messages (see [`wire2`]).
+    Two,
+}
+
+impl Version {
+    /// The version to speak on `PMI_FD`: `OXMPI_PMI` when set (1 or 2; `MPI_Init` has
+    /// already refused other values), else PMI-2 when `PMI_JOBID` is set (Slurm's pmi2 plugin
+    /// sets it; Hydra and our `mpiexec` do not), else PMI-1.
+    fn for_fd() -> Version {
+        match std::env::var(crate::config::PMI).map(|v| v.trim().to_string()).as_deref() {
+            Ok("1") => Version::One,
+            Ok("2") => Version::Two,
+            _ if std::env::var_os("PMI_JOBID").is_some() => Version::Two,
+            _ => Version::One,
+        }
+    }
+}
 
 /// A value longer than the server accepts is stored as numbered chunks `<key>#<i>`, and the
 /// key itself holds this marker followed by the chunk count.
@@ -38,8 +73,8 @@ const OUR_SERVER_TAG: &str = "oxmpi";
 enum Channel {
     /// No process manager: a private key-value space.
     Singleton { kvs: HashMap<String, String> },
-    /// A connected PMI-1 server.
-    Wire { socket: File, pending: Vec<u8> },
+    /// A connected PMI server, spoken to in `version`.
+    Wire { socket: File, pending: Vec<u8>, version: Version },
 }
 
 /// This rank's connection to the process manager.
@@ -53,6 +88,15 @@ pub struct Pmi {
     kvsname: String,
     maxes: Maxes,
     server_reports_abort: bool,
+    /// PMI-2 served by something other than Slurm's pmi2 plugin (which sets `PMI_JOBID`),
+    /// in practice Hydra, whose PMI-2 server differs from Slurm's in two ways that matter:
+    /// its `kvs-fence` returns before the other ranks reach it (its `kvs-get` waits for the
+    /// key instead), so [`Self::fence`] completes it by reading a key every rank puts before
+    /// fencing; and Hydra 4.0 does not know PMI-2's `abort` (it fails with "Unrecognized PMI
+    /// command"), so [`Self::abort`] just exits with the code, which Hydra reports.
+    fence_reads_keys: bool,
+    /// Fences done so far (names the keys of the next one).
+    fences: u64,
     finalized: bool,
     channel: Channel,
 }
@@ -113,15 +157,30 @@ pub fn random_hex() -> String {
 impl Pmi {
     /// Connects using `PMI_FD` (+`PMI_RANK`, `PMI_SIZE`) when set, else `PMI_PORT` + `PMI_ID`,
     /// else runs as a singleton (rank 0 of 1, local KVS, kvsname `singleton_<pid>_<hex>`).
+    /// On `PMI_FD` the protocol is PMI-1 or PMI-2 as [`Version::for_fd`] decides.
     pub fn init() -> io::Result<Pmi> {
         if let Some(fd) = env_number("PMI_FD")? {
             let rank = required_env_number("PMI_RANK")?;
-            let size = required_env_number("PMI_SIZE")?;
+            let version = Version::for_fd();
             let socket = adopt_fd(fd)?;
+            if version == Version::Two {
+                let jobid = std::env::var("PMI_JOBID").ok().filter(|j| !j.trim().is_empty());
+                return Pmi::connect2(socket, rank, jobid.as_deref());
+            }
+            let size = required_env_number("PMI_SIZE")?;
             return Pmi::connect(socket, rank, size);
         }
         if let Ok(port) = std::env::var("PMI_PORT") {
+            if std::env::var(crate::config::PMI).is_ok_and(|v| v.trim() == "2") {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "OXMPI_PMI=2: PMI-2 is spoken on PMI_FD only, and the process manager gave PMI_PORT",
+                ));
+            }
             return Pmi::connect_port(&port, env_number("PMI_ID")?.unwrap_or(0));
+        }
+        if let Some(line) = srun_without_pmi(|name| std::env::var(name).ok()) {
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
         }
         let wire_kvsname = format!("singleton_{}_{}", std::process::id(), &random_hex()[..8]);
         Ok(Pmi {
@@ -132,6 +191,8 @@ impl Pmi {
             wire_kvsname,
             maxes: HYDRA_MAXES,
             server_reports_abort: false,
+            fence_reads_keys: false,
+            fences: 0,
             finalized: false,
             channel: Channel::Singleton { kvs: HashMap::new() },
         })
@@ -141,7 +202,7 @@ impl Pmi {
     fn connect_port(port: &str, id: i64) -> io::Result<Pmi> {
         let stream = std::net::TcpStream::connect(port)?;
         stream.set_nodelay(true)?;
-        let mut pmi = Pmi::unconnected(File::from(OwnedFd::from(stream)));
+        let mut pmi = Pmi::unconnected(File::from(OwnedFd::from(stream)), Version::One);
         pmi.call(&Line::cmd("initack").with("pmiid", id), "initack")?;
         // The server follows initack with `set size=`, `set rank=` and `set debug=`: read all
         // three, or the last would be taken for the reply to the next request.
@@ -160,7 +221,7 @@ impl Pmi {
         Pmi::connect(socket, rank, size)
     }
 
-    fn unconnected(socket: File) -> Pmi {
+    fn unconnected(socket: File, version: Version) -> Pmi {
         Pmi {
             rank: 0,
             size: 1,
@@ -169,8 +230,10 @@ impl Pmi {
             kvsname: String::new(),
             maxes: HYDRA_MAXES,
             server_reports_abort: false,
+            fence_reads_keys: false,
+            fences: 0,
             finalized: false,
-            channel: Channel::Wire { socket, pending: Vec::new() },
+            channel: Channel::Wire { socket, pending: Vec::new(), version },
         }
     }
 
@@ -182,7 +245,7 @@ impl Pmi {
                 format!("PMI rank {rank} is not within size {size}"),
             ));
         }
-        let mut pmi = Pmi::unconnected(socket);
+        let mut pmi = Pmi::unconnected(socket, Version::One);
         pmi.rank = rank as usize;
         pmi.size = size as usize;
         let init = Line::cmd("init").with("pmi_version", 1).with("pmi_subversion", 1);
@@ -198,7 +261,8 @@ impl Pmi {
             vallen_max: limit("vallen_max", HYDRA_MAXES.vallen_max),
         };
         let appnum = pmi.call(&Line::cmd("get_appnum"), "appnum")?;
-        pmi.appnum = appnum.get("appnum").and_then(|v| v.parse().ok()).unwrap_or(0);
+        // Slurm's pmi2 plugin, which serves PMI-1 too, answers -1: one program, application 0.
+        pmi.appnum = appnum.get("appnum").and_then(|v| v.parse::<i32>().ok()).unwrap_or(0).max(0);
         let name = pmi.call(&Line::cmd("get_my_kvsname"), "my_kvsname")?;
         pmi.wire_kvsname = name
             .get("kvsname")
@@ -208,6 +272,65 @@ impl Pmi {
         pmi.kvsname = sanitize_kvsname(&pmi.wire_kvsname);
         log::debug!("pmi: rank {} of {}, kvs {}", pmi.rank, pmi.size, pmi.wire_kvsname);
         Ok(pmi)
+    }
+
+    /// The PMI-2 handshake: `init` in PMI-1 form asking for version 2.0, then `fullinit`
+    /// (rank, size, appnum) and `job-getid` (the job's name, used as the KVS name).
+    /// `rank` is `PMI_RANK`; `jobid` is `PMI_JOBID` (Slurm requires it in `fullinit`).
+    fn connect2(socket: File, rank: i64, jobid: Option<&str>) -> io::Result<Pmi> {
+        let mut pmi = Pmi::unconnected(socket, Version::Two);
+        pmi.maxes = PMI2_MAXES;
+        // Slurm's pmi2 plugin (the one that sets PMI_JOBID) fences as a barrier.
+        pmi.fence_reads_keys = jobid.is_none();
+        let init = Line::cmd("init").with("pmi_version", 2).with("pmi_subversion", 0);
+        let Channel::Wire { socket, .. } = &mut pmi.channel else { unreachable!("built as Wire above") };
+        log::trace!("pmi -> {}", init.encode().trim_end());
+        socket.write_all(init.encode().as_bytes())?;
+        let reply = pmi.receive()?;
+        if reply.command() != Some("response_to_init") || reply.rc() != 0 || reply.get("pmi_version") != Some("2") {
+            return Err(protocol_error(format!(
+                "the process manager does not speak PMI-2 (it answered {:?} to init with pmi_version=2); \
+                 set OXMPI_PMI=1 to use PMI-1",
+                reply.encode().trim_end()
+            )));
+        }
+        let mut fullinit = Command::cmd("fullinit");
+        if let Some(jobid) = jobid {
+            fullinit = fullinit.with("pmijobid", jobid);
+        }
+        let fullinit = fullinit.with("pmirank", rank).with("threaded", "FALSE");
+        let reply = pmi.call2(&fullinit, "fullinit-response")?;
+        let number = |key: &str| -> io::Result<i64> {
+            reply.get(key).and_then(|v| v.trim().parse().ok()).ok_or_else(|| {
+                protocol_error(format!("PMI-2 fullinit-response has no number {key}=: {:?}", reply.body()))
+            })
+        };
+        let (rank, size) = (number("rank")?, number("size")?);
+        if size < 1 || rank < 0 || rank >= size {
+            return Err(protocol_error(format!("PMI-2 rank {rank} is not within size {size}")));
+        }
+        pmi.rank = rank as usize;
+        pmi.size = size as usize;
+        // Slurm answers appnum=-1 (it does not number the programs of a job): one program,
+        // application 0, as under PMI-1.
+        pmi.appnum = reply.get("appnum").and_then(|v| v.trim().parse::<i32>().ok()).unwrap_or(0).max(0);
+        let reply = pmi.call2(&Command::cmd("job-getid"), "job-getid-response")?;
+        pmi.wire_kvsname = reply
+            .get("jobid")
+            .filter(|j| !j.is_empty())
+            .ok_or_else(|| protocol_error("PMI-2 job-getid-response has no jobid".into()))?
+            .to_string();
+        pmi.kvsname = sanitize_kvsname(&pmi.wire_kvsname);
+        log::debug!("pmi-2: rank {} of {}, job {}", pmi.rank, pmi.size, pmi.wire_kvsname);
+        Ok(pmi)
+    }
+
+    /// The wire protocol spoken with the process manager (`None` for a singleton).
+    pub fn version(&self) -> Option<Version> {
+        match self.channel {
+            Channel::Singleton { .. } => None,
+            Channel::Wire { version, .. } => Some(version),
+        }
     }
 
     pub fn rank(&self) -> usize {
@@ -273,6 +396,10 @@ impl Pmi {
                 format!("PMI key {key:?} is longer than the server's limit ({})", self.maxes.keylen_max - 1),
             ));
         }
+        if self.version() == Some(Version::Two) {
+            let request = Command::cmd("kvs-put").with("key", key).with("value", value);
+            return self.call2(&request, "kvs-put-response").map(drop);
+        }
         let request = Line::cmd("put").with("kvsname", &self.wire_kvsname).with("key", key).with("value", value);
         let reply = self.call(&request, "put_result")?;
         if reply.rc() != 0 {
@@ -283,10 +410,32 @@ impl Pmi {
 
     /// Commit + barrier: after it returns, every rank's earlier puts are visible to [`Self::get`].
     pub fn fence(&mut self) -> io::Result<()> {
-        if self.is_singleton() {
-            return Ok(());
+        match self.version() {
+            None => Ok(()),
+            Some(Version::One) => self.call(&Line::cmd("barrier_in"), "barrier_out").map(drop),
+            Some(Version::Two) => self.fence2(),
         }
-        self.call(&Line::cmd("barrier_in"), "barrier_out").map(drop)
+    }
+
+    /// PMI-2 fence: `kvs-fence`, then, where the server's fence is not a barrier, a read of
+    /// every other rank's key of this round (each `kvs-get` waits until that rank has fenced).
+    fn fence2(&mut self) -> io::Result<()> {
+        let round = self.fences;
+        self.fences += 1;
+        let key = |rank: usize| format!("oxmpi-fence-{round}-{rank}");
+        if self.fence_reads_keys {
+            self.put_one(&key(self.rank), "1")?;
+        }
+        self.call2(&Command::cmd("kvs-fence"), "kvs-fence-response")?;
+        if self.fence_reads_keys {
+            let me = self.rank;
+            for rank in (0..self.size).filter(|&r| r != me) {
+                if self.get_one(&key(rank))?.is_none() {
+                    return Err(protocol_error(format!("PMI-2 fence {round}: rank {rank} has not reached it")));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Looks `key` up in the job's KVS; `None` when no rank put it.
@@ -313,6 +462,12 @@ impl Pmi {
         if let Channel::Singleton { kvs } = &self.channel {
             return Ok(kvs.get(key).cloned());
         }
+        if self.version() == Some(Version::Two) {
+            // srcid -1: whichever rank put it.
+            let request = Command::cmd("kvs-get").with("jobid", &self.wire_kvsname).with("srcid", -1).with("key", key);
+            let reply = self.call2(&request, "kvs-get-response")?;
+            return Ok(found_value(&reply));
+        }
         let request = Line::cmd("get").with("kvsname", &self.wire_kvsname).with("key", key);
         let reply = self.call(&request, "get_result")?;
         if reply.rc() != 0 {
@@ -327,7 +482,15 @@ impl Pmi {
         if self.is_singleton() {
             return Ok(vec![0]);
         }
-        match self.get_one("PMI_process_mapping")? {
+        let mapping = match self.version() {
+            Some(Version::Two) => {
+                // A job attribute in PMI-2, not a key of the KVS.
+                let request = Command::cmd("info-getjobattr").with("key", "PMI_process_mapping");
+                found_value(&self.call2(&request, "info-getjobattr-response")?)
+            }
+            _ => self.get_one("PMI_process_mapping")?,
+        };
+        match mapping {
             Some(mapping) => mapping::node_ids_from_mapping(&mapping, self.size),
             None => Ok(vec![0; self.size]),
         }
@@ -348,9 +511,25 @@ impl Pmi {
             let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
             wait_drained(libc::STDERR_FILENO, 1000);
         }
-        if let Channel::Wire { socket, .. } = &mut self.channel {
-            let request = Line::cmd("abort").with("exitcode", code).with("error_msg", wire::escape_text(msg));
-            if socket.write_all(request.encode().as_bytes()).is_ok() {
+        let exit_only = self.version() == Some(Version::Two) && self.fence_reads_keys;
+        if let Channel::Wire { socket, version, .. } = &mut self.channel
+            && !exit_only
+        {
+            let request = match version {
+                Version::One => Line::cmd("abort")
+                    .with("exitcode", code)
+                    .with("error_msg", wire::escape_text(msg))
+                    .encode()
+                    .into_bytes(),
+                // No exit code in PMI-2's abort: the manager kills the job (Slurm: SIGKILL to
+                // the step), and the launcher's status is non-zero. `isworld` first: Slurm
+                // reads fields up to the first it cannot parse.
+                Version::Two => {
+                    let text: String = msg.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+                    Command::cmd("abort").with("isworld", "TRUE").with("msg", text).encode().unwrap_or_default()
+                }
+            };
+            if socket.write_all(&request).is_ok() {
                 // The manager kills us; give it a moment so the job ends with its report
                 // rather than with our exit racing it. Returning early (EOF, timeout) is fine.
                 wait_readable(socket.as_raw_fd(), 3000);
@@ -365,7 +544,10 @@ impl Pmi {
             self.finalized = true;
             return Ok(());
         }
-        self.call(&Line::cmd("finalize"), "finalize_ack")?;
+        match self.version() {
+            Some(Version::Two) => self.call2(&Command::cmd("finalize"), "finalize-response").map(drop)?,
+            _ => self.call(&Line::cmd("finalize"), "finalize_ack").map(drop)?,
+        }
         self.finalized = true;
         Ok(())
     }
@@ -388,18 +570,55 @@ impl Pmi {
         Ok(reply)
     }
 
+    /// Sends one PMI-2 command and waits for the response named `expect`; a response with
+    /// `rc` other than 0 is an error naming the command (and the server's `errmsg`).
+    fn call2(&mut self, request: &Command, expect: &str) -> io::Result<Command> {
+        let Channel::Wire { socket, .. } = &mut self.channel else {
+            return Err(io::Error::other("PMI request in singleton mode"));
+        };
+        let name = request.command().unwrap_or("");
+        log::trace!("pmi-2 -> {}", request.body());
+        socket.write_all(&request.encode()?)?;
+        let reply = self.receive2()?;
+        check_response(name, expect, reply)
+    }
+
+    /// Reads one PMI-2 message from the server.
+    fn receive2(&mut self) -> io::Result<Command> {
+        loop {
+            let Channel::Wire { pending, .. } = &mut self.channel else {
+                return Err(io::Error::other("PMI read in singleton mode"));
+            };
+            if let Some(message) = wire2::take_message(pending)? {
+                log::trace!("pmi-2 <- {}", message.body());
+                return Ok(message);
+            }
+            self.fill()?;
+        }
+    }
+
     /// Reads one line from the server.
     fn receive(&mut self) -> io::Result<Line> {
-        let Channel::Wire { socket, pending } = &mut self.channel else {
-            return Err(io::Error::other("PMI read in singleton mode"));
-        };
         loop {
+            let Channel::Wire { pending, .. } = &mut self.channel else {
+                return Err(io::Error::other("PMI read in singleton mode"));
+            };
             if let Some(newline) = pending.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = pending.drain(..=newline).collect();
                 let text = String::from_utf8_lossy(&line);
                 log::trace!("pmi <- {}", text.trim_end());
                 return Ok(Line::parse(&text));
             }
+            self.fill()?;
+        }
+    }
+
+    /// Reads what the server has sent into the pending bytes (blocking until something).
+    fn fill(&mut self) -> io::Result<()> {
+        let Channel::Wire { socket, pending, .. } = &mut self.channel else {
+            return Err(io::Error::other("PMI read in singleton mode"));
+        };
+        loop {
             let mut buffer = [0u8; 4096];
             match socket.read(&mut buffer) {
                 Ok(0) => {
@@ -408,12 +627,54 @@ impl Pmi {
                         "the process manager closed the PMI connection",
                     ));
                 }
-                Ok(n) => pending.extend_from_slice(&buffer[..n]),
+                Ok(n) => {
+                    pending.extend_from_slice(&buffer[..n]);
+                    return Ok(());
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }
     }
+}
+
+/// Checks a PMI-2 response to command `name`: it must be `expect`, with `rc=0`.
+fn check_response(name: &str, expect: &str, reply: Command) -> io::Result<Command> {
+    if reply.command() != Some(expect) {
+        return Err(protocol_error(format!(
+            "PMI-2 server replied {:?} to {name} (expected cmd={expect})",
+            reply.body()
+        )));
+    }
+    if reply.rc() != 0 {
+        let why = reply.get("errmsg").map(|m| format!(": {m}")).unwrap_or_default();
+        return Err(protocol_error(format!("PMI-2 {name} failed with rc={}{why}", reply.rc())));
+    }
+    Ok(reply)
+}
+
+/// The value of a PMI-2 `kvs-get` or `info-get*attr` response: `None` unless `found=TRUE`.
+fn found_value(reply: &Command) -> Option<String> {
+    match reply.flag("found") {
+        Some(true) => Some(reply.get("value").unwrap_or("").to_string()),
+        _ => None,
+    }
+}
+
+/// The warning a singleton prints (from the step's first task only) when `srun` started
+/// several tasks without a PMI plugin (`--mpi=none`, the default of many clusters): each task
+/// is then a job of one rank, which is what people running ensembles of serial programs want,
+/// and a silent surprise for anyone who meant one job. `var` reads the environment.
+fn srun_without_pmi(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    let tasks: usize = var("SLURM_STEP_NUM_TASKS")?.trim().parse().ok()?;
+    if tasks < 2 || var("SLURM_PROCID")?.trim() != "0" {
+        return None;
+    }
+    let plugin = var("SLURM_MPI_TYPE").unwrap_or_else(|| "none".to_string());
+    Some(format!(
+        "oxmpi: srun started {tasks} tasks with --mpi={plugin}, which gives them no PMI: each runs as an MPI job of 1 rank; \
+         use srun --mpi=pmi2 for one job of {tasks} ranks\n"
+    ))
 }
 
 /// Takes ownership of the inherited `PMI_FD`, after checking it is open, and marks it
@@ -572,6 +833,168 @@ mod tests {
         pmi.finalize().unwrap();
         drop(pmi);
         server.join().unwrap();
+    }
+
+    /// A one-client PMI-2 server in Slurm's manner (no `;;` escapes, `appnum=-1`, the mapping
+    /// as a job attribute), on one end of a socket pair. `fence_rc`: what `kvs-fence` answers.
+    fn fake_pmi2_server(stream: std::os::unix::net::UnixStream, fence_rc: i32) {
+        let mut reader = io::BufReader::new(stream.try_clone().unwrap());
+        let mut writer = stream;
+        let mut line = String::new();
+        io::BufRead::read_line(&mut reader, &mut line).unwrap();
+        let init = Line::parse(&line);
+        assert_eq!((init.command(), init.get("pmi_version")), (Some("init"), Some("2")));
+        let reply = Line::cmd("response_to_init").with("rc", 0).with("pmi_version", 2).with("pmi_subversion", 0);
+        writer.write_all(reply.encode().as_bytes()).unwrap();
+        let mut kvs: HashMap<String, String> = HashMap::new();
+        let one = "1".to_string();
+        let mut pending = Vec::new();
+        loop {
+            let request = loop {
+                if let Some(request) = wire2::take_message(&mut pending).unwrap() {
+                    break request;
+                }
+                let mut buffer = [0u8; 512];
+                let n = io::Read::read(&mut reader, &mut buffer).unwrap();
+                if n == 0 {
+                    return;
+                }
+                pending.extend_from_slice(&buffer[..n]);
+            };
+            let reply = match request.command().unwrap() {
+                "fullinit" => {
+                    assert!(matches!(request.get("pmijobid"), None | Some("42.0")));
+                    assert_eq!(request.flag("threaded"), Some(false));
+                    Command::cmd("fullinit-response")
+                        .with("rc", 0)
+                        .with("pmi-version", 2)
+                        .with("pmi-subversion", 0)
+                        .with("rank", request.get("pmirank").unwrap())
+                        .with("size", 4)
+                        .with("appnum", -1)
+                        .with("debugged", "FALSE")
+                        .with("pmiverbose", "FALSE")
+                }
+                "job-getid" => Command::cmd("job-getid-response").with("rc", 0).with("jobid", "42.0"),
+                "kvs-put" => {
+                    let value = request.get("value").unwrap();
+                    assert!(value.len() < 1024, "value of {} bytes", value.len());
+                    kvs.insert(request.get("key").unwrap().into(), value.into());
+                    Command::cmd("kvs-put-response").with("rc", 0)
+                }
+                "kvs-fence" => Command::cmd("kvs-fence-response").with("rc", fence_rc).with("errmsg", "a node is gone"),
+                "kvs-get" => {
+                    assert_eq!((request.get("jobid"), request.get("srcid")), (Some("42.0"), Some("-1")));
+                    let key = request.get("key").unwrap();
+                    // The other three ranks of the fake job have reached every fence.
+                    let fenced = key.starts_with("oxmpi-fence-") && !key.ends_with("-1");
+                    match kvs.get(key).or(fenced.then_some(&one)) {
+                        Some(v) => {
+                            Command::cmd("kvs-get-response").with("rc", 0).with("found", "TRUE").with("value", v)
+                        }
+                        None => Command::cmd("kvs-get-response").with("rc", 0).with("found", "FALSE"),
+                    }
+                }
+                "info-getjobattr" => {
+                    assert_eq!(request.get("key"), Some("PMI_process_mapping"));
+                    Command::cmd("info-getjobattr-response")
+                        .with("rc", 0)
+                        .with("found", "TRUE")
+                        .with("value", "(vector,(0,2,2))")
+                }
+                "finalize" => Command::cmd("finalize-response").with("rc", 0),
+                other => panic!("unexpected {other}"),
+            };
+            writer.write_all(&reply.encode().unwrap()).unwrap();
+        }
+    }
+
+    fn pmi2_pair(fence_rc: i32) -> (File, std::thread::JoinHandle<()>) {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let server = std::thread::spawn(move || fake_pmi2_server(theirs, fence_rc));
+        (File::from(OwnedFd::from(ours)), server)
+    }
+
+    #[test]
+    fn pmi2_client_exchanges_keys() {
+        let (socket, server) = pmi2_pair(0);
+        let mut pmi = Pmi::connect2(socket, 1, Some("42.0")).unwrap();
+        assert_eq!(pmi.version(), Some(Version::Two));
+        assert_eq!((pmi.rank(), pmi.size(), pmi.appnum()), (1, 4, 0));
+        assert_eq!(pmi.kvsname(), "42_0");
+        let long: String = (0..3000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        pmi.put("card", &long).unwrap();
+        pmi.put("short", "v=1").unwrap();
+        pmi.fence().unwrap();
+        assert_eq!(pmi.get("card").unwrap(), Some(long));
+        assert_eq!(pmi.get("short").unwrap().as_deref(), Some("v=1"));
+        assert_eq!(pmi.get("absent").unwrap(), None);
+        assert_eq!(pmi.node_ids().unwrap(), vec![0, 0, 1, 1]);
+        pmi.finalize().unwrap();
+        pmi.finalize().unwrap();
+        drop(pmi);
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn pmi2_fence_outside_slurm_reads_every_ranks_key() {
+        let (socket, server) = pmi2_pair(0);
+        let mut pmi = Pmi::connect2(socket, 1, None).unwrap();
+        assert!(pmi.fence_reads_keys);
+        pmi.fence().unwrap();
+        pmi.fence().unwrap();
+        // Rank 1 put its key of each round; the others' were read.
+        assert_eq!(pmi.get("oxmpi-fence-0-1").unwrap().as_deref(), Some("1"));
+        assert_eq!(pmi.get("oxmpi-fence-1-1").unwrap().as_deref(), Some("1"));
+        assert_eq!(pmi.fences, 2);
+        drop(pmi);
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn pmi2_errors_name_the_command() {
+        let (socket, server) = pmi2_pair(-1);
+        let mut pmi = Pmi::connect2(socket, 0, Some("42.0")).unwrap();
+        let error = pmi.fence().unwrap_err().to_string();
+        assert!(error.contains("kvs-fence") && error.contains("rc=-1") && error.contains("a node is gone"), "{error}");
+        drop(pmi);
+        server.join().unwrap();
+
+        // A PMI-1-only server (our mpiexec) refuses version 2 at init.
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let server = std::thread::spawn(move || {
+            let mut reader = io::BufReader::new(theirs.try_clone().unwrap());
+            let mut line = String::new();
+            io::BufRead::read_line(&mut reader, &mut line).unwrap();
+            let reply = Line::cmd("response_to_init").with("pmi_version", 1).with("pmi_subversion", 1).with("rc", -1);
+            (&theirs).write_all(reply.encode().as_bytes()).unwrap();
+        });
+        let error = Pmi::connect2(File::from(OwnedFd::from(ours)), 0, None).err().unwrap().to_string();
+        assert!(error.contains("does not speak PMI-2") && error.contains("OXMPI_PMI=1"), "{error}");
+        server.join().unwrap();
+
+        // A response to another command, or none at all.
+        assert!(check_response("kvs-put", "kvs-put-response", Command::cmd("kvs-get-response")).is_err());
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        drop(theirs);
+        let error = Pmi::connect2(File::from(OwnedFd::from(ours)), 0, None).err().unwrap();
+        assert!(matches!(error.kind(), io::ErrorKind::UnexpectedEof | io::ErrorKind::BrokenPipe), "{error}");
+    }
+
+    #[test]
+    fn warns_of_srun_without_pmi() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+        };
+        let line = srun_without_pmi(env(&[("SLURM_STEP_NUM_TASKS", "4"), ("SLURM_PROCID", "0")])).unwrap();
+        assert!(line.contains("4 tasks with --mpi=none") && line.contains("srun --mpi=pmi2"), "{line}");
+        let line =
+            srun_without_pmi(env(&[("SLURM_STEP_NUM_TASKS", "2"), ("SLURM_PROCID", "0"), ("SLURM_MPI_TYPE", "pmix")]));
+        assert!(line.unwrap().contains("--mpi=pmix"));
+        // Only the first task says it; one task, or no srun, is a plain singleton.
+        assert_eq!(srun_without_pmi(env(&[("SLURM_STEP_NUM_TASKS", "4"), ("SLURM_PROCID", "1")])), None);
+        assert_eq!(srun_without_pmi(env(&[("SLURM_STEP_NUM_TASKS", "1"), ("SLURM_PROCID", "0")])), None);
+        assert_eq!(srun_without_pmi(env(&[])), None);
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod output;
 mod placement;
 mod proxy;
 mod signals;
+mod slurm;
 
 use std::net::TcpListener;
 use std::process::ExitCode;
@@ -29,7 +30,7 @@ fn main() -> ExitCode {
     if args.first().is_some_and(|a| a == "--proxy") {
         return proxy::run(&args[1..]);
     }
-    let options = match options::parse(args) {
+    let mut options = match options::parse(args) {
         Ok(options) => options,
         Err(ParseOutcome::Help) => {
             print!("{USAGE}");
@@ -49,6 +50,21 @@ fn main() -> ExitCode {
     if let Err(problem) = oxmpi::config::check_environment_of([RANK_SESSIONS, SHM_SLOTS, EAGER_LIMIT]) {
         eprintln!("mpiexec: {problem}");
         return ExitCode::from(1);
+    }
+    // Inside a Slurm allocation, no host option means the allocation's nodes, reached by srun.
+    if options.hosts.is_empty()
+        && let Some(allocation) = slurm::allocation(|name| std::env::var(name).ok())
+    {
+        match allocation {
+            Ok(hosts) => options.hosts = hosts,
+            Err(problem) => {
+                eprintln!("mpiexec: inside a Slurm allocation, but {problem}");
+                return ExitCode::from(1);
+            }
+        }
+        if !options.launcher_given {
+            options.launcher = Launcher::Slurm;
+        }
     }
     // Proxies whenever a named host is another machine (or `-launcher fork` asks for them);
     // with no host, or only this machine's names, mpiexec forks the ranks itself.
@@ -128,7 +144,11 @@ fn across_hosts(options: &Options, placement: &Placement, signals: signals::Sign
     let launcher = match (fork, &options.launcher_exec) {
         (true, _) => None,
         (false, Some(command)) => Some(command.split_whitespace().map(String::from).collect()),
-        (false, None) => Some(vec![if options.launcher == Launcher::Rsh { "rsh" } else { "ssh" }.to_string()]),
+        (false, None) => Some(match options.launcher {
+            Launcher::Slurm => slurm::launcher_words(),
+            Launcher::Rsh => vec!["rsh".to_string()],
+            _ => vec!["ssh".to_string()],
+        }),
     };
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the mpiexec binary to start proxies: {e}"))?;
     let launch = proxy::Launch { launcher, exe, address, token: oxmpi::pmi::random_hex() };

@@ -23,8 +23,9 @@ options:
   -f FILE              hosts from a file (also -hostfile, -machinefile): lines `host`,
                        `host:N` (MPICH) or `host slots=N` (Open MPI); `#` starts a comment
   -ppn N               N consecutive ranks per host (overrides the hosts' counts)
-  -launcher L          how proxies are started on other hosts: ssh (default), rsh, or fork
-                       (every proxy on this machine, whatever the host names)
+  -launcher L          how proxies are started on other hosts: ssh (default), rsh, slurm
+                       (srun; the default inside a Slurm allocation), or fork (every proxy
+                       on this machine, whatever the host names)
   -launcher-exec CMD   the command that runs `CMD HOST COMMAND...` (default ssh or rsh)
   -iface NAME          the network interface whose address the proxies connect back to
   -print-rank-map      print the host of each rank before starting
@@ -33,7 +34,9 @@ options:
 
 When every rank is placed on this machine (no host option, or hosts named localhost or this
 machine's host name) mpiexec forks the ranks itself; otherwise it starts one proxy per host.
-Not supported (refused): -configfile, -launcher slurm.
+Inside a Slurm allocation (SLURM_JOB_ID set) with no host option, the hosts are the
+allocation's nodes with their task counts, and proxies are started with srun.
+Not supported (refused): -configfile.
 ";
 
 /// One program of the job (MPMD: one per ':'-separated part of the command line).
@@ -59,6 +62,8 @@ pub enum Launcher {
     Ssh,
     Rsh,
     Fork,
+    /// `srun` onto one node of the allocation.
+    Slurm,
 }
 
 /// What the user asked for.
@@ -71,6 +76,8 @@ pub struct Options {
     pub hosts: Vec<HostSlots>,
     pub ppn: Option<usize>,
     pub launcher: Launcher,
+    /// `-launcher` was given (else a Slurm allocation makes the launcher `Slurm`).
+    pub launcher_given: bool,
     pub launcher_exec: Option<String>,
     pub iface: Option<String>,
     pub print_rank_map: bool,
@@ -267,6 +274,7 @@ fn parse_inner(args: Vec<OsString>) -> Result<Options, Inner> {
         hosts: Vec::new(),
         ppn: None,
         launcher: Launcher::Ssh,
+        launcher_given: false,
         launcher_exec: None,
         iface: None,
         print_rank_map: false,
@@ -346,13 +354,15 @@ fn parse_part(args: Vec<OsString>, options: &mut Options) -> Result<App, Inner> 
             }
             Long("launcher") => {
                 let text = parser.value()?.string()?;
+                options.launcher_given = true;
                 options.launcher = match text.as_str() {
                     "ssh" => Launcher::Ssh,
                     "rsh" => Launcher::Rsh,
                     "fork" => Launcher::Fork,
+                    "slurm" => Launcher::Slurm,
                     other => {
                         return Err(Inner::Error(format!(
-                            "'{}' {other}: not a launcher of mpiexec (ssh, rsh or fork)",
+                            "'{}' {other}: not a launcher of mpiexec (ssh, rsh, slurm or fork)",
                             spelled("launcher")
                         )));
                     }
@@ -518,11 +528,14 @@ mod tests {
         let empty = ["-launcher-exec", " ", "prog"].map(OsString::from).to_vec();
         assert!(matches!(parse(empty), Err(ParseOutcome::Error(m)) if m.contains("'-launcher-exec'")));
         assert_eq!(parse(args("-launcher rsh prog")).unwrap().launcher, Launcher::Rsh);
+        let slurm = parse(args("-launcher slurm prog")).unwrap();
+        assert_eq!((slurm.launcher, slurm.launcher_given), (Launcher::Slurm, true));
+        assert!(!parse(args("prog")).unwrap().launcher_given);
         for (bad, typed) in [
             ("-ppn 0 prog", "'-ppn'"),
             ("-ppn x prog", "'-ppn'"),
             ("--ppn=x prog", "'--ppn'"),
-            ("-launcher slurm prog", "'-launcher'"),
+            ("-launcher pbs prog", "'-launcher'"),
         ] {
             let message = error_of(bad);
             assert!(message.contains(typed), "{bad}: {message}");
