@@ -547,6 +547,22 @@ fn mpmd_parts_form_one_job() {
 }
 
 #[test]
+fn without_n_the_hosts_slots_are_filled() {
+    let ranks = |args: &[&str]| {
+        let (output, _) = run(&mut mpiexec(args));
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        text(&output.stdout)
+    };
+    assert_eq!(ranks(&["-print-rank-map", "-hosts", "localhost:3", "true"]), "(localhost:0,1,2)\n");
+    assert_eq!(ranks(&["-print-rank-map", "-hosts", "localhost:3", "-ppn", "2", "true"]), "(localhost:0,1)\n");
+    assert_eq!(ranks(&["-print-rank-map", "-hosts", "localhost:3", "-n", "1", "true"]), "(localhost:0)\n");
+    // With no hosts, one rank; in MPMD, one per part without -n.
+    assert_eq!(ranks(&["sh", "-c", "echo $PMI_RANK"]), "0\n");
+    let mpmd = ranks(&["-hosts", "localhost:4", "-n", "2", "sh", "-c", "echo a", ":", "sh", "-c", "echo b"]);
+    assert_eq!(mpmd.lines().filter(|l| *l == "b").count(), 1, "{mpmd}");
+}
+
+#[test]
 fn print_rank_map_and_local_hosts() {
     let (output, _) = run(&mut mpiexec(&["-print-rank-map", "-hosts", "localhost:2", "-n", "3", "true"]));
     assert!(output.status.success(), "{}", text(&output.stderr));

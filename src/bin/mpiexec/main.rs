@@ -66,6 +66,17 @@ fn main() -> ExitCode {
             options.launcher = Launcher::Slurm;
         }
     }
+    // Without -n, a single program runs on every slot of the hosts (the allocation's tasks
+    // inside Slurm), as under Hydra; with no hosts, one rank.
+    if let [app] = &mut options.apps[..]
+        && !app.ranks_given
+        && !options.hosts.is_empty()
+    {
+        app.ranks = match options.ppn {
+            Some(ppn) => ppn * options.hosts.len(),
+            None => options.hosts.iter().map(|h| h.slots.unwrap_or(1)).sum(),
+        };
+    }
     // Proxies whenever a named host is another machine (or `-launcher fork` asks for them);
     // with no host, or only this machine's names, mpiexec forks the ranks itself.
     let use_proxies = !options.hosts.iter().all(|h| placement::is_local(&h.name))

@@ -43,6 +43,8 @@ Not supported (refused): -configfile.
 #[derive(Debug, Clone, PartialEq)]
 pub struct App {
     pub ranks: usize,
+    /// `-n` was given (without it the job takes the hosts' slots, as Hydra does).
+    pub ranks_given: bool,
     /// `-env` of this part (applied after the global `-genv`).
     pub env: Vec<(OsString, OsString)>,
     pub program: OsString,
@@ -295,7 +297,7 @@ fn parse_part(args: Vec<OsString>, options: &mut Options) -> Result<App, Inner> 
     let mut typed = HashMap::new();
     let mut parser = lexopt::Parser::from_args(normalize_single_dash_long(args, &mut typed)?);
     let spelled = |name: &str| typed.get(name).cloned().unwrap_or_else(|| format!("-{name}"));
-    let mut app = App { ranks: 1, env: Vec::new(), program: OsString::new(), args: Vec::new() };
+    let mut app = App { ranks: 1, ranks_given: false, env: Vec::new(), program: OsString::new(), args: Vec::new() };
     let mut program = None;
     while let Some(arg) = parser.next()? {
         match arg {
@@ -306,6 +308,7 @@ fn parse_part(args: Vec<OsString>, options: &mut Options) -> Result<App, Inner> 
                 if app.ranks == 0 {
                     return Err(Inner::Error("-n must be at least 1".into()));
                 }
+                app.ranks_given = true;
             }
             Long(which @ ("env" | "genv")) => {
                 let global = which == "genv";
