@@ -611,6 +611,34 @@ fn bad_tunables_are_refused_by_name() {
     assert!(output.status.success());
 }
 
+#[test]
+fn oxmpi_info_says_how_windows_reach_their_targets() {
+    let info = env!("CARGO_BIN_EXE_oxmpi-info");
+    let line = |envs: &[(&str, &str)]| {
+        let output = Command::new(info).envs(envs.iter().copied()).output().unwrap();
+        assert!(output.status.success());
+        let stdout = text(&output.stdout);
+        stdout.lines().find(|l| l.starts_with("one-sided communication: ")).expect(&stdout).to_string()
+    };
+    let messages = line(&[("OXMPI_CMA", "0"), ("OXMPI_ASYNC_PROGRESS", "1")]);
+    assert!(messages.contains("the program's memory on the same node by messages"), "{messages}");
+    assert!(messages.contains("progress thread on"), "{messages}");
+    let default = line(&[("OXMPI_CMA", "1"), ("OXMPI_ASYNC_PROGRESS", "0")]);
+    assert!(default.contains("progress thread off"), "{default}");
+}
+
+#[test]
+fn oxmpi_info_into_a_closed_pipe_ends_quietly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_oxmpi-info"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    assert!(!text(&output.stderr).contains("panicked"), "{}", text(&output.stderr));
+}
+
 /// Whether `pid` has exited (a zombie waiting for its reaper counts as exited), waiting up
 /// to a moment for a process that was just sent SIGKILL.
 fn process_gone(pid: i32) -> bool {

@@ -4,6 +4,10 @@
 use oxmpi::config::{TUNABLES, Tunable};
 
 fn main() {
+    // Output into a closed pipe (`oxmpi-info | head`) ends the program quietly, as it does
+    // C tools, instead of a panic in println!.
+    // SAFETY: restores the default action of one signal; no handler of ours is involved.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     println!("oxmpi {}", env!("CARGO_PKG_VERSION"));
     // MPI_Init_thread provides the level asked for, up to this one.
     println!("thread support: MPI_THREAD_MULTIPLE");
@@ -40,6 +44,7 @@ fn main() {
         }
         Err(why) => println!("network: unavailable: {why}"),
     }
+    println!("one-sided communication: {}", one_sided_paths());
     let mut unknown: Vec<(String, String)> = std::env::vars()
         .filter(|(name, _)| name.starts_with("OXMPI_") && !TUNABLES.iter().any(|t| t.name == name))
         .collect();
@@ -51,4 +56,28 @@ fn main() {
         eprintln!("oxmpi-info: {invalid} tunable(s) set to values MPI_Init refuses (marked INVALID)");
         std::process::exit(1);
     }
+}
+
+/// How windows reach their targets in a job started now (docs/user-guide.md, "One-sided
+/// communication").
+fn one_sided_paths() -> String {
+    let cma_off = std::env::var(oxmpi::config::CMA).is_ok_and(|v| v.trim() == "0");
+    // Ranks allow each other as tracers (PR_SET_PTRACER), which Yama's scope 1 honours;
+    // scope 2 and 3 refuse single copy between them.
+    let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").ok().and_then(|s| s.trim().parse::<u32>().ok());
+    let same_node = match (cma_off, scope) {
+        (true, _) => "by messages the target's progress engine applies (OXMPI_CMA=0)".to_string(),
+        (false, Some(s)) if s >= 2 => {
+            format!("by messages the target's progress engine applies (kernel.yama.ptrace_scope={s} refuses single copy)")
+        }
+        _ => "by single copy (process_vm_readv/writev), nothing needed from the target".to_string(),
+    };
+    let thread = if std::env::var(oxmpi::config::ASYNC_PROGRESS).is_ok_and(|v| v.trim() == "1") {
+        "on (OXMPI_ASYNC_PROGRESS=1): requests are applied while targets compute"
+    } else {
+        "off: requests wait until the target calls MPI (OXMPI_ASYNC_PROGRESS=1 starts one)"
+    };
+    format!(
+        "windows of MPI-allocated memory on the same node by shared memory; windows over the program's memory on the same node {same_node}; targets on other nodes by messages their progress engine applies; progress thread {thread}"
+    )
 }
