@@ -106,6 +106,8 @@ ctests! {
     p2p_rsend => "p2p_rsend.c",
     p2p_bsend => "p2p_bsend.c",
     p2p_persistent => "p2p_persistent.c",
+    part_basic => "part_basic.c",
+    part_errors => "part_errors.c",
     p2p_sendrecv => "p2p_sendrecv.c",
     p2p_isendrecv => "p2p_isendrecv.c",
     p2p_probe => "p2p_probe.c",
