@@ -108,6 +108,8 @@ ctests! {
     p2p_persistent => "p2p_persistent.c",
     part_basic => "part_basic.c",
     part_errors => "part_errors.c",
+    part_early => "part_early.c",
+    part_threads => "part_threads.c",
     p2p_sendrecv => "p2p_sendrecv.c",
     p2p_isendrecv => "p2p_isendrecv.c",
     p2p_probe => "p2p_probe.c",
