@@ -8,7 +8,7 @@
 //!
 //! Data: each partition marked ready goes at once (once the RTR has arrived) as a message of
 //! its own on the communicator's data context with the channel as tag: a header (partition
-//! index, bytes per partition, total bytes), then the partition's packed bytes. The receiver
+//! index, partitions, bytes per partition), then the partition's packed bytes. The receiver
 //! keeps one receive posted on its channel while it is active and unpacks each message into
 //! its buffer at the partition's byte offset, so the two sides may cut the buffer into
 //! different partition counts. `MPI_Parrived(i)` is true once every sender partition that
@@ -35,7 +35,7 @@ fn data_ctx(ctx: u32) -> u32 {
 
 /// Bytes of an RTR message: channel (u64), total bytes (u64).
 const RTR_BYTES: usize = 16;
-/// Bytes of the header of a partition message: index, bytes per partition, total bytes.
+/// Bytes of the header of a partition message: index, partitions, bytes per partition.
 const HEADER_BYTES: usize = 24;
 
 fn word(b: &[u8], i: usize) -> u64 {
@@ -96,11 +96,11 @@ struct Receiver {
     posted: Option<u32>,
     /// Memory of the last received message, reused for the next.
     spare: Vec<u8>,
-    /// Sender partitions arrived in this cycle (sized by the first header) and their size.
+    /// Sender partitions arrived in this cycle (sized by the first header), how many, and
+    /// their size.
     arrived: Vec<bool>,
+    got: usize,
     sender_part_bytes: usize,
-    /// Bytes arrived in this cycle.
-    bytes: usize,
 }
 
 impl Partitioned {
@@ -171,8 +171,8 @@ impl Engine {
             posted: None,
             spare: Vec::new(),
             arrived: Vec::new(),
+            got: 0,
             sender_part_bytes: 0,
-            bytes: 0,
         });
         self.new_partitioned(Partitioned { partitions, part_bytes, link, side, error: MPI_SUCCESS }, comm)
     }
@@ -194,7 +194,7 @@ impl Engine {
             }
             Side::Recv(r) => {
                 r.arrived.iter_mut().for_each(|a| *a = false);
-                r.bytes = 0;
+                r.got = 0;
             }
         }
         if p.link.is_none() {
@@ -266,11 +266,15 @@ impl Engine {
         if i < 0 || i as usize >= p.partitions {
             return err(MPI_ERR_ARG, format!("invalid partition {i} (the request has {} partitions)", p.partitions));
         }
-        if settled || p.part_bytes == 0 {
+        if settled {
             return Ok(true);
         }
-        if rv.arrived.is_empty() || rv.sender_part_bytes == 0 {
+        if rv.arrived.is_empty() {
             return Ok(false);
+        }
+        // Zero-byte partitions overlap no data: they have arrived with all of the sender's.
+        if p.part_bytes == 0 || rv.sender_part_bytes == 0 {
+            return Ok(rv.got == rv.arrived.len());
         }
         let (lo, hi) = (i as usize * p.part_bytes, (i as usize + 1) * p.part_bytes);
         let first = lo / rv.sender_part_bytes;
@@ -286,8 +290,8 @@ impl Engine {
         let Some((channel, _)) = s.matched else { return };
         let mut msg = vec![0u8; HEADER_BYTES + p.part_bytes];
         msg[..8].copy_from_slice(&(i as u64).to_le_bytes());
-        msg[8..16].copy_from_slice(&(p.part_bytes as u64).to_le_bytes());
-        msg[16..24].copy_from_slice(&((p.partitions * p.part_bytes) as u64).to_le_bytes());
+        msg[8..16].copy_from_slice(&(p.partitions as u64).to_le_bytes());
+        msg[16..24].copy_from_slice(&(p.part_bytes as u64).to_le_bytes());
         s.buf.copy_to(i * p.part_bytes, &mut msg[HEADER_BYTES..]);
         let env = Envelope { ctx: data_ctx(link.ctx), src: link.me, tag: channel };
         let id = self.isend(link.world, env, SendBuf::owned(msg), SendMode::Standard, comm);
@@ -391,7 +395,6 @@ impl Engine {
             return true;
         }
         s.matched.is_some() && s.not_ready == 0 && s.queued.is_empty() && s.sends.is_empty()
-            || (total == 0 && s.not_ready == 0)
     }
 
     fn advance_recv(&mut self, req: u32) -> bool {
@@ -407,7 +410,7 @@ impl Engine {
                 r.rtr = None;
                 self.reqs.discard(rtr);
             }
-            if r.bytes >= total || p.error != MPI_SUCCESS {
+            if (r.got > 0 && r.got == r.arrived.len()) || p.error != MPI_SUCCESS {
                 return true;
             }
             match r.posted {
@@ -470,19 +473,20 @@ fn take_partition(p: &mut Partitioned, status: Status, msg: &[u8]) -> i32 {
     if msg.len() < HEADER_BYTES {
         return MPI_ERR_INTERN;
     }
-    let (index, part_bytes, their_total) = (word(msg, 0) as usize, word(msg, 1) as usize, word(msg, 2) as usize);
+    let (index, parts, part_bytes) = (word(msg, 0) as usize, word(msg, 1) as usize, word(msg, 2) as usize);
     let data = &msg[HEADER_BYTES..];
-    if their_total != total || data.len() != part_bytes || (index + 1) * part_bytes > total {
+    if parts.checked_mul(part_bytes) != Some(total) || data.len() != part_bytes || index >= parts {
         return MPI_ERR_TRUNCATE;
     }
-    if r.arrived.is_empty() && part_bytes > 0 {
-        r.arrived = vec![false; total / part_bytes];
+    if r.arrived.len() != parts {
+        r.arrived = vec![false; parts];
         r.sender_part_bytes = part_bytes;
     }
-    r.buf.put(index * part_bytes, data);
-    if let Some(a) = r.arrived.get_mut(index) {
-        *a = true;
+    if r.arrived[index] {
+        return MPI_ERR_INTERN;
     }
-    r.bytes += part_bytes;
+    r.buf.put(index * part_bytes, data);
+    r.arrived[index] = true;
+    r.got += 1;
     MPI_SUCCESS
 }
