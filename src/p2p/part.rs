@@ -490,3 +490,68 @@ fn take_partition(p: &mut Partitioned, status: Status, msg: &[u8]) -> i32 {
     r.got += 1;
     MPI_SUCCESS
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::datatype;
+
+    fn link(tag: i32) -> Option<Link> {
+        Some(Link { world: 0, ctx: 0, me: 0, peer: 0, tag })
+    }
+
+    #[test]
+    fn partitions_move_as_they_become_ready_and_layouts_may_differ() {
+        let mut e = Engine::new(0, 1, None);
+        // 3 sender partitions of 4 bytes, 2 receiver partitions of 6 bytes.
+        let mut dst = vec![0u8; 12];
+        // SAFETY: `dst` outlives every use of the receive (the engine is dropped first) and is
+        // not touched meanwhile except through the engine.
+        let rbuf = unsafe { RecvBuf::new(dst.as_mut_ptr(), datatype::BYTE, 12) };
+        let r = e.precv_init(rbuf, 2, 6, link(5), 0);
+        let src: Vec<u8> = (1..=12).collect();
+        let s = e.psend_init(SendBuf::owned(src.clone()), 3, 4, link(5), 0);
+        for _cycle in 0..3 {
+            e.start_persistent(r).unwrap();
+            e.start_persistent(s).unwrap();
+            assert!(!e.parrived(r, 0).unwrap());
+            e.pready(s, [0]).unwrap();
+            e.progress();
+            // Sender partition 0 is bytes 0..4: receiver partition 0 (0..6) still misses 4..6.
+            assert!(!e.parrived(r, 0).unwrap());
+            e.pready(s, [1]).unwrap();
+            e.progress();
+            assert!(e.parrived(r, 0).unwrap() && !e.parrived(r, 1).unwrap());
+            assert!(!e.is_complete(r) && !e.is_complete(s));
+            assert_eq!(e.pready(s, [1]).unwrap_err().code, MPI_ERR_OTHER, "ready twice");
+            assert_eq!(e.pready(s, [3]).unwrap_err().code, MPI_ERR_ARG, "out of range");
+            assert_eq!(e.pready(r, [0]).unwrap_err().code, MPI_ERR_REQUEST, "a receive");
+            e.pready(s, [2]).unwrap();
+            e.progress();
+            assert!(e.is_complete(r) && e.is_complete(s));
+            assert_eq!(e.collect(r).bytes, 12);
+            e.collect(s);
+            assert!(e.parrived(r, 1).unwrap(), "an inactive request has arrived");
+            assert_eq!(e.pready(s, [0]).unwrap_err().code, MPI_ERR_OTHER, "inactive");
+        }
+        e.free_request(s);
+        e.free_request(r);
+        assert!(e.parts.is_empty() && e.parts_active.is_empty());
+        assert_eq!(e.reqs.live(), 0, "no request left behind");
+        assert_eq!(dst, (1..=12).collect::<Vec<u8>>());
+    }
+
+    #[test]
+    fn freeing_unstarted_requests_leaves_nothing_posted() {
+        let mut e = Engine::new(0, 1, None);
+        let s = e.psend_init(SendBuf::owned(vec![1; 8]), 2, 4, link(1), 0);
+        e.free_request(s);
+        assert!(e.posted.is_empty(), "the RTR receive was withdrawn");
+        let empty = e.psend_init(SendBuf::owned(Vec::new()), 1, 0, None, 0);
+        e.start_persistent(empty).unwrap();
+        assert!(e.is_complete(empty), "MPI_PROC_NULL completes at once");
+        e.pready(empty, [0]).unwrap();
+        e.free_request(empty);
+        assert!(e.parts.is_empty());
+    }
+}
