@@ -213,6 +213,7 @@ ctests! {
     fortran_address => "fortran/f_address.f",
     fortran_rma => "fortran/f_rma.f90",
     fortran_pt2pt => "fortran/f_pt2pt.f90",
+    fortran_part => "fortran/f_part.f90",
     fortran_coll => "fortran/f_coll.f90",
     fortran_comm => "fortran/f_comm.f90",
     fortran_use_mpi => "fortran/f_use_mpi.f90",
