@@ -6,7 +6,8 @@
  *      against 16x3 where partitions do not line up), partitions marked ready in reverse
  *      order, by MPI_Pready_range and by MPI_Pready_list;
  *   2. derived datatypes (a strided vector on the sender, a contiguous type on the receiver);
- *   3. large partitions (rendezvous-sized messages);
+ *   3. large partitions (rendezvous-sized messages), also of strided datatypes on both
+ *      sides, landing in place or unpacked;
  *   4. two partitioned pairs with the same peer and tag, matched in the order of their
  *      initialization although started in the other order, completed by MPI_Testall,
  *      MPI_Request_get_status and MPI_Waitany;
@@ -150,6 +151,57 @@ static void ring_large(void)
     free(rbuf);
 }
 
+/* Strided data on both sides (vectors of every other int, `sb` ints per sender element and
+ * `rb` per receiver element), with partitions large enough to travel apart from their
+ * headers: sender partitions that start and end on receiver elements land in place, others
+ * are unpacked. */
+static void ring_strided(int sb, int sparts, int scount, int rb, int rparts, int rcount)
+{
+    MPI_Datatype st, rt;
+    MPI_CHECK(MPI_Type_vector(sb, 1, 2, MPI_INT, &st));
+    MPI_CHECK(MPI_Type_commit(&st));
+    MPI_CHECK(MPI_Type_vector(rb, 1, 2, MPI_INT, &rt));
+    MPI_CHECK(MPI_Type_commit(&rt));
+    long n = (long)sparts * scount * sb, i; /* ints of data */
+    CHECK(n == (long)rparts * rcount * rb, "test sizes");
+    /* element k of a vector of b ints (extent 2b-1 ints) is at (k / b) * (2b - 1) + (k % b) * 2 */
+    long slen = (long)sparts * scount * (2 * sb - 1), rlen = (long)rparts * rcount * (2 * rb - 1);
+    int *sbuf = mt_malloc(sizeof(int) * slen), *rbuf = mt_malloc(sizeof(int) * rlen), c;
+    MPI_Request req[2];
+    MPI_CHECK(MPI_Psend_init(sbuf, sparts, scount, st, next, 14, MPI_COMM_WORLD, MPI_INFO_NULL, &req[0]));
+    MPI_CHECK(MPI_Precv_init(rbuf, rparts, rcount, rt, prev, 14, MPI_COMM_WORLD, MPI_INFO_NULL, &req[1]));
+    for (c = 0; c < 2; c++) {
+        for (i = 0; i < slen; i++)
+            sbuf[i] = -7;
+        for (i = 0; i < n; i++)
+            sbuf[(i / sb) * (2 * sb - 1) + (i % sb) * 2] = value(mt_rank, c, (int)i);
+        for (i = 0; i < rlen; i++)
+            rbuf[i] = -1;
+        MPI_CHECK(MPI_Startall(2, req));
+        for (i = sparts - 1; i >= 0; i--)
+            MPI_CHECK(MPI_Pready((int)i, req[0]));
+        MPI_CHECK(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
+        for (i = 0; i < n; i++) {
+            int got = rbuf[(i / rb) * (2 * rb - 1) + (i % rb) * 2];
+            if (got != value(prev, c, (int)i)) {
+                CHECK(0, "strided %d/%d cycle %d: int %ld is %d, expected %d", sb, rb, c, i, got, value(prev, c, (int)i));
+                break;
+            }
+        }
+        for (i = 0; i < rlen; i++)
+            if (i % (2 * rb - 1) % 2 == 1 && rbuf[i] != -1) {
+                CHECK(0, "strided %d/%d: the hole at int %ld was written", sb, rb, i);
+                break;
+            }
+    }
+    MPI_Request_free(&req[0]);
+    MPI_Request_free(&req[1]);
+    MPI_Type_free(&st);
+    MPI_Type_free(&rt);
+    free(sbuf);
+    free(rbuf);
+}
+
 /* Two pairs with the same peer and tag: the first initialized send meets the first
  * initialized receive, whatever the order of the starts. */
 static void ring_two_pairs(void)
@@ -249,6 +301,8 @@ int main(int argc, char **argv)
     ring_ints(1, 64, 64, 1, 0);
     ring_derived();
     ring_large();
+    ring_strided(5, 3, 1001, 3, 5, 1001); /* 20020-byte partitions, 12-byte elements: unpacked */
+    ring_strided(5, 3, 1000, 4, 5, 750);  /* 20000-byte partitions, 16-byte elements: in place */
     ring_two_pairs();
     edge_cases();
     return mt_finalize();

@@ -12,12 +12,13 @@ use crate::runtime::{self, Runtime};
 use std::ffi::{c_int, c_void};
 
 /// The checked arguments of a partitioned initialization: the peer, the elements of the whole
-/// buffer, the bytes of one partition.
+/// buffer, the size of one partition.
 struct Init {
     link: Option<Link>,
     layout: crate::datatype::Layout,
     elements: usize,
-    part_bytes: usize,
+    /// Elements of one partition and bytes of data of one element.
+    part: (usize, usize),
 }
 
 fn check_init(
@@ -46,7 +47,7 @@ fn check_init(
         Peer::Rank { rank, world } => Some(Link { world, ctx: a.env.ctx, me: a.env.src, peer: rank, tag: a.env.tag }),
         _ => None,
     };
-    Ok(Init { link, part_bytes: a.count * a.layout.size, layout: a.layout, elements })
+    Ok(Init { link, part: (a.count, a.layout.size), layout: a.layout, elements })
 }
 
 pub unsafe fn MPI_Psend_init(
@@ -68,7 +69,7 @@ pub unsafe fn MPI_Psend_init(
         // SAFETY: MPI requires the buffer to stay valid while the request exists and
         // unmodified while a partition marked ready is in flight.
         let sbuf = unsafe { SendBuf::new(buf.cast(), a.layout, a.elements) };
-        let id = rt.engine.psend_init(sbuf, partitions as usize, a.part_bytes, a.link, comm);
+        let id = rt.engine.psend_init(sbuf, partitions as usize, a.part, a.link, comm);
         // SAFETY: checked non-null above.
         unsafe { *request = request_handle(id) };
         Ok(())
@@ -100,7 +101,7 @@ pub unsafe fn MPI_Precv_init(
         // SAFETY: MPI requires the buffer to stay valid while the request exists; the library
         // writes it only while the request is active.
         let rbuf = unsafe { RecvBuf::new(buf.cast(), a.layout, a.elements) };
-        let id = rt.engine.precv_init(rbuf, partitions as usize, a.part_bytes, a.link, comm);
+        let id = rt.engine.precv_init(rbuf, partitions as usize, a.part, a.link, comm);
         // SAFETY: checked non-null above.
         unsafe { *request = request_handle(id) };
         Ok(())

@@ -37,6 +37,10 @@ fn data_ctx(ctx: u32) -> u32 {
 const RTR_BYTES: usize = 16;
 /// Bytes of the header of a partition message: index, partitions, bytes per partition.
 const HEADER_BYTES: usize = 24;
+/// Largest partition carried in its header message (packed and unpacked, one message);
+/// larger ones follow their header as a message of their own, sent from the user's buffer
+/// and received into it where the receiver's datatype allows.
+const INLINE_MAX: usize = 8192;
 
 fn word(b: &[u8], i: usize) -> u64 {
     u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap())
@@ -57,6 +61,9 @@ pub struct Link {
 /// The state of one partitioned request, kept for the request's whole life (across cycles).
 pub struct Partitioned {
     partitions: usize,
+    /// Elements of one partition on this side, and bytes of data of one element.
+    part_count: usize,
+    elem_bytes: usize,
     /// Bytes of one partition on this side.
     part_bytes: usize,
     /// None: MPI_PROC_NULL.
@@ -92,9 +99,14 @@ struct Receiver {
     channel: i32,
     /// The RTR send, until it completed.
     rtr: Option<u32>,
-    /// The posted receive of the next partition message.
-    posted: Option<u32>,
-    /// Memory of the last received message, reused for the next.
+    /// The posted receive of the next header.
+    header: Option<u32>,
+    /// Headers taken in this cycle.
+    headers: usize,
+    /// Posted receives of partitions that follow their header: (request, sender partition,
+    /// whether it lands in place).
+    data: Vec<(u32, usize, bool)>,
+    /// Memory of the last received header, reused for the next.
     spare: Vec<u8>,
     /// Sender partitions arrived in this cycle (sized by the first header), how many, and
     /// their size.
@@ -119,16 +131,18 @@ impl Engine {
         id
     }
 
-    /// MPI_Psend_init: a partitioned send of `partitions` partitions of `part_bytes` bytes
-    /// from `buf` (the whole buffer) to `link`; returns the request id.
+    /// MPI_Psend_init: a partitioned send of `partitions` partitions of `part_count`
+    /// elements of `elem_bytes` bytes from `buf` (the whole buffer) to `link`; returns the
+    /// request id.
     pub fn psend_init(
         &mut self,
         buf: SendBuf,
         partitions: usize,
-        part_bytes: usize,
+        (part_count, elem_bytes): (usize, usize),
         link: Option<Link>,
         comm: i32,
     ) -> u32 {
+        let part_bytes = part_count * elem_bytes;
         let rtr = link.map(|l| {
             let env = Envelope { ctx: rtr_ctx(l.ctx), src: l.peer, tag: l.tag };
             self.irecv(env, RecvBuf::owned(RTR_BYTES), comm)
@@ -142,7 +156,8 @@ impl Engine {
             not_ready: partitions,
             sends: Vec::new(),
         });
-        self.new_partitioned(Partitioned { partitions, part_bytes, link, side, error: MPI_SUCCESS }, comm)
+        let p = Partitioned { partitions, part_count, elem_bytes, part_bytes, link, side, error: MPI_SUCCESS };
+        self.new_partitioned(p, comm)
     }
 
     /// MPI_Precv_init: a partitioned receive into `buf` (the whole buffer) from `link`.
@@ -150,10 +165,11 @@ impl Engine {
         &mut self,
         buf: RecvBuf,
         partitions: usize,
-        part_bytes: usize,
+        (part_count, elem_bytes): (usize, usize),
         link: Option<Link>,
         comm: i32,
     ) -> u32 {
+        let part_bytes = part_count * elem_bytes;
         let channel = self.next_part_channel;
         self.next_part_channel = (self.next_part_channel + 1) & i32::MAX;
         let total = partitions * part_bytes;
@@ -168,13 +184,16 @@ impl Engine {
             buf,
             channel,
             rtr: rtr.filter(|&id| id != COMPLETED_SEND),
-            posted: None,
+            header: None,
+            headers: 0,
+            data: Vec::new(),
             spare: Vec::new(),
             arrived: Vec::new(),
             got: 0,
             sender_part_bytes: 0,
         });
-        self.new_partitioned(Partitioned { partitions, part_bytes, link, side, error: MPI_SUCCESS }, comm)
+        let p = Partitioned { partitions, part_count, elem_bytes, part_bytes, link, side, error: MPI_SUCCESS };
+        self.new_partitioned(p, comm)
     }
 
     /// Whether `req` is a partitioned request.
@@ -195,6 +214,7 @@ impl Engine {
             Side::Recv(r) => {
                 r.arrived.iter_mut().for_each(|a| *a = false);
                 r.got = 0;
+                r.headers = 0;
             }
         }
         if p.link.is_none() {
@@ -282,23 +302,31 @@ impl Engine {
         Ok(rv.arrived.get(first..=last).is_some_and(|a| a.iter().all(|&x| x)))
     }
 
-    /// Sends partition `i` of matched send `req`.
+    /// Sends partition `i` of matched send `req`: its header, with the data when small, and
+    /// then, when not, the data in place as a message of its own.
     fn send_partition(&mut self, req: u32, i: usize) {
         let comm = self.reqs.get(req).map_or(MPI_COMM_NULL, |r| r.comm);
         let p = self.parts.get_mut(&req).unwrap();
         let (Some(link), Side::Send(s)) = (p.link, &mut p.side) else { return };
         let Some((channel, _)) = s.matched else { return };
-        let mut msg = vec![0u8; HEADER_BYTES + p.part_bytes];
-        msg[..8].copy_from_slice(&(i as u64).to_le_bytes());
-        msg[8..16].copy_from_slice(&(p.partitions as u64).to_le_bytes());
-        msg[16..24].copy_from_slice(&(p.part_bytes as u64).to_le_bytes());
-        s.buf.copy_to(i * p.part_bytes, &mut msg[HEADER_BYTES..]);
+        let inline = p.part_bytes <= INLINE_MAX;
+        let mut head = vec![0u8; HEADER_BYTES + if inline { p.part_bytes } else { 0 }];
+        head[..8].copy_from_slice(&(i as u64).to_le_bytes());
+        head[8..16].copy_from_slice(&(p.partitions as u64).to_le_bytes());
+        head[16..24].copy_from_slice(&(p.part_bytes as u64).to_le_bytes());
+        let data = if inline {
+            s.buf.copy_to(i * p.part_bytes, &mut head[HEADER_BYTES..]);
+            None
+        } else {
+            Some(s.buf.part(i * p.part_count, p.part_count, p.elem_bytes))
+        };
         let env = Envelope { ctx: data_ctx(link.ctx), src: link.me, tag: channel };
-        let id = self.isend(link.world, env, SendBuf::owned(msg), SendMode::Standard, comm);
-        if id != COMPLETED_SEND
-            && let Some(Partitioned { side: Side::Send(s), .. }) = self.parts.get_mut(&req)
-        {
-            s.sends.push(id);
+        let mut ids = vec![self.isend(link.world, env, SendBuf::owned(head), SendMode::Standard, comm)];
+        if let Some(data) = data {
+            ids.push(self.isend(link.world, env, data, SendMode::Standard, comm));
+        }
+        if let Some(Partitioned { side: Side::Send(s), .. }) = self.parts.get_mut(&req) {
+            s.sends.extend(ids.into_iter().filter(|&id| id != COMPLETED_SEND));
         }
     }
 
@@ -401,7 +429,6 @@ impl Engine {
         let comm = self.reqs.get(req).map_or(MPI_COMM_NULL, |r| r.comm);
         loop {
             let p = self.parts.get_mut(&req).unwrap();
-            let total = p.total();
             let link = p.link.expect("an active partitioned receive has a peer");
             let Side::Recv(r) = &mut p.side else { unreachable!() };
             if let Some(rtr) = r.rtr
@@ -413,25 +440,62 @@ impl Engine {
             if (r.got > 0 && r.got == r.arrived.len()) || p.error != MPI_SUCCESS {
                 return true;
             }
-            match r.posted {
-                None => {
-                    let env = Envelope { ctx: data_ctx(link.ctx), src: link.peer, tag: r.channel };
-                    let buf = RecvBuf::owned_in(std::mem::take(&mut r.spare), HEADER_BYTES + total);
+            let env = Envelope { ctx: data_ctx(link.ctx), src: link.peer, tag: r.channel };
+            // Partitions that followed their header.
+            let done: Vec<(u32, usize, bool)> =
+                r.data.iter().copied().filter(|&(id, ..)| self.reqs.get(id).is_some_and(|q| q.complete)).collect();
+            r.data.retain(|d| !done.contains(d));
+            let moved = !done.is_empty();
+            for (id, index, in_place) in done {
+                let error = if in_place {
+                    let status = self.reqs.remove(id).map_or(Status::default(), |q| q.status);
+                    if status.error == MPI_SUCCESS {
+                        self.parts.get_mut(&req).unwrap().mark_arrived(index)
+                    } else {
+                        status.error
+                    }
+                } else {
+                    let (status, bytes) = self.take_owned_recv(id);
+                    let p = self.parts.get_mut(&req).unwrap();
+                    if status.error == MPI_SUCCESS { p.put(index, &bytes) } else { status.error }
+                };
+                let p = self.parts.get_mut(&req).unwrap();
+                if p.error == MPI_SUCCESS {
+                    p.error = error;
+                }
+            }
+            let p = self.parts.get_mut(&req).unwrap();
+            let Side::Recv(r) = &mut p.side else { unreachable!() };
+            match r.header {
+                None if r.arrived.is_empty() || r.headers < r.arrived.len() => {
+                    let buf = RecvBuf::owned_in(std::mem::take(&mut r.spare), HEADER_BYTES + INLINE_MAX);
                     let id = self.irecv(env, buf, comm);
-                    let Some(Partitioned { side: Side::Recv(r), .. }) = self.parts.get_mut(&req) else {
-                        unreachable!()
-                    };
-                    r.posted = Some(id);
+                    if let Some(Partitioned { side: Side::Recv(r), .. }) = self.parts.get_mut(&req) {
+                        r.header = Some(id);
+                    }
                 }
                 Some(id) if self.reqs.get(id).is_some_and(|q| q.complete) => {
-                    r.posted = None;
+                    r.header = None;
+                    r.headers += 1;
                     let (status, msg) = self.take_owned_recv(id);
                     let p = self.parts.get_mut(&req).unwrap();
-                    p.error = take_partition(p, status, &msg);
+                    let (error, follows) = p.take_header(status, &msg);
+                    p.error = error;
                     let Side::Recv(r) = &mut p.side else { unreachable!() };
                     r.spare = msg;
+                    if let Some((index, offset, len)) = follows {
+                        let (buf, in_place) = match r.buf.part(offset, len) {
+                            Some(b) => (b, true),
+                            None => (RecvBuf::owned(len), false),
+                        };
+                        let id = self.irecv(env, buf, comm);
+                        if let Some(Partitioned { side: Side::Recv(r), .. }) = self.parts.get_mut(&req) {
+                            r.data.push((id, index, in_place));
+                        }
+                    }
                 }
-                Some(_) => return false,
+                _ if moved => {}
+                _ => return false,
             }
         }
     }
@@ -451,9 +515,13 @@ impl Engine {
                 }
             }
             Side::Recv(r) => {
-                if let Some(id) = r.posted {
-                    self.cancel_recv(id);
-                    self.reqs.remove(id);
+                for id in r.header.into_iter().chain(r.data.iter().map(|d| d.0)) {
+                    // A receive under way cannot be withdrawn: it goes when it completes.
+                    if self.cancel_recv(id) {
+                        self.reqs.remove(id);
+                    } else {
+                        self.free_request(id);
+                    }
                 }
                 if let Some(id) = r.rtr {
                     self.free_request(id);
@@ -463,32 +531,58 @@ impl Engine {
     }
 }
 
-/// Takes a partition message `msg` into receive `p`; returns the cycle's error.
-fn take_partition(p: &mut Partitioned, status: Status, msg: &[u8]) -> i32 {
-    let total = p.total();
-    let Side::Recv(r) = &mut p.side else { unreachable!() };
-    if status.error != MPI_SUCCESS {
-        return status.error;
+impl Partitioned {
+    /// Takes header message `msg` of receive `self`: the cycle's error, and the sender
+    /// partition, byte offset and length of data that follows in a message of its own.
+    fn take_header(&mut self, status: Status, msg: &[u8]) -> (i32, Option<(usize, usize, usize)>) {
+        let total = self.total();
+        if status.error != MPI_SUCCESS {
+            return (status.error, None);
+        }
+        if msg.len() < HEADER_BYTES {
+            return (MPI_ERR_INTERN, None);
+        }
+        let (index, parts, part_bytes) = (word(msg, 0) as usize, word(msg, 1) as usize, word(msg, 2) as usize);
+        let inline = part_bytes <= INLINE_MAX;
+        if parts.checked_mul(part_bytes) != Some(total)
+            || index >= parts
+            || (inline && msg.len() != HEADER_BYTES + part_bytes)
+        {
+            return (MPI_ERR_TRUNCATE, None);
+        }
+        let Side::Recv(r) = &mut self.side else { unreachable!() };
+        if r.arrived.len() != parts {
+            r.arrived = vec![false; parts];
+            r.sender_part_bytes = part_bytes;
+        }
+        if !inline {
+            return (MPI_SUCCESS, Some((index, index * part_bytes, part_bytes)));
+        }
+        (self.put(index, &msg[HEADER_BYTES..]), None)
     }
-    if msg.len() < HEADER_BYTES {
-        return MPI_ERR_INTERN;
+
+    /// Unpacks the bytes of sender partition `index` into receive `self`; returns the error.
+    fn put(&mut self, index: usize, data: &[u8]) -> i32 {
+        let Side::Recv(r) = &mut self.side else { unreachable!() };
+        if data.len() != r.sender_part_bytes {
+            return MPI_ERR_TRUNCATE;
+        }
+        r.buf.put(index * r.sender_part_bytes, data);
+        self.mark_arrived(index)
     }
-    let (index, parts, part_bytes) = (word(msg, 0) as usize, word(msg, 1) as usize, word(msg, 2) as usize);
-    let data = &msg[HEADER_BYTES..];
-    if parts.checked_mul(part_bytes) != Some(total) || data.len() != part_bytes || index >= parts {
-        return MPI_ERR_TRUNCATE;
+
+    /// Records sender partition `index` of receive `self` as arrived; returns the error.
+    fn mark_arrived(&mut self, index: usize) -> i32 {
+        let Side::Recv(r) = &mut self.side else { unreachable!() };
+        match r.arrived.get_mut(index) {
+            Some(a) if !*a => {
+                *a = true;
+                r.got += 1;
+                MPI_SUCCESS
+            }
+            _ => MPI_ERR_INTERN,
+        }
     }
-    if r.arrived.len() != parts {
-        r.arrived = vec![false; parts];
-        r.sender_part_bytes = part_bytes;
-    }
-    if r.arrived[index] {
-        return MPI_ERR_INTERN;
-    }
-    r.buf.put(index * part_bytes, data);
-    r.arrived[index] = true;
-    r.got += 1;
-    MPI_SUCCESS
 }
 
 #[cfg(test)]
@@ -508,9 +602,9 @@ mod tests {
         // SAFETY: `dst` outlives every use of the receive (the engine is dropped first) and is
         // not touched meanwhile except through the engine.
         let rbuf = unsafe { RecvBuf::new(dst.as_mut_ptr(), datatype::BYTE, 12) };
-        let r = e.precv_init(rbuf, 2, 6, link(5), 0);
+        let r = e.precv_init(rbuf, 2, (6, 1), link(5), 0);
         let src: Vec<u8> = (1..=12).collect();
-        let s = e.psend_init(SendBuf::owned(src.clone()), 3, 4, link(5), 0);
+        let s = e.psend_init(SendBuf::owned(src.clone()), 3, (4, 1), link(5), 0);
         for _cycle in 0..3 {
             e.start_persistent(r).unwrap();
             e.start_persistent(s).unwrap();
@@ -544,10 +638,10 @@ mod tests {
     #[test]
     fn freeing_unstarted_requests_leaves_nothing_posted() {
         let mut e = Engine::new(0, 1, None);
-        let s = e.psend_init(SendBuf::owned(vec![1; 8]), 2, 4, link(1), 0);
+        let s = e.psend_init(SendBuf::owned(vec![1; 8]), 2, (4, 1), link(1), 0);
         e.free_request(s);
         assert!(e.posted.is_empty(), "the RTR receive was withdrawn");
-        let empty = e.psend_init(SendBuf::owned(Vec::new()), 1, 0, None, 0);
+        let empty = e.psend_init(SendBuf::owned(Vec::new()), 1, (0, 1), None, 0);
         e.start_persistent(empty).unwrap();
         assert!(e.is_complete(empty), "MPI_PROC_NULL completes at once");
         e.pready(empty, [0]).unwrap();
