@@ -6,15 +6,17 @@
 //! for it. Messages and posted receives match in order, so the k-th `MPI_Psend_init` to
 //! (dest, tag, comm) meets the k-th `MPI_Precv_init` from (source, tag, comm), as MPI says.
 //!
-//! Data: each partition marked ready goes at once (once the RTR has arrived) as a message of
-//! its own on the communicator's data context with the channel as tag: a header (partition
-//! index, partitions, bytes per partition), then the partition's packed bytes. The receiver
-//! keeps one receive posted on its channel while it is active and unpacks each message into
-//! its buffer at the partition's byte offset, so the two sides may cut the buffer into
-//! different partition counts. `MPI_Parrived(i)` is true once every sender partition that
-//! overlaps the receiver's partition i has arrived. Messages on one (context, source, tag)
-//! keep their order, so a sender a cycle ahead of its receiver leaves its partitions in the
-//! unexpected queue until the receiver starts that cycle.
+//! Data: each partition marked ready goes at once (once the RTR has arrived) on the
+//! communicator's data context with the channel as tag: a header (partition index,
+//! partitions, bytes per partition) carrying the partition's packed bytes when they are small
+//! (`INLINE_MAX`), else followed by the partition as a message of its own, sent from the
+//! user's buffer and received straight into the receiver's where its datatype allows. The
+//! receiver keeps one header receive posted while headers are due and places each partition
+//! at its byte offset, so the two sides may cut the buffer into different partition counts.
+//! `MPI_Parrived(i)` is true once every sender partition that overlaps the receiver's
+//! partition i has arrived. Messages on one (context, source, tag) keep their order, so a
+//! sender a cycle ahead of its receiver leaves its partitions in the unexpected queue until
+//! the receiver starts that cycle.
 
 use super::buffers::{RecvBuf, SendBuf};
 use super::request::{COMPLETED_SEND, Op, Persistent, Request, SendMode, Status};
