@@ -390,7 +390,7 @@ impl RecvBuf {
             Dest::Owned(_) => None,
             Dest::Scattered(s) => {
                 let size = s.layout.size;
-                if size == 0 || offset % size != 0 || len % size != 0 {
+                if size == 0 || !offset.is_multiple_of(size) || !len.is_multiple_of(size) {
                     return None;
                 }
                 let at = s.base.wrapping_offset(s.layout.element_offset(offset / size));
