@@ -86,6 +86,7 @@ pub mod mem;
 pub mod neighbor;
 pub mod op;
 pub mod p2p;
+pub mod part;
 pub mod session;
 pub mod topo;
 pub mod win;

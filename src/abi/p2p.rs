@@ -57,11 +57,11 @@ pub fn status_bytes(st: &MPI_Status) -> (u64, bool) {
     ((hi << 32) | st.count_lo as u32 as u64, st.count_hi_and_cancelled & 1 != 0)
 }
 
-fn check_count(count: i64) -> MpiResult<usize> {
+pub(super) fn check_count(count: i64) -> MpiResult<usize> {
     if count < 0 { err(MPI_ERR_COUNT, format!("invalid count argument (count={count})")) } else { Ok(count as usize) }
 }
 
-fn check_buffer(buf: *const c_void, count: usize, layout: &Layout) -> MpiResult<()> {
+pub(super) fn check_buffer(buf: *const c_void, count: usize, layout: &Layout) -> MpiResult<()> {
     // A null buffer is MPI_BOTTOM: fine when the type's displacements are absolute addresses
     // (its data does not start at the pointer), as in MPICH.
     if buf.is_null() && count > 0 && layout.size > 0 && layout.lower(count) == 0 {
@@ -82,7 +82,7 @@ fn check_recv_tag(tag: c_int) -> MpiResult<()> {
 }
 
 /// A checked peer: MPI_PROC_NULL, or a rank of the communicator (its world rank too).
-enum Peer {
+pub(super) enum Peer {
     Null,
     Any,
     Rank { rank: i32, world: usize },
@@ -194,14 +194,20 @@ fn direct_args(
 }
 
 /// Everything a send needs, checked.
-struct SendArgs {
-    peer: Peer,
-    env: Envelope,
-    layout: Layout,
-    count: usize,
+pub(super) struct SendArgs {
+    pub(super) peer: Peer,
+    pub(super) env: Envelope,
+    pub(super) layout: Layout,
+    pub(super) count: usize,
 }
 
-fn send_args(
+/// The layout of a message's elements. No data needs no type: MPICH takes MPI_DATATYPE_NULL
+/// with a zero count (its partitioned tests synchronize with such messages).
+fn message_layout(count: usize, datatype: MPI_Datatype) -> MpiResult<Layout> {
+    if count == 0 && datatype == MPI_DATATYPE_NULL { Ok(datatype::BYTE) } else { datatype::layout(datatype) }
+}
+
+pub(super) fn send_args(
     rt: &Runtime,
     count: i64,
     datatype: MPI_Datatype,
@@ -211,13 +217,13 @@ fn send_args(
 ) -> MpiResult<SendArgs> {
     let c = rt.comms.get(comm)?;
     let count = check_count(count)?;
-    let layout = datatype::layout(datatype)?;
+    let layout = message_layout(count, datatype)?;
     check_send_tag(tag)?;
     let peer = check_peer(c, dest, false)?;
     Ok(SendArgs { peer, env: Envelope { ctx: c.ctx, src: c.rank as i32, tag }, layout, count })
 }
 
-fn recv_args(
+pub(super) fn recv_args(
     rt: &Runtime,
     count: i64,
     datatype: MPI_Datatype,
@@ -227,7 +233,7 @@ fn recv_args(
 ) -> MpiResult<(Peer, Envelope, Layout, usize)> {
     let c = rt.comms.get(comm)?;
     let count = check_count(count)?;
-    let layout = datatype::layout(datatype)?;
+    let layout = message_layout(count, datatype)?;
     check_recv_tag(tag)?;
     let peer = check_peer(c, source, true)?;
     let src = match peer {

@@ -93,6 +93,11 @@ impl Layout {
         }
     }
 
+    /// Offset of element `i`'s origin from the buffer pointer (`i` times the signed extent).
+    pub fn element_offset(&self, i: usize) -> isize {
+        i as isize * self.ext
+    }
+
     /// Offset from the buffer pointer of the lowest byte `count` elements touch.
     pub fn lower(&self, count: usize) -> isize {
         if count == 0 || self.size == 0 {

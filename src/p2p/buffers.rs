@@ -146,6 +146,35 @@ impl SendBuf {
         }
     }
 
+    /// Elements `[first, first + n)` (of `elem_bytes` bytes of data each) of this send as a
+    /// send of their own: in place in the user's memory (the constructor's contract covers
+    /// every element of the buffer), a copy of engine-owned bytes.
+    pub fn part(&self, first: usize, n: usize, elem_bytes: usize) -> SendBuf {
+        if let Some((base, layout, count)) = self.scattered.as_deref() {
+            assert!(first + n <= *count);
+            let at = base.wrapping_offset(layout.element_offset(first));
+            return SendBuf {
+                ptr: std::ptr::null(),
+                len: n * layout.size,
+                owned: None,
+                scattered: Some(Box::new((at, layout.clone(), n))),
+                offered: None,
+            };
+        }
+        let range = first * elem_bytes..(first + n) * elem_bytes;
+        assert!(range.end <= self.len);
+        if self.owned.is_some() {
+            return SendBuf::owned(self.bytes()[range].to_vec());
+        }
+        SendBuf {
+            ptr: self.ptr.wrapping_add(range.start),
+            len: range.len(),
+            owned: None,
+            scattered: None,
+            offered: None,
+        }
+    }
+
     /// A send of bytes the engine owns (buffered sends, internal messages).
     pub fn owned(data: Vec<u8>) -> SendBuf {
         SendBuf { ptr: data.as_ptr(), len: data.len(), owned: Some(data), scattered: None, offered: None }
@@ -347,6 +376,30 @@ impl RecvBuf {
 
     pub fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    /// Bytes `[offset, offset + len)` of this receive's destination as a receive of their own:
+    /// any range of contiguous data, whole elements of non-contiguous data; None for other
+    /// ranges and for engine-owned memory.
+    pub fn part(&self, offset: usize, len: usize) -> Option<RecvBuf> {
+        assert!(offset + len <= self.capacity);
+        match &self.dest {
+            Dest::Contiguous => {
+                Some(RecvBuf { direct: self.direct.wrapping_add(offset), capacity: len, dest: Dest::Contiguous })
+            }
+            Dest::Owned(_) => None,
+            Dest::Scattered(s) => {
+                let size = s.layout.size;
+                if size == 0 || !offset.is_multiple_of(size) || !len.is_multiple_of(size) {
+                    return None;
+                }
+                let at = s.base.wrapping_offset(s.layout.element_offset(offset / size));
+                // SAFETY: elements [offset / size, (offset + len) / size) of the `count` at
+                // `base`, which this receive's constructor vouched for until it completes; the
+                // caller receives into each range once, and not through `self` meanwhile.
+                Some(unsafe { RecvBuf::new(at, s.layout.clone(), len / size) })
+            }
+        }
     }
 
     /// The destination of bytes `[offset, offset + len)` of the message (within capacity).

@@ -7,6 +7,7 @@
 //! front to back, so MPI's non-overtaking rule holds per (source, communicator).
 
 pub mod buffers;
+pub mod part;
 pub mod request;
 
 use crate::abi::consts::*;
@@ -381,6 +382,11 @@ pub struct Engine {
     pairs: Vec<u32>,
     /// Active library tasks (`Op::Task`), advanced by `progress`.
     tasks: Vec<u32>,
+    /// The state of every partitioned request, by request id, and the active ones.
+    parts: std::collections::HashMap<u32, part::Partitioned>,
+    parts_active: Vec<u32>,
+    /// The channel of the next partitioned receive (the tag of its data).
+    next_part_channel: i32,
     /// Peers that share large transfers' copies (single-copy writes allowed, a core each).
     split_peer: Vec<bool>,
     /// Smallest message split between sender and receiver (usize::MAX: never).
@@ -502,6 +508,9 @@ impl Engine {
             scheds: Vec::new(),
             pairs: Vec::new(),
             tasks: Vec::new(),
+            parts: std::collections::HashMap::new(),
+            parts_active: Vec::new(),
+            next_part_channel: 0,
         }
     }
 
@@ -841,6 +850,7 @@ impl Engine {
             || !self.scheds.is_empty()
             || !self.pairs.is_empty()
             || !self.tasks.is_empty()
+            || !self.parts_active.is_empty()
         {
             return None;
         }
@@ -1640,6 +1650,9 @@ impl Engine {
         if !self.tasks.is_empty() {
             did |= self.advance_tasks();
         }
+        if !self.parts_active.is_empty() {
+            did |= self.advance_partitions();
+        }
         if !self.splits.is_empty() {
             did |= self.advance_splits();
         }
@@ -1970,6 +1983,7 @@ impl Engine {
             Op::Send { .. } => self.start_send(req),
             Op::Recv { .. } => self.start_recv(req),
             Op::Coll(_) => crate::coll::sched::kick(self, req),
+            Op::Partitioned => self.start_partitioned(req),
             _ => {
                 // MPI_PROC_NULL peer: nothing to move.
                 let r = self.reqs.get_mut(req).unwrap();
@@ -1986,6 +2000,9 @@ impl Engine {
         let Some(r) = self.reqs.get_mut(req) else { return };
         if r.complete || !r.active {
             self.reqs.remove(req);
+            if self.parts.contains_key(&req) {
+                self.drop_partitioned(req);
+            }
         } else {
             r.freed = true;
         }

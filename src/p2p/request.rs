@@ -53,6 +53,8 @@ pub enum Op {
     Generalized(Generalized),
     /// A library operation driven by the progress engine (MPI_Comm_idup's agreement).
     Task(Box<dyn Task>),
+    /// An active cycle of a partitioned request; its state is the engine's (`part`).
+    Partitioned,
     /// A request with nothing to do (persistent and inactive, or completed self-contained).
     Nothing,
 }
