@@ -13,9 +13,10 @@
 # Builds oxmpi, installs it under a temporary prefix, compiles
 # scripts/launcher-hosts-ring.c with its mpicc, and checks, each on real output and status:
 # -hosts round-robin, -hosts with counts, -f in MPICH and Open MPI formats, -ppn, MPMD
-# across hosts, a remote rank killed with SIGKILL, a proxy killed, and mpiexec killed with
-# SIGKILL (nothing of the job left running on any host nor in any host's /dev/shm). A
-# failure ends the job within 2 seconds with a line naming the rank and its host.
+# across hosts, a remote rank killed with SIGKILL, a proxy killed, a host's network link
+# taken down, and mpiexec killed with SIGKILL (nothing of the job left running on any host
+# nor in any host's /dev/shm). A failure ends the job within 2 seconds with a line naming
+# the rank and its host.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -175,6 +176,19 @@ if start_sleeping -hosts oxh1,oxh2 -n 4 ./ring sleep; then
         grep -q "rank $rank (pid ${pids[rank]} on oxh2) lost" err || fail "proxy killed: rank $rank: $(cat err)"
     done
     passed "proxy killed"
+fi
+
+if start_sleeping -hosts oxh1,oxh2 -n 4 ./ring sleep; then
+    # A cable pulled: no error reaches anyone, only silence.
+    killed_at=$(now_ms)
+    bash "$root/scripts/hosts.sh" link-down oxh2
+    end_within_2s "oxh2's link down"
+    bash "$root/scripts/hosts.sh" link-up oxh2
+    grep -q "host oxh2 unreachable: nothing heard from its proxy" err || fail "oxh2's link down: $(cat err)"
+    for rank in 1 3; do
+        grep -q "rank $rank (pid ${pids[rank]} on oxh2) lost" err || fail "oxh2's link down: rank $rank: $(cat err)"
+    done
+    passed "oxh2's link down"
 fi
 
 if start_sleeping -hosts oxh1:2,oxh2:2 -n 4 ./ring sleep; then

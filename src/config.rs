@@ -90,6 +90,7 @@ pub const EAGER_PIECES_FROM: &str = "OXMPI_EAGER_PIECES_FROM";
 pub const CMA: &str = "OXMPI_CMA";
 pub const CMA_SPLIT: &str = "OXMPI_CMA_SPLIT";
 pub const ASYNC_PROGRESS: &str = "OXMPI_ASYNC_PROGRESS";
+pub const LINK_TIMEOUT: &str = "OXMPI_LINK_TIMEOUT";
 pub const SPIN_US: &str = "OXMPI_SPIN_US";
 pub const YIELD_US: &str = "OXMPI_YIELD_US";
 pub const MEMBARRIER: &str = "OXMPI_MEMBARRIER";
@@ -448,6 +449,12 @@ pub const TUNABLES: &[Tunable] = &[
         what: "k or k:cyclic: simulate k nodes on this machine (blocks of consecutive world ranks, or rank w on node w % k); \
                MPI_COMM_TYPE_SHARED and the node-aware collectives follow them",
         kind: Kind::FakeNodes,
+    },
+    Tunable {
+        name: LINK_TIMEOUT,
+        default: "1500",
+        what: "read by mpiexec and its proxies: milliseconds a connection between them may stay silent (each side says it is alive every 250 ms) before its host counts as unreachable and the job ends",
+        kind: Kind::Number { min: 500, max: 3_600_000 },
     },
     Tunable {
         name: RANK_SESSIONS,

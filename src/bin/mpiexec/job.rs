@@ -166,6 +166,8 @@ pub struct Job {
     shutdown: Option<Shutdown>,
     /// Set once every rank has been reaped: forward output until then, no longer.
     drain_until: Option<Instant>,
+    /// How long a link to mpiexec or a proxy may stay silent (`link::silence_limit`).
+    link_silence: Duration,
 }
 
 /// A new job name: filename-safe and free of '-', so `oxmpi-<kvsname>-` is an unambiguous
@@ -238,7 +240,20 @@ impl Job {
             Role::Head(_) => (0..size).map(Rank::remote).collect(),
             _ => Vec::new(),
         };
-        Job { spec, role, size, kvsname, ranks, kvs, signals, timeout_at, shutdown: None, drain_until: None }
+        let link_silence = crate::link::silence_limit(spec.base_env.as_deref());
+        Job {
+            spec,
+            role,
+            size,
+            kvsname,
+            ranks,
+            kvs,
+            signals,
+            timeout_at,
+            shutdown: None,
+            drain_until: None,
+            link_silence,
+        }
     }
 
     pub fn kvsname(&self) -> &str {
@@ -461,7 +476,67 @@ impl Job {
             }
             _ => (None, None),
         };
-        [self.timeout_at, kill_at, self.drain_until, connect, abandon].into_iter().flatten().min()
+        [self.timeout_at, kill_at, self.drain_until, connect, abandon, self.next_heartbeat()].into_iter().flatten().min()
+    }
+
+    /// The links to mpiexec or to the proxies, still open.
+    fn links(&self) -> Vec<&Link> {
+        match &self.role {
+            Role::Local => Vec::new(),
+            Role::Proxy { upstream, .. } => upstream.iter().collect(),
+            Role::Head(head) => head.proxies.iter().filter_map(|p| p.link.as_ref()).collect(),
+        }
+    }
+
+    /// When a link next needs an `Alive`, or its peer's silence next needs a look.
+    fn next_heartbeat(&self) -> Option<Instant> {
+        let limit = self.link_silence;
+        self.links().into_iter().flat_map(|l| [l.heartbeat_due(), l.last_heard + limit]).min()
+    }
+
+    /// Says `Alive` on links that have been quiet for a heartbeat, and gives up links whose
+    /// peer has been silent past the limit: its host is unreachable (see `link`).
+    fn check_links(&mut self) {
+        let now = Instant::now();
+        let limit = self.link_silence;
+        match &mut self.role {
+            Role::Local => {}
+            Role::Proxy { upstream: Some(link), .. } => {
+                if link.silent(limit) {
+                    let host = crate::placement::hostname().unwrap_or_default();
+                    eprintln!(
+                        "mpiexec proxy on {host}: nothing heard from mpiexec for {} ms; ending this host's ranks",
+                        limit.as_millis()
+                    );
+                    return self.on_upstream_lost();
+                }
+                if now >= link.heartbeat_due() {
+                    self.send_upstream(ToHead::Alive);
+                }
+            }
+            Role::Proxy { upstream: None, .. } => {}
+            Role::Head(head) => {
+                let mut silent = Vec::new();
+                for (index, proxy) in head.proxies.iter_mut().enumerate() {
+                    let Some(link) = &mut proxy.link else { continue };
+                    if link.silent(limit) {
+                        silent.push(index);
+                    } else if now >= link.heartbeat_due() && link.send(&ToProxy::Alive.encode()).is_err() {
+                        silent.push(index);
+                    }
+                }
+                for index in silent {
+                    let host = self.host_of_proxy(index);
+                    if self.shutdown.is_none() {
+                        report(&format!(
+                            "host {host} unreachable: nothing heard from its proxy for {} ms (network down?)",
+                            limit.as_millis()
+                        ));
+                    }
+                    self.on_proxy_lost(index);
+                }
+            }
+        }
     }
 
     fn wait_for_events(&mut self) {
@@ -580,6 +655,7 @@ impl Job {
     }
 
     fn check_timers(&mut self) {
+        self.check_links();
         let now = Instant::now();
         if self.timeout_at.is_some_and(|t| now >= t) {
             self.timeout_at = None;
@@ -927,6 +1003,7 @@ impl Job {
                         self.kill_now();
                     }
                 }
+                Ok(ToProxy::Alive) => {}
                 Ok(ToProxy::Start(_)) | Err(_) => {
                     log::warn!("unexpected message from mpiexec");
                     return self.on_upstream_lost();
@@ -1066,6 +1143,7 @@ impl Job {
                     self.on_rank_ended(rank, ending);
                 }
             }
+            ToHead::Alive => {}
         }
     }
 

@@ -7,16 +7,38 @@
 //! is refused), mpiexec answers with `Start`, the job description. Then the proxy reports
 //! (ranks started, PMI init and finalize, output lines, barriers with the keys put since the
 //! last one, aborts, endings) and mpiexec answers barriers and sends signals.
+//!
+//! Each side says `Alive` when it has sent nothing for `HEARTBEAT`, and takes a connection
+//! that stays silent for the link timeout (`OXMPI_LINK_TIMEOUT`) as broken: a host whose
+//! network went down (a cable pulled) sends no error, only silence, and would otherwise
+//! leave the job waiting for ever.
 
 use std::ffi::OsString;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
+use std::time::{Duration, Instant};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use crate::output::Sink;
 
 /// A frame larger than this is a protocol error, not an allocation.
 const MAX_FRAME: usize = 256 << 20;
+
+/// How often a side that has nothing else to send says it is alive.
+pub const HEARTBEAT: Duration = Duration::from_millis(250);
+
+/// How long a connection may stay silent before it counts as broken: `OXMPI_LINK_TIMEOUT`
+/// (milliseconds) in `env` (a proxy's: mpiexec's environment, sent with the job) or else
+/// in this process's environment; by default 1.5 s, so that a lost host ends the job
+/// within 2 s.
+pub fn silence_limit(env: Option<&[(OsString, OsString)]>) -> Duration {
+    let name = oxmpi::config::LINK_TIMEOUT;
+    let value = match env {
+        Some(env) => env.iter().find(|(k, _)| k == name).map(|(_, v)| v.to_string_lossy().into_owned()),
+        None => std::env::var(name).ok(),
+    };
+    Duration::from_millis(value.and_then(|v| v.trim().parse().ok()).unwrap_or(1500))
+}
 
 /// How a rank process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +120,8 @@ pub enum ToHead {
         rank: u32,
         ending: Ending,
     },
+    /// Nothing else to say for `HEARTBEAT`.
+    Alive,
 }
 
 /// mpiexec to proxy.
@@ -112,6 +136,8 @@ pub enum ToProxy {
     Signal {
         signo: i32,
     },
+    /// Nothing else to say for `HEARTBEAT`.
+    Alive,
 }
 
 #[derive(Default)]
@@ -230,6 +256,7 @@ impl ToHead {
                 Ending::Exited(code) => e.u8(9).u32(*rank).u8(0).i32(*code),
                 Ending::Signaled(signo) => e.u8(9).u32(*rank).u8(1).i32(*signo),
             },
+            ToHead::Alive => e.u8(10),
         };
         e.frame()
     }
@@ -261,6 +288,7 @@ impl ToHead {
                 };
                 ToHead::Ended { rank, ending }
             }
+            10 => ToHead::Alive,
             _ => return Err(malformed()),
         };
         d.end()?;
@@ -300,6 +328,9 @@ impl ToProxy {
             ToProxy::Signal { signo } => {
                 e.u8(3).i32(*signo);
             }
+            ToProxy::Alive => {
+                e.u8(4);
+            }
         }
         e.frame()
     }
@@ -325,6 +356,7 @@ impl ToProxy {
             }
             2 => ToProxy::BarrierOut { pairs: d.string_pairs()? },
             3 => ToProxy::Signal { signo: d.i32()? },
+            4 => ToProxy::Alive,
             _ => return Err(malformed()),
         };
         d.end()?;
@@ -336,17 +368,41 @@ impl ToProxy {
 pub struct Link {
     pub stream: TcpStream,
     pending: Vec<u8>,
+    /// When bytes last arrived, and were last sent.
+    pub last_heard: Instant,
+    pub last_sent: Instant,
 }
 
 impl Link {
     pub fn new(stream: TcpStream) -> Link {
         // Barriers are small messages waited for: no Nagle delay.
         let _ = stream.set_nodelay(true);
-        Link { stream, pending: Vec::new() }
+        // A peer that stopped reading (its network is down) must not block the loop for
+        // ever once the socket's buffer is full: the send fails and the link is lost.
+        let _ = stream.set_write_timeout(Some(silence_limit(None)));
+        let now = Instant::now();
+        Link { stream, pending: Vec::new(), last_heard: now, last_sent: now }
     }
 
     pub fn send(&mut self, frame: &[u8]) -> io::Result<()> {
+        self.last_sent = Instant::now();
         self.stream.write_all(frame)
+    }
+
+    /// When this side should next say `Alive`, unless it sends something else first.
+    pub fn heartbeat_due(&self) -> Instant {
+        self.last_sent + HEARTBEAT
+    }
+
+    /// Whether the peer has been silent past `limit` with nothing waiting to be read (a
+    /// loop that was busy elsewhere has not read what arrived meanwhile: not silence).
+    pub fn silent(&self, limit: Duration) -> bool {
+        if self.last_heard.elapsed() < limit {
+            return false;
+        }
+        let mut fd = libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(&self.stream), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd; a zero timeout never blocks.
+        unsafe { libc::poll(&mut fd, 1, 0) == 0 }
     }
 
     /// Takes a complete frame's body out of `pending`, if there is one.
@@ -376,6 +432,9 @@ impl Link {
             Err(e) if e.kind() == io::ErrorKind::Interrupted || e.kind() == io::ErrorKind::WouldBlock => 0,
             Err(e) => return Err(e),
         };
+        if n > 0 {
+            self.last_heard = Instant::now();
+        }
         self.pending.extend_from_slice(&buffer[..n]);
         let mut frames = Vec::new();
         while let Some(frame) = self.next_frame()? {
@@ -421,6 +480,7 @@ mod tests {
             ToHead::Abort { rank: 0, code: -1, message: "bye\nnow".into() },
             ToHead::Ended { rank: 5, ending: Ending::Signaled(9) },
             ToHead::Ended { rank: 5, ending: Ending::Exited(3) },
+            ToHead::Alive,
         ];
         for message in to_head {
             assert_eq!(ToHead::decode(body(&message.encode())).unwrap(), message);
@@ -442,6 +502,7 @@ mod tests {
             ToProxy::Start(spec),
             ToProxy::BarrierOut { pairs: vec![("a".into(), "b".into())] },
             ToProxy::Signal { signo: 15 },
+            ToProxy::Alive,
         ] {
             assert_eq!(ToProxy::decode(body(&message.encode())).unwrap(), message);
         }
