@@ -2,6 +2,8 @@
  * the next and prints one line with its rank, size, host, MPI_APPNUM and the token it got.
  *   ring           the ring, then MPI_Finalize
  *   ring sleep     the ring, then "READY <rank> <host> <pid>" and sleep until killed
+ *   ring stdin     the ring, then every rank reads its stdin to the end and prints
+ *                  "STDIN <rank> bytes=<n> fnv=<32-bit FNV-1a of the bytes>"
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -38,6 +40,19 @@ int main(int argc, char **argv) {
     printf("RING rank=%d size=%d host=%s appnum=%d token=%d data=%s\n", rank, size, host, flag ? *appnum : -1,
            token, intact ? "ok" : "BAD");
     fflush(stdout);
+    if (argc > 1 && strcmp(argv[1], "stdin") == 0) {
+        unsigned long long bytes = 0;
+        unsigned int fnv = 2166136261u;
+        static unsigned char buf[1 << 16];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, stdin)) > 0) {
+            for (size_t i = 0; i < n; i++)
+                fnv = (fnv ^ buf[i]) * 16777619u;
+            bytes += n;
+        }
+        printf("STDIN %d bytes=%llu fnv=%u\n", rank, bytes, fnv);
+        fflush(stdout);
+    }
     if (argc > 1 && strcmp(argv[1], "sleep") == 0) {
         MPI_Barrier(MPI_COMM_WORLD);
         printf("READY %d %s %d\n", rank, host, (int)getpid());

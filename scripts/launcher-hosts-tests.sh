@@ -13,7 +13,7 @@
 # Builds oxmpi, installs it under a temporary prefix, compiles
 # scripts/launcher-hosts-ring.c with its mpicc, and checks, each on real output and status:
 # -hosts round-robin, -hosts with counts, -f in MPICH and Open MPI formats, -ppn, MPMD
-# across hosts, a remote rank killed with SIGKILL, a proxy killed, a host's network link
+# across hosts, stdin forwarded to rank 0 on another host, a remote rank killed with SIGKILL, a proxy killed, a host's network link
 # taken down, and mpiexec killed with SIGKILL (nothing of the job left running on any host
 # nor in any host's /dev/shm). A failure ends the job within 2 seconds with a line naming
 # the rank and its host.
@@ -120,6 +120,24 @@ printf 'oxh2 slots=2 # Open MPI format\n\noxh1 slots=1\n' > hosts.ompi
 check_ring "-hostfile slots=n" "oxh2 oxh2 oxh1" "0 0 0" -hostfile hosts.ompi -n 3 ./ring
 check_ring "-ppn" "oxh1 oxh1 oxh1 oxh2" "0 0 0 0" -ppn 3 -hosts oxh1,oxh2 -n 4 ./ring
 check_ring "MPMD" "oxh1 oxh2 oxh1" "0 0 1" -hosts oxh1,oxh2 -n 2 ./ring : -n 1 ./ring
+
+# stdin reaches rank 0 on another host, all of it (20 MiB: more than the flow-control window
+# mpiexec keeps in flight), and no other rank.
+head -c $((20 << 20)) /dev/urandom > input
+want=$(python3 -c '
+import sys
+h = 2166136261
+for b in open(sys.argv[1], "rb").read():
+    h = ((h ^ b) * 16777619) & 0xffffffff
+print(h)' input)
+status=0
+timeout 60 "${mpiexec[@]}" -hosts oxh2,oxh1 -n 3 ./ring stdin < input > out 2> err || status=$?
+[ "$status" = 0 ] || fail "stdin: exit status $status: $(cat err)"
+grep -qxF "STDIN 0 bytes=$((20 << 20)) fnv=$want" out || fail "stdin: rank 0 (on oxh2) got: $(grep '^STDIN 0' out)"
+for rank in 1 2; do
+    grep -qxF "STDIN $rank bytes=0 fnv=2166136261" out || fail "stdin: rank $rank read: $(grep "^STDIN $rank" out)"
+done
+passed "stdin to rank 0 on another host"
 
 # start_sleeping MPIEXEC-ARGS...: starts a job of 4 sleeping ranks over oxh1,oxh2 in the
 # background (pid in $job), waits until every rank is READY; rank r's pid in ${pids[r]}.

@@ -46,6 +46,34 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// drops the connections (which makes any proxy still there kill its ranks) and ends.
 const ABANDON_GRACE: Duration = Duration::from_millis(1000);
 
+/// mpiexec's stdin on its way to rank 0 on another host: at most this many bytes are sent
+/// and not yet taken by rank 0 (rank 0 may read slowly, or never).
+const STDIN_WINDOW: usize = 4 << 20;
+/// The most bytes of stdin one message carries.
+const STDIN_CHUNK: usize = 64 << 10;
+/// How soon a proxy looks again whether rank 0 took what it was handed.
+const STDIN_ACK_DELAY: Duration = Duration::from_millis(5);
+
+/// mpiexec across hosts: its stdin, forwarded to rank 0's proxy.
+struct StdinForward {
+    /// Not at its end yet.
+    open: bool,
+    /// Bytes sent that rank 0's proxy has not reported taken.
+    in_flight: usize,
+}
+
+/// A proxy's side of stdin: rank 0's stdin pipe, written by a thread (rank 0 may not read,
+/// and a blocked write must not stop the loop). Dropping `queue` ends rank 0's stdin once
+/// what was queued is written.
+struct StdinToRank {
+    queue: Option<std::sync::mpsc::Sender<Vec<u8>>>,
+    /// Bytes the thread has written (or dropped, once rank 0's stdin is gone).
+    taken: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// Bytes handed to the thread, and reported to mpiexec as taken.
+    handed: usize,
+    acked: usize,
+}
+
 /// A rank's PMI connection: the socket and bytes received that do not yet end a line.
 struct PmiConnection {
     socket: UnixStream,
@@ -119,6 +147,7 @@ pub struct Head {
     /// Keys put in this barrier round, from every proxy.
     round_pairs: Vec<(String, String)>,
     abandon_at: Option<Instant>,
+    stdin: StdinForward,
 }
 
 impl Head {
@@ -139,6 +168,7 @@ impl Head {
             connect_deadline,
             round_pairs: Vec::new(),
             abandon_at: None,
+            stdin: StdinForward { open: true, in_flight: 0 },
         }
     }
 }
@@ -168,6 +198,8 @@ pub struct Job {
     drain_until: Option<Instant>,
     /// How long a link to mpiexec or a proxy may stay silent (`link::silence_limit`).
     link_silence: Duration,
+    /// A proxy with rank 0: its stdin.
+    stdin_to_rank: Option<StdinToRank>,
 }
 
 /// A new job name: filename-safe and free of '-', so `oxmpi-<kvsname>-` is an unambiguous
@@ -253,6 +285,7 @@ impl Job {
             shutdown: None,
             drain_until: None,
             link_silence,
+            stdin_to_rank: None,
         }
     }
 
@@ -356,8 +389,8 @@ impl Job {
             .env("PMI_SIZE", self.size.to_string())
             .env("PMI_SPAWNED", "0")
             .envs(app_spec.env.iter().map(|(k, v)| (k, v)))
-            // stdin goes to rank 0 when mpiexec forks it; not across hosts.
-            .stdin(if world == 0 && matches!(self.role, Role::Local) { Stdio::piped() } else { Stdio::null() })
+            // mpiexec's stdin goes to rank 0 (across hosts, through its proxy).
+            .stdin(if world == 0 { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         // SAFETY: `getpid` is async-signal-safe; read here, before the fork.
@@ -394,9 +427,23 @@ impl Job {
         if let Some(mut rank_stdin) = child.stdin.take() {
             // A thread, since rank 0 may not read and the write would block the event loop.
             // It is not joined: the process exits when the job ends, whatever stdin is doing.
-            std::thread::spawn(move || {
-                let _ = io::copy(&mut io::stdin().lock(), &mut rank_stdin);
-            });
+            if let Role::Local = self.role {
+                std::thread::spawn(move || {
+                    let _ = io::copy(&mut io::stdin().lock(), &mut rank_stdin);
+                });
+            } else {
+                let (queue, chunks) = std::sync::mpsc::channel::<Vec<u8>>();
+                let taken = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+                let counter = taken.clone();
+                std::thread::spawn(move || {
+                    let mut open = true;
+                    for chunk in chunks {
+                        open = open && rank_stdin.write_all(&chunk).is_ok();
+                        counter.fetch_add(chunk.len(), std::sync::atomic::Ordering::Release);
+                    }
+                });
+                self.stdin_to_rank = Some(StdinToRank { queue: Some(queue), taken, handed: 0, acked: 0 });
+            }
         }
         let pid = child.id() as i32;
         self.ranks.push(Rank {
@@ -463,6 +510,10 @@ impl Job {
                         add(link.stream.as_raw_fd(), Source::Proxy(index));
                     }
                 }
+                let rank0_linked = head.proxies.iter().any(|p| p.ranks.contains(&0) && p.link.is_some());
+                if head.stdin.open && head.stdin.in_flight < STDIN_WINDOW && rank0_linked {
+                    add(libc::STDIN_FILENO, Source::Stdin);
+                }
             }
         }
         (fds, sources)
@@ -476,7 +527,12 @@ impl Job {
             }
             _ => (None, None),
         };
-        [self.timeout_at, kill_at, self.drain_until, connect, abandon, self.next_heartbeat()].into_iter().flatten().min()
+        // Stdin handed to rank 0's writer and not yet reported taken: look again soon.
+        let stdin = self.stdin_to_rank.as_ref().filter(|s| s.handed > s.acked).map(|_| Instant::now() + STDIN_ACK_DELAY);
+        [self.timeout_at, kill_at, self.drain_until, connect, abandon, self.next_heartbeat(), stdin]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// The links to mpiexec or to the proxies, still open.
@@ -587,6 +643,67 @@ impl Job {
             Source::Upstream => self.serve_upstream(),
             Source::Listener => self.accept_proxy(),
             Source::Proxy(index) => self.serve_proxy(index),
+            Source::Stdin => self.forward_stdin(),
+        }
+    }
+
+    /// mpiexec across hosts: the next bytes of its stdin (or its end) to rank 0's proxy.
+    fn forward_stdin(&mut self) {
+        let Role::Head(head) = &mut self.role else {
+            return;
+        };
+        let Some(index) = head.proxies.iter().position(|p| p.ranks.contains(&0)) else {
+            head.stdin.open = false;
+            return;
+        };
+        let mut data = vec![0u8; STDIN_CHUNK];
+        // SAFETY: read(2) into our buffer of its length; poll found fd 0 readable (or gone).
+        let n = unsafe { libc::read(libc::STDIN_FILENO, data.as_mut_ptr().cast(), data.len()) };
+        if n < 0 && matches!(io::Error::last_os_error().kind(), io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock) {
+            return;
+        }
+        // The end of stdin, or an error reading it (no stdin at all): rank 0's stdin ends.
+        data.truncate(n.max(0) as usize);
+        head.stdin.open = !data.is_empty();
+        head.stdin.in_flight += data.len();
+        let Some(link) = &mut head.proxies[index].link else {
+            return;
+        };
+        if link.send(&ToProxy::Stdin { data }.encode()).is_err() {
+            self.on_proxy_lost(index);
+        }
+    }
+
+    /// A proxy: bytes of mpiexec's stdin for rank 0 (empty: its end).
+    fn on_stdin(&mut self, data: Vec<u8>) {
+        let Some(sink) = &mut self.stdin_to_rank else {
+            // Rank 0 is not running here (it could not start): the bytes are taken.
+            if !data.is_empty() {
+                self.send_upstream(ToHead::StdinTaken { bytes: data.len() as u32 });
+            }
+            return;
+        };
+        if data.is_empty() {
+            sink.queue = None;
+            return;
+        }
+        sink.handed += data.len();
+        let len = data.len();
+        if sink.queue.as_ref().is_none_or(|q| q.send(data).is_err()) {
+            sink.taken.fetch_add(len, std::sync::atomic::Ordering::Release);
+        }
+    }
+
+    /// A proxy: tells mpiexec how much more of its stdin rank 0 has taken, so it sends more.
+    fn ack_stdin(&mut self) {
+        let Some(sink) = &mut self.stdin_to_rank else {
+            return;
+        };
+        let taken = sink.taken.load(std::sync::atomic::Ordering::Acquire);
+        if taken > sink.acked {
+            let bytes = (taken - sink.acked) as u32;
+            sink.acked = taken;
+            self.send_upstream(ToHead::StdinTaken { bytes });
         }
     }
 
@@ -655,6 +772,7 @@ impl Job {
     }
 
     fn check_timers(&mut self) {
+        self.ack_stdin();
         self.check_links();
         let now = Instant::now();
         if self.timeout_at.is_some_and(|t| now >= t) {
@@ -1004,6 +1122,7 @@ impl Job {
                     }
                 }
                 Ok(ToProxy::Alive) => {}
+                Ok(ToProxy::Stdin { data }) => self.on_stdin(data),
                 Ok(ToProxy::Start(_)) | Err(_) => {
                     log::warn!("unexpected message from mpiexec");
                     return self.on_upstream_lost();
@@ -1144,6 +1263,11 @@ impl Job {
                 }
             }
             ToHead::Alive => {}
+            ToHead::StdinTaken { bytes } => {
+                if let Role::Head(head) = &mut self.role {
+                    head.stdin.in_flight = head.stdin.in_flight.saturating_sub(bytes as usize);
+                }
+            }
         }
     }
 
@@ -1274,4 +1398,6 @@ enum Source {
     Listener,
     /// mpiexec's connection to proxy `n`.
     Proxy(usize),
+    /// mpiexec's stdin, for rank 0 on another host.
+    Stdin,
 }

@@ -122,6 +122,10 @@ pub enum ToHead {
     },
     /// Nothing else to say for `HEARTBEAT`.
     Alive,
+    /// Rank 0 has taken (or its stdin has dropped) this many more bytes of mpiexec's stdin.
+    StdinTaken {
+        bytes: u32,
+    },
 }
 
 /// mpiexec to proxy.
@@ -138,6 +142,10 @@ pub enum ToProxy {
     },
     /// Nothing else to say for `HEARTBEAT`.
     Alive,
+    /// The next bytes of mpiexec's stdin, for rank 0; empty: its end.
+    Stdin {
+        data: Vec<u8>,
+    },
 }
 
 #[derive(Default)]
@@ -257,6 +265,7 @@ impl ToHead {
                 Ending::Signaled(signo) => e.u8(9).u32(*rank).u8(1).i32(*signo),
             },
             ToHead::Alive => e.u8(10),
+            ToHead::StdinTaken { bytes } => e.u8(11).u32(*bytes),
         };
         e.frame()
     }
@@ -289,6 +298,7 @@ impl ToHead {
                 ToHead::Ended { rank, ending }
             }
             10 => ToHead::Alive,
+            11 => ToHead::StdinTaken { bytes: d.u32()? },
             _ => return Err(malformed()),
         };
         d.end()?;
@@ -331,6 +341,9 @@ impl ToProxy {
             ToProxy::Alive => {
                 e.u8(4);
             }
+            ToProxy::Stdin { data } => {
+                e.u8(5).bytes(data);
+            }
         }
         e.frame()
     }
@@ -357,6 +370,7 @@ impl ToProxy {
             2 => ToProxy::BarrierOut { pairs: d.string_pairs()? },
             3 => ToProxy::Signal { signo: d.i32()? },
             4 => ToProxy::Alive,
+            5 => ToProxy::Stdin { data: d.bytes()? },
             _ => return Err(malformed()),
         };
         d.end()?;
@@ -481,6 +495,7 @@ mod tests {
             ToHead::Ended { rank: 5, ending: Ending::Signaled(9) },
             ToHead::Ended { rank: 5, ending: Ending::Exited(3) },
             ToHead::Alive,
+            ToHead::StdinTaken { bytes: 65536 },
         ];
         for message in to_head {
             assert_eq!(ToHead::decode(body(&message.encode())).unwrap(), message);
@@ -503,6 +518,8 @@ mod tests {
             ToProxy::BarrierOut { pairs: vec![("a".into(), "b".into())] },
             ToProxy::Signal { signo: 15 },
             ToProxy::Alive,
+            ToProxy::Stdin { data: b"line\n\x00".to_vec() },
+            ToProxy::Stdin { data: Vec::new() },
         ] {
             assert_eq!(ToProxy::decode(body(&message.encode())).unwrap(), message);
         }

@@ -52,7 +52,8 @@ impl Launch {
                 command
             }
         };
-        // stdin is not forwarded across hosts (ssh would read mpiexec's).
+        // The launcher must not read mpiexec's stdin (ssh would): mpiexec forwards it to
+        // rank 0's proxy over their connection.
         command.stdin(Stdio::null());
         // SAFETY: the closure runs in the forked child before exec and only calls setsid(2),
         // which is async-signal-safe.
