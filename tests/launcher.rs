@@ -547,6 +547,18 @@ fn mpmd_parts_form_one_job() {
 }
 
 #[test]
+fn configfile_runs_its_lines_as_one_job() {
+    let path = std::env::temp_dir().join(format!("oxmpi-launcher-configfile-{}", std::process::id()));
+    std::fs::write(&path, "-n 2 echo part-one\n# comment\n-n 1 echo part-two\n").unwrap();
+    let (output, _) = run(&mut mpiexec(&["-configfile", path.to_str().unwrap()]));
+    std::fs::remove_file(&path).unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert_eq!(stdout.lines().filter(|l| *l == "part-one").count(), 2, "{stdout}");
+    assert_eq!(stdout.lines().filter(|l| *l == "part-two").count(), 1, "{stdout}");
+}
+
+#[test]
 fn without_n_the_hosts_slots_are_filled() {
     let ranks = |args: &[&str]| {
         let (output, _) = run(&mut mpiexec(args));

@@ -36,7 +36,8 @@ When every rank is placed on this machine (no host option, or hosts named localh
 machine's host name) mpiexec forks the ranks itself; otherwise it starts one proxy per host.
 Inside a Slurm allocation (SLURM_JOB_ID set) with no host option, the hosts are the
 allocation's nodes with their task counts, and proxies are started with srun.
-Not supported (refused): -configfile.
+  -configfile FILE     the programs, one per line (each with its own options, as the
+                       parts between ':'), after the global options of the command line
 ";
 
 /// One program of the job (MPMD: one per ':'-separated part of the command line).
@@ -112,9 +113,6 @@ pub enum ParseOutcome {
     Error(String),
 }
 
-/// Options Hydra has that are refused by name.
-const UNSUPPORTED: &[&str] = &["configfile"];
-
 /// How many separate values option `name` takes (`None`: no such option).
 fn value_count(name: &str, next: Option<&OsString>) -> Option<usize> {
     match name {
@@ -150,9 +148,6 @@ fn normalize_single_dash_long(
             Some((name, _)) => (name, true),
             None => (body, false),
         };
-        if UNSUPPORTED.contains(&name) {
-            return Err(Inner::Error(format!("option '{token}' is not supported")));
-        }
         let count = match value_count(name, args.get(index)) {
             Some(count) => {
                 typed.insert(name.to_string(), token.split('=').next().unwrap_or(&token).to_string());
@@ -283,12 +278,68 @@ fn parse_inner(args: Vec<OsString>) -> Result<Options, Inner> {
         tag_output: false,
         timeout: None,
     };
+    let args = expand_configfile(args)?;
     // Hydra reads every ':' as the start of another program (MPMD).
     for part in args.split(|a| a == ":") {
         let app = parse_part(part.to_vec(), &mut options)?;
         options.apps.push(app);
     }
     Ok(options)
+}
+
+/// `-configfile FILE`, as Hydra reads it: the programs come from FILE, one MPMD part per
+/// line (options and program, words separated by blanks; `#` starts a comment), after the
+/// options of the command line, which then names no program itself.
+fn expand_configfile(args: Vec<OsString>) -> Result<Vec<OsString>, Inner> {
+    // Only in option position: the walk stops at the program's name.
+    let mut at = None;
+    let mut index = 0;
+    while index < args.len() {
+        let token = args[index].to_string_lossy();
+        if !token.starts_with('-') || token == "-" || token == "--" {
+            break;
+        }
+        let name = token.trim_start_matches('-');
+        if name == "configfile" {
+            at = Some(index);
+            break;
+        }
+        let attached = name.contains('=');
+        index += 1 + if attached { 0 } else { value_count(name, args.get(index + 1)).unwrap_or(0) };
+    }
+    let Some(at) = at else {
+        return Ok(args);
+    };
+    let typed = args[at].to_string_lossy().into_owned();
+    let Some(path) = args.get(at + 1) else {
+        return Err(Inner::Error(format!("'{typed}' expects a file")));
+    };
+    let shown = path.to_string_lossy();
+    if let Some(extra) = args.get(at + 2) {
+        return Err(Inner::Error(format!(
+            "'{typed}' takes the programs from {shown}; found {:?} after it",
+            extra.to_string_lossy()
+        )));
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Inner::Error(format!("'{typed}' {shown}: cannot read it: {e}")))?;
+    let mut out: Vec<OsString> = args[..at].to_vec();
+    let mut parts = 0;
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or_default();
+        if line.trim().is_empty() {
+            continue;
+        }
+        if parts > 0 {
+            out.push(":".into());
+        }
+        parts += 1;
+        out.extend(line.split_whitespace().map(OsString::from));
+    }
+    if parts == 0 {
+        return Err(Inner::Error(format!("'{typed}' {shown} names no program")));
+    }
+    Ok(out)
 }
 
 /// One ':'-separated part: its options (global ones go into `options`) and its program.
@@ -464,8 +515,8 @@ mod tests {
             let message = error_of(bad);
             assert!(message.contains(typed), "{bad}: {message}");
         }
-        let message = error_of("-configfile c");
-        assert!(message.contains("'-configfile'") && message.contains("not supported"), "{message}");
+        let message = error_of("-configfile /nonexistent/c");
+        assert!(message.contains("'-configfile' /nonexistent/c: cannot read it"), "{message}");
     }
 
     #[test]
@@ -558,6 +609,28 @@ mod tests {
         assert!(options.tag_output);
         assert!(error_of("-n 2 ./a :").contains("no program after ':'"));
         assert!(error_of("-n 2 ./a : -n 0 ./b").contains("at least 1"));
+    }
+
+    #[test]
+    fn configfile_lines_are_mpmd_parts() {
+        let path = std::env::temp_dir().join(format!("oxmpi-configfile-{}", std::process::id()));
+        std::fs::write(&path, "# the master\n-n 1 -env ROLE m ./master  a b\n\n  -n 3 ./worker # three\n").unwrap();
+        let file = path.to_str().unwrap();
+        let options = parse(args(&format!("-genv G 1 -l -configfile {file}"))).unwrap();
+        assert_eq!(options.ranks(), 4);
+        assert_eq!(options.app_of_rank(), [0, 1, 1, 1]);
+        assert_eq!((options.apps[0].program.to_str(), &options.apps[0].args), (Some("./master"), &args("a b")));
+        assert_eq!(options.env_of(0), pairs(&[("G", "1"), ("ROLE", "m")]));
+        assert_eq!(options.env_of(1), pairs(&[("G", "1")]));
+        assert!(options.tag_output);
+        assert!(error_of(&format!("-configfile {file} ./x")).contains("found \"./x\" after it"));
+        assert!(error_of("-configfile").contains("expects a file"));
+        std::fs::write(&path, "# nothing\n\n").unwrap();
+        assert!(error_of(&format!("-configfile {file}")).contains("names no program"));
+        // A program's own argument is not ours.
+        let options = parse(args("-n 1 ./prog -configfile x")).unwrap();
+        assert_eq!(options.apps[0].args, args("-configfile x"));
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]
