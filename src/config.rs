@@ -90,6 +90,7 @@ pub const EAGER_PIECES_FROM: &str = "OXMPI_EAGER_PIECES_FROM";
 pub const CMA: &str = "OXMPI_CMA";
 pub const CMA_SPLIT: &str = "OXMPI_CMA_SPLIT";
 pub const ASYNC_PROGRESS: &str = "OXMPI_ASYNC_PROGRESS";
+pub const SHM_FILES: &str = "OXMPI_SHM_FILES";
 pub const LINK_TIMEOUT: &str = "OXMPI_LINK_TIMEOUT";
 pub const SPIN_US: &str = "OXMPI_SPIN_US";
 pub const YIELD_US: &str = "OXMPI_YIELD_US";
@@ -165,6 +166,12 @@ pub const TUNABLES: &[Tunable] = &[
         default: "256/ranks, within 4..64",
         what: "slots per ring between two ranks (memory: ranks^2 * slots * slot size)",
         kind: Kind::Number { min: 2, max: 1024 },
+    },
+    Tunable {
+        name: SHM_FILES,
+        default: "0",
+        what: "1 names the node's shared memory (segment, collectives areas, shared windows) in /dev/shm instead of anonymous memory opened through /proc/<pid>/fd: for ranks of one node that cannot see each other's /proc (separate containers sharing /dev/shm); mpiexec then checks /dev/shm has room",
+        kind: Kind::Switch,
     },
     Tunable {
         name: CMA,

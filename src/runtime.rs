@@ -41,6 +41,7 @@ use crate::error::{MpiError, MpiResult, err};
 use crate::p2p::Engine;
 use crate::pmi::Pmi;
 use crate::transport::net::Net;
+use crate::transport::shared_file::SharedFile;
 use crate::transport::shm::{self, Geometry, Segment};
 use std::cell::{Cell, UnsafeCell};
 use std::ffi::c_int;
@@ -571,10 +572,11 @@ struct Transports {
 /// with the node of every rank.
 ///
 /// Every rank takes part in the same two process-manager fences, whatever its node: the
-/// node's first rank creates the segment and every rank publishes its network address
-/// before the first; ranks map the segment and connect to their remote peers between the
-/// two; the segment file is unlinked after the second, once every rank of the node has
-/// mapped it, so no file outlives the job. A job that spans nodes takes a third fence, after
+/// node's first rank creates the segment's file (`SharedFile`) and publishes its name, and
+/// every rank publishes its network address, before the first; ranks map the segment and
+/// connect to their remote peers between the two; the file is released (closed, or
+/// unlinked) after the second, once every rank of the node has mapped it, so no file
+/// outlives the job. A job that spans nodes takes a third fence, after
 /// which every rank reads whether each node's ranks outnumber its cores.
 /// `multiple`: this rank starts at MPI_THREAD_MULTIPLE (recorded for `collectives_as_schedules`).
 fn connect_transports(pmi: &mut Pmi, multiple: bool) -> MpiResult<Transports> {
@@ -584,13 +586,17 @@ fn connect_transports(pmi: &mut Pmi, multiple: bool) -> MpiResult<Transports> {
     let spans_nodes = node.len() < size;
     let prefix = crate::pmi::shm_prefix(pmi.kvsname());
     crate::coll::hier::set_job_prefix(prefix.clone());
-    // Named by node: nodes of one job may share a /dev/shm (several "hosts" on one machine).
-    let path = format!("/dev/shm/{prefix}p2p-{}", nodes[rank]);
     let geo = Geometry::for_ranks(node.len());
     let shared = node.len() > 1;
-    if shared && rank == node[0] {
-        Segment::create(&path, geo)?;
-    }
+    // The node's first rank makes the segment's file and publishes its name. Labelled by
+    // node: nodes of one job may share a /dev/shm (several "hosts" on one machine).
+    let segment_file = if shared && rank == node[0] {
+        let file = SharedFile::create(&format!("p2p-{}", nodes[rank]), Segment::file_len(geo))?;
+        pmi.put(&segment_key(nodes[rank]), file.name()).map_err(|e| pmi_error("publishing the segment", e))?;
+        Some(file)
+    } else {
+        None
+    };
     let mut net = None;
     if spans_nodes {
         let endpoint = Net::open(rank, size)?;
@@ -603,6 +609,13 @@ fn connect_transports(pmi: &mut Pmi, multiple: bool) -> MpiResult<Transports> {
     }
     pmi.fence().map_err(|e| pmi_error("fence", e))?;
     let seg = if shared {
+        let path = match &segment_file {
+            Some(file) => file.name().to_string(),
+            None => pmi
+                .get(&segment_key(nodes[rank]))
+                .map_err(|e| pmi_error("reading the segment's name", e))?
+                .ok_or_else(|| MpiError::new(MPI_ERR_OTHER, "the node's first rank published no segment"))?,
+        };
         let seg = Segment::attach(&path, geo, rank, &node, Engine::cma_probe_addr())?;
         seg.publish_thread_multiple(multiple);
         shm::allow_peer_reads();
@@ -629,9 +642,8 @@ fn connect_transports(pmi: &mut Pmi, multiple: bool) -> MpiResult<Transports> {
         endpoint.connect(&names)?;
     }
     pmi.fence().map_err(|e| pmi_error("fence", e))?;
-    if shared && rank == node[0] {
-        let _ = std::fs::remove_file(&path);
-    }
+    // Every rank of the node has mapped it: the file is not needed any more.
+    drop(segment_file);
     let seg = match seg {
         Some(mut seg) => {
             seg.verify()?;
@@ -658,6 +670,11 @@ fn connect_transports(pmi: &mut Pmi, multiple: bool) -> MpiResult<Transports> {
         }
     }
     Ok(Transports { seg, net, nodes, any_multiple, any_oversubscribed })
+}
+
+/// The process manager's key of the name of node `node`'s segment file.
+fn segment_key(node: usize) -> String {
+    format!("oxmpi-seg-{node}")
 }
 
 /// The process manager's key of whether the node whose first rank is `rank` has more ranks

@@ -207,40 +207,39 @@ fn build(g: &mut Group) -> MpiResult<Option<Hier>> {
 }
 
 /// Creates (the node's lowest rank) or opens the area of this node's ranks `local`: the
-/// creator sends the others its name, and unlinks the file once all have mapped it, so no
-/// file outlives the communicator (mpiexec removes the job's files should it die first).
+/// creator sends the others its file's name, and releases the file once all have mapped it,
+/// so no file outlives the communicator (`SharedFile`).
 fn setup_area(g: &mut Group, local: &[usize]) -> MpiResult<Area> {
     let worlds: Vec<usize> = local.iter().map(|&r| g.members[r]).collect();
     let me = local.iter().position(|&r| r == g.rank).expect("this rank is on its node");
-    let prefix = job_prefix();
-    let (ctx, first) = (g.ctx, worlds[0]);
-    let name = move |id: u64| format!("/dev/shm/{prefix}coll{ctx}-{first}-{id}");
-    const FAILED: u64 = u64::MAX;
+    // The name's longest form: "/dev/shm/" and the job's prefix and label, or a /proc path.
+    const NAME_MAX: usize = 512;
     if me == 0 {
         let id = AREAS_CREATED.fetch_add(1, Ordering::Relaxed);
-        let path = name(id);
+        let label = format!("coll{}-{}-{id}", g.ctx, worlds[0]);
         let can_read = super::shm::probe_peer_reads(g.engine, &worlds, me);
-        let created = Area::create(&path, worlds.clone(), can_read, g.engine.ranks_outnumber_cores());
-        let sent = if created.is_ok() { id } else { FAILED };
+        let created = Area::create(&label, worlds.clone(), can_read, g.engine.ranks_outnumber_cores());
+        // An empty name says the creation failed.
+        let sent = created.as_ref().map_or(Vec::new(), |(_, file)| file.name().as_bytes().to_vec());
         for &r in &local[1..] {
-            g.send(r, TAG_SETUP, sent.to_le_bytes().to_vec());
+            g.send(r, TAG_SETUP, sent.clone());
         }
-        let area = created?;
+        let (area, file) = created?;
         g.engine.wait_until(|_| area.all_attached());
-        let _ = std::fs::remove_file(&path);
-        log::debug!("collective area {path} for {} ranks on this node", local.len());
+        log::debug!("collective area {} for {} ranks on this node", file.name(), local.len());
+        drop(file);
         Ok(area)
     } else {
-        let got = g.recv(local[0], TAG_SETUP, 8)?;
-        let id = u64::from_le_bytes(got.try_into().unwrap_or([0xff; 8]));
-        if id == FAILED {
+        let got = g.recv(local[0], TAG_SETUP, NAME_MAX)?;
+        if got.is_empty() {
             return Err(MpiError::new(
                 crate::abi::consts::MPI_ERR_OTHER,
                 "shared-memory collectives: the node's first rank could not create the communicator's area",
             ));
         }
+        let name = String::from_utf8_lossy(&got).into_owned();
         let can_read = super::shm::probe_peer_reads(g.engine, &worlds, me);
-        let area = Area::open(&name(id), worlds, me, can_read)?;
+        let area = Area::open(&name, worlds, me, can_read)?;
         area.announce_attached(g.engine);
         Ok(area)
     }

@@ -43,8 +43,7 @@ use crate::coll::sparse::{Entries, Vecs};
 use crate::error::{MpiError, MpiResult};
 use crate::op::Reduction;
 use crate::p2p::Engine;
-use std::fs::OpenOptions;
-use std::os::fd::AsRawFd;
+use crate::transport::shared_file::SharedFile;
 use std::sync::atomic::{AtomicU64, Ordering, fence};
 
 const LINE: usize = 64;
@@ -211,46 +210,30 @@ fn lane_offset(n: usize) -> usize {
 }
 
 impl Area {
-    /// Creates the file of an area for `n` ranks (sparse: pages are used as slots are
-    /// touched) and maps it; the creator is local index 0.
+    /// Creates the file of an area for `n` ranks (every byte reserved: a lack of memory is
+    /// an error here, not a SIGBUS later) and maps it; the creator is local index 0. The
+    /// file goes back to the caller, to be released once every rank has mapped it.
     /// `can_read_peers`: this rank can read the memory of every other rank of the area
     /// (`probe_peer_reads`).
     /// `oversubscribed`: the node runs more ranks than it has cores (the creator decides for
     /// all, so every rank takes the same paths).
-    pub fn create(path: &str, worlds: Vec<usize>, can_read_peers: bool, oversubscribed: bool) -> MpiResult<Area> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|e| shm_error(format!("cannot create {path}"), e))?;
-        // Reserved up front: a /dev/shm too small is an error here, not a SIGBUS at the
-        // first touch of a page that tmpfs cannot supply.
-        let len = area_bytes(worlds.len());
-        // SAFETY: `file` is an open regular file; posix_fallocate only reads its arguments.
-        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len as libc::off_t) };
-        if rc != 0 {
-            drop(file);
-            let _ = std::fs::remove_file(path);
-            return Err(shm_error(
-                format!("cannot reserve {} KiB for {path} (is /dev/shm too small?)", len.div_ceil(1024)),
-                std::io::Error::from_raw_os_error(rc),
-            ));
-        }
-        let mut area = Area::map(&file, path, worlds, 0, can_read_peers)?;
+    pub fn create(
+        label: &str,
+        worlds: Vec<usize>,
+        can_read_peers: bool,
+        oversubscribed: bool,
+    ) -> MpiResult<(Area, SharedFile)> {
+        let file = SharedFile::create(label, area_bytes(worlds.len()))?;
+        let mut area = Area::map(file.file(), file.name(), worlds, 0, can_read_peers)?;
         // Before the creator sends the area's name to the others, which publishes it.
         area.oversubscribed_word().store(oversubscribed as u64, Ordering::Relaxed);
         area.set_policy(oversubscribed);
-        Ok(area)
+        Ok((area, file))
     }
 
     /// Maps the area a peer created, as local index `me`.
     pub fn open(path: &str, worlds: Vec<usize>, me: usize, can_read_peers: bool) -> MpiResult<Area> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| shm_error(format!("cannot open {path}"), e))?;
+        let file = crate::transport::shared_file::open(path)?;
         let mut area = Area::map(&file, path, worlds, me, can_read_peers)?;
         let oversubscribed = area.oversubscribed_word().load(Ordering::Acquire) == 1;
         area.set_policy(oversubscribed);

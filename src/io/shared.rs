@@ -2,8 +2,8 @@
 //! current view.
 //!
 //! Members of one node share a page of shared memory holding it and move it with atomic
-//! instructions. Its file in /dev/shm is named with the job's prefix and unlinked as soon as
-//! every member has mapped it, so nothing is left behind. Members on several nodes keep it in
+//! instructions. Its file (`SharedFile`) is released as soon as every member has mapped it,
+//! so nothing is left behind. Members on several nodes keep it in
 //! a one-sided window of the file's own (8 bytes on rank 0), inside an MPI_Win_lock_all
 //! epoch held while the file is open, and move it with Fetch_and_op and a flush (as ROMIO
 //! does): rank 0 answers in any MPI call.
@@ -13,6 +13,7 @@ use crate::abi::types::{MPI_Comm, MPI_Op, MPI_Win};
 use crate::coll::{self, on_comm};
 use crate::error::{MpiResult, err};
 use crate::rma::{Local, Rma, TargetSpec};
+use crate::transport::shared_file::SharedFile;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -104,24 +105,30 @@ pub fn create(comm: MPI_Comm, rank: usize, members: &[usize], initial: u64) -> M
     const NAME_MAX: usize = 200;
     let mut msg = [0u8; NAME_MAX + 1];
     let mut mine = None;
-    let path =
-        format!("/dev/shm/{}io-{}-{}", crate::coll::hier::job_prefix(), std::process::id(), crate::pmi::random_hex());
+    // Held until every member has mapped it (`SharedFile`).
+    let mut file = None;
     if rank == 0 {
-        let made =
-            crate::win::create_segment(&path, SEGMENT_LEN).and_then(|()| crate::win::map_segment(&path, SEGMENT_LEN));
+        let label = format!("io-{}-{}", std::process::id(), crate::pmi::random_hex());
+        let made = SharedFile::create(&label, SEGMENT_LEN)
+            .and_then(|f| crate::win::map_segment(f.name(), SEGMENT_LEN).map(|addr| (f, addr)));
         match made {
-            Ok(addr) => {
+            Ok((f, addr)) if f.name().len() <= NAME_MAX => {
                 SharedPointer::counter(addr).store(initial, Ordering::Release);
                 mine = Some(SharedPointer(Place::Mapped { addr }));
                 msg[0] = 1;
-                msg[1..1 + path.len()].copy_from_slice(path.as_bytes());
+                msg[1..1 + f.name().len()].copy_from_slice(f.name().as_bytes());
+                file = Some(f);
+            }
+            Ok((f, addr)) => {
+                crate::win::unmap(addr, SEGMENT_LEN);
+                log::error!("file shared pointer: the name {} is too long", f.name());
             }
             Err(e) => log::error!("file shared pointer: {}", e.msg),
         }
     }
     on_comm(comm, |g| coll::bcast_bytes(g, &mut msg, 0))?;
     if msg[0] != 1 {
-        return err(MPI_ERR_NO_MEM, "cannot create the shared file pointer's page in /dev/shm");
+        return err(MPI_ERR_NO_MEM, "cannot create the shared file pointer's page in shared memory");
     }
     if rank != 0 {
         let end = msg[1..].iter().position(|&b| b == 0).unwrap_or(NAME_MAX);
@@ -131,10 +138,8 @@ pub fn create(comm: MPI_Comm, rank: usize, members: &[usize], initial: u64) -> M
     let n = members.len();
     let mut votes = vec![0u8; n];
     on_comm(comm, |g| coll::allgather_bytes(g, Some(&[mine.is_some() as u8]), &mut votes, 1))?;
-    if rank == 0 {
-        // Every member has mapped it (or failed): the name is not needed any more.
-        let _ = std::fs::remove_file(&path);
-    }
+    // Every member has mapped it (or failed): the file is not needed any more.
+    drop(file);
     match mine {
         Some(p) if votes.iter().all(|&v| v == 1) => Ok(p),
         _ => err(MPI_ERR_NO_MEM, "cannot map the shared file pointer's page on some rank"),

@@ -7,6 +7,7 @@
 //! ordering and progress; the engine reads each transport's arrivals in its progress loop.
 
 pub mod net;
+pub mod shared_file;
 pub mod shm;
 
 use net::Net;

@@ -14,9 +14,7 @@
 use crate::config;
 use crate::error::{MpiError, MpiResult};
 use std::cell::Cell;
-use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::fd::AsRawFd;
 use std::ptr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 use std::time::Duration;
@@ -264,29 +262,9 @@ fn shm_error(what: &str, e: io::Error) -> MpiError {
 }
 
 impl Segment {
-    /// Creates and sizes the segment file (rank 0 of the node). Space is reserved up front so
-    /// a too-small /dev/shm is an error here, not a SIGBUS later.
-    pub fn create(path: &str, geo: Geometry) -> MpiResult<File> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|e| shm_error(&format!("cannot create {path}"), e))?;
-        let len = geo.total_bytes() as libc::off_t;
-        // SAFETY: fd is a valid open file; posix_fallocate only reads its arguments.
-        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
-        if rc != 0 {
-            let _ = std::fs::remove_file(path);
-            return Err(shm_error(
-                &format!(
-                    "cannot reserve {} MiB in {path} (is /dev/shm too small? set OXMPI_SHM_SLOTS lower)",
-                    geo.total_bytes() >> 20
-                ),
-                io::Error::from_raw_os_error(rc),
-            ));
-        }
-        Ok(file)
+    /// The size of the segment's file (`SharedFile::create`, by the node's first rank).
+    pub fn file_len(geo: Geometry) -> usize {
+        geo.total_bytes()
     }
 
     /// Maps the segment and records this rank's identity in it. `node` lists the world ranks
@@ -298,11 +276,7 @@ impl Segment {
             local_of[w] = i as u32;
         }
         let me = local_of[me] as usize;
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| shm_error(&format!("cannot open {path}"), e))?;
+        let file = crate::transport::shared_file::open(path)?;
         let map =
             memmap2::MmapOptions::new().len(geo.total_bytes()).map_raw(&file).map_err(|e| shm_error("mmap", e))?;
         // Registered whatever this rank's own CPUs: whether the fences go asymmetric is decided
@@ -1298,26 +1272,19 @@ pub fn allow_peer_reads() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::shared_file::SharedFile;
 
-    fn temp_segment(nranks: usize, nslots: usize) -> (String, Geometry) {
-        let path = format!("/dev/shm/oxmpi-unittest-{}-{}", std::process::id(), rand_suffix());
+    fn temp_segment(nranks: usize, nslots: usize) -> (SharedFile, Geometry) {
         let geo = Geometry { nranks, nslots, slot_size: 256 };
-        Segment::create(&path, geo).unwrap();
-        (path, geo)
-    }
-
-    fn rand_suffix() -> u64 {
-        use std::sync::atomic::AtomicU64;
-        static N: AtomicU64 = AtomicU64::new(0);
-        N.fetch_add(1, Ordering::Relaxed)
+        (SharedFile::create("unittest", Segment::file_len(geo)).unwrap(), geo)
     }
 
     #[test]
     fn ring_delivers_in_order_and_returns_credits() {
-        let (path, geo) = temp_segment(2, 4);
-        let mut a = Segment::attach(&path, geo, 0, &[0, 1], 0).unwrap();
-        let mut b = Segment::attach(&path, geo, 1, &[0, 1], 0).unwrap();
-        std::fs::remove_file(&path).unwrap();
+        let (file, geo) = temp_segment(2, 4);
+        let mut a = Segment::attach(file.name(), geo, 0, &[0, 1], 0).unwrap();
+        let mut b = Segment::attach(file.name(), geo, 1, &[0, 1], 0).unwrap();
+        drop(file);
         b.verify().unwrap();
         for round in 0..3u32 {
             for i in 0..4u32 {
@@ -1338,10 +1305,10 @@ mod tests {
 
     #[test]
     fn compact_eager_slots_carry_envelope_and_payload() {
-        let (path, geo) = temp_segment(2, 4);
-        let mut a = Segment::attach(&path, geo, 0, &[0, 1], 0).unwrap();
-        let mut b = Segment::attach(&path, geo, 1, &[0, 1], 0).unwrap();
-        std::fs::remove_file(&path).unwrap();
+        let (file, geo) = temp_segment(2, 4);
+        let mut a = Segment::attach(file.name(), geo, 0, &[0, 1], 0).unwrap();
+        let mut b = Segment::attach(file.name(), geo, 1, &[0, 1], 0).unwrap();
+        drop(file);
         let cap = geo.payload_capacity();
         for len in [0usize, 1, 2, 3, 5, 8, 13, 16, 31, 32, 47, 48, 49, 64, 65, 100, cap] {
             let data: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
@@ -1379,10 +1346,10 @@ mod tests {
             libc::CPU_SET(cpu as usize, &mut set);
             assert_eq!(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set), 0);
         }
-        let (path, geo) = temp_segment(3, 4);
-        let a = Segment::attach(&path, geo, 0, &[0, 1, 2], 0).unwrap();
-        let b = Segment::attach(&path, geo, 1, &[0, 1, 2], 0).unwrap();
-        std::fs::remove_file(&path).unwrap();
+        let (file, geo) = temp_segment(3, 4);
+        let a = Segment::attach(file.name(), geo, 0, &[0, 1, 2], 0).unwrap();
+        let b = Segment::attach(file.name(), geo, 1, &[0, 1, 2], 0).unwrap();
+        drop(file);
         assert!(!a.track_cpu(), "alone on its CPU");
         assert!(!a.track_cpu(), "counted once, however often it looks");
         assert!(b.track_cpu(), "a second rank on the same CPU");

@@ -8,10 +8,10 @@
 //! Creation is collective: each window takes a duplicate of its communicator (a context of
 //! its own), and every collective step of the window runs on it, so it never meets the
 //! program's traffic; the requests of one-sided operations by message travel on it too.
-//! Every window has one file of /dev/shm per node that the node's members map: the control
-//! area of `rma`, then, for MPI_Win_allocate and MPI_Win_allocate_shared, the memory of the
-//! node's members, so that origins of the node reach it directly. The file is unlinked as
-//! soon as all have mapped it. Members of other nodes are reached by messages (`rma::Agent`
+//! Every window has one file of shared memory per node (`SharedFile`) that the node's
+//! members map: the control area of `rma`, then, for MPI_Win_allocate and
+//! MPI_Win_allocate_shared, the memory of the node's members, so that origins of the node
+//! reach it directly. The file is released as soon as all have mapped it. Members of other nodes are reached by messages (`rma::Agent`
 //! on every member when any member needs them).
 //!
 //! Windows are process-local objects like groups, so the table has its own lock; it is never
@@ -24,6 +24,7 @@ use crate::coll::{self, Block, In, Out, on_comm};
 use crate::error::{MpiError, MpiResult, err};
 use crate::info::Info;
 use crate::runtime;
+use crate::transport::shared_file::{SharedFile, named_files};
 use std::borrow::Cow;
 use std::ffi::c_int;
 use std::sync::{Mutex, MutexGuard};
@@ -367,19 +368,17 @@ fn map_window_segment(own: MPI_Comm, rank: usize, nodes: &[usize], total: usize)
     let maker = maker_of(rank);
     let one_node = nodes.iter().all(|&n| n == nodes[0]);
     let mut msg = [0u8; ENTRY];
+    // Held until every member has mapped it (`SharedFile`).
+    let mut made = None;
     if rank == maker {
-        // Named with the job's prefix: a launcher ending the job early removes it.
-        let path = format!(
-            "/dev/shm/{}win-{}-{}",
-            crate::coll::hier::job_prefix(),
-            std::process::id(),
-            crate::pmi::random_hex()
-        );
-        match create_segment(&path, total) {
-            Ok(()) => {
+        let label = format!("win-{}-{}", std::process::id(), crate::pmi::random_hex());
+        match SharedFile::create(&label, total) {
+            Ok(file) if file.name().len() <= NAME_MAX => {
                 msg[0] = 1;
-                msg[1..1 + path.len()].copy_from_slice(path.as_bytes());
+                msg[1..1 + file.name().len()].copy_from_slice(file.name().as_bytes());
+                made = Some(file);
             }
+            Ok(file) => log::error!("window creation: the name {} is too long", file.name()),
             Err(e) => log::error!("window creation: {}", e.msg),
         }
     }
@@ -395,23 +394,15 @@ fn map_window_segment(own: MPI_Comm, rank: usize, nodes: &[usize], total: usize)
         }
     }
     if msg[0] != 1 {
-        if rank == maker && !one_node {
-            let end = msg[1..].iter().position(|&b| b == 0).unwrap_or(NAME_MAX);
-            let _ = std::fs::remove_file(String::from_utf8_lossy(&msg[1..1 + end]).as_ref());
-        }
-        return err(
-            MPI_ERR_NO_MEM,
-            format!("cannot create a shared segment of {total} bytes in /dev/shm (too small or not writable)"),
-        );
+        let room = if named_files() { "is /dev/shm too small or not writable?" } else { "is memory short?" };
+        return err(MPI_ERR_NO_MEM, format!("cannot create a shared segment of {total} bytes ({room})"));
     }
     let end = msg[1..].iter().position(|&b| b == 0).unwrap_or(NAME_MAX);
     let path = String::from_utf8_lossy(&msg[1..1 + end]).into_owned();
     let mapped = map_segment(&path, total);
     let ok = all_ok(own, mapped.is_ok());
-    if rank == maker {
-        // Every member has mapped it (or failed): no file outlives the job.
-        let _ = std::fs::remove_file(&path);
-    }
+    // Every member has mapped it (or failed): no file outlives the job.
+    drop(made);
     match (ok?, mapped) {
         (true, Ok(addr)) => Ok((addr, total)),
         (_, mapped) => {
@@ -427,40 +418,21 @@ fn os_error(what: &str, path: &str) -> MpiError {
     MpiError::new(MPI_ERR_NO_MEM, format!("{what} {path}: {}", std::io::Error::last_os_error()))
 }
 
-/// Creates the file of a shared segment with all of its `len` bytes reserved, so that a
-/// /dev/shm too small is an error here rather than a SIGBUS later.
-pub(crate) fn create_segment(path: &str, len: usize) -> MpiResult<()> {
-    let cpath = std::ffi::CString::new(path).expect("segment path has no NUL");
-    // SAFETY: a NUL-terminated path; the descriptor is closed below.
-    let fd = unsafe { libc::open(cpath.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600) };
-    if fd < 0 {
-        return Err(os_error("cannot create", path));
-    }
-    // SAFETY: `fd` is the open descriptor of a regular file.
-    let rc = unsafe { libc::posix_fallocate(fd, 0, len as libc::off_t) };
-    // SAFETY: `fd` is open and ours.
-    unsafe { libc::close(fd) };
-    if rc != 0 {
-        let _ = std::fs::remove_file(path);
-        return err(MPI_ERR_NO_MEM, format!("cannot reserve {len} bytes for {path}: error {rc}"));
-    }
-    Ok(())
-}
-
 /// Maps `len` bytes of the segment file `path`, shared; returns the address.
 pub(crate) fn map_segment(path: &str, len: usize) -> MpiResult<usize> {
-    let cpath = std::ffi::CString::new(path).expect("segment path has no NUL");
-    // SAFETY: a NUL-terminated path; the descriptor is closed below.
-    let fd = unsafe { libc::open(cpath.as_ptr(), libc::O_RDWR) };
-    if fd < 0 {
-        return Err(os_error("cannot open", path));
-    }
+    let file = crate::transport::shared_file::open(path)?;
     // SAFETY: a new shared mapping of an open file at an address the kernel picks; it does
-    // not alias any Rust object.
-    let addr =
-        unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) };
-    // SAFETY: `fd` is open and ours; the mapping stays valid after closing it.
-    unsafe { libc::close(fd) };
+    // not alias any Rust object, and stays valid after the file is closed.
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            std::os::fd::AsRawFd::as_raw_fd(&file),
+            0,
+        )
+    };
     if addr == libc::MAP_FAILED {
         return Err(os_error("cannot map", path));
     }

@@ -103,7 +103,9 @@ pub fn this_machine() -> Limits {
         user_processes: rlimit(libc::RLIMIT_NPROC).and_then(|l| finite(l.rlim_cur)),
         free_threads: kernel_threads.map(|max| max.saturating_sub(threads_now().unwrap_or(0))),
         open_files: rlimit(libc::RLIMIT_NOFILE).and_then(|l| finite(l.rlim_max)),
-        shm_free: shm_free(),
+        // Only files in /dev/shm take its room (`OXMPI_SHM_FILES=1`); anonymous shared
+        // memory does not.
+        shm_free: if oxmpi::transport::shared_file::named_files() { shm_free() } else { None },
     }
 }
 
