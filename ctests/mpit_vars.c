@@ -9,7 +9,7 @@
  *     (MPI_T_ERR_CVAR_SET_NEVER);
  *   - pvars, read before MPI_Init (0), while MPI runs, after MPI_Finalize (the last values):
  *     the shared-memory (or, at np=1, self) counters grow by exactly the messages sent
- *     between start and stop, and stop there; the unexpected queue's length and high-water
+ *     between start and stop (eager and rendezvous apart), and stop there; the unexpected queue's length and high-water
  *     mark with three messages left unexpected;
  *   - sessions and handles with their errors: MPI_T_ERR_INVALID_INDEX, _INVALID_HANDLE,
  *     _INVALID_SESSION, _INVALID_NAME, _PVAR_NO_STARTSTOP, _PVAR_NO_WRITE, _PVAR_NO_ATOMIC;
@@ -234,6 +234,8 @@ int main(int argc, char **argv)
     MPI_T_pvar_handle recvd = alloc(s, recv_name, MPI_T_PVAR_CLASS_COUNTER);
     MPI_T_pvar_handle sbytes = alloc(s, "shm_bytes_sent", MPI_T_PVAR_CLASS_COUNTER);
     MPI_T_pvar_handle rbytes = alloc(s, "shm_bytes_received", MPI_T_PVAR_CLASS_COUNTER);
+    MPI_T_pvar_handle eager = alloc(s, "eager_messages_sent", MPI_T_PVAR_CLASS_COUNTER);
+    MPI_T_pvar_handle rndv = alloc(s, "rendezvous_messages_sent", MPI_T_PVAR_CLASS_COUNTER);
     MPI_T_pvar_handle qlen = alloc(s, "unexpected_recvq_length", MPI_T_PVAR_CLASS_LEVEL);
     MPI_T_pvar_handle qhigh = alloc(s, "unexpected_recvq_high_water", MPI_T_PVAR_CLASS_HIGHWATERMARK);
     CHECK(read_pvar(s, sent) == 0, "a stopped counter reads 0");
@@ -267,6 +269,8 @@ int main(int argc, char **argv)
     } else if (mt_rank == 0) {
         CHECK(v_sent == want_msgs && v_recvd == 0, "rank 0: sent %llu received %llu", v_sent, v_recvd);
         CHECK(read_pvar(s, sbytes) == want_bytes, "rank 0: %llu bytes sent", read_pvar(s, sbytes));
+        CHECK(read_pvar(s, eager) == SMALL && read_pvar(s, rndv) == 1, "rank 0: %llu eager, %llu rendezvous",
+              read_pvar(s, eager), read_pvar(s, rndv));
     } else if (mt_rank == 1) {
         CHECK(v_sent == 0 && v_recvd == want_msgs, "rank 1: sent %llu received %llu", v_sent, v_recvd);
         CHECK(read_pvar(s, rbytes) == want_bytes, "rank 1: %llu bytes received", read_pvar(s, rbytes));

@@ -286,7 +286,10 @@ pub unsafe fn MPI_T_pvar_get_index(name: *const c_char, var_class: c_int, pvar_i
         // SAFETY: checked non-null.
         Some(i) => unsafe { put(pvar_index, i as c_int) },
         None => {
-            return err(MPI_T_ERR_INVALID_NAME, format!("no performance variable of class {var_class} is named {name}"));
+            return err(
+                MPI_T_ERR_INVALID_NAME,
+                format!("no performance variable of class {var_class} is named {name}"),
+            );
         }
     }
     Ok(())

@@ -894,6 +894,7 @@ impl Engine {
         } else if len <= if self.route[dst] == Route::Net { self.net_eager_limit } else { self.eager_limit } {
             self.push_out(dst, Out::Eager { req });
         } else {
+            self.stats.rendezvous_sent += 1;
             self.push_out(dst, Out::Rts { req });
         }
     }

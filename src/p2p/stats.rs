@@ -26,6 +26,9 @@ pub struct Stats {
     /// Messages matched by a receive (posted, from the unexpected queue or taken straight
     /// from a ring), once per receive.
     pub received: Traffic,
+    /// Sends to other ranks that went by rendezvous (a request to send first); the others
+    /// went eagerly.
+    pub rendezvous_sent: u64,
     /// Most messages the unexpected queue held at once.
     pub unexpected_high: u64,
     /// Messages in the unexpected queue now (filled in by `Engine::stats`).

@@ -171,6 +171,8 @@ enum Source {
     SentBytes(Route),
     ReceivedMessages(Route),
     ReceivedBytes(Route),
+    EagerSent,
+    RendezvousSent,
     UnexpectedNow,
     UnexpectedHigh,
 }
@@ -182,6 +184,11 @@ impl Source {
             Source::SentBytes(r) => s.sent.bytes[r as usize],
             Source::ReceivedMessages(r) => s.received.messages[r as usize],
             Source::ReceivedBytes(r) => s.received.bytes[r as usize],
+            Source::EagerSent => {
+                let others = s.sent.messages[Route::Shm as usize] + s.sent.messages[Route::Net as usize];
+                others.saturating_sub(s.rendezvous_sent)
+            }
+            Source::RendezvousSent => s.rendezvous_sent,
             Source::UnexpectedNow => s.unexpected_now,
             Source::UnexpectedHigh => s.unexpected_high,
         }
@@ -238,6 +245,12 @@ pub const PVARS: &[Pvar] = &[
         "self_messages_received",
         "messages from itself matched by a receive",
         Source::ReceivedMessages(Route::Me)
+    ),
+    counter!("eager_messages_sent", "messages sent to other ranks eagerly (with their data)", Source::EagerSent),
+    counter!(
+        "rendezvous_messages_sent",
+        "messages sent to other ranks by rendezvous (a request to send, the data once the receive matched)",
+        Source::RendezvousSent
     ),
     Pvar {
         name: "unexpected_recvq_length",
