@@ -375,8 +375,9 @@ pub fn check_initialized() -> MpiResult {
     initialized(|_| Ok(()))
 }
 
-/// MPI_T_init_thread: one more user. Every thread level is provided: the state is behind a
-/// lock, and the variables read either constants or the engine under the runtime's lock.
+/// MPI_T_init_thread: one more user. Every thread level is provided: MPI_T's state is behind
+/// its own lock; reading a pvar while MPI runs enters the runtime as any MPI call does, so
+/// from several threads at once it needs MPI's own MPI_THREAD_MULTIPLE (docs/user-guide.md).
 pub fn init(required: c_int) -> MpiResult<c_int> {
     let mut st = lock();
     st.inits += 1;
@@ -600,6 +601,51 @@ mod tests {
         assert_eq!(cvar_type(t(config::SHM_SLOTS)), ValueType::Char);
         assert_eq!(cvar_type(t(config::LOG)), ValueType::Char);
         assert_eq!(cvar_type(t(config::RANK_SESSIONS)), ValueType::Char);
+    }
+
+    /// The whole life of MPI_T without a runtime: the counts are those kept at the last
+    /// tear-down. (The only test that touches the global state.)
+    #[test]
+    fn sessions_and_handles() {
+        let class = |e: MpiError| e.code;
+        assert_eq!(session_create().map_err(class), Err(MPI_T_ERR_NOT_INITIALIZED));
+        assert_eq!(init(MPI_THREAD_FUNNELED), Ok(MPI_THREAD_FUNNELED));
+        assert_eq!(init(99), Ok(MPI_THREAD_MULTIPLE));
+        finalize().unwrap();
+        let mut stats = Stats::default();
+        stats.sent.add(Route::Shm, 10);
+        keep_final_stats(stats);
+        let s = session_create().unwrap();
+        let sent = pvar_index("shm_messages_sent", MPI_T_PVAR_CLASS_COUNTER).unwrap() as c_int;
+        let (h, count) = pvar_handle_alloc(s, sent).unwrap();
+        assert_eq!(count, 1);
+        assert_eq!(pvar_read(s, h), Ok(0), "stopped");
+        pvar_start_stop(s, Handles::All, true).unwrap();
+        stats.sent.add(Route::Shm, 10);
+        keep_final_stats(stats);
+        assert_eq!(pvar_read(s, h), Ok(1));
+        pvar_start_stop(s, Handles::One(h), false).unwrap();
+        stats.sent.add(Route::Shm, 10);
+        keep_final_stats(stats);
+        assert_eq!(pvar_read(s, h), Ok(1), "stopped again");
+        let level = pvar_index("unexpected_recvq_length", MPI_T_PVAR_CLASS_LEVEL).unwrap() as c_int;
+        let (q, _) = pvar_handle_alloc(s, level).unwrap();
+        assert_eq!(pvar_start_stop(s, Handles::One(q), true).map_err(class), Err(MPI_T_ERR_PVAR_NO_STARTSTOP));
+        assert_eq!(pvar_write(s, Handles::One(h), "reset").map_err(class), Err(MPI_T_ERR_PVAR_NO_WRITE));
+        assert_eq!(pvar_readreset(s, h).map_err(class), Err(MPI_T_ERR_PVAR_NO_ATOMIC));
+        let other = session_create().unwrap();
+        assert_eq!(pvar_read(other, h).map_err(class), Err(MPI_T_ERR_INVALID_HANDLE));
+        session_free(s).unwrap();
+        assert_eq!(pvar_read(s, h).map_err(class), Err(MPI_T_ERR_INVALID_SESSION));
+        assert_eq!(pvar_handle_alloc(other, 1000).map_err(class), Err(MPI_T_ERR_INVALID_INDEX));
+        let (c, _) = cvar_handle_alloc(cvar_index(config::CMA).unwrap() as c_int).unwrap();
+        assert_eq!(cvar_write(c).map_err(class), Err(MPI_T_ERR_CVAR_SET_NEVER));
+        finalize().unwrap();
+        assert_eq!(cvar_read(c).map_err(class), Err(MPI_T_ERR_NOT_INITIALIZED));
+        init(MPI_THREAD_SINGLE).unwrap();
+        assert_eq!(cvar_read(c).map_err(class), Err(MPI_T_ERR_INVALID_HANDLE), "freed by the last finalize");
+        finalize().unwrap();
+        *LAST_STATS.lock().unwrap() = None;
     }
 
     #[test]
