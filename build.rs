@@ -328,6 +328,7 @@ fn entry(s: &mut String, f: &Func, callbacks: &[String], target: Option<Target>)
                     panic!("src/abi/{}.rs: {} returns a C value, not MpiResult", i.module, f.name);
                 }
                 let dispatch = match (decl::comm_param(f), decl::session_param(f), decl::errhandler_arg_param(f)) {
+                    _ if decl::is_tool(f) => format!("call_tool({:?}", f.name),
                     _ if file_target.is_some() => {
                         format!("call_on_file({:?}, {}", f.name, file_target.as_deref().unwrap())
                     }
@@ -346,6 +347,9 @@ fn entry(s: &mut String, f: &Func, callbacks: &[String], target: Option<Target>)
             } else {
                 writeln!(s, "    crate::abi::entry::guard({:?}, move || {{\n        {call}\n    }})", f.name).unwrap();
             }
+        }
+        None if returns_int && decl::is_tool(f) => {
+            writeln!(s, "    crate::abi::entry::unsupported_tool({:?})", f.name).unwrap();
         }
         None if returns_int => {
             let call = match (&file_target, &win_target) {

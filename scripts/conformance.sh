@@ -60,7 +60,7 @@ set -o pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # threads/init and threads/coll take seconds, threads/comm about 100 s; threads/pt2pt takes
 # about 12 minutes on two cores (run it with --dirs threads).
-DEFAULT_DIRS="attr,pt2pt,coll,comm,datatype,errhan,group,info,init,topo,rma,io,threads/init,threads/coll,threads/comm,threads/rma,part,threads/part"
+DEFAULT_DIRS="attr,pt2pt,coll,comm,datatype,errhan,group,info,init,topo,rma,io,threads/init,threads/coll,threads/comm,threads/rma,part,threads/part,mpi_t,threads/mpi_t"
 # The Fortran directories (the subdirectories of f77/ and f90/): part of the default when the
 # install has Fortran wrappers.
 FORTRAN_DEFAULT_DIRS="f77/attr,f77/coll,f77/comm,f77/datatype,f77/ext,f77/info,f77/init,f77/io,f77/pt2pt,f77/topo,\

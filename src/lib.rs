@@ -23,6 +23,7 @@ pub mod pmi;
 pub mod rma;
 pub mod runtime;
 pub mod session;
+pub mod tool;
 pub mod topo;
 pub mod transport;
 pub mod win;

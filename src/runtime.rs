@@ -731,6 +731,7 @@ fn tear_down() -> MpiResult<()> {
         let world = rt.comms.get(MPI_COMM_WORLD)?;
         crate::coll::barrier(&mut crate::coll::Group::new(&mut rt.engine, world))?;
         rt.engine.wait_until(|e| e.quiet());
+        crate::tool::keep_final_stats(rt.engine.stats());
         rt.pmi.fence().map_err(|e| pmi_error("fence", e))?;
         rt.pmi.finalize().map_err(|e| pmi_error("finalize", e))
     })?;

@@ -258,6 +258,13 @@ pub fn rust_return(ty: &CType, callbacks: &[String]) -> Result<String, String> {
     }
 }
 
+/// A function of the tools interface (`MPI_T_*`): it returns its error class itself and
+/// invokes no error handler (MPI-4.1 15.3.9), so its entry dispatches through
+/// `entry::call_tool`.
+pub fn is_tool(f: &Func) -> bool {
+    f.name.starts_with("MPI_T_")
+}
+
 /// The first by-value `MPI_Comm` parameter: the communicator whose error handler applies.
 pub fn comm_param(f: &Func) -> Option<&Param> {
     f.params.iter().find(|p| p.ty.base == "MPI_Comm" && p.ty.pointers == 0)

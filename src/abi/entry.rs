@@ -79,6 +79,24 @@ pub fn call_with_handler(
     }
 }
 
+/// As `call`, for a function of the tools interface (`MPI_T_*`): MPI-4.1 15.3.9 has these
+/// return their error class directly, without invoking any error handler (a tool may run
+/// before MPI_Init or after MPI_Finalize, when no handler exists). A panic returns
+/// MPI_T_ERR_INVALID; the message is logged since no error string can carry it.
+pub fn call_tool(name: &'static str, f: impl FnOnce() -> MpiResult) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => MPI_SUCCESS,
+        Ok(Err(e)) => {
+            log::debug!("{name}: {}", e.msg);
+            e.code
+        }
+        Err(payload) => {
+            log::error!("{name}: {}", internal(payload.as_ref()).msg);
+            crate::abi::consts::MPI_T_ERR_INVALID
+        }
+    }
+}
+
 /// A value a C function can return when it has nothing better: 0, 0.0 or a null pointer.
 pub trait CZero {
     fn c_zero() -> Self;
@@ -120,6 +138,12 @@ pub fn guard<T: CZero>(name: &'static str, f: impl FnOnce() -> T) -> T {
 /// The entry of an int-returning function that is not implemented yet.
 pub fn unsupported(name: &'static str, comm: Option<MPI_Comm>) -> c_int {
     errhandler::raise(name, comm, MpiError::unsupported(name))
+}
+
+/// As `unsupported`, for a function of the tools interface: the class, no handler.
+pub fn unsupported_tool(name: &'static str) -> c_int {
+    log::debug!("{name} is not implemented yet in oxmpi");
+    crate::abi::consts::MPI_T_ERR_NOT_SUPPORTED
 }
 
 /// As `unsupported`, for a function on window `win`.

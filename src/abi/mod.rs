@@ -83,6 +83,7 @@ pub mod group;
 pub mod info;
 pub mod init;
 pub mod mem;
+pub mod mpit;
 pub mod neighbor;
 pub mod op;
 pub mod p2p;

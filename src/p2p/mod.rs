@@ -9,6 +9,7 @@
 pub mod buffers;
 pub mod part;
 pub mod request;
+pub mod stats;
 
 use crate::abi::consts::*;
 use crate::config;
@@ -385,6 +386,8 @@ pub struct Engine {
     /// The state of every partitioned request, by request id, and the active ones.
     parts: std::collections::HashMap<u32, part::Partitioned>,
     parts_active: Vec<u32>,
+    /// Message counts for the tools interface's performance variables.
+    stats: stats::Stats,
     /// The channel of the next partitioned receive (the tag of its data).
     next_part_channel: i32,
     /// Peers that share large transfers' copies (single-copy writes allowed, a core each).
@@ -510,6 +513,7 @@ impl Engine {
             tasks: Vec::new(),
             parts: std::collections::HashMap::new(),
             parts_active: Vec::new(),
+            stats: stats::Stats::default(),
             next_part_channel: 0,
         }
     }
@@ -628,6 +632,7 @@ impl Engine {
         }
         seg.send_eager(dst, env.ctx, env.src, env.tag, bytes);
         seg.notify(dst);
+        self.stats.sent.add(Route::Shm, bytes.len());
         true
     }
 
@@ -641,6 +646,7 @@ impl Engine {
         match self.net.as_mut() {
             Some(net) if net.can_send() => {
                 send(net);
+                self.stats.sent.add(Route::Net, len);
                 true
             }
             _ => false,
@@ -668,6 +674,7 @@ impl Engine {
                 break;
             }
             seg.send_eager(dst, env.ctx, env.src, env.tag, bytes);
+            self.stats.sent.add(Route::Shm, bytes.len());
             sent += 1;
         }
         if sent > 0 {
@@ -693,6 +700,7 @@ impl Engine {
         }
         seg.send_eager_with(dst, env.ctx, env.src, env.tag, len, pack);
         seg.notify(dst);
+        self.stats.sent.add(Route::Shm, len);
         true
     }
 
@@ -745,6 +753,7 @@ impl Engine {
             head = Packet { kind: kind::PIECE, len: n as u64, addr: (at + n) as u64, ..Default::default() };
         }
         seg.notify(dst);
+        self.stats.sent.add(Route::Shm, len);
         true
     }
 
@@ -819,6 +828,7 @@ impl Engine {
         }
         debug_assert_eq!(filled, len);
         seg.notify(from);
+        self.stats.received.add(Route::Shm, len);
         Some(Status { source: msg.src, tag: msg.tag, bytes: len, cancelled: false, error: MPI_SUCCESS })
     }
 
@@ -878,11 +888,13 @@ impl Engine {
             unreachable!("start_send on a request that is not a send")
         };
         let (dst, env, mode, len) = (*dst, *env, *mode, buf.len());
+        self.stats.sent.add(self.route[dst], len);
         if dst == self.me {
             self.send_to_self(req, env, mode);
         } else if len <= if self.route[dst] == Route::Net { self.net_eager_limit } else { self.eager_limit } {
             self.push_out(dst, Out::Eager { req });
         } else {
+            self.stats.rendezvous_sent += 1;
             self.push_out(dst, Out::Rts { req });
         }
     }
@@ -1001,6 +1013,7 @@ impl Engine {
                 self.recycle_payload(data);
             }
             Body::Rts { addr, sreq, blocks, stream } => {
+                self.stats.received.add(self.route[msg.from], msg.len);
                 let n = self.set_matched_status(req, msg.env, msg.len);
                 // From another node: the data comes as one transfer straight into the receive
                 // buffer (or its staging), the provider's own large-message protocol. A
@@ -1307,6 +1320,7 @@ impl Engine {
     /// Completes receive `req` with an eager payload (from a ring slot or the unexpected
     /// queue) and acknowledges a synchronous send.
     fn complete_eager(&mut self, req: u32, env: Envelope, data: &[u8], ack: Option<u32>, from: usize) {
+        self.stats.received.add(self.route[from], data.len());
         // One look-up for status, copy and completion (this runs once per small message).
         let r = self.reqs.get_mut(req).expect("completion of an unknown receive request");
         let Op::Recv { buf, .. } = &mut r.op else { unreachable!("a match for a request that is not a receive") };
@@ -1496,8 +1510,20 @@ impl Engine {
     fn on_message(&mut self, msg: Unexpected) {
         match self.take_posted(&msg.env) {
             Some(req) => self.deliver(req, msg),
-            None => self.unexpected.push_back(msg),
+            None => self.queue_unexpected(msg),
         }
+    }
+
+    /// Adds a message no receive takes yet to the unexpected queue, keeping its high-water
+    /// mark (off the fast path: only messages that arrive before their receive).
+    fn queue_unexpected(&mut self, msg: Unexpected) {
+        self.unexpected.push_back(msg);
+        self.stats.unexpected_high = self.stats.unexpected_high.max(self.unexpected.len() as u64);
+    }
+
+    /// The message counts for the tools interface, with the unexpected queue's length now.
+    pub fn stats(&self) -> stats::Stats {
+        stats::Stats { unexpected_now: self.unexpected.len() as u64, ..self.stats }
     }
 
     /// Removes and returns the first posted receive that takes a message with `env`.
@@ -1526,7 +1552,7 @@ impl Engine {
                     let mut data = self.payload_pool.pop().unwrap_or_default();
                     data.clear();
                     data.extend_from_slice(payload);
-                    self.unexpected.push_back(Unexpected {
+                    self.queue_unexpected(Unexpected {
                         env,
                         from: src,
                         len: data.len(),
@@ -1588,6 +1614,7 @@ impl Engine {
         let filled = payload.len();
         let assembly = match self.take_posted(&env) {
             Some(req) => {
+                self.stats.received.add(self.route[src], len);
                 let fits = self.set_matched_status(req, env, len);
                 if let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op {
                     buf.put(0, &payload[..filled.min(fits)]);
