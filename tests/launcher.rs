@@ -641,11 +641,8 @@ fn oxmpi_info_says_how_windows_reach_their_targets() {
 
 #[test]
 fn oxmpi_info_into_a_closed_pipe_ends_quietly() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_oxmpi-info"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child =
+        Command::new(env!("CARGO_BIN_EXE_oxmpi-info")).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     drop(child.stdout.take());
     let output = child.wait_with_output().unwrap();
     assert!(!text(&output.stderr).contains("panicked"), "{}", text(&output.stderr));

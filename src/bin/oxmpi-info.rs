@@ -64,11 +64,14 @@ fn one_sided_paths() -> String {
     let cma_off = std::env::var(oxmpi::config::CMA).is_ok_and(|v| v.trim() == "0");
     // Ranks allow each other as tracers (PR_SET_PTRACER), which Yama's scope 1 honours;
     // scope 2 and 3 refuse single copy between them.
-    let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").ok().and_then(|s| s.trim().parse::<u32>().ok());
+    let scope =
+        std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").ok().and_then(|s| s.trim().parse::<u32>().ok());
     let same_node = match (cma_off, scope) {
         (true, _) => "by messages the target's progress engine applies (OXMPI_CMA=0)".to_string(),
         (false, Some(s)) if s >= 2 => {
-            format!("by messages the target's progress engine applies (kernel.yama.ptrace_scope={s} refuses single copy)")
+            format!(
+                "by messages the target's progress engine applies (kernel.yama.ptrace_scope={s} refuses single copy)"
+            )
         }
         _ => "by single copy (process_vm_readv/writev), nothing needed from the target".to_string(),
     };

@@ -528,7 +528,8 @@ impl Job {
             _ => (None, None),
         };
         // Stdin handed to rank 0's writer and not yet reported taken: look again soon.
-        let stdin = self.stdin_to_rank.as_ref().filter(|s| s.handed > s.acked).map(|_| Instant::now() + STDIN_ACK_DELAY);
+        let stdin =
+            self.stdin_to_rank.as_ref().filter(|s| s.handed > s.acked).map(|_| Instant::now() + STDIN_ACK_DELAY);
         [self.timeout_at, kill_at, self.drain_until, connect, abandon, self.next_heartbeat(), stdin]
             .into_iter()
             .flatten()
@@ -659,7 +660,8 @@ impl Job {
         let mut data = vec![0u8; STDIN_CHUNK];
         // SAFETY: read(2) into our buffer of its length; poll found fd 0 readable (or gone).
         let n = unsafe { libc::read(libc::STDIN_FILENO, data.as_mut_ptr().cast(), data.len()) };
-        if n < 0 && matches!(io::Error::last_os_error().kind(), io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock) {
+        if n < 0 && matches!(io::Error::last_os_error().kind(), io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock)
+        {
             return;
         }
         // The end of stdin, or an error reading it (no stdin at all): rank 0's stdin ends.

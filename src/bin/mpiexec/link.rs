@@ -16,8 +16,8 @@
 use std::ffi::OsString;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::time::{Duration, Instant};
 
 use crate::output::Sink;
 
@@ -414,7 +414,8 @@ impl Link {
         if self.last_heard.elapsed() < limit {
             return false;
         }
-        let mut fd = libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(&self.stream), events: libc::POLLIN, revents: 0 };
+        let mut fd =
+            libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(&self.stream), events: libc::POLLIN, revents: 0 };
         // SAFETY: one valid pollfd; a zero timeout never blocks.
         unsafe { libc::poll(&mut fd, 1, 0) == 0 }
     }

@@ -321,8 +321,8 @@ fn expand_configfile(args: Vec<OsString>) -> Result<Vec<OsString>, Inner> {
             extra.to_string_lossy()
         )));
     }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Inner::Error(format!("'{typed}' {shown}: cannot read it: {e}")))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Inner::Error(format!("'{typed}' {shown}: cannot read it: {e}")))?;
     let mut out: Vec<OsString> = args[..at].to_vec();
     let mut parts = 0;
     for line in text.lines() {
