@@ -459,9 +459,9 @@ pub const TUNABLES: &[Tunable] = &[
     },
     Tunable {
         name: LINK_TIMEOUT,
-        default: "1500",
-        what: "read by mpiexec and its proxies: milliseconds a connection between them may stay silent (each side says it is alive every 250 ms) before its host counts as unreachable and the job ends",
-        kind: Kind::Number { min: 500, max: 3_600_000 },
+        default: "2000",
+        what: "read by mpiexec and its proxies: milliseconds the connection between them may go unanswered (TCP keepalive probes every half of it, and a user timeout on unacknowledged data) before the host counts as unreachable and the job ends",
+        kind: Kind::Number { min: 2000, max: 3_600_000 },
     },
     Tunable {
         name: RANK_SESSIONS,

@@ -196,8 +196,8 @@ pub struct Job {
     shutdown: Option<Shutdown>,
     /// Set once every rank has been reaped: forward output until then, no longer.
     drain_until: Option<Instant>,
-    /// How long a link to mpiexec or a proxy may stay silent (`link::silence_limit`).
-    link_silence: Duration,
+    /// How long a link to mpiexec or a proxy may go unanswered (`link::link_timeout`).
+    link_timeout: Duration,
     /// A proxy with rank 0: its stdin.
     stdin_to_rank: Option<StdinToRank>,
 }
@@ -272,7 +272,10 @@ impl Job {
             Role::Head(_) => (0..size).map(Rank::remote).collect(),
             _ => Vec::new(),
         };
-        let link_silence = crate::link::silence_limit(spec.base_env.as_deref());
+        let link_timeout = crate::link::link_timeout(spec.base_env.as_deref());
+        if let Role::Proxy { upstream: Some(link), .. } = &role {
+            link.watch(link_timeout);
+        }
         Job {
             spec,
             role,
@@ -284,7 +287,7 @@ impl Job {
             timeout_at,
             shutdown: None,
             drain_until: None,
-            link_silence,
+            link_timeout,
             stdin_to_rank: None,
         }
     }
@@ -530,70 +533,7 @@ impl Job {
         // Stdin handed to rank 0's writer and not yet reported taken: look again soon.
         let stdin =
             self.stdin_to_rank.as_ref().filter(|s| s.handed > s.acked).map(|_| Instant::now() + STDIN_ACK_DELAY);
-        [self.timeout_at, kill_at, self.drain_until, connect, abandon, self.next_heartbeat(), stdin]
-            .into_iter()
-            .flatten()
-            .min()
-    }
-
-    /// The links to mpiexec or to the proxies, still open.
-    fn links(&self) -> Vec<&Link> {
-        match &self.role {
-            Role::Local => Vec::new(),
-            Role::Proxy { upstream, .. } => upstream.iter().collect(),
-            Role::Head(head) => head.proxies.iter().filter_map(|p| p.link.as_ref()).collect(),
-        }
-    }
-
-    /// When a link next needs an `Alive`, or its peer's silence next needs a look.
-    fn next_heartbeat(&self) -> Option<Instant> {
-        let limit = self.link_silence;
-        self.links().into_iter().flat_map(|l| [l.heartbeat_due(), l.last_heard + limit]).min()
-    }
-
-    /// Says `Alive` on links that have been quiet for a heartbeat, and gives up links whose
-    /// peer has been silent past the limit: its host is unreachable (see `link`).
-    fn check_links(&mut self) {
-        let now = Instant::now();
-        let limit = self.link_silence;
-        match &mut self.role {
-            Role::Local => {}
-            Role::Proxy { upstream: Some(link), .. } => {
-                if link.silent(limit) {
-                    let host = crate::placement::hostname().unwrap_or_default();
-                    eprintln!(
-                        "mpiexec proxy on {host}: nothing heard from mpiexec for {} ms; ending this host's ranks",
-                        limit.as_millis()
-                    );
-                    return self.on_upstream_lost();
-                }
-                if now >= link.heartbeat_due() {
-                    self.send_upstream(ToHead::Alive);
-                }
-            }
-            Role::Proxy { upstream: None, .. } => {}
-            Role::Head(head) => {
-                let mut silent = Vec::new();
-                for (index, proxy) in head.proxies.iter_mut().enumerate() {
-                    let Some(link) = &mut proxy.link else { continue };
-                    if link.silent(limit) {
-                        silent.push(index);
-                    } else if now >= link.heartbeat_due() && link.send(&ToProxy::Alive.encode()).is_err() {
-                        silent.push(index);
-                    }
-                }
-                for index in silent {
-                    let host = self.host_of_proxy(index);
-                    if self.shutdown.is_none() {
-                        report(&format!(
-                            "host {host} unreachable: nothing heard from its proxy for {} ms (network down?)",
-                            limit.as_millis()
-                        ));
-                    }
-                    self.on_proxy_lost(index);
-                }
-            }
-        }
+        [self.timeout_at, kill_at, self.drain_until, connect, abandon, stdin].into_iter().flatten().min()
     }
 
     fn wait_for_events(&mut self) {
@@ -775,7 +715,6 @@ impl Job {
 
     fn check_timers(&mut self) {
         self.ack_stdin();
-        self.check_links();
         let now = Instant::now();
         if self.timeout_at.is_some_and(|t| now >= t) {
             self.timeout_at = None;
@@ -1109,7 +1048,16 @@ impl Job {
         };
         let frames = match link.receive() {
             Ok(frames) => frames,
-            Err(_) => return self.on_upstream_lost(),
+            Err(error) => {
+                if error.kind() == io::ErrorKind::TimedOut {
+                    let host = crate::placement::hostname().unwrap_or_default();
+                    eprintln!(
+                        "mpiexec proxy on {host}: mpiexec unreachable for {} ms; ending this host's ranks",
+                        self.link_timeout.as_millis()
+                    );
+                }
+                return self.on_upstream_lost();
+            }
         };
         for frame in frames {
             match ToProxy::decode(&frame) {
@@ -1123,7 +1071,6 @@ impl Job {
                         self.kill_now();
                     }
                 }
-                Ok(ToProxy::Alive) => {}
                 Ok(ToProxy::Stdin { data }) => self.on_stdin(data),
                 Ok(ToProxy::Start(_)) | Err(_) => {
                     log::warn!("unexpected message from mpiexec");
@@ -1185,6 +1132,7 @@ impl Job {
         start.ranks = proxy.ranks.iter().map(|&r| (r as u32, self.spec.app_of_rank[r] as u32)).collect();
         proxy.started = true;
         if link.send(&ToProxy::Start(start).encode()).is_ok() {
+            link.watch(self.link_timeout);
             proxy.link = Some(link);
         }
         log::debug!("proxy {index} ({}) connected from {peer}", proxy.host);
@@ -1202,7 +1150,16 @@ impl Job {
         };
         let frames = match link.receive() {
             Ok(frames) => frames,
-            Err(_) => return self.on_proxy_lost(index),
+            Err(error) => {
+                if error.kind() == io::ErrorKind::TimedOut && self.shutdown.is_none() {
+                    report(&format!(
+                        "host {} unreachable: its proxy has not answered for {} ms (network down?)",
+                        self.host_of_proxy(index),
+                        self.link_timeout.as_millis()
+                    ));
+                }
+                return self.on_proxy_lost(index);
+            }
         };
         for frame in frames {
             match ToHead::decode(&frame) {
@@ -1264,7 +1221,6 @@ impl Job {
                     self.on_rank_ended(rank, ending);
                 }
             }
-            ToHead::Alive => {}
             ToHead::StdinTaken { bytes } => {
                 if let Role::Head(head) = &mut self.role {
                     head.stdin.in_flight = head.stdin.in_flight.saturating_sub(bytes as usize);

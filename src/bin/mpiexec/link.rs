@@ -8,36 +8,33 @@
 //! (ranks started, PMI init and finalize, output lines, barriers with the keys put since the
 //! last one, aborts, endings) and mpiexec answers barriers and sends signals.
 //!
-//! Each side says `Alive` when it has sent nothing for `HEARTBEAT`, and takes a connection
-//! that stays silent for the link timeout (`OXMPI_LINK_TIMEOUT`) as broken: a host whose
-//! network went down (a cable pulled) sends no error, only silence, and would otherwise
-//! leave the job waiting for ever.
+//! A host whose network goes down (a cable pulled, the host powered off) sends no error,
+//! only silence, and would leave the job waiting for ever: the sockets probe their peer
+//! (TCP keepalive, and a user timeout on unacknowledged data, `Link::watch`), so the kernel
+//! reports a lost connection within the link timeout (`OXMPI_LINK_TIMEOUT`), also while the
+//! processes themselves do not get the CPU.
 
 use std::ffi::OsString;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::output::Sink;
 
 /// A frame larger than this is a protocol error, not an allocation.
 const MAX_FRAME: usize = 256 << 20;
 
-/// How often a side that has nothing else to send says it is alive.
-pub const HEARTBEAT: Duration = Duration::from_millis(250);
-
-/// How long a connection may stay silent before it counts as broken: `OXMPI_LINK_TIMEOUT`
-/// (milliseconds) in `env` (a proxy's: mpiexec's environment, sent with the job) or else
-/// in this process's environment; by default 1.5 s, so that a lost host ends the job
-/// within 2 s.
-pub fn silence_limit(env: Option<&[(OsString, OsString)]>) -> Duration {
+/// How long a connection may go unanswered before it counts as lost: `OXMPI_LINK_TIMEOUT`
+/// (milliseconds) in `env` (a proxy's: mpiexec's environment, sent with the job) or else in
+/// this process's environment; by default 2 s.
+pub fn link_timeout(env: Option<&[(OsString, OsString)]>) -> Duration {
     let name = oxmpi::config::LINK_TIMEOUT;
     let value = match env {
         Some(env) => env.iter().find(|(k, _)| k == name).map(|(_, v)| v.to_string_lossy().into_owned()),
         None => std::env::var(name).ok(),
     };
-    Duration::from_millis(value.and_then(|v| v.trim().parse().ok()).unwrap_or(1500))
+    Duration::from_millis(value.and_then(|v| v.trim().parse().ok()).unwrap_or(2000))
 }
 
 /// How a rank process ended.
@@ -120,8 +117,6 @@ pub enum ToHead {
         rank: u32,
         ending: Ending,
     },
-    /// Nothing else to say for `HEARTBEAT`.
-    Alive,
     /// Rank 0 has taken (or its stdin has dropped) this many more bytes of mpiexec's stdin.
     StdinTaken {
         bytes: u32,
@@ -140,8 +135,6 @@ pub enum ToProxy {
     Signal {
         signo: i32,
     },
-    /// Nothing else to say for `HEARTBEAT`.
-    Alive,
     /// The next bytes of mpiexec's stdin, for rank 0; empty: its end.
     Stdin {
         data: Vec<u8>,
@@ -264,7 +257,6 @@ impl ToHead {
                 Ending::Exited(code) => e.u8(9).u32(*rank).u8(0).i32(*code),
                 Ending::Signaled(signo) => e.u8(9).u32(*rank).u8(1).i32(*signo),
             },
-            ToHead::Alive => e.u8(10),
             ToHead::StdinTaken { bytes } => e.u8(11).u32(*bytes),
         };
         e.frame()
@@ -297,7 +289,6 @@ impl ToHead {
                 };
                 ToHead::Ended { rank, ending }
             }
-            10 => ToHead::Alive,
             11 => ToHead::StdinTaken { bytes: d.u32()? },
             _ => return Err(malformed()),
         };
@@ -338,9 +329,6 @@ impl ToProxy {
             ToProxy::Signal { signo } => {
                 e.u8(3).i32(*signo);
             }
-            ToProxy::Alive => {
-                e.u8(4);
-            }
             ToProxy::Stdin { data } => {
                 e.u8(5).bytes(data);
             }
@@ -369,7 +357,6 @@ impl ToProxy {
             }
             2 => ToProxy::BarrierOut { pairs: d.string_pairs()? },
             3 => ToProxy::Signal { signo: d.i32()? },
-            4 => ToProxy::Alive,
             5 => ToProxy::Stdin { data: d.bytes()? },
             _ => return Err(malformed()),
         };
@@ -382,42 +369,44 @@ impl ToProxy {
 pub struct Link {
     pub stream: TcpStream,
     pending: Vec<u8>,
-    /// When bytes last arrived, and were last sent.
-    pub last_heard: Instant,
-    pub last_sent: Instant,
 }
 
 impl Link {
     pub fn new(stream: TcpStream) -> Link {
         // Barriers are small messages waited for: no Nagle delay.
         let _ = stream.set_nodelay(true);
-        // A peer that stopped reading (its network is down) must not block the loop for
-        // ever once the socket's buffer is full: the send fails and the link is lost.
-        let _ = stream.set_write_timeout(Some(silence_limit(None)));
-        let now = Instant::now();
-        Link { stream, pending: Vec::new(), last_heard: now, last_sent: now }
+        Link { stream, pending: Vec::new() }
+    }
+
+    /// Has the kernel give up the connection when the peer's host stops answering for
+    /// `timeout`: keepalive probes while it is idle (every half of it, one unanswered probe
+    /// is enough), and a user timeout on data sent but not acknowledged. The kernel answers
+    /// probes whatever its processes are doing, so a busy host is never taken for a lost one.
+    pub fn watch(&self, timeout: Duration) {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.stream);
+        let half = (timeout.as_secs() / 2).max(1) as libc::c_int;
+        let user_timeout = timeout.as_millis().min(u32::MAX as u128) as libc::c_uint;
+        let set = |level: libc::c_int, name: libc::c_int, value: libc::c_int| {
+            // SAFETY: setsockopt reads one c_int from a valid pointer; `fd` is our socket.
+            unsafe {
+                libc::setsockopt(
+                    fd,
+                    level,
+                    name,
+                    (&value as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+        };
+        set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+        set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, half);
+        set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, half);
+        set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 1);
+        set(libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, user_timeout as libc::c_int);
     }
 
     pub fn send(&mut self, frame: &[u8]) -> io::Result<()> {
-        self.last_sent = Instant::now();
         self.stream.write_all(frame)
-    }
-
-    /// When this side should next say `Alive`, unless it sends something else first.
-    pub fn heartbeat_due(&self) -> Instant {
-        self.last_sent + HEARTBEAT
-    }
-
-    /// Whether the peer has been silent past `limit` with nothing waiting to be read (a
-    /// loop that was busy elsewhere has not read what arrived meanwhile: not silence).
-    pub fn silent(&self, limit: Duration) -> bool {
-        if self.last_heard.elapsed() < limit {
-            return false;
-        }
-        let mut fd =
-            libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(&self.stream), events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd; a zero timeout never blocks.
-        unsafe { libc::poll(&mut fd, 1, 0) == 0 }
     }
 
     /// Takes a complete frame's body out of `pending`, if there is one.
@@ -447,9 +436,6 @@ impl Link {
             Err(e) if e.kind() == io::ErrorKind::Interrupted || e.kind() == io::ErrorKind::WouldBlock => 0,
             Err(e) => return Err(e),
         };
-        if n > 0 {
-            self.last_heard = Instant::now();
-        }
         self.pending.extend_from_slice(&buffer[..n]);
         let mut frames = Vec::new();
         while let Some(frame) = self.next_frame()? {
@@ -495,7 +481,6 @@ mod tests {
             ToHead::Abort { rank: 0, code: -1, message: "bye\nnow".into() },
             ToHead::Ended { rank: 5, ending: Ending::Signaled(9) },
             ToHead::Ended { rank: 5, ending: Ending::Exited(3) },
-            ToHead::Alive,
             ToHead::StdinTaken { bytes: 65536 },
         ];
         for message in to_head {
@@ -518,7 +503,6 @@ mod tests {
             ToProxy::Start(spec),
             ToProxy::BarrierOut { pairs: vec![("a".into(), "b".into())] },
             ToProxy::Signal { signo: 15 },
-            ToProxy::Alive,
             ToProxy::Stdin { data: b"line\n\x00".to_vec() },
             ToProxy::Stdin { data: Vec::new() },
         ] {
