@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs oxmpi under a prefix.
 #
-#   scripts/install.sh --prefix DIR [--from TARGETDIR]
+#   scripts/install.sh --prefix DIR [--from TARGETDIR | --profile release|debug]
 #
-# Without --from, builds with `cargo build --release` and installs from
-# target/release. With --from (a cargo profile directory such as target/debug),
-# installs the artifacts found there without building.
+# Without --from, builds with cargo in --profile (default release) and installs from that
+# profile's directory (of $CARGO_TARGET_DIR, else target/). With --from (a cargo profile
+# directory such as target/debug), installs the artifacts found there without building.
 #
 # Installs:
 #   DIR/lib/libmpi.so.12            the library (soname libmpi.so.12)
@@ -19,18 +19,20 @@
 set -euo pipefail
 
 usage() {
-    echo "usage: $0 --prefix DIR [--from TARGETDIR]" >&2
+    echo "usage: $0 --prefix DIR [--from TARGETDIR | --profile release|debug]" >&2
     exit 2
 }
 
 prefix=
 from=
+profile=release
 while [ $# -gt 0 ]; do
     case $1 in
         --prefix) [ $# -ge 2 ] || usage; prefix=$2; shift 2 ;;
         --prefix=*) prefix=${1#--prefix=}; shift ;;
         --from) [ $# -ge 2 ] || usage; from=$2; shift 2 ;;
         --from=*) from=${1#--from=}; shift ;;
+        --profile) [ $# -ge 2 ] || usage; profile=$2; shift 2 ;;
         -h|--help) usage ;;
         *) echo "$0: unknown argument: $1" >&2; usage ;;
     esac
@@ -40,8 +42,12 @@ done
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 if [ -z "$from" ]; then
-    (cd "$root" && cargo build --release)
-    from=${CARGO_TARGET_DIR:-$root/target}/release
+    case $profile in
+        release) (cd "$root" && cargo build --release) ;;
+        debug) (cd "$root" && cargo build) ;;
+        *) usage ;;
+    esac
+    from=${CARGO_TARGET_DIR:-$root/target}/$profile
 fi
 [ -d "$from" ] || { echo "$0: $from is not a directory" >&2; exit 1; }
 from=$(cd "$from" && pwd)

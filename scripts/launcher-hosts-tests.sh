@@ -37,13 +37,6 @@ while [ $# -gt 0 ]; do
 done
 
 cd "$root"
-cargo_profile=()
-if [ "$profile" = release ]; then
-    cargo_profile=(--release)
-fi
-cargo build "${cargo_profile[@]}" --lib --bin mpiexec --bin oxmpi-info
-target=${CARGO_TARGET_DIR:-$root/target}/$profile
-
 work=$(mktemp -d /tmp/oxmpi-launcher-hosts.XXXXXX)
 hosts_up=0
 cleanup() {
@@ -53,7 +46,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-bash scripts/install.sh --prefix "$work/prefix" --from "$target" > /dev/null
+bash scripts/install.sh --prefix "$work/prefix" --profile "$profile" > /dev/null
 "$work/prefix/bin/mpicc" -O1 -o "$work/ring" scripts/launcher-hosts-ring.c
 if [ "$keep" = 0 ]; then
     hosts_up=1

@@ -44,11 +44,8 @@ work=$(mktemp -d /tmp/oxmpi-shm-tests.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 cd "$root"
 if [ -z "$prefix" ]; then
-    cargo_profile=()
-    [ "$profile" = release ] && cargo_profile=(--release)
-    cargo build "${cargo_profile[@]}" --lib --bin mpiexec --bin oxmpi-info
     prefix=$work/prefix
-    bash scripts/install.sh --prefix "$prefix" --from "${CARGO_TARGET_DIR:-$root/target}/$profile" > /dev/null
+    bash scripts/install.sh --prefix "$prefix" --profile "$profile" > /dev/null
 fi
 prog=$work/shm-tests
 "$prefix/bin/mpicc" -O1 -o "$prog" scripts/shm-tests.c

@@ -42,13 +42,6 @@ while [ $# -gt 0 ]; do
 done
 
 cd "$root"
-cargo_profile=()
-if [ "$profile" = release ]; then
-    cargo_profile=(--release)
-fi
-cargo build "${cargo_profile[@]}" --lib --bin mpiexec --bin oxmpi-info
-target=${CARGO_TARGET_DIR:-$root/target}/$profile
-
 work=$(mktemp -d /tmp/oxmpi-slurm-tests.XXXXXX)
 cluster_up=0
 cleanup() {
@@ -58,7 +51,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-bash scripts/install.sh --prefix "$work/prefix" --from "$target" > /dev/null
+bash scripts/install.sh --prefix "$work/prefix" --profile "$profile" > /dev/null
 "$work/prefix/bin/mpicc" -O1 -o "$work/ring" scripts/launcher-hosts-ring.c
 "$work/prefix/bin/mpicc" -O1 -I ctests -o "$work/abort" ctests/env_abort.c
 if [ "$keep" = 0 ]; then

@@ -591,7 +591,7 @@ fn connect_transports(pmi: &mut Pmi, multiple: bool) -> MpiResult<Transports> {
     // The node's first rank makes the segment's file and publishes its name. Labelled by
     // node: nodes of one job may share a /dev/shm (several "hosts" on one machine).
     let segment_file = if shared && rank == node[0] {
-        let file = SharedFile::create(&format!("p2p-{}", nodes[rank]), Segment::file_len(geo))?;
+        let file = SharedFile::create(&format!("p2p-{}", nodes[rank]), geo.total_bytes())?;
         pmi.put(&segment_key(nodes[rank]), file.name()).map_err(|e| pmi_error("publishing the segment", e))?;
         Some(file)
     } else {

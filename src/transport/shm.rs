@@ -262,11 +262,6 @@ fn shm_error(what: &str, e: io::Error) -> MpiError {
 }
 
 impl Segment {
-    /// The size of the segment's file (`SharedFile::create`, by the node's first rank).
-    pub fn file_len(geo: Geometry) -> usize {
-        geo.total_bytes()
-    }
-
     /// Maps the segment and records this rank's identity in it. `node` lists the world ranks
     /// of this node in ascending order (`geo.nranks` of them, `me` among them).
     pub fn attach(path: &str, geo: Geometry, me: usize, node: &[usize], probe_addr: u64) -> MpiResult<Segment> {
@@ -1276,7 +1271,7 @@ mod tests {
 
     fn temp_segment(nranks: usize, nslots: usize) -> (SharedFile, Geometry) {
         let geo = Geometry { nranks, nslots, slot_size: 256 };
-        (SharedFile::create("unittest", Segment::file_len(geo)).unwrap(), geo)
+        (SharedFile::create("unittest", geo.total_bytes()).unwrap(), geo)
     }
 
     #[test]
