@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 #[path = "src/abi/decl.rs"]
 mod decl;
+#[path = "src/abi/f08_gen.rs"]
+mod f08_gen;
 #[path = "src/abi/fortran_gen.rs"]
 mod fortran_gen;
 
@@ -57,8 +59,24 @@ fn main() {
 
     let rows = read_rows(&tsv_path);
     let mpi_h = c_header(&decls, &rows);
-    let mpi_f90 = fortran_gen::mpi_f90();
-    let headers = [("mpi.h", mpi_h.as_str()), ("mpio.h", MPIO_H), ("mpif.h", &mpif_h), ("mpi.f90", &mpi_f90)];
+    let (use_mpi_interfaces, _) =
+        f08_gen::use_mpi_interfaces(&decls, &fs::read_to_string(&fort_exports).unwrap(), &callback_names)
+            .unwrap_or_else(|e| panic!("{e}"));
+    let mpi_f90 = fortran_gen::mpi_f90(&use_mpi_interfaces);
+    let (mpi_f08_f90, _) = f08_gen::mpi_f08_f90(
+        &decls,
+        &fs::read_to_string(&tsv_path).unwrap(),
+        &fs::read_to_string(&fort_exports).unwrap(),
+        &callback_names,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let headers = [
+        ("mpi.h", mpi_h.as_str()),
+        ("mpio.h", MPIO_H),
+        ("mpif.h", &mpif_h),
+        ("mpi.f90", &mpi_f90),
+        ("mpi_f08.f90", &mpi_f08_f90),
+    ];
     for (name, text) in headers {
         fs::write(out.join(name), text).unwrap();
     }
@@ -136,7 +154,7 @@ fn scan_impl_modules(abi_dir: &Path) -> BTreeMap<String, Impl> {
     files.sort();
     for path in files {
         let module = path.file_stem().unwrap().to_str().unwrap().to_string();
-        if module == "mod" || module == "decl" || module == "fortran_gen" || module == "family" {
+        if module == "mod" || module == "decl" || module == "fortran_gen" || module == "f08_gen" || module == "family" {
             continue;
         }
         println!("cargo:rerun-if-changed={}", path.display());

@@ -47,6 +47,36 @@ int main(int argc, char **argv)
     expect(MPI_Reduce_local(a, b, 1, MPI_INT, MPI_OP_NULL), MPI_ERR_OP, "Reduce_local OP_NULL");
     expect(MPI_Reduce_local(a, b, 1, MPI_C_BOOL, MPI_SUM), MPI_ERR_OP, "Reduce_local SUM on C_BOOL");
     expect(MPI_Reduce_local(a, a, 1, MPI_INT, MPI_SUM), MPI_ERR_BUFFER, "Reduce_local aliased");
+    /* A send buffer that is this member's own block of the receive buffer is aliased (as
+       MPICH checks), on every member of an allgather, not just where the pointers are equal. */
+    {
+        int counts[64], displs[64];
+        for (int i = 0; i < size && i < 64; i++) {
+            counts[i] = 2;
+            displs[i] = 2 * i + 2; /* no block at the pointer itself */
+        }
+        expect(MPI_Allgather(&b[2 * rank], 2, MPI_INT, b, 2, MPI_INT, MPI_COMM_WORLD), MPI_ERR_BUFFER,
+               "Allgather sendbuf at its own block");
+        expect(MPI_Allgatherv(&b[displs[rank]], 2, MPI_INT, b, counts, displs, MPI_INT, MPI_COMM_WORLD),
+               MPI_ERR_BUFFER, "Allgatherv sendbuf at its own block");
+        /* Rooted: only the root's buffers meet, and it fails before communicating, so it
+           alone makes these calls. */
+        int root = size - 1;
+        if (rank == root) {
+            expect(MPI_Gather(&b[2 * root], 2, MPI_INT, b, 2, MPI_INT, root, MPI_COMM_WORLD), MPI_ERR_BUFFER,
+                   "Gather root's sendbuf at its own block");
+            expect(MPI_Gatherv(&b[displs[root]], 2, MPI_INT, b, counts, displs, MPI_INT, root, MPI_COMM_WORLD),
+                   MPI_ERR_BUFFER, "Gatherv root's sendbuf at its own block");
+            expect(MPI_Scatter(b, 2, MPI_INT, &b[2 * root], 2, MPI_INT, root, MPI_COMM_WORLD), MPI_ERR_BUFFER,
+                   "Scatter root's recvbuf at its own block");
+        }
+        /* A plain allgather still works. */
+        int src[2] = {rank, -rank}, *got = calloc(2 * size, sizeof(int));
+        CHECK(MPI_Allgather(src, 2, MPI_INT, got, 2, MPI_INT, MPI_COMM_WORLD) == MPI_SUCCESS, "plain Allgather");
+        for (int i = 0; i < size; i++)
+            CHECK(got[2 * i] == i && got[2 * i + 1] == -i, "Allgather block %d = %d,%d", i, got[2 * i], got[2 * i + 1]);
+        free(got);
+    }
     MPI_Op op = MPI_SUM;
     expect(MPI_Op_free(&op), MPI_ERR_OP, "Op_free of MPI_SUM");
 

@@ -125,6 +125,29 @@ int main(int argc, char **argv)
     CM_OK(MPI_Comm_set_info(c, MPI_INFO_ENV));
     MPI_Comm_free(&c);
 
+    /* Assertions given to split_type belong to the new communicator; a plain dup of it does
+       not carry them (MPI-4: hints that assert are not propagated by MPI_Comm_dup). */
+    {
+        char val[MPI_MAX_INFO_VAL];
+        int found = 0;
+        MPI_Comm node, copy;
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "mpi_assert_no_any_tag", "true");
+        CM_OK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, info, &node));
+        MPI_Info_free(&info);
+        CM_OK(MPI_Comm_get_info(node, &used));
+        MPI_Info_get(used, "mpi_assert_no_any_tag", MPI_MAX_INFO_VAL - 1, val, &found);
+        CM_CHECK(found && strcmp(val, "true") == 0, "split_type lost its hint (found %d)", found);
+        MPI_Info_free(&used);
+        CM_OK(MPI_Comm_dup(node, &copy));
+        CM_OK(MPI_Comm_get_info(copy, &used));
+        MPI_Info_get(used, "mpi_assert_no_any_tag", MPI_MAX_INFO_VAL - 1, val, &found);
+        CM_CHECK(!found || strcmp(val, "true") != 0, "MPI_Comm_dup carried mpi_assert_no_any_tag over");
+        MPI_Info_free(&used);
+        MPI_Comm_free(&copy);
+        MPI_Comm_free(&node);
+    }
+
     /* bad input */
     MPI_Group self;
     MPI_Comm_group(MPI_COMM_SELF, &self);

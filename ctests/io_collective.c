@@ -307,10 +307,8 @@ static void hints_reported(void)
     /* ROMIO keeps to one aggregator per node (its cb_config_list "*:1") and reports that. */
     CHECK(flag, "cb_nodes not reported");
     CHECK_STRICT(flag && atoi(v) == (mt_size < 64 ? mt_size : 64), "cb_nodes reported %s", flag ? v : "(none)");
-    MPI_Info_get(used, "cb_buffer_size", MPI_MAX_INFO_VAL, v, &flag);
-    CHECK(flag && !strcmp(v, "65536"), "cb_buffer_size reported %s", flag ? v : "(none)");
-    MPI_Info_get(used, "romio_cb_write", MPI_MAX_INFO_VAL, v, &flag);
-    CHECK(flag && !strcmp(v, "enable"), "romio_cb_write reported %s", flag ? v : "(none)");
+    io_check_hint(used, "cb_buffer_size", "65536");
+    io_check_hint(used, "romio_cb_write", "enable");
     MPI_Info_free(&used);
     MPI_CHECK(MPI_File_close(&fh));
     MPI_Info_free(&info);

@@ -71,6 +71,15 @@ static inline int io_class(int rc)
               io_rc_ == MPI_SUCCESS ? "success" : mt_errstr(io_rc_), (want));                      \
     } while (0)
 
+/* The hints `used` (from MPI_File_get_info) report `key` as `want`. */
+static inline void io_check_hint(MPI_Info used, const char *key, const char *want)
+{
+    char v[MPI_MAX_INFO_VAL + 1];
+    int flag = 0;
+    MPI_Info_get(used, key, MPI_MAX_INFO_VAL, v, &flag);
+    CHECK(flag && !strcmp(v, want), "hint %s reported as %s, expected %s", key, flag ? v : "(unset)", want);
+}
+
 static inline int io_exists(const char *path)
 {
     return access(path, F_OK) == 0;

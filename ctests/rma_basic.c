@@ -283,6 +283,13 @@ static void test_flavor(int flavor)
         double d = 1;
         rc = MPI_Accumulate(&d, 1, MPI_DOUBLE, right, 0, 2, MPI_INT, MPI_SUM, win);
         CHECK(class_of(rc) == MPI_ERR_TYPE, "%s: double onto int accumulate: class %d", fn, class_of(rc));
+        /* Compare_and_swap takes integers, logicals and bytes only. */
+        double dc = 0, dr = 0;
+        rc = MPI_Compare_and_swap(&d, &dc, &dr, MPI_DOUBLE, right, 0, win);
+        CHECK(class_of(rc) == MPI_ERR_TYPE, "%s: compare-and-swap of a double: class %d", fn, class_of(rc));
+        float fo = 1, fc = 0, fr = 0;
+        rc = MPI_Compare_and_swap(&fo, &fc, &fr, MPI_FLOAT, right, 0, win);
+        CHECK(class_of(rc) == MPI_ERR_TYPE, "%s: compare-and-swap of a float: class %d", fn, class_of(rc));
         rc = MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win);
         CHECK(class_of(rc) == MPI_ERR_RMA_SYNC, "%s: second lock on a target: class %d", fn, class_of(rc));
         rc = MPI_Win_fence(0, win);

@@ -141,8 +141,11 @@ int main(int argc, char **argv)
     CM_EXPECT_ERR(MPI_Cartdim_get(MPI_COMM_WORLD, &nd), MPI_ERR_TOPOLOGY);
     {
         int big[2] = {size, 2}, p[2] = {0, 0};
-        MPI_Comm bad;
+        MPI_Comm bad = MPI_COMM_WORLD;
         CM_EXPECT_ERR(MPI_Cart_create(MPI_COMM_WORLD, 2, big, p, 0, &bad), MPI_ERR_ARG);
+        /* A failed creation leaves MPI_COMM_NULL, not what the variable held. */
+        CM_CHECK(bad == MPI_COMM_NULL, "Cart_create failing on a grid larger than the communicator left 0x%x",
+              (unsigned)bad);
         int neg[2] = {-1, 1};
 #if MT_OXMPI
         /* MPICH 4.0 accepts a negative extent; the standard requires positive ones. */

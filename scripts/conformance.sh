@@ -35,10 +35,10 @@
 #                     of an earlier run) with the expected list
 #   --mpicc CMD --mpiexec CMD  test another MPI (no install; e.g. mpicc.mpich mpiexec.mpich
 #                     for the reference column of docs/conformance.md); compare as usual
-#   --mpif77 CMD --mpifc CMD  Fortran wrappers for the f77/ and f90/ directories (default:
+#   --mpif77 CMD --mpifc CMD  Fortran wrappers for the f77/, f90/ and f08/ directories (default:
 #                     PREFIX/bin/mpif77 and PREFIX/bin/mpifort of the oxmpi install; with
 #                     --mpicc, the same name with mpif77/mpifort for mpicc, e.g. mpif77.mpich).
-#                     Only passed to the suite when --dirs has f77 or f90, so that the
+#                     Only passed to the suite when --dirs has f77, f90 or f08, so that the
 #                     C-only runs keep their configured build.
 #   --hosts N         run every test with its ranks round robin over N namespace "hosts" of
 #                     scripts/hosts.sh (root; made here and removed on exit), launched by the
@@ -59,13 +59,14 @@ set -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # threads/init and threads/coll take seconds, threads/comm about 100 s; threads/pt2pt takes
-# about 12 minutes on two cores (run it with --dirs threads).
-DEFAULT_DIRS="attr,pt2pt,coll,comm,datatype,errhan,group,info,init,topo,rma,io,threads/init,threads/coll,threads/comm,threads/rma,part,threads/part,mpi_t,threads/mpi_t"
+# about 12 minutes on two cores (run it with --dirs threads). spawn and threads/spawn take
+# about 5 minutes together (128-task taskmanager runs, 40-55 s each).
+DEFAULT_DIRS="attr,pt2pt,coll,comm,datatype,errhan,errors,group,info,init,topo,rma,io,threads/init,threads/coll,threads/comm,threads/rma,part,threads/part,mpi_t,threads/mpi_t,spawn,threads/spawn"
 # The Fortran directories (the subdirectories of f77/ and f90/): part of the default when the
 # install has Fortran wrappers.
 FORTRAN_DEFAULT_DIRS="f77/attr,f77/coll,f77/comm,f77/datatype,f77/ext,f77/info,f77/init,f77/io,f77/pt2pt,f77/topo,\
 f77/profile,f77/rma,f90/attr,f90/coll,f90/comm,f90/datatype,f90/ext,f90/f90types,f90/info,f90/init,f90/io,f90/misc,\
-f90/pt2pt,f90/timer,f90/topo,f90/profile,f90/rma"
+f90/pt2pt,f90/timer,f90/topo,f90/profile,f90/rma,f08,f77/spawn,f90/spawn"
 DEFAULT_DIRS="$DEFAULT_DIRS,$FORTRAN_DEFAULT_DIRS"
 
 PREFIX=""
@@ -127,8 +128,8 @@ DIRS=$(echo "$DIRS" | tr ' ' ',' | sed 's/,,*/,/g; s/^,//; s/,$//')
     die_usage "--mpicc and --mpiexec go together"
 
 log() { echo "[conformance] $*" >&2; }
-# The Fortran directories of --dirs (f77, f90 or subdirectories of them).
-fortran_dirs() { echo ",$DIRS," | tr ',' '\n' | grep -E '^f(77|90)(/|$)'; }
+# The Fortran directories of --dirs (f77, f90, f08 or subdirectories of them).
+fortran_dirs() { echo ",$DIRS," | tr ',' '\n' | grep -E '^f(77|90|08)(/|$)'; }
 # The Fortran wrapper NAME (mpif77, mpifort) that goes with $MPICC: the installed prefix's
 # bin/NAME, or the mpicc command with mpicc replaced by NAME (mpicc.mpich -> mpif77.mpich);
 # nothing when there is no such executable.
@@ -200,7 +201,7 @@ else
             FORTRAN_ARGS=(--mpif77 "$MPIF77" --mpifc "$MPIFC")
             log "Fortran: mpif77=$MPIF77 mpifc=$MPIFC"
         elif [ "$DIRS_DEFAULTED" = 1 ]; then
-            DIRS=$(echo ",$DIRS," | sed -E 's/,f(77|90)(\/[^,]*)?//g; s/^,//; s/,$//')
+            DIRS=$(echo ",$DIRS," | sed -E 's/,f(77|90|08)(\/[^,]*)?//g; s/^,//; s/,$//')
             log "no Fortran wrappers next to $MPICC: the Fortran directories are left out"
         else
             log "SETUP FAILURE: --dirs $DIRS needs Fortran wrappers (none next to $MPICC; --mpif77/--mpifc)"

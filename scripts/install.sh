@@ -9,11 +9,16 @@
 #
 # Installs:
 #   DIR/lib/libmpi.so.12            the library (soname libmpi.so.12)
-#   DIR/lib/{libmpi.so,libmpich.so.12,libmpich.so,libmpichfort.so.12}  -> libmpi.so.12
+#   DIR/lib/{libmpi.so,libmpich.so.12,libmpich.so}  -> libmpi.so.12
+#   DIR/lib/libmpichfort.so.12      the `use mpi_f08` procedures, compiled from
+#                                   include/mpi_f08.f90 with the Fortran compiler (below), linked
+#                                   with libmpi.so.12; without that compiler, -> libmpi.so.12
+#                                   (libmpi.so.12 has every mpif.h routine itself)
 #   DIR/include/{mpi.h,mpio.h,mpif.h}  (mpio.h/mpif.h when the repository has them)
 #   DIR/include/mpi.mod             the `use mpi` module, compiled from include/mpi.f90 with
 #                                   $OXMPI_FC (default gfortran) when that compiler is found,
 #   DIR/lib/libmpi_usempi.a         and its procedures (MPI_SIZEOF), which mpifort links
+#   DIR/include/mpi_f08*.mod        the `use mpi_f08` modules, from include/mpi_f08.f90 likewise
 #   DIR/bin/{mpiexec,mpirun -> mpiexec,oxmpi-info}
 #   DIR/bin/{mpicc,mpicxx} and, with mpif.h, {mpifort,mpif77,mpif90}
 set -euo pipefail
@@ -75,9 +80,12 @@ mkdir -p "$prefix/lib" "$prefix/include" "$prefix/bin"
 # that has the old file mapped keeps working.
 install -m 0755 "$lib" "$prefix/lib/.libmpi.so.12.tmp"
 mv -f "$prefix/lib/.libmpi.so.12.tmp" "$prefix/lib/libmpi.so.12"
-for l in libmpi.so libmpich.so.12 libmpich.so libmpichfort.so.12; do
+for l in libmpi.so libmpich.so.12 libmpich.so; do
     ln -sfn libmpi.so.12 "$prefix/lib/$l"
 done
+# Replaced below by the f08 library when the Fortran compiler can build it.
+ln -sfn libmpi.so.12 "$prefix/lib/libmpichfort.so.12"
+rm -f "$prefix/lib/libmpichfort.so"
 
 # Headers.
 install -m 0644 "$root/include/mpi.h" "$prefix/include/mpi.h"
@@ -144,9 +152,30 @@ if [ "$have_fortran" = yes ]; then
     else
         echo "$0: note: no Fortran compiler ($fc); \`use mpi' is not available (mpif.h is)" >&2
     fi
+    # `use mpi_f08`: the modules, and the procedures in libmpichfort.so.12 (MPICH's name, so
+    # that MPICH-built programs calling mpi_send_f08ts_ & co. find them there).
+    rm -f "$prefix"/include/mpi_f08*.mod "$prefix/include/oxmpi_f08_support.mod"
+    f08lib=
+    if [ -f "$root/include/mpi_f08.f90" ] && command -v "${fc%% *}" >/dev/null 2>&1; then
+        moddir=$(mktemp -d)
+        if (cd "$moddir" && $fc -fPIC -c "$root/include/mpi_f08.f90" -o mpi_f08.o &&
+            $fc -shared -o libmpichfort.so.12 -Wl,-soname,libmpichfort.so.12 mpi_f08.o \
+                -L"$prefix/lib" -Wl,-rpath,'$ORIGIN' -Wl,--no-undefined -l:libmpi.so.12); then
+            install -m 0644 "$moddir"/*.mod "$prefix/include/"
+            install -m 0755 "$moddir/libmpichfort.so.12" "$prefix/lib/.libmpichfort.so.12.tmp"
+            mv -f "$prefix/lib/.libmpichfort.so.12.tmp" "$prefix/lib/libmpichfort.so.12"
+            ln -sfn libmpichfort.so.12 "$prefix/lib/libmpichfort.so"
+            f08lib=-lmpichfort
+        else
+            echo "$0: note: $fc could not compile the mpi_f08 module; \`use mpi_f08' is not available" >&2
+        fi
+        rm -rf "$moddir"
+    else
+        echo "$0: note: no Fortran compiler ($fc); \`use mpi_f08' is not available" >&2
+    fi
     usempi=
     [ -f "$prefix/lib/libmpi_usempi.a" ] && usempi=-lmpi_usempi
-    wrapper mpifort OXMPI_FC gfortran "$usempi" "$fflags"
+    wrapper mpifort OXMPI_FC gfortran "$usempi${f08lib:+ $f08lib}" "$fflags"
     ln -sfn mpifort "$prefix/bin/mpif77"
     ln -sfn mpifort "$prefix/bin/mpif90"
 else

@@ -146,13 +146,20 @@ while read -r m; do
     EXCL_ARGS+=(-e "^$m\\.py\$")
 done < <(sed -n 's/^module://p' "$RESULTS/exclude-patterns.txt")
 
+export MPI4PY_TEST_DIR=$SRC/test
 # A wrapper of mpi4py's test/main.py that records every outcome per rank
 # (unittest.TextTestRunner's result class is replaced by one that also writes a TSV line).
 RUNNER=$RESULTS/record.py
 cat > "$RUNNER" <<'EOF'
 import os, sys, unittest
 
-testdir = sys.argv.pop(1)
+# mpi4py.futures' workers, spawned by the pool tests, run this file again as their main
+# module (run name "__worker__", with their own arguments): they get the test directory from
+# the environment (to unpickle the tests' functions), and nothing else runs for them.
+if __name__ == "__main__":
+    testdir = sys.argv.pop(1)
+else:
+    testdir = os.environ["MPI4PY_TEST_DIR"]
 sys.path.insert(0, testdir)
 sys.dont_write_bytecode = True
 _out = None
@@ -185,7 +192,9 @@ class Recorder(unittest.TextTestResult):
 
 
 unittest.TextTestRunner.resultclass = Recorder
-if os.environ.get("MPI4PY_LIST_ONLY"):
+if __name__ != "__main__":
+    pass
+elif os.environ.get("MPI4PY_LIST_ONLY"):
     # Dry run of the loader: the test ids it selects, one a line (no MPI needed beyond import).
     from main import TestProgram
 

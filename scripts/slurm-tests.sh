@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# oxmpi programs started by Slurm's srun with PMI-2 (`srun --mpi=pmi2`), on the one-node
-# cluster of scripts/slurm.sh. Root only (the daemons run as root).
+# oxmpi programs started by Slurm's srun with PMI-2 (`srun --mpi=pmi2`) and PMIx (`srun
+# --mpi=pmix`, which needs Debian's libpmix2), on the one-node cluster of scripts/slurm.sh.
+# Root only (the daemons run as root).
 #
 #   scripts/slurm-tests.sh [--keep-cluster] [--profile debug|release] [--filter LIST]
 #
@@ -12,14 +13,15 @@
 #                   fatal-error tests)
 #
 # Builds oxmpi, installs it under a temporary prefix, and checks, each on real output and
-# status: scripts/launcher-hosts-ring.c under `srun -n 1/2/4 --mpi=pmi2` (every rank's line,
-# the token gone round, MPI_APPNUM 0, PMI-2 spoken), the same with OXMPI_PMI=1 (Slurm's plugin
+# status: scripts/launcher-hosts-ring.c under `srun -n 1/2/4 --mpi=pmi2` and `--mpi=pmix`
+# (every rank's line, the token gone round, MPI_APPNUM 0, PMI-2 or PMIx spoken), OXMPI_PMI=x
+# with no PMIx server (a clear error), the same with OXMPI_PMI=1 (Slurm's plugin
 # serves PMI-1 too) and under Hydra with OXMPI_PMI=2, srun without --mpi (singletons and a
 # warning), MPI_Abort from one rank ending the step promptly with a non-zero status
 # and the abort message, a rank killed with SIGKILL ending the step under `srun -K`, our
 # mpiexec inside `salloc` (the allocation's node, its proxy started by srun, abort); then the C
-# tests of LIST through tests/ctests.rs with OXMPI_CTEST_LAUNCHER="srun --mpi=pmi2". Notes
-# whether Slurm offers the pmix MPI plugin (for a PMIx client, not there yet).
+# tests of LIST through tests/ctests.rs with OXMPI_CTEST_LAUNCHER="srun --mpi=pmi2", and again
+# with "srun --mpi=pmix".
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -42,6 +44,11 @@ while [ $# -gt 0 ]; do
 done
 
 cd "$root"
+# The C tests below run through cargo, in the same profile as the install.
+cargo_profile=()
+if [ "$profile" = release ]; then
+    cargo_profile=(--release)
+fi
 work=$(mktemp -d /tmp/oxmpi-slurm-tests.XXXXXX)
 cluster_up=0
 cleanup() {
@@ -82,10 +89,8 @@ passed() {
 
 plugins=$(srun --mpi=list 2>&1)
 grep -qw pmi2 <<< "$plugins" || fail "srun --mpi=list has no pmi2: $plugins"
-passed "srun offers the pmi2 plugin"
-if grep -qw pmix <<< "$plugins"; then
-    echo "slurm-tests: note: srun also offers pmix ($(grep -o 'pmix_v[0-9]*' <<< "$plugins" | tr '\n' ' ')); oxmpi has no PMIx client yet"
-fi
+grep -qw pmix <<< "$plugins" || fail "srun --mpi=list has no pmix: $plugins"
+passed "srun offers the pmi2 and pmix plugins"
 
 # check_ring NAME N WANT-VERSION LAUNCHER...: the ring on N ranks started by `LAUNCHER -n N
 # ./ring`; every rank's line, the token gone round, and the debug log naming the PMI version.
@@ -115,7 +120,18 @@ check_ring() {
 for n in 1 2 4; do
     check_ring "srun -n $n --mpi=pmi2" "$n" Two srun --mpi=pmi2
 done
+for n in 1 2 4; do
+    check_ring "srun -n $n --mpi=pmix" "$n" X srun --mpi=pmix
+done
 check_ring "srun -n 4 --mpi=pmi2 with OXMPI_PMI=1" 4 One env OXMPI_PMI=1 srun --mpi=pmi2
+
+# OXMPI_PMI=x where no PMIx server started the program: MPI_Init fails with one clear line.
+status=0
+OXMPI_PMI=x timeout 60 ./ring > out 2> err || status=$?
+[ "$status" != 0 ] && [ "$status" != 124 ] || fail "OXMPI_PMI=x without a server: status $status"
+grep -q "PMIx_Init failed" err || fail "OXMPI_PMI=x without a server: no PMIx_Init error in: $(cat err)"
+passed "OXMPI_PMI=x without a PMIx server: MPI_Init fails naming PMIx_Init (status $status)"
+
 # Hydra serves PMI-2 too when asked (its fence is no barrier: the client completes it).
 check_ring "mpiexec.hydra -n 4 with OXMPI_PMI=2" 4 Two env OXMPI_PMI=2 mpiexec.hydra
 
@@ -130,17 +146,19 @@ passed "srun without --mpi: two singletons and one warning"
 
 # MPI_Abort(7) from the last rank while the others wait in MPI_Recv: Slurm kills the step
 # (SIGKILL), so srun's status is non-zero though not 7.
-for n in 1 4; do
-    status=0
-    start=$(now_ms)
-    timeout 60 srun -n "$n" --mpi=pmi2 ./abort > out 2> err || status=$?
-    took=$(($(now_ms) - start))
-    [ "$status" != 0 ] || fail "abort on $n ranks: srun exited 0"
-    [ "$status" != 124 ] || fail "abort on $n ranks: still running after 60 s"
-    [ "$took" -lt 10000 ] || fail "abort on $n ranks: took $took ms"
-    grep -q "rank $((n - 1)) aborting job (code 7)" err || fail "abort on $n ranks: no abort message in: $(cat err)"
-    ! grep -q "No Errors" out || fail "abort on $n ranks: a rank printed No Errors"
-    passed "MPI_Abort on $n ranks: srun status $status after $took ms"
+for mpi in pmi2 pmix; do
+    for n in 1 4; do
+        status=0
+        start=$(now_ms)
+        timeout 60 srun -n "$n" --mpi=$mpi ./abort > out 2> err || status=$?
+        took=$(($(now_ms) - start))
+        [ "$status" != 0 ] || fail "abort on $n ranks ($mpi): srun exited 0"
+        [ "$status" != 124 ] || fail "abort on $n ranks ($mpi): still running after 60 s"
+        [ "$took" -lt 10000 ] || fail "abort on $n ranks ($mpi): took $took ms"
+        grep -q "rank $((n - 1)) aborting job (code 7)" err || fail "abort on $n ranks ($mpi): no abort message in: $(cat err)"
+        ! grep -q "No Errors" out || fail "abort on $n ranks ($mpi): a rank printed No Errors"
+        passed "MPI_Abort on $n ranks (--mpi=$mpi): srun status $status after $took ms"
+    done
 done
 
 # A rank killed with SIGKILL: with -K (--kill-on-bad-exit) Slurm ends the other ranks.
@@ -183,11 +201,13 @@ passed "MPI_Abort under mpiexec in salloc: status 7"
 
 # The C tests under srun, through the C test harness.
 cd "$root"
-if ! OXMPI_CTEST_LAUNCHER="srun --mpi=pmi2" OXMPI_CTEST_FILTER="$filter" \
-    cargo test "${cargo_profile[@]}" --test ctests -- --test-threads=1; then
-    fail "C tests under srun --mpi=pmi2 ($filter)"
-fi
-passed "C tests under srun --mpi=pmi2"
+for mpi in pmi2 pmix; do
+    if ! OXMPI_CTEST_LAUNCHER="srun --mpi=$mpi" OXMPI_CTEST_FILTER="$filter" \
+        cargo test "${cargo_profile[@]}" --test ctests -- --test-threads=1; then
+        fail "C tests under srun --mpi=$mpi ($filter)"
+    fi
+    passed "C tests under srun --mpi=$mpi"
+done
 
 if [ "$failures" != 0 ]; then
     echo "slurm-tests: $failures failure(s)" >&2

@@ -92,6 +92,7 @@ pub const CMA_SPLIT: &str = "OXMPI_CMA_SPLIT";
 pub const ASYNC_PROGRESS: &str = "OXMPI_ASYNC_PROGRESS";
 pub const SHM_FILES: &str = "OXMPI_SHM_FILES";
 pub const LINK_TIMEOUT: &str = "OXMPI_LINK_TIMEOUT";
+pub const CONNECT_TIMEOUT: &str = "OXMPI_CONNECT_TIMEOUT";
 pub const SPIN_US: &str = "OXMPI_SPIN_US";
 pub const YIELD_US: &str = "OXMPI_YIELD_US";
 pub const MEMBARRIER: &str = "OXMPI_MEMBARRIER";
@@ -464,6 +465,12 @@ pub const TUNABLES: &[Tunable] = &[
         kind: Kind::Number { min: 2000, max: 3_600_000 },
     },
     Tunable {
+        name: CONNECT_TIMEOUT,
+        default: "180 (MPICH's MPIR_CVAR_CH4_COMM_CONNECT_TIMEOUT or MPIR_CVAR_CH3_COMM_CONNECT_TIMEOUT when set)",
+        what: "seconds an MPI_Comm_connect waits for an MPI_Comm_accept at an open port before it fails with MPI_ERR_PORT",
+        kind: Kind::Number { min: 1, max: 1 << 32 },
+    },
+    Tunable {
         name: RANK_SESSIONS,
         default: "ranks <= CPUs",
         what: "read by mpiexec: 1 starts every rank in a session of its own (an autogroup CPU share each), 0 keeps them in mpiexec's session (waiting ranks can then hand the CPU to each other with sched_yield); by default own sessions only when every rank has a CPU",
@@ -471,9 +478,9 @@ pub const TUNABLES: &[Tunable] = &[
     },
     Tunable {
         name: PMI,
-        default: "2 when PMI_JOBID is set (Slurm's srun --mpi=pmi2), else 1",
-        what: "the PMI wire protocol spoken on PMI_FD: 1 (PMI-1, our mpiexec and Hydra's default) or 2 (PMI-2, Slurm's mpi/pmi2 plugin; Hydra serves both)",
-        kind: Kind::Word(&["1", "2"]),
+        default: "2 when PMI_JOBID is set (Slurm's srun --mpi=pmi2), else 1 when PMI_FD is set, else x when PMIX_NAMESPACE is set (srun --mpi=pmix)",
+        what: "the process-manager interface: 1 (PMI-1 on PMI_FD, our mpiexec and Hydra's default), 2 (PMI-2 on PMI_FD, Slurm's mpi/pmi2 plugin; Hydra serves both) or x (PMIx through libpmix.so.2, Slurm's mpi/pmix plugin)",
+        kind: Kind::Word(&["1", "2", "x"]),
     },
     Tunable {
         name: WIDE_COPY,
@@ -482,6 +489,16 @@ pub const TUNABLES: &[Tunable] = &[
         kind: Kind::Switch,
     },
 ];
+
+/// How long MPI_Comm_connect waits for an accept: `OXMPI_CONNECT_TIMEOUT` seconds, else
+/// MPICH's variable for the same (scripts written for MPICH set it), else 180 s as in MPICH.
+pub fn connect_timeout() -> std::time::Duration {
+    let seconds = [CONNECT_TIMEOUT, "MPIR_CVAR_CH4_COMM_CONNECT_TIMEOUT", "MPIR_CVAR_CH3_COMM_CONNECT_TIMEOUT"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok().and_then(|v| v.trim().parse::<u64>().ok()))
+        .unwrap_or(180);
+    std::time::Duration::from_secs(seconds.max(1))
+}
 
 /// The value of tunable `name` as a number, if set and valid.
 pub fn usize_var(name: &str) -> Option<usize> {

@@ -12,6 +12,7 @@ pub mod coll;
 pub mod comm;
 pub mod config;
 pub mod datatype;
+mod dl;
 pub mod errhandler;
 pub mod error;
 pub mod group;

@@ -46,15 +46,31 @@ use crate::transport::shm::{self, Geometry, Segment};
 use std::cell::{Cell, UnsafeCell};
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::ThreadId;
 
 pub struct Runtime {
-    pub pmi: Pmi,
+    /// The process manager, behind a lock of its own: the roots of MPI_Comm_spawn and
+    /// MPI_Comm_accept/connect wait on it with the library released.
+    pub pmi: Arc<Mutex<Pmi>>,
     pub engine: Engine,
     pub comms: Comms,
     pub thread_level: c_int,
     pub main_thread: ThreadId,
+    /// MPI_UNIVERSE_SIZE as the process manager gives it (`None`: it gives none).
+    pub universe_size: Option<usize>,
+}
+
+impl Runtime {
+    /// The process manager (its own lock, taken under the library's).
+    pub fn pmi(&self) -> MutexGuard<'_, Pmi> {
+        lock_pmi(&self.pmi)
+    }
+}
+
+/// Takes the process manager's lock (a panic while it was held leaves it usable).
+pub fn lock_pmi(pmi: &Mutex<Pmi>) -> MutexGuard<'_, Pmi> {
+    pmi.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 struct Global {
@@ -112,6 +128,9 @@ static SESSIONS: AtomicUsize = AtomicUsize::new(0);
 static TORN_DOWN: AtomicBool = AtomicBool::new(false);
 static WORLD_RANK: AtomicI32 = AtomicI32::new(-1);
 static LOGGER: OnceLock<()> = OnceLock::new();
+/// The process manager's connection of a bring-up that failed, through which the error that
+/// follows aborts the job.
+static FAILED_INIT_PMI: Mutex<Option<Pmi>> = Mutex::new(None);
 
 /// Runs `f` on the initialised runtime; MPI_ERR_OTHER before MPI_Init or after MPI_Finalize.
 pub fn with<R>(f: impl FnOnce(&mut Runtime) -> MpiResult<R>) -> MpiResult<R> {
@@ -426,29 +445,22 @@ fn bring_up(required: c_int) -> MpiResult<c_int> {
     let (rank, size) = (pmi.rank(), pmi.size());
     init_logger(rank);
     log::debug!("process manager: {:?}, rank {rank} of {size}", pmi.version());
-    let multiple = provided == MPI_THREAD_MULTIPLE;
-    let routes = if size > 1 {
-        connect_transports(&mut pmi, multiple)?
-    } else {
-        Transports { seg: None, net: None, nodes: vec![0], any_multiple: multiple, any_oversubscribed: false }
+    let (engine, comms, universe_size) = match connect_job(&mut pmi, provided) {
+        Ok(parts) => parts,
+        Err(e) => {
+            // Kept open until the error is reported: a launcher that sees the connection
+            // close kills the job at once (Hydra: SIGKILL), before the rank can say why.
+            *FAILED_INIT_PMI.lock().unwrap_or_else(|p| p.into_inner()) = Some(pmi);
+            return Err(e);
+        }
     };
-    // Decided once for the job, the same on every rank (see `collectives_as_schedules`).
-    COLL_SCHEDULES.store(routes.any_multiple, Ordering::Relaxed);
-    let mut engine = Engine::spanning(rank, size, routes.seg, routes.net, routes.nodes, routes.any_oversubscribed);
-    engine.probe_cma();
-    if log::log_enabled!(log::Level::Debug)
-        && let Some(summary) = engine.node_summary()
-    {
-        // Decisions every rank must take alike (a C test checks them under per-rank binding).
-        log::debug!("initialized: {summary}");
-    }
-    log::debug!("initialized: {size} ranks, single-copy from {} peers", engine.cma_enabled_peers());
     let rt = Runtime {
-        pmi,
+        pmi: Arc::new(Mutex::new(pmi)),
         engine,
-        comms: Comms::new(rank, size),
+        comms,
         thread_level: provided,
         main_thread: std::thread::current().id(),
+        universe_size,
     };
     enable_level(provided);
     let progress_thread = std::env::var(crate::config::ASYNC_PROGRESS).is_ok_and(|v| v.trim() == "1");
@@ -464,6 +476,36 @@ fn bring_up(required: c_int) -> MpiResult<c_int> {
         start_progress_thread()?;
     }
     Ok(provided)
+}
+
+/// The job's side of bring-up, once connected to the process manager: the transports to
+/// every peer, the engine over them, the communicators (with the parent job's, if spawned),
+/// and the universe size.
+fn connect_job(pmi: &mut Pmi, provided: c_int) -> MpiResult<(Engine, Comms, Option<usize>)> {
+    let (rank, size) = (pmi.rank(), pmi.size());
+    let multiple = provided == MPI_THREAD_MULTIPLE;
+    // A spawned process connects to its parents over the network, even alone on its node.
+    let routes = if size > 1 || pmi.spawned() {
+        connect_transports(pmi, multiple)?
+    } else {
+        Transports { seg: None, net: None, nodes: vec![0], any_multiple: multiple, any_oversubscribed: false }
+    };
+    // Decided once for the job, the same on every rank (see `collectives_as_schedules`).
+    COLL_SCHEDULES.store(routes.any_multiple, Ordering::Relaxed);
+    let mut engine = Engine::spanning(rank, size, routes.seg, routes.net, routes.nodes, routes.any_oversubscribed);
+    engine.probe_cma();
+    if log::log_enabled!(log::Level::Debug)
+        && let Some(summary) = engine.node_summary()
+    {
+        // Decisions every rank must take alike (a C test checks them under per-rank binding).
+        log::debug!("initialized: {summary}");
+    }
+    log::debug!("initialized: {size} ranks, single-copy from {} peers", engine.cma_enabled_peers());
+    let mut comms = Comms::new(rank, size);
+    comms.connect_parent(&mut engine, pmi)?;
+    // A process manager that cannot say (an old one) is one that gives no universe size.
+    let universe_size = pmi.universe_size().unwrap_or(None);
+    Ok((engine, comms, universe_size))
 }
 
 /// Starts the thread that drives progress while the program's threads are outside MPI
@@ -598,7 +640,8 @@ fn connect_transports(pmi: &mut Pmi, multiple: bool) -> MpiResult<Transports> {
         None
     };
     let mut net = None;
-    if spans_nodes {
+    // A spawned job's ranks also publish their addresses for their parents (`comm::spawn`).
+    if spans_nodes || pmi.spawned() {
         let endpoint = Net::open(rank, size)?;
         // The address, and this rank's thread level, which ranks of other nodes cannot read
         // in the segment.
@@ -612,7 +655,7 @@ fn connect_transports(pmi: &mut Pmi, multiple: bool) -> MpiResult<Transports> {
         let path = match &segment_file {
             Some(file) => file.name().to_string(),
             None => pmi
-                .get(&segment_key(nodes[rank]))
+                .get(node[0], &segment_key(nodes[rank]))
                 .map_err(|e| pmi_error("reading the segment's name", e))?
                 .ok_or_else(|| MpiError::new(MPI_ERR_OTHER, "the node's first rank published no segment"))?,
         };
@@ -628,7 +671,7 @@ fn connect_transports(pmi: &mut Pmi, multiple: bool) -> MpiResult<Transports> {
         let mut names = Vec::with_capacity(size - node.len());
         for peer in (0..size).filter(|&r| nodes[r] != nodes[rank]) {
             let value = pmi
-                .get(&net_key(peer))
+                .get(peer, &net_key(peer))
                 .map_err(|e| pmi_error("reading a network address", e))?
                 .ok_or_else(|| MpiError::new(MPI_ERR_OTHER, format!("rank {peer} published no network address")))?;
             let (hex, level) = value.split_once(':').unwrap_or((&value, "0"));
@@ -665,7 +708,7 @@ fn connect_transports(pmi: &mut Pmi, multiple: bool) -> MpiResult<Transports> {
             firsts.entry(n).or_insert(r);
         }
         for (_, first) in firsts.into_iter().filter(|&(n, _)| n != nodes[rank]) {
-            let busy = pmi.get(&busy_key(first)).map_err(|e| pmi_error("reading a node's load", e))?;
+            let busy = pmi.get(first, &busy_key(first)).map_err(|e| pmi_error("reading a node's load", e))?;
             any_oversubscribed |= busy.as_deref() == Some("1");
         }
     }
@@ -732,8 +775,9 @@ fn tear_down() -> MpiResult<()> {
         crate::coll::barrier(&mut crate::coll::Group::new(&mut rt.engine, world))?;
         rt.engine.wait_until(|e| e.quiet());
         crate::tool::keep_final_stats(rt.engine.stats());
-        rt.pmi.fence().map_err(|e| pmi_error("fence", e))?;
-        rt.pmi.finalize().map_err(|e| pmi_error("finalize", e))
+        let mut pmi = rt.pmi();
+        pmi.fence().map_err(|e| pmi_error("fence", e))?;
+        pmi.finalize().map_err(|e| pmi_error("finalize", e))
     })?;
     with_state(|state| *state = None);
     TORN_DOWN.store(true, Ordering::Relaxed);
@@ -753,6 +797,19 @@ fn try_lock_briefly() -> Option<MutexGuard<'static, ()>> {
     None
 }
 
+/// Aborts the job through the process manager, unless another thread holds it (a spawn or
+/// accept waiting there): the launcher then learns of this process's exit.
+fn abort_through(pmi: &Mutex<Pmi>, code: c_int, msg: &str) {
+    let pmi = match pmi.try_lock() {
+        Ok(pmi) => Some(pmi),
+        Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    };
+    if let Some(mut pmi) = pmi {
+        pmi.abort(code, msg);
+    }
+}
+
 /// Ends the whole job: tells the process manager, then exits with `code`.
 pub fn abort_job(code: c_int, msg: &str) -> ! {
     // The process manager kills this process on abort: flush the program's C stdio first so
@@ -767,14 +824,20 @@ pub fn abort_job(code: c_int, msg: &str) -> ! {
             // SAFETY: the lock is held and this thread is not inside `with`.
             && let Some(rt) = unsafe { (*GLOBAL.state.get()).as_mut() }
         {
-            rt.pmi.abort(code, msg);
+            abort_through(&rt.pmi, code, msg);
         }
     } else if !GLOBAL.busy.load(Ordering::Relaxed) {
         // SAFETY: not inside `with` (checked), and callers are serialized.
         if let Some(rt) = unsafe { (*GLOBAL.state.get()).as_mut() } {
-            rt.pmi.abort(code, msg);
+            abort_through(&rt.pmi, code, msg);
         }
     }
-    eprintln!("{msg}");
+    let failed_init = FAILED_INIT_PMI.try_lock().ok().and_then(|mut pmi| pmi.take());
+    if let Some(mut pmi) = failed_init {
+        pmi.abort(code, msg);
+    }
+    // Not through the process manager (before it was reached, or its lock is lost): the
+    // launcher learns of the exit.
+    crate::pmi::write_last_line(msg);
     std::process::exit(crate::pmi::abort_exit_status(code))
 }

@@ -14,6 +14,7 @@ fn committed_headers_are_current() {
         ("include/mpio.h", concat!(env!("OUT_DIR"), "/mpio.h")),
         ("include/mpif.h", concat!(env!("OUT_DIR"), "/mpif.h")),
         ("include/mpi.f90", concat!(env!("OUT_DIR"), "/mpi.f90")),
+        ("include/mpi_f08.f90", concat!(env!("OUT_DIR"), "/mpi_f08.f90")),
     ] {
         let a = std::fs::read_to_string(root.join(committed)).unwrap_or_else(|e| panic!("{committed}: {e}; {BLESS}"));
         let b = std::fs::read_to_string(generated).unwrap();
@@ -156,4 +157,12 @@ fn mpif_h_compiles_as_free_form() {
 fn mpi_module_compiles() {
     let module = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/mpi.f90")).unwrap();
     compile_fortran("mpi.f90", &["-Wall", "-Werror"], &module);
+}
+
+#[test]
+fn mpi_f08_module_compiles() {
+    let module = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/mpi_f08.f90")).unwrap();
+    // -Wall without -Werror: gfortran notes that the handles' default INTEGER MPI_VAL "may not
+    // be C interoperable" in a BIND(C) type, which the standard's definition of them implies.
+    compile_fortran("mpi_f08.f90", &["-Wall", "-fPIC"], &module);
 }

@@ -222,6 +222,7 @@ ctests! {
     fortran_rma => "fortran/f_rma.f90",
     fortran_pt2pt => "fortran/f_pt2pt.f90",
     fortran_part => "fortran/f_part.f90",
+    fortran_spawn => "fortran/f_spawn.f90",
     fortran_coll => "fortran/f_coll.f90",
     fortran_comm => "fortran/f_comm.f90",
     fortran_use_mpi => "fortran/f_use_mpi.f90",
@@ -230,6 +231,8 @@ ctests! {
     fortran_mpi_module => "fortran/f_mpi_module.f90",
     fortran_grequest => "fortran/f_grequest.f90",
     fortran_attr_lang => "fortran/f_attr_lang.f90",
+    fortran_f08_sections => "fortran/f08_sections.f90",
+    fortran_f08_callbacks => "fortran/f08_callbacks.f90",
     dtype_constructors => "dtype_constructors.c",
     dtype_pack => "dtype_pack.c",
     dtype_sendrecv => "dtype_sendrecv.c",
@@ -280,6 +283,13 @@ ctests! {
     io_basic => "io_basic.c",
     io_views => "io_views.c",
     io_collective => "io_collective.c",
+    io_sieve => "io_sieve.c",
+    spawn_basic => "spawn_basic.c",
+    spawn_errors => "spawn_errors.c",
+    spawn_ports => "spawn_ports.c",
+    spawn_churn => "spawn_churn.c",
+    ports_errors => "ports_errors.c",
+    ports_threads => "ports_threads.c",
 }
 
 /// A Fortran source file (compiled with `mpifort`).
@@ -756,6 +766,11 @@ fn compile(s: &Setup, mpicc: &[String], src: &Path, out: &Path, extra: &[&str]) 
     let mut argv: Vec<String> = mpicc.to_vec();
     if is_fortran(src) {
         argv.extend(s.fflags.iter().cloned());
+        // Module files of the test's own modules go next to the binary, not into the
+        // directory cargo runs in (the repository).
+        if let Some(dir) = out.parent() {
+            argv.push(format!("-J{}", dir.display()));
+        }
     } else {
         argv.extend(s.cflags.iter().cloned());
     }
@@ -1181,6 +1196,15 @@ fn abi_mpich_built_fortran_binary() {
 fn abi_mpich_built_use_mpi_binary() {
     let fc = env_nonempty("OXMPI_CTEST_MPICH_F90").unwrap_or("mpif90.mpich".into());
     mpich_built_fortran("abi_mpich_built_use_mpi_binary", &fc, "ctests/fortran/abi/f_abi_use_mpi.f90", "f_abi_use_mpi");
+}
+
+/// As `abi_mpich_built_fortran_binary`, for a `use mpi_f08` program: it calls MPICH's f08
+/// procedures (`mpi_send_f08ts_`, ...), which oxmpi's libmpichfort.so.12 provides, with array
+/// sections, statuses and the large-count overloads.
+#[test]
+fn abi_mpich_built_f08_binary() {
+    let fc = env_nonempty("OXMPI_CTEST_MPICH_F90").unwrap_or("mpif90.mpich".into());
+    mpich_built_fortran("abi_mpich_built_f08_binary", &fc, "ctests/fortran/abi/f_abi_f08.f90", "f_abi_f08");
 }
 
 /// A library directory holding the libmpichfort.so.12 that `bin` loads by itself (Debian's)

@@ -4,165 +4,133 @@
 //! messages, cancels a receive, and writes, reads and atomically updates its own memory; and
 //! loading fails with a clear message when the library is missing.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::c_void;
-use std::fmt::Write as _;
-use std::mem::{align_of, offset_of, size_of};
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use oxmpi::transport::net::fabric::{self, Fabric, sys};
 
+mod bindings_layout;
+use bindings_layout::Bindings;
+
 const INSTALL_HEADERS: &str =
     "libfabric's C headers (<rdma/fabric.h>) are missing: install libfabric-dev (apt-get install libfabric-dev)";
 
-/// The generated bindings, parsed below to make sure the tables cover all they declare.
-const BINDINGS: &str = include_str!("../src/transport/net/fabric_sys.rs");
-
-struct StructLayout {
-    name: &'static str,
-    size: usize,
-    align: usize,
-    /// (Rust field name, offset)
-    fields: Vec<(&'static str, usize)>,
-}
-
 /// Rust renames C fields that are Rust keywords.
-fn c_field(rust_name: &'static str) -> &'static str {
+fn c_field(rust_name: &str) -> &str {
     match rust_name {
         "type_" => "type",
         other => other,
     }
 }
 
-/// Every struct of fabric_sys with every field it binds, listed once: the Rust layout is
-/// computed from it and the C program that prints the header's layout is written from it.
-/// Opaque structs (held through pointers only) list no fields; their size is still checked.
-macro_rules! struct_table {
-    ($($name:ident { $($field:ident),* $(,)? }),* $(,)?) => {
-        fn rust_structs() -> Vec<StructLayout> {
-            vec![$(StructLayout {
-                name: stringify!($name),
-                size: size_of::<sys::$name>(),
-                align: align_of::<sys::$name>(),
-                fields: vec![$((stringify!($field), offset_of!(sys::$name, $field))),*],
-            }),*]
-        }
-    };
-}
-
-struct_table! {
-    fi_ioc { addr, count },
-    fi_tx_attr { caps, mode, op_flags, msg_order, comp_order, inject_size, size, iov_limit, rma_iov_limit, tclass },
-    fi_rx_attr { caps, mode, op_flags, msg_order, comp_order, total_buffered_recv, size, iov_limit },
-    fi_ep_attr {
-        type_, protocol, protocol_version, max_msg_size, msg_prefix_size, max_order_raw_size, max_order_war_size,
-        max_order_waw_size, mem_tag_format, tx_ctx_cnt, rx_ctx_cnt, auth_key_size, auth_key,
-    },
-    fi_domain_attr {
-        domain, name, threading, control_progress, data_progress, resource_mgmt, av_type, mr_mode, mr_key_size,
-        cq_data_size, cq_cnt, ep_cnt, tx_ctx_cnt, rx_ctx_cnt, max_ep_tx_ctx, max_ep_rx_ctx, max_ep_stx_ctx,
-        max_ep_srx_ctx, cntr_cnt, mr_iov_limit, caps, mode, auth_key, auth_key_size, max_err_data, mr_cnt, tclass,
-    },
-    fi_fabric_attr { fabric, name, prov_name, prov_version, api_version },
-    fi_info {
-        next, caps, mode, addr_format, src_addrlen, dest_addrlen, src_addr, dest_addr, handle, tx_attr, rx_attr,
-        ep_attr, domain_attr, fabric_attr, nic,
-    },
-    fi_ops { size, close, bind, control, ops_open, tostr, ops_set },
-    fid { fclass, context, ops },
-    fi_ops_fabric { size, domain, passive_ep, eq_open, wait_open, trywait, domain2 },
-    fid_fabric { fid, ops, api_version },
-    fid_nic {},
-    fi_wait_attr {},
-    fid_wait {},
-    fi_poll_attr {},
-    fid_poll {},
-    fi_eq_attr {},
-    fid_eq {},
-    fi_cq_tagged_entry { op_context, flags, len, buf, data, tag },
-    fi_cq_err_entry { op_context, flags, len, buf, data, tag, olen, err, prov_errno, err_data, err_data_size },
-    fi_cq_attr { size, flags, format, wait_obj, signaling_vector, wait_cond, wait_set },
-    fi_ops_cq { size, read, readfrom, readerr, sread, sreadfrom, signal, strerror },
-    fid_cq { fid, ops },
-    fi_cntr_attr {},
-    fid_cntr {},
-    fi_av_attr { type_, rx_ctx_bits, count, ep_per_node, name, map_addr, flags },
-    fi_av_set_attr {},
-    fi_ops_av { size, insert, insertsvc, insertsym, remove, lookup, straddr, av_set },
-    fid_av { fid, ops },
-    fid_mr { fid, mem_desc, key },
-    fi_mr_attr {},
-    fi_ops_domain {
-        size, av_open, cq_open, endpoint, scalable_ep, cntr_open, poll_open, stx_ctx, srx_ctx, query_atomic,
-        query_collective, endpoint2,
-    },
-    fi_ops_mr { size, reg, regv, regattr },
-    fid_domain { fid, ops, mr },
-    fi_ops_ep { size, cancel, getopt, setopt, tx_ctx, rx_ctx, rx_size_left, tx_size_left },
-    fi_ops_msg {},
-    fid_ep { fid, ops, cm, msg, rma, tagged, atomic, collective },
-    fid_pep {},
-    fid_stx {},
-    fi_msg_tagged { msg_iov, desc, iov_count, addr, tag, ignore, context, data },
-    fi_ops_tagged { size, recv, recvv, recvmsg, send, sendv, sendmsg, inject, senddata, injectdata },
-    fi_rma_iov { addr, len, key },
-    fi_msg_rma { msg_iov, desc, iov_count, addr, rma_iov, rma_iov_count, context, data },
-    fi_ops_rma { size, read, readv, readmsg, write, writev, writemsg, inject, writedata, injectdata },
-    fi_atomic_attr { count, size },
-    fi_msg_atomic {},
-    fi_ops_atomic {
-        size, write, writev, writemsg, inject, readwrite, readwritev, readwritemsg, compwrite, compwritev,
-        compwritemsg, writevalid, readwritevalid, compwritevalid,
-    },
-    fid_mc {},
-    fi_ops_cm { size, setname, getname, getpeer, connect, listen, accept, reject, shutdown, join },
+/// Every struct of fabric_sys with every field it binds, listed once.
+fn structs() -> Vec<bindings_layout::StructLayout> {
+    layouts_of! { oxmpi::transport::net::fabric::sys;
+        fi_ioc { addr, count },
+        fi_tx_attr { caps, mode, op_flags, msg_order, comp_order, inject_size, size, iov_limit, rma_iov_limit, tclass },
+        fi_rx_attr { caps, mode, op_flags, msg_order, comp_order, total_buffered_recv, size, iov_limit },
+        fi_ep_attr {
+            type_, protocol, protocol_version, max_msg_size, msg_prefix_size, max_order_raw_size, max_order_war_size,
+            max_order_waw_size, mem_tag_format, tx_ctx_cnt, rx_ctx_cnt, auth_key_size, auth_key,
+        },
+        fi_domain_attr {
+            domain, name, threading, control_progress, data_progress, resource_mgmt, av_type, mr_mode, mr_key_size,
+            cq_data_size, cq_cnt, ep_cnt, tx_ctx_cnt, rx_ctx_cnt, max_ep_tx_ctx, max_ep_rx_ctx, max_ep_stx_ctx,
+            max_ep_srx_ctx, cntr_cnt, mr_iov_limit, caps, mode, auth_key, auth_key_size, max_err_data, mr_cnt, tclass,
+        },
+        fi_fabric_attr { fabric, name, prov_name, prov_version, api_version },
+        fi_info {
+            next, caps, mode, addr_format, src_addrlen, dest_addrlen, src_addr, dest_addr, handle, tx_attr, rx_attr,
+            ep_attr, domain_attr, fabric_attr, nic,
+        },
+        fi_ops { size, close, bind, control, ops_open, tostr, ops_set },
+        fid { fclass, context, ops },
+        fi_ops_fabric { size, domain, passive_ep, eq_open, wait_open, trywait, domain2 },
+        fid_fabric { fid, ops, api_version },
+        fid_nic {},
+        fi_wait_attr {},
+        fid_wait {},
+        fi_poll_attr {},
+        fid_poll {},
+        fi_eq_attr {},
+        fid_eq {},
+        fi_cq_tagged_entry { op_context, flags, len, buf, data, tag },
+        fi_cq_err_entry { op_context, flags, len, buf, data, tag, olen, err, prov_errno, err_data, err_data_size },
+        fi_cq_attr { size, flags, format, wait_obj, signaling_vector, wait_cond, wait_set },
+        fi_ops_cq { size, read, readfrom, readerr, sread, sreadfrom, signal, strerror },
+        fid_cq { fid, ops },
+        fi_cntr_attr {},
+        fid_cntr {},
+        fi_av_attr { type_, rx_ctx_bits, count, ep_per_node, name, map_addr, flags },
+        fi_av_set_attr {},
+        fi_ops_av { size, insert, insertsvc, insertsym, remove, lookup, straddr, av_set },
+        fid_av { fid, ops },
+        fid_mr { fid, mem_desc, key },
+        fi_mr_attr {},
+        fi_ops_domain {
+            size, av_open, cq_open, endpoint, scalable_ep, cntr_open, poll_open, stx_ctx, srx_ctx, query_atomic,
+            query_collective, endpoint2,
+        },
+        fi_ops_mr { size, reg, regv, regattr },
+        fid_domain { fid, ops, mr },
+        fi_ops_ep { size, cancel, getopt, setopt, tx_ctx, rx_ctx, rx_size_left, tx_size_left },
+        fi_ops_msg {},
+        fid_ep { fid, ops, cm, msg, rma, tagged, atomic, collective },
+        fid_pep {},
+        fid_stx {},
+        fi_msg_tagged { msg_iov, desc, iov_count, addr, tag, ignore, context, data },
+        fi_ops_tagged { size, recv, recvv, recvmsg, send, sendv, sendmsg, inject, senddata, injectdata },
+        fi_rma_iov { addr, len, key },
+        fi_msg_rma { msg_iov, desc, iov_count, addr, rma_iov, rma_iov_count, context, data },
+        fi_ops_rma { size, read, readv, readmsg, write, writev, writemsg, inject, writedata, injectdata },
+        fi_atomic_attr { count, size },
+        fi_msg_atomic {},
+        fi_ops_atomic {
+            size, write, writev, writemsg, inject, readwrite, readwritev, readwritemsg, compwrite, compwritev,
+            compwritemsg, writevalid, readwritevalid, compwritevalid,
+        },
+        fid_mc {},
+        fi_ops_cm { size, setname, getname, getpeer, connect, listen, accept, reject, shutdown, join },
+    }
 }
 
 /// Structs the headers only declare (pointed to, never defined in the headers bound), so
 /// there is no layout to compare.
 const INCOMPLETE_STRUCTS: &[&str] = &["fid_av_set", "fi_collective_attr", "fi_ops_collective"];
 
-/// Every constant of fabric_sys, as (C expression, value widened the way C's cast to
-/// `unsigned long long` widens it).
-macro_rules! const_table {
-    ($($name:ident),* $(,)?) => {
-        fn rust_constants() -> Vec<(&'static str, u64)> {
-            vec![$((stringify!($name), sys::$name as i64 as u64)),*]
-        }
-    };
-}
-
-const_table! {
-    FI_SUCCESS, FI_ENOENT, FI_EINTR, FI_EAGAIN, FI_ENOMEM, FI_EINVAL, FI_ENOSYS, FI_ENODATA, FI_EMSGSIZE,
-    FI_ETIMEDOUT, FI_ECANCELED, FI_EOTHER, FI_EAVAIL, FI_ENOCQ, FI_ETRUNC,
-    FI_MAJOR_VERSION, FI_MINOR_VERSION,
-    FI_MSG, FI_RMA, FI_TAGGED, FI_ATOMIC, FI_READ, FI_WRITE, FI_RECV, FI_SEND, FI_TRANSMIT, FI_REMOTE_READ,
-    FI_REMOTE_WRITE, FI_MULTI_RECV, FI_REMOTE_CQ_DATA, FI_MORE, FI_FENCE, FI_COMPLETION, FI_INJECT,
-    FI_INJECT_COMPLETE, FI_TRANSMIT_COMPLETE, FI_DELIVERY_COMPLETE, FI_HMEM, FI_LOCAL_COMM, FI_REMOTE_COMM,
-    FI_PROV_ATTR_ONLY, FI_NUMERICHOST, FI_RMA_EVENT, FI_SOURCE, FI_DIRECTED_RECV,
-    FI_MR_LOCAL, FI_MR_RAW, FI_MR_VIRT_ADDR, FI_MR_ALLOCATED, FI_MR_PROV_KEY, FI_MR_MMU_NOTIFY, FI_MR_RMA_EVENT,
-    FI_MR_ENDPOINT, FI_MR_HMEM,
-    FI_ORDER_RAR, FI_ORDER_RAW, FI_ORDER_WAR, FI_ORDER_WAW, FI_ORDER_SAS,
-    FI_CONTEXT, FI_CONTEXT2, FI_SELECTIVE_COMPLETION, FI_GETWAIT, FI_ENABLE,
-    FI_FORMAT_UNSPEC, FI_SOCKADDR_IN, FI_SOCKADDR_IN6,
-    FI_AV_UNSPEC, FI_AV_MAP, FI_AV_TABLE,
-    FI_PROGRESS_UNSPEC, FI_PROGRESS_AUTO, FI_PROGRESS_MANUAL,
-    FI_THREAD_UNSPEC, FI_THREAD_SAFE, FI_THREAD_FID, FI_THREAD_DOMAIN, FI_THREAD_COMPLETION, FI_THREAD_ENDPOINT,
-    FI_RM_UNSPEC, FI_RM_DISABLED, FI_RM_ENABLED,
-    FI_EP_UNSPEC, FI_EP_MSG, FI_EP_DGRAM, FI_EP_RDM, FI_EP_SOCK_STREAM, FI_EP_SOCK_DGRAM,
-    FI_WAIT_NONE, FI_WAIT_UNSPEC, FI_WAIT_SET, FI_WAIT_FD, FI_WAIT_MUTEX_COND, FI_WAIT_YIELD, FI_WAIT_POLLFD,
-    FI_CQ_FORMAT_UNSPEC, FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_MSG, FI_CQ_FORMAT_DATA, FI_CQ_FORMAT_TAGGED,
-    FI_CQ_COND_NONE, FI_CQ_COND_THRESHOLD,
-    FI_INT8, FI_UINT8, FI_INT16, FI_UINT16, FI_INT32, FI_UINT32, FI_INT64, FI_UINT64, FI_FLOAT, FI_DOUBLE,
-    FI_FLOAT_COMPLEX, FI_DOUBLE_COMPLEX, FI_LONG_DOUBLE, FI_LONG_DOUBLE_COMPLEX, FI_DATATYPE_LAST, FI_INT128,
-    FI_UINT128, FI_VOID,
-    FI_MIN, FI_MAX, FI_SUM, FI_PROD, FI_LOR, FI_LAND, FI_BOR, FI_BAND, FI_LXOR, FI_BXOR, FI_ATOMIC_READ,
-    FI_ATOMIC_WRITE, FI_CSWAP, FI_CSWAP_NE, FI_CSWAP_LE, FI_CSWAP_LT, FI_CSWAP_GE, FI_CSWAP_GT, FI_MSWAP,
-    FI_ATOMIC_OP_LAST, FI_NOOP,
-    FI_BARRIER, FI_BROADCAST, FI_ALLTOALL, FI_ALLREDUCE, FI_ALLGATHER, FI_REDUCE_SCATTER, FI_REDUCE, FI_SCATTER,
-    FI_GATHER,
+/// Every constant of fabric_sys.
+fn constant_table() -> Vec<(&'static str, u64)> {
+    constants_of! { oxmpi::transport::net::fabric::sys;
+        FI_SUCCESS, FI_ENOENT, FI_EINTR, FI_EAGAIN, FI_ENOMEM, FI_EINVAL, FI_ENOSYS, FI_ENODATA, FI_EMSGSIZE,
+        FI_ETIMEDOUT, FI_ECANCELED, FI_EOTHER, FI_EAVAIL, FI_ENOCQ, FI_ETRUNC,
+        FI_MAJOR_VERSION, FI_MINOR_VERSION,
+        FI_MSG, FI_RMA, FI_TAGGED, FI_ATOMIC, FI_READ, FI_WRITE, FI_RECV, FI_SEND, FI_TRANSMIT, FI_REMOTE_READ,
+        FI_REMOTE_WRITE, FI_MULTI_RECV, FI_REMOTE_CQ_DATA, FI_MORE, FI_FENCE, FI_COMPLETION, FI_INJECT,
+        FI_INJECT_COMPLETE, FI_TRANSMIT_COMPLETE, FI_DELIVERY_COMPLETE, FI_HMEM, FI_LOCAL_COMM, FI_REMOTE_COMM,
+        FI_PROV_ATTR_ONLY, FI_NUMERICHOST, FI_RMA_EVENT, FI_SOURCE, FI_DIRECTED_RECV,
+        FI_MR_LOCAL, FI_MR_RAW, FI_MR_VIRT_ADDR, FI_MR_ALLOCATED, FI_MR_PROV_KEY, FI_MR_MMU_NOTIFY, FI_MR_RMA_EVENT,
+        FI_MR_ENDPOINT, FI_MR_HMEM,
+        FI_ORDER_RAR, FI_ORDER_RAW, FI_ORDER_WAR, FI_ORDER_WAW, FI_ORDER_SAS,
+        FI_CONTEXT, FI_CONTEXT2, FI_SELECTIVE_COMPLETION, FI_GETWAIT, FI_ENABLE,
+        FI_FORMAT_UNSPEC, FI_SOCKADDR_IN, FI_SOCKADDR_IN6,
+        FI_AV_UNSPEC, FI_AV_MAP, FI_AV_TABLE,
+        FI_PROGRESS_UNSPEC, FI_PROGRESS_AUTO, FI_PROGRESS_MANUAL,
+        FI_THREAD_UNSPEC, FI_THREAD_SAFE, FI_THREAD_FID, FI_THREAD_DOMAIN, FI_THREAD_COMPLETION, FI_THREAD_ENDPOINT,
+        FI_RM_UNSPEC, FI_RM_DISABLED, FI_RM_ENABLED,
+        FI_EP_UNSPEC, FI_EP_MSG, FI_EP_DGRAM, FI_EP_RDM, FI_EP_SOCK_STREAM, FI_EP_SOCK_DGRAM,
+        FI_WAIT_NONE, FI_WAIT_UNSPEC, FI_WAIT_SET, FI_WAIT_FD, FI_WAIT_MUTEX_COND, FI_WAIT_YIELD, FI_WAIT_POLLFD,
+        FI_CQ_FORMAT_UNSPEC, FI_CQ_FORMAT_CONTEXT, FI_CQ_FORMAT_MSG, FI_CQ_FORMAT_DATA, FI_CQ_FORMAT_TAGGED,
+        FI_CQ_COND_NONE, FI_CQ_COND_THRESHOLD,
+        FI_INT8, FI_UINT8, FI_INT16, FI_UINT16, FI_INT32, FI_UINT32, FI_INT64, FI_UINT64, FI_FLOAT, FI_DOUBLE,
+        FI_FLOAT_COMPLEX, FI_DOUBLE_COMPLEX, FI_LONG_DOUBLE, FI_LONG_DOUBLE_COMPLEX, FI_DATATYPE_LAST, FI_INT128,
+        FI_UINT128, FI_VOID,
+        FI_MIN, FI_MAX, FI_SUM, FI_PROD, FI_LOR, FI_LAND, FI_BOR, FI_BAND, FI_LXOR, FI_BXOR, FI_ATOMIC_READ,
+        FI_ATOMIC_WRITE, FI_CSWAP, FI_CSWAP_NE, FI_CSWAP_LE, FI_CSWAP_LT, FI_CSWAP_GE, FI_CSWAP_GT, FI_MSWAP,
+        FI_ATOMIC_OP_LAST, FI_NOOP,
+        FI_BARRIER, FI_BROADCAST, FI_ALLTOALL, FI_ALLREDUCE, FI_ALLGATHER, FI_REDUCE_SCATTER, FI_REDUCE, FI_SCATTER,
+        FI_GATHER,
+    }
 }
 
 /// Constants fabric.rs defines by hand (what bindgen cannot evaluate), as C expressions.
@@ -174,28 +142,28 @@ fn hand_written_constants() -> Vec<(&'static str, u64)> {
 }
 
 /// Every type alias of fabric_sys with its C spelling, for the size check.
-macro_rules! alias_table {
+macro_rules! aliases {
     ($($name:ident = $c:literal),* $(,)?) => {
-        fn rust_aliases() -> Vec<(&'static str, &'static str, usize)> {
-            vec![$((stringify!($name), $c, size_of::<sys::$name>())),*]
-        }
+        vec![$((stringify!($name), $c, size_of::<sys::$name>())),*]
     };
 }
 
-alias_table! {
-    fid_t = "fid_t",
-    fi_addr_t = "fi_addr_t",
-    fi_av_type = "enum fi_av_type",
-    fi_progress = "enum fi_progress",
-    fi_threading = "enum fi_threading",
-    fi_resource_mgmt = "enum fi_resource_mgmt",
-    fi_ep_type = "enum fi_ep_type",
-    fi_wait_obj = "enum fi_wait_obj",
-    fi_cq_format = "enum fi_cq_format",
-    fi_cq_wait_cond = "enum fi_cq_wait_cond",
-    fi_datatype = "enum fi_datatype",
-    fi_op = "enum fi_op",
-    fi_collective_op = "enum fi_collective_op",
+fn alias_table() -> Vec<(&'static str, &'static str, usize)> {
+    aliases! {
+        fid_t = "fid_t",
+        fi_addr_t = "fi_addr_t",
+        fi_av_type = "enum fi_av_type",
+        fi_progress = "enum fi_progress",
+        fi_threading = "enum fi_threading",
+        fi_resource_mgmt = "enum fi_resource_mgmt",
+        fi_ep_type = "enum fi_ep_type",
+        fi_wait_obj = "enum fi_wait_obj",
+        fi_cq_format = "enum fi_cq_format",
+        fi_cq_wait_cond = "enum fi_cq_wait_cond",
+        fi_datatype = "enum fi_datatype",
+        fi_op = "enum fi_op",
+        fi_collective_op = "enum fi_collective_op",
+    }
 }
 
 /// Pointer types of the exported functions: the generator derives them from the functions'
@@ -203,167 +171,43 @@ alias_table! {
 const FUNCTION_TYPES: &[&str] =
     &["fi_version_fn", "fi_getinfo_fn", "fi_freeinfo_fn", "fi_dupinfo_fn", "fi_fabric_fn", "fi_strerror_fn"];
 
-/// The lines the C program prints, computed on the Rust side: `size NAME N`, `align NAME N`,
-/// `offset NAME.FIELD N`, `const EXPR N`.
-fn rust_lines() -> BTreeMap<String, String> {
-    let mut lines = BTreeMap::new();
-    for s in rust_structs() {
-        lines.insert(format!("size struct {}", s.name), s.size.to_string());
-        lines.insert(format!("align struct {}", s.name), s.align.to_string());
-        for (field, offset) in &s.fields {
-            lines.insert(format!("offset {}.{}", s.name, c_field(field)), offset.to_string());
-        }
+fn bindings() -> Bindings {
+    Bindings {
+        source: include_str!("../src/transport/net/fabric_sys.rs"),
+        file: "fabric_sys.rs",
+        includes: &[
+            "rdma/fabric.h",
+            "rdma/fi_domain.h",
+            "rdma/fi_endpoint.h",
+            "rdma/fi_tagged.h",
+            "rdma/fi_rma.h",
+            "rdma/fi_atomic.h",
+            "rdma/fi_cm.h",
+            "rdma/fi_eq.h",
+            "rdma/fi_errno.h",
+        ],
+        include_dirs: &[],
+        install_headers: INSTALL_HEADERS,
+        structs: structs(),
+        c_type: |name| format!("struct {name}"),
+        c_field,
+        incomplete: INCOMPLETE_STRUCTS,
+        constants: constant_table().into_iter().chain(hand_written_constants()).collect(),
+        strings: Vec::new(),
+        aliases: alias_table(),
+        function_types: FUNCTION_TYPES,
     }
-    for (_, c, size) in rust_aliases() {
-        lines.insert(format!("size {c}"), size.to_string());
-    }
-    for (expr, value) in rust_constants().into_iter().chain(hand_written_constants()) {
-        lines.insert(format!("const {expr}"), value.to_string());
-    }
-    lines
-}
-
-/// The C program printing the same lines from the headers.
-fn c_program() -> String {
-    let mut c = String::from(
-        "#include <stdio.h>\n#include <stddef.h>\n#include <rdma/fabric.h>\n#include <rdma/fi_domain.h>\n\
-         #include <rdma/fi_endpoint.h>\n#include <rdma/fi_tagged.h>\n#include <rdma/fi_rma.h>\n\
-         #include <rdma/fi_atomic.h>\n#include <rdma/fi_cm.h>\n#include <rdma/fi_eq.h>\n#include <rdma/fi_errno.h>\n\
-         int main(void)\n{\n",
-    );
-    for s in rust_structs() {
-        let name = s.name;
-        writeln!(c, "    printf(\"size struct {name}\\t%zu\\n\", sizeof(struct {name}));").unwrap();
-        writeln!(c, "    printf(\"align struct {name}\\t%zu\\n\", _Alignof(struct {name}));").unwrap();
-        for (field, _) in &s.fields {
-            let field = c_field(field);
-            writeln!(c, "    printf(\"offset {name}.{field}\\t%zu\\n\", offsetof(struct {name}, {field}));").unwrap();
-        }
-    }
-    for (_, ctype, _) in rust_aliases() {
-        writeln!(c, "    printf(\"size {ctype}\\t%zu\\n\", sizeof({ctype}));").unwrap();
-    }
-    for (expr, _) in rust_constants().into_iter().chain(hand_written_constants()) {
-        writeln!(c, "    printf(\"const {expr}\\t%llu\\n\", (unsigned long long)(long long)({expr}));").unwrap();
-    }
-    c.push_str("    return 0;\n}\n");
-    c
-}
-
-fn run_c_program() -> BTreeMap<String, String> {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fabric_abi");
-    std::fs::create_dir_all(&dir).unwrap();
-    let source = dir.join("layout.c");
-    let binary = dir.join("layout");
-    std::fs::write(&source, c_program()).unwrap();
-    let compiled = Command::new("cc")
-        .args(["-std=c11", "-Wall", "-o"])
-        .arg(&binary)
-        .arg(&source)
-        .output()
-        .expect("cannot run cc (a C compiler is needed to read libfabric's layout)");
-    let stderr = String::from_utf8_lossy(&compiled.stderr);
-    assert!(!stderr.contains("rdma/fabric.h: No such file"), "{INSTALL_HEADERS}");
-    assert!(compiled.status.success(), "compiling {}: {stderr}", source.display());
-    let run = Command::new(&binary).output().unwrap();
-    assert!(run.status.success(), "{} failed", binary.display());
-    String::from_utf8(run.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let (key, value) = line.split_once('\t').unwrap();
-            (key.to_string(), value.to_string())
-        })
-        .collect()
 }
 
 #[test]
 fn bindings_match_installed_headers() {
     assert!(Path::new("/usr/include/rdma/fabric.h").exists(), "{INSTALL_HEADERS}");
-    let expected = run_c_program();
-    let actual = rust_lines();
-    assert_eq!(expected.len(), actual.len(), "the C program prints one line per Rust item");
-    let mismatches: Vec<String> = actual
-        .iter()
-        .filter(|(key, value)| expected.get(*key) != Some(value))
-        .map(|(key, value)| format!("{key}: Rust {value}, C {}", expected.get(key).map_or("(none)", |v| v)))
-        .collect();
-    assert!(mismatches.is_empty(), "fabric_sys.rs disagrees with the installed headers:\n{}", mismatches.join("\n"));
-}
-
-/// (struct -> fields, constants, type aliases) as declared in the generated file.
-fn declared_items() -> (BTreeMap<String, Vec<String>>, BTreeSet<String>, BTreeSet<String>) {
-    let mut structs = BTreeMap::new();
-    let mut constants = BTreeSet::new();
-    let mut aliases = BTreeSet::new();
-    let mut open: Option<(String, Vec<String>)> = None;
-    for line in BINDINGS.lines() {
-        if let Some((name, fields)) = open.as_mut() {
-            if line == "}" {
-                structs.insert(std::mem::take(name), std::mem::take(fields));
-                open = None;
-            } else if let Some(field) = line.trim().strip_prefix("pub ").and_then(|rest| rest.split_once(':')) {
-                fields.push(field.0.to_string());
-            } else if line.trim().starts_with("_unused:") {
-                fields.push("_unused".to_string());
-            }
-        } else if let Some(rest) = line.strip_prefix("pub struct ").or_else(|| line.strip_prefix("pub union ")) {
-            let name = rest.split([' ', '<', '(']).next().unwrap();
-            if !name.starts_with("__Bindgen") {
-                assert!(rest.ends_with('{'), "unexpected declaration in fabric_sys.rs: {line}");
-                open = Some((name.to_string(), Vec::new()));
-            }
-        } else if let Some(rest) = line.strip_prefix("pub const ") {
-            constants.insert(rest.split(':').next().unwrap().to_string());
-        } else if let Some(rest) = line.strip_prefix("pub type ") {
-            aliases.insert(rest.split([' ', '=']).next().unwrap().to_string());
-        }
-    }
-    (structs, constants, aliases)
+    bindings().assert_match_headers(&Path::new(env!("CARGO_TARGET_TMPDIR")).join("fabric_abi"));
 }
 
 #[test]
 fn tables_cover_every_declaration_of_the_bindings() {
-    let (structs, constants, aliases) = declared_items();
-    let mut tabled: BTreeMap<String, Vec<String>> = rust_structs()
-        .into_iter()
-        .map(|s| (s.name.to_string(), s.fields.iter().map(|(field, _)| field.to_string()).collect()))
-        .collect();
-    for name in INCOMPLETE_STRUCTS {
-        tabled.insert(name.to_string(), vec!["_unused".to_string()]);
-    }
-    let declared: BTreeMap<String, Vec<String>> = structs
-        .into_iter()
-        .map(|(name, fields)| {
-            let bound = fields.into_iter().filter(|f| f != "_bindgen_opaque_blob").collect();
-            (name, bound)
-        })
-        .collect();
-    let differing: Vec<String> = declared
-        .keys()
-        .chain(tabled.keys())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .filter(|name| declared.get(*name) != tabled.get(*name))
-        .map(|name| format!("{name}: fabric_sys.rs {:?}, table {:?}", declared.get(name), tabled.get(name)))
-        .collect();
-    assert!(
-        differing.is_empty(),
-        "struct_table! (or INCOMPLETE_STRUCTS) must list every struct of fabric_sys.rs with its fields in order:\n{}",
-        differing.join("\n")
-    );
-
-    let tabled_constants: BTreeSet<String> = rust_constants().into_iter().map(|(name, _)| name.to_string()).collect();
-    let unlisted: Vec<&String> = constants.symmetric_difference(&tabled_constants).collect();
-    assert!(unlisted.is_empty(), "const_table! must list exactly the constants of fabric_sys.rs: {unlisted:?}");
-
-    let tabled_aliases: BTreeSet<String> = rust_aliases()
-        .into_iter()
-        .map(|(name, _, _)| name)
-        .chain(FUNCTION_TYPES.iter().copied())
-        .map(str::to_string)
-        .collect();
-    assert_eq!(aliases, tabled_aliases, "alias_table! and FUNCTION_TYPES must list every type of fabric_sys.rs");
+    bindings().assert_tables_cover_declarations();
 }
 
 #[test]

@@ -74,6 +74,10 @@ fn rank_role() {
     let (rank, size) = (pmi.rank(), pmi.size());
     match role.as_str() {
         "pmi_check" => pmi_check(&mut pmi),
+        "universe" => {
+            let universe = pmi.universe_size().unwrap();
+            println!("UNIVERSE rank={rank} {universe:?}");
+        }
         "abort" => {
             pmi.fence().unwrap();
             if rank == 1 {
@@ -133,11 +137,11 @@ fn pmi_check(pmi: &mut Pmi) {
     assert!(pmi.put("k", "a b").is_err());
     pmi.fence().unwrap();
     for peer in 0..size {
-        let card = pmi.get(&format!("card{peer}")).unwrap();
+        let card = pmi.get(peer, &format!("card{peer}")).unwrap();
         assert_eq!(card, Some(format!("shm=/oxmpi-{kvsname}-{peer},tcp=127.0.0.1:{}", 4000 + peer)));
-        assert_eq!(pmi.get(&format!("long{peer}")).unwrap(), Some(long_value(peer)));
+        assert_eq!(pmi.get(peer, &format!("long{peer}")).unwrap(), Some(long_value(peer)));
     }
-    assert_eq!(pmi.get("no_such_key").unwrap(), None);
+    assert_eq!(pmi.get(rank, "no_such_key").unwrap(), None);
     // `OXMPI_TEST_NODES`: the expected node of each rank, `0,1,0,1` (default: all on 0).
     let nodes = std::env::var("OXMPI_TEST_NODES")
         .map_or(vec![0; size], |v| v.split(',').map(|n| n.parse::<usize>().unwrap()).collect());
@@ -145,7 +149,7 @@ fn pmi_check(pmi: &mut Pmi) {
     // A second round: fences are reusable.
     pmi.put(&format!("round2_{rank}"), "x").unwrap();
     pmi.fence().unwrap();
-    assert_eq!(pmi.get(&format!("round2_{}", (rank + 1) % size)).unwrap().as_deref(), Some("x"));
+    assert_eq!(pmi.get((rank + 1) % size, &format!("round2_{}", (rank + 1) % size)).unwrap().as_deref(), Some("x"));
     println!("PMICHECK rank={rank} size={size} kvs={kvsname} ok");
 }
 
@@ -184,6 +188,44 @@ fn pmi_put_fence_get_under_hydra() {
     }
 }
 
+/// MPI_UNIVERSE_SIZE as each rank of a 2-rank job reads it from `launcher` with `options`.
+fn universe_seen(launcher: &str, options: &[&str]) -> Vec<String> {
+    let roles = role_args("universe");
+    let head: Vec<&str> = options.iter().copied().chain(["-n", "2"]).collect();
+    let (output, _) = run(Command::new(launcher).args(with_role(&head, &roles)).stdin(Stdio::null()));
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{launcher} {options:?}: {:?}\n{stdout}\n{}", output.status, text(&output.stderr));
+    // Hydra forwards each rank's output as it reads it, not line by line: another rank's
+    // bytes (libtest's progress dot) may precede a line on the same line.
+    let mut seen: Vec<String> =
+        stdout.lines().filter_map(|l| l.find("UNIVERSE").map(|at| l[at..].to_string())).collect();
+    seen.sort();
+    seen
+}
+
+#[test]
+fn universe_size_under_our_mpiexec() {
+    let both = |value: &str| vec![format!("UNIVERSE rank=0 {value}"), format!("UNIVERSE rank=1 {value}")];
+    // On this machine alone, unset (as Hydra): any number of processes can be spawned.
+    assert_eq!(universe_seen(MPIEXEC, &[]), both("None"));
+    assert_eq!(universe_seen(MPIEXEC, &["-usize", "7"]), both("Some(7)"));
+    // The hosts' slots (this machine's names: ranks still forked by mpiexec).
+    assert_eq!(universe_seen(MPIEXEC, &["-hosts", "localhost:3,localhost:4"]), both("Some(7)"));
+    assert_eq!(universe_seen(MPIEXEC, &["-hosts", "localhost,localhost", "-ppn", "3"]), both("Some(6)"));
+    // Never fewer than the ranks started.
+    assert_eq!(universe_seen(MPIEXEC, &["-hosts", "localhost:1"]), both("Some(2)"));
+    let refused = mpiexec(&["-usize", "0", "true"]).output().unwrap();
+    assert!(!refused.status.success(), "-usize 0 is refused");
+}
+
+#[test]
+fn universe_size_under_hydra() {
+    let Some(hydra) = hydra() else { return };
+    let both = |value: &str| vec![format!("UNIVERSE rank=0 {value}"), format!("UNIVERSE rank=1 {value}")];
+    assert_eq!(universe_seen(hydra, &[]), both("None"));
+    assert_eq!(universe_seen(hydra, &["-usize", "5"]), both("Some(5)"));
+}
+
 #[test]
 fn pmi_singleton() {
     // This process has no PMI environment unless a launcher started the whole test run.
@@ -196,8 +238,8 @@ fn pmi_singleton() {
     assert!(pmi.kvsname().starts_with("singleton_"));
     pmi.put("k", "v").unwrap();
     pmi.fence().unwrap();
-    assert_eq!(pmi.get("k").unwrap().as_deref(), Some("v"));
-    assert_eq!(pmi.get("other").unwrap(), None);
+    assert_eq!(pmi.get(0, "k").unwrap().as_deref(), Some("v"));
+    assert_eq!(pmi.get(0, "other").unwrap(), None);
     assert_eq!(pmi.node_ids().unwrap(), vec![0]);
     pmi.finalize().unwrap();
 }
@@ -462,6 +504,31 @@ fn early_exit_with_error_kills_others() {
         stderr.contains("rank 2 (pid ") && stderr.contains("exited with code 3 without calling MPI_Finalize"),
         "{stderr}"
     );
+    assert!(elapsed < PROMPT, "took {elapsed:?}");
+}
+
+#[test]
+fn disable_auto_cleanup_lets_the_others_finish() {
+    // Rank 2 fails at once (an exit code, or SIGKILL); the others finish 0.5 s later and say
+    // so. The job's status is still the failure's.
+    for (fail, status, line) in [
+        ("exit 3", 3, "exited with code 3 without calling MPI_Finalize"),
+        ("kill -9 $$", 137, "killed by signal 9 (Killed)"),
+    ] {
+        let script = format!("if [ $PMI_RANK = 2 ]; then {fail}; fi; sleep 0.5; echo done $PMI_RANK");
+        let (output, _) = run(&mut mpiexec(&["-disable-auto-cleanup", "-n", "3", "sh", "-c", &script]));
+        let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+        assert_eq!(output.status.code(), Some(status), "{fail}: {stderr}");
+        let mut finished: Vec<&str> = stdout.lines().collect();
+        finished.sort();
+        assert_eq!(finished, ["done 0", "done 1"], "{fail}: {stderr}");
+        assert!(stderr.contains("mpiexec: rank 2 (pid ") && stderr.contains(line), "{fail}: {stderr}");
+        assert!(stderr.contains("the other ranks go on (-disable-auto-cleanup)"), "{fail}: {stderr}");
+    }
+    // MPI_Abort still ends the job at once.
+    let roles = role_args("abort");
+    let (output, elapsed) = run(&mut mpiexec(&with_role(&["-disable-auto-cleanup", "-n", "3"], &roles)));
+    assert_eq!(output.status.code(), Some(5), "{}", text(&output.stderr));
     assert!(elapsed < PROMPT, "took {elapsed:?}");
 }
 

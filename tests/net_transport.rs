@@ -50,7 +50,7 @@ fn packets_arrive_in_order_with_their_bytes() {
         |a| {
             for i in 0..COUNT {
                 let deadline = Instant::now() + PATIENCE;
-                while !a.can_send() {
+                while !a.can_send(1) {
                     assert!(Instant::now() < deadline, "no send buffer came back");
                     a.read_completions();
                 }
@@ -113,4 +113,104 @@ fn direct_transfer_lands_whole() {
             assert!(into == payload(5, LEN), "direct transfer bytes differ");
         },
     );
+}
+
+/// One side of `processes_of_another_job_connect_from_one_side`: adds the other endpoint as
+/// a process of another job (index 1 here and there), then sends it 3 packets and takes 3.
+/// `before`: until it says go (and 200 ms more), progress without having added the other,
+/// whose hello comes first then: once added, the other counts as greeted.
+fn meet_and_exchange(
+    net: &mut Net,
+    peer: Vec<u8>,
+    opens: bool,
+    before: Option<(std::sync::mpsc::Receiver<()>, std::sync::mpsc::Sender<()>)>,
+) {
+    if let Some((go, added)) = before {
+        let deadline = Instant::now() + PATIENCE;
+        let mut until = None;
+        while until.is_none_or(|t| Instant::now() < t) {
+            assert!(Instant::now() < deadline, "the other side did not add this one");
+            if until.is_none() && go.try_recv().is_ok() {
+                until = Some(Instant::now() + Duration::from_millis(200));
+            }
+            net.read_completions();
+            assert!(net.front().is_none(), "a hello reached the engine");
+        }
+        assert_eq!(net.add_other_job(&[(peer, 1)]).unwrap_or_else(|e| panic!("{}", e.msg)), 1);
+        assert!(net.can_send(1), "the hello that came first was lost");
+        added.send(()).unwrap();
+        return meet_and_exchange_added(net);
+    }
+    assert_eq!(net.add_other_job(&[(peer, 1)]).unwrap_or_else(|e| panic!("{}", e.msg)), 1);
+    // The side that does not open the connection sends nothing before a packet came.
+    assert_eq!(net.can_send(1), opens, "may send before hearing from the other side");
+    meet_and_exchange_added(net);
+}
+
+/// The exchange of `meet_and_exchange` once the other side is added.
+fn meet_and_exchange_added(net: &mut Net) {
+    let deadline = Instant::now() + PATIENCE;
+    let (mut sent, mut got) = (0, 0);
+    while sent < 3 || got < 3 {
+        assert!(Instant::now() < deadline, "sent {sent} and took {got} of 3 packets");
+        net.read_completions();
+        if sent < 3 && net.can_send(1) {
+            let pk = Packet { kind: 1, tag: sent, ..Default::default() };
+            net.send(1, &pk, 0, |_| {});
+            sent += 1;
+        }
+        while let Some((from, pk, _)) = net.front() {
+            // The hello never shows.
+            assert_eq!((from, pk.kind, pk.tag), (1, 1, got), "packet {got}");
+            net.release_front();
+            got += 1;
+        }
+    }
+}
+
+/// Two jobs of one process each meet; with `late`, the side that does not open adds the
+/// other only after the opener has added it and sent its hello.
+fn two_jobs_meet(late: bool) {
+    let mut a = Net::open(0, 1).unwrap_or_else(|e| panic!("{}", e.msg));
+    let mut b = Net::open(0, 1).unwrap_or_else(|e| panic!("{}", e.msg));
+    let (name_a, name_b) = (a.address().unwrap(), b.address().unwrap());
+    // `a` is the opener.
+    if name_b < name_a {
+        std::mem::swap(&mut a, &mut b);
+    }
+    let (name_a, name_b) = (a.address().unwrap(), b.address().unwrap());
+    let (go, wait) = std::sync::mpsc::channel();
+    let (added, b_added) = std::sync::mpsc::channel();
+    let other = std::thread::spawn(move || {
+        meet_and_exchange(&mut b, name_a, false, late.then_some((wait, added)));
+        b
+    });
+    assert_eq!(a.add_other_job(&[(name_b, 1)]).unwrap_or_else(|e| panic!("{}", e.msg)), 1);
+    if late {
+        // Nothing but the hello before the other side added this one.
+        go.send(()).unwrap();
+        let deadline = Instant::now() + PATIENCE;
+        while b_added.try_recv().is_err() {
+            assert!(Instant::now() < deadline, "the other side did not add this one");
+            a.read_completions();
+        }
+    }
+    assert!(a.can_send(1), "the opener may send at once");
+    meet_and_exchange_added(&mut a);
+    let deadline = Instant::now() + PATIENCE;
+    while !other.is_finished() {
+        assert!(Instant::now() < deadline, "the other endpoint did not finish");
+        a.read_completions();
+    }
+    drop(other.join().expect("the other endpoint failed"));
+}
+
+#[test]
+fn processes_of_another_job_connect_from_one_side() {
+    two_jobs_meet(false);
+}
+
+#[test]
+fn a_hello_may_come_before_its_sender_is_added() {
+    two_jobs_meet(true);
 }

@@ -3,7 +3,8 @@
  *   block3d     collective (write_all/read_all): a 3-D array of doubles, N^3 bytes * 8 about
  *               `size`, distributed in blocks over MPI_Dims_create(np, 3) ranks through a
  *               subarray view (records io_b3d_wr, io_b3d_rd)
- *   strided     collective: each rank has every np-th block of 4 KiB (a resized filetype);
+ *   strided     collective: each rank has every np-th block of 4 KiB ($BENCH_IO_BLOCK bytes
+ *               if set; a resized filetype);
  *               (io_str_wr, io_str_rd)
  *   contig      independent (write_at/read_at): each rank one contiguous 1/np of the file
  *               (io_ind_wr, io_ind_rd)
@@ -23,7 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BLOCK 4096
+/* Block of the strided patterns: $BENCH_IO_BLOCK bytes, default 4096. */
+static size_t block = 4096;
 
 static bench_opts o;
 static char path[512];
@@ -69,16 +71,16 @@ static int make_pattern(const char *which, size_t size, pattern *p)
         return 1;
     }
     if (!strcmp(which, "strided") || !strcmp(which, "indstrided")) {
-        size_t blocks = size / BLOCK / bench_np;
+        size_t blocks = size / block / bench_np;
         MPI_Datatype b;
         if (blocks == 0)
             return 0;
-        MPI_Type_contiguous(BLOCK, MPI_BYTE, &b);
-        MPI_Type_create_resized(b, 0, (MPI_Aint)bench_np * BLOCK, &p->ftype);
+        MPI_Type_contiguous((int)block, MPI_BYTE, &b);
+        MPI_Type_create_resized(b, 0, (MPI_Aint)(bench_np * block), &p->ftype);
         MPI_Type_commit(&p->ftype);
         MPI_Type_free(&b);
-        p->disp = (MPI_Offset)bench_rank * BLOCK;
-        p->bytes = blocks * BLOCK;
+        p->disp = (MPI_Offset)(bench_rank * block);
+        p->bytes = blocks * block;
         p->total = p->bytes * bench_np;
         p->collective = !strcmp(which, "strided");
         p->name = p->collective ? "io_str" : "io_inds";
@@ -178,6 +180,11 @@ int main(int argc, char **argv)
         bench_note("file: %s", path);
     }
     MPI_Bcast(path, sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD);
+    {
+        const char *b = getenv("BENCH_IO_BLOCK");
+        if (b && atol(b) > 0)
+            block = (size_t)atol(b);
+    }
     t = malloc(sizeof(double) * (o.iters + 1));
     for (size = o.min_size ? o.min_size : (size_t)1 << 20; size <= o.max_size; size = bench_next_size(&o, size)) {
         snprintf(list, sizeof list, "%s", o.list);

@@ -132,6 +132,21 @@ fn check_alias(send: *const c_void, recv: *const c_void) -> MpiResult<()> {
     Ok(())
 }
 
+/// MPI_ERR_BUFFER when a member's own buffer is its own block of the buffer split among the
+/// members (an MPI_Allgather send buffer at its place in the receive buffer, the root's
+/// MPI_Gather send or MPI_Scatter receive buffer): the aliasing MPI_IN_PLACE exists for.
+/// Checked as MPICH does, so that every member of such a call fails alike rather than some
+/// going on into the collective and waiting for the others.
+fn check_own_block_alias(own: &Region, split: &Region, me: usize) -> MpiResult<()> {
+    if own.block_ptr(0).is_some() && own.block_ptr(0) == split.block_ptr(me) {
+        return err(
+            MPI_ERR_BUFFER,
+            "sendbuf and recvbuf meet at this member's block (aliased); use MPI_IN_PLACE instead",
+        );
+    }
+    Ok(())
+}
+
 /// A run of bytes in user memory: (start, length).
 type ByteRun = (*const u8, usize);
 
@@ -369,6 +384,12 @@ impl Region {
             return err(MPI_ERR_BUFFER, format!("invalid {what} (NULL with a nonzero count)"));
         }
         Ok(())
+    }
+
+    /// The pointer the caller gave for block `i` (its elements' displacements count from
+    /// it), when the block holds data.
+    fn block_ptr(&self, i: usize) -> Option<*const u8> {
+        self.blocks.get(i).filter(|b| b.bytes() > 0).map(|b| b.base(self.base))
     }
 
     fn overlaps(&self, o: &Region) -> bool {
@@ -1039,6 +1060,9 @@ unsafe fn gather(
                 && s.span > 0
             {
                 check_alias(sendbuf, recvbuf)?;
+                if !g.is_inter() {
+                    check_own_block_alias(s, &region, g.rank())?;
+                }
             }
             Some(region)
         } else {
@@ -1167,10 +1191,16 @@ unsafe fn scatter(
             None
         } else {
             let (count, layout) = checked_block(recvbuf, recvcount, recvtype, "recvcount", "recvbuf")?;
-            if is_root && count * layout.size > 0 {
+            let region = Region::one(recvbuf, count, layout);
+            if is_root && region.span > 0 {
                 check_alias(sendbuf, recvbuf)?;
+                if let Some(split) = &send
+                    && !g.is_inter()
+                {
+                    check_own_block_alias(&region, split, g.rank())?;
+                }
             }
-            Some(Region::one(recvbuf, count, layout))
+            Some(region)
         };
         let n = g.peer_count();
         let root = match root {
@@ -1280,6 +1310,9 @@ unsafe fn allgather(
             && s.span > 0
         {
             check_alias(sendbuf, recvbuf)?;
+            if !g.is_inter() {
+                check_own_block_alias(s, &region, g.rank())?;
+            }
         }
         let recv = Some(region);
         if g.is_inter() {

@@ -76,7 +76,7 @@ fn copy_attributes(parent: MPI_Comm, child: MPI_Comm) -> MpiResult {
     })
 }
 
-/// MPI_Comm_dup's work: a new context, the error handler, hints and copied attributes.
+/// MPI_Comm_dup's work: a new context, the error handler and copied attributes.
 fn duplicate(comm: MPI_Comm) -> MpiResult<MPI_Comm> {
     let h = construct(|rt| rt.comms.dup(&mut rt.engine, comm))?.expect("a duplicate exists on every member");
     crate::errhandler::on_comm_dup(comm, h);
@@ -85,7 +85,7 @@ fn duplicate(comm: MPI_Comm) -> MpiResult<MPI_Comm> {
 }
 
 /// MPI_Comm_free's work: attribute delete callbacks, then the communicator itself.
-fn free_communicator(h: MPI_Comm) -> MpiResult {
+pub(super) fn free_communicator(h: MPI_Comm) -> MpiResult {
     runtime::with(|rt| {
         rt.comms.get(h)?;
         if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
@@ -144,7 +144,7 @@ pub unsafe fn MPI_Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *m
 }
 
 /// MPI_Comm_idup(_with_info)'s work: the new handle at once (attributes copied, error
-/// handler inherited, hints from `hints` or the parent's) and the request of its agreement.
+/// handler inherited, the hints `hints` if given) and the request of its agreement.
 ///
 /// # Safety
 /// `newcomm` and `request` were checked non-null and are writable.
@@ -245,7 +245,7 @@ pub unsafe fn MPI_Comm_split_type(
         let c = rt.comms.get(comm)?;
         let members = c.members.clone();
         let me = c.members[c.rank];
-        let nodes = rt.comms.node_ids(&mut rt.pmi)?;
+        let nodes = rt.comms.node_ids(&mut crate::runtime::lock_pmi(&rt.pmi))?;
         let my_node = nodes[me] as c_int;
         let color = match split_type {
             MPI_COMM_TYPE_SHARED => my_node,
@@ -266,6 +266,14 @@ pub unsafe fn MPI_Comm_split_type(
         };
         rt.comms.split(&mut rt.engine, comm, color, key)
     })?;
+    if let Some(h) = made {
+        // The assertions given with the split belong to the new communicator.
+        let asserted = comm_hints(info)?;
+        runtime::with(|rt| {
+            rt.comms.get_mut(h)?.hints = asserted;
+            Ok(())
+        })?;
+    }
     if split_type == MPI_COMM_TYPE_HW_UNGUIDED && made.is_some() && info != MPI_INFO_NULL {
         // MPI-4: the info object returns the kind of resource the split used.
         crate::info::with(info, |i| {
@@ -493,6 +501,10 @@ static ATTR_UNIVERSE_SIZE: AtomicI32 = AtomicI32::new(1);
 static ATTR_APPNUM: AtomicI32 = AtomicI32::new(0);
 static ATTR_LASTUSEDCODE: AtomicI32 = AtomicI32::new(0);
 
+fn cell_is(a: &AtomicI32, b: &AtomicI32) -> bool {
+    std::ptr::eq(a, b)
+}
+
 /// The value cell of a predefined communicator keyval; the Fortran form of a keyval is the C
 /// value + 1 and asks for the integer itself rather than a pointer.
 fn predefined_attr(keyval: c_int) -> Option<(&'static AtomicI32, bool)> {
@@ -537,14 +549,23 @@ pub(super) unsafe fn get_attr_as(
         // SAFETY: forwarded contract.
         return unsafe { super::attr::get_attr::<CommAttrs>(comm, comm_keyval, attribute_val, flag, reader) };
     };
-    let (size, appnum) = runtime::with(|rt| {
+    let (universe, appnum) = runtime::with(|rt| {
         rt.comms.get(comm)?;
-        Ok((rt.comms.get(MPI_COMM_WORLD)?.size(), rt.pmi.appnum()))
+        Ok((rt.universe_size, rt.pmi().appnum()))
     })?;
     if attribute_val.is_null() || flag.is_null() {
         return err(MPI_ERR_ARG, "invalid attribute_val or flag pointer (NULL)");
     }
-    ATTR_UNIVERSE_SIZE.store(size as c_int, Ordering::Relaxed);
+    if cell_is(cell, &ATTR_UNIVERSE_SIZE) {
+        // Unset when the process manager gives none (as MPICH under Hydra without -usize):
+        // any number of processes may be spawned.
+        let Some(universe) = universe else {
+            // SAFETY: flag checked non-null.
+            unsafe { *flag = 0 };
+            return Ok(());
+        };
+        ATTR_UNIVERSE_SIZE.store(universe.min(c_int::MAX as usize) as c_int, Ordering::Relaxed);
+    }
     ATTR_APPNUM.store(appnum, Ordering::Relaxed);
     ATTR_LASTUSEDCODE.store(crate::errhandler::last_used_code(), Ordering::Relaxed);
     // SAFETY: attribute_val points at a `void *` (C) or an address-sized integer (Fortran),

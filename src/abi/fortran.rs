@@ -569,6 +569,84 @@ routines! {
     /// # Safety
     /// None needed.
     fn pmpi_f_sync_reg_(_buf: *mut c_void) {}
+    /// `MPI_COMM_SPAWN(COMMAND, ARGV, MAXPROCS, INFO, ROOT, COMM, INTERCOMM,
+    /// ARRAY_OF_ERRCODES, IERROR)`: CHARACTER*(*) COMMAND, ARGV(*) (ended by a blank
+    /// element, or MPI_ARGV_NULL), the rest INTEGERs; ARRAY_OF_ERRCODES may be
+    /// MPI_ERRCODES_IGNORE.
+    ///
+    /// # Safety
+    /// Fortran passes every argument by reference, and the CHARACTER lengths by value.
+    fn pmpi_comm_spawn_(command: *const c_char, argv: *const c_char, maxprocs: *const MPI_Fint, info: *const MPI_Fint, root: *const MPI_Fint, comm: *const MPI_Fint, intercomm: *mut MPI_Fint, errcodes: *mut MPI_Fint, ierror: *mut MPI_Fint, command_len: usize, argv_len: usize) {
+        // SAFETY: per the contract: CHARACTER objects of the lengths given, INTEGERs.
+        unsafe {
+            let command = in_str(command, command_len);
+            let args = argv_strings(argv, argv_len, None);
+            let mut argv_c = c_pointers(&args);
+            let argv_p = if args.is_none() { std::ptr::null_mut() } else { argv_c.as_mut_ptr() };
+            let rc = crate::abi::entries::PMPI_Comm_spawn(command.as_ptr(), argv_p, *maxprocs, *info, *root, *comm, intercomm, errcodes_or_ignore(errcodes));
+            set_ierror(ierror, rc);
+        }
+    }
+    /// `MPI_COMM_SPAWN_MULTIPLE(COUNT, ARRAY_OF_COMMANDS, ARRAY_OF_ARGV, ARRAY_OF_MAXPROCS,
+    /// ARRAY_OF_INFO, ROOT, COMM, INTERCOMM, ARRAY_OF_ERRCODES, IERROR)`:
+    /// CHARACTER*(*) ARRAY_OF_COMMANDS(*), ARRAY_OF_ARGV(COUNT, *) (command i's arguments are
+    /// ARRAY_OF_ARGV(i, 1..) up to a blank element; or MPI_ARGVS_NULL).
+    ///
+    /// # Safety
+    /// As `pmpi_comm_spawn_`; the arrays hold COUNT entries (rows).
+    fn pmpi_comm_spawn_multiple_(count: *const MPI_Fint, commands: *const c_char, argvs: *const c_char, maxprocs: *const MPI_Fint, infos: *const MPI_Fint, root: *const MPI_Fint, comm: *const MPI_Fint, intercomm: *mut MPI_Fint, errcodes: *mut MPI_Fint, ierror: *mut MPI_Fint, commands_len: usize, argvs_len: usize) {
+        // SAFETY: per the contract.
+        unsafe {
+            let n = (*count).max(0) as usize;
+            let names: Vec<CString> = (0..n).map(|i| in_str(commands.add(i * commands_len), commands_len)).collect();
+            let mut name_p: Vec<*mut c_char> = names.iter().map(|c| c.as_ptr().cast_mut()).collect();
+            let argvs_null = argvs.cast::<c_void>() == MPI_F_ARGVS_NULL.load(Ordering::Relaxed).cast_const();
+            // Column-major: element (i, j) of ARRAY_OF_ARGV(COUNT, *) is at (j * COUNT + i).
+            let lists: Vec<Option<Vec<CString>>> =
+                (0..n).map(|i| if argvs_null { None } else { argv_strings(argvs.add(i * argvs_len), argvs_len, Some(n)) }).collect();
+            let mut pointer_lists: Vec<Vec<*mut c_char>> = lists.iter().map(c_pointers).collect();
+            let mut argv_p: Vec<*mut *mut c_char> = pointer_lists.iter_mut().map(|l| l.as_mut_ptr()).collect();
+            let argv_arg = if argvs_null { std::ptr::null_mut() } else { argv_p.as_mut_ptr() };
+            let rc = crate::abi::entries::PMPI_Comm_spawn_multiple(*count, name_p.as_mut_ptr(), argv_arg, maxprocs, infos, *root, *comm, intercomm, errcodes_or_ignore(errcodes));
+            set_ierror(ierror, rc);
+        }
+    }
+}
+
+/// The arguments of a Fortran ARGV: CHARACTER elements of `len` bytes, `stride` elements
+/// apart (None: 1, a plain array; Some(n): a row of an (n, *) array), up to the first blank
+/// one, without leading and trailing blanks (as MPICH passes them). `None` for
+/// MPI_ARGV_NULL.
+///
+/// # Safety
+/// `argv` is MPI_ARGV_NULL or the first of such elements, ending with a blank one.
+unsafe fn argv_strings(argv: *const c_char, len: usize, stride: Option<usize>) -> Option<Vec<CString>> {
+    if argv.cast::<c_void>() == MPI_F_ARGV_NULL.load(Ordering::Relaxed).cast_const() || argv.is_null() {
+        return None;
+    }
+    let step = stride.unwrap_or(1) * len;
+    let mut args = Vec::new();
+    for i in 0.. {
+        // SAFETY: the elements up to the blank one are readable (the contract).
+        let arg = unsafe { in_str_info(argv.add(i * step), len) };
+        if arg.as_bytes().is_empty() || len == 0 {
+            break;
+        }
+        args.push(arg);
+    }
+    Some(args)
+}
+
+/// A NULL-terminated array of pointers to `args` (empty for none).
+fn c_pointers(args: &Option<Vec<CString>>) -> Vec<*mut c_char> {
+    let mut p: Vec<*mut c_char> = args.iter().flatten().map(|a| a.as_ptr().cast_mut()).collect();
+    p.push(std::ptr::null_mut());
+    p
+}
+
+/// C's MPI_ERRCODES_IGNORE (NULL) for Fortran's.
+fn errcodes_or_ignore(errcodes: *mut MPI_Fint) -> *mut c_int {
+    if errcodes == MPI_F_ERRCODES_IGNORE.load(Ordering::Relaxed) { std::ptr::null_mut() } else { errcodes }
 }
 
 /// # Safety

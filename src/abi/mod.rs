@@ -69,8 +69,11 @@ pub mod entries {
 #[cfg(test)]
 mod decl;
 #[cfg(test)]
+mod f08_gen;
+#[cfg(test)]
 mod fortran_gen;
 
+pub mod f08;
 pub mod fortran;
 
 pub mod attr;
@@ -89,5 +92,6 @@ pub mod op;
 pub mod p2p;
 pub mod part;
 pub mod session;
+pub mod spawn;
 pub mod topo;
 pub mod win;

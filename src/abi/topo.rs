@@ -75,10 +75,15 @@ unsafe fn store(parent: MPI_Comm, made: Option<MPI_Comm>, newcomm: *mut MPI_Comm
     Ok(())
 }
 
-fn check_new(p: *mut MPI_Comm) -> MpiResult {
+/// Checks the new communicator's pointer and sets it to MPI_COMM_NULL, so that a call
+/// failing from here on (a grid larger than the communicator, ...) leaves MPI_COMM_NULL there
+/// rather than whatever the caller's variable held (as MPICH does).
+fn clear_new(p: *mut MPI_Comm) -> MpiResult {
     if p.is_null() {
         return err(MPI_ERR_ARG, "null pointer in parameter newcomm");
     }
+    // SAFETY: non-null, and MPI's contract makes it the caller's writable MPI_Comm.
+    unsafe { *p = MPI_COMM_NULL };
     Ok(())
 }
 
@@ -100,7 +105,7 @@ pub unsafe fn MPI_Cart_create(
     let n = check_count(ndims, "ndims")?;
     // SAFETY: MPI's contract: ndims entries each.
     let (dims, periods) = unsafe { (ints(dims, n, "dims")?, ints(periods, n, "periods")?) };
-    check_new(comm_cart)?;
+    clear_new(comm_cart)?;
     let made = runtime::with(|rt| topo::cart_create(&mut rt.comms, &mut rt.engine, comm_old, dims, periods))?;
     // SAFETY: checked non-null.
     unsafe { store(comm_old, made, comm_cart) }
@@ -208,7 +213,7 @@ pub unsafe fn MPI_Cart_sub(comm: MPI_Comm, remain_dims: *const c_int, newcomm: *
     let n = runtime::with(|rt| Ok(topo::cart_of(rt.comms.get(comm)?)?.ndims()))?;
     // SAFETY: MPI's contract: ndims entries.
     let remain: Vec<bool> = unsafe { ints(remain_dims, n, "remain_dims")? }.iter().map(|&r| r != 0).collect();
-    check_new(newcomm)?;
+    clear_new(newcomm)?;
     let h = runtime::with(|rt| topo::cart_sub(&mut rt.comms, &mut rt.engine, comm, &remain))?;
     // SAFETY: checked non-null.
     unsafe { store(comm, h, newcomm) }
@@ -250,7 +255,7 @@ pub unsafe fn MPI_Graph_create(
         let nedges = index.last().copied().unwrap_or(0);
         (index, ints(edges, check_count(nedges, "index[nnodes-1]")?, "edges")?)
     };
-    check_new(comm_graph)?;
+    clear_new(comm_graph)?;
     let made = runtime::with(|rt| topo::graph_create(&mut rt.comms, &mut rt.engine, comm_old, index, edges))?;
     // SAFETY: checked non-null.
     unsafe { store(comm_old, made, comm_graph) }
@@ -365,7 +370,7 @@ pub unsafe fn MPI_Dist_graph_create_adjacent(
             weights(destweights, nout, "destweights")?,
         )
     };
-    check_new(comm_dist_graph)?;
+    clear_new(comm_dist_graph)?;
     let h = runtime::with(|rt| {
         topo::dist_graph_create_adjacent(&mut rt.comms, &mut rt.engine, comm_old, src, sw, dst, dw)
     })?;
@@ -407,7 +412,7 @@ pub unsafe fn MPI_Dist_graph_create(
         }
         (edges, w.is_some())
     };
-    check_new(comm_dist_graph)?;
+    clear_new(comm_dist_graph)?;
     let h = runtime::with(|rt| topo::dist_graph_create(&mut rt.comms, &mut rt.engine, comm_old, &edges, weighted))?;
     // SAFETY: checked non-null.
     unsafe { store(comm_old, Some(h), comm_dist_graph) }

@@ -577,6 +577,12 @@ pub unsafe fn MPI_Compare_and_swap(
     let Some(b) = crate::datatype::builtin::builtin(datatype) else {
         return err(MPI_ERR_TYPE, "MPI_Compare_and_swap takes a predefined datatype");
     };
+    if !crate::op::compares_and_swaps(datatype) {
+        return err(
+            MPI_ERR_TYPE,
+            format!("MPI_Compare_and_swap takes an integer, logical or byte datatype, not {}", b.name),
+        );
+    }
     let layout = crate::datatype::layout(datatype)?;
     for (p, what) in
         [(origin_addr, "origin_addr"), (compare_addr, "compare_addr"), (result_addr.cast_const(), "result_addr")]

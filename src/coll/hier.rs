@@ -182,6 +182,11 @@ fn set_up(g: &mut Group, st: &mut State) -> MpiResult<()> {
 
 /// The node structure of the communicator and, with company on this node, its area.
 fn build(g: &mut Group) -> MpiResult<Option<Hier>> {
+    // Processes of another job (MPI_Comm_spawn) are reached through the network, and the
+    // jobs do not see each other's node maps alike: such communicators stay flat.
+    if g.members.iter().any(|&w| g.engine.is_foreign(w)) {
+        return Ok(None);
+    }
     let ids = effective_node_ids(g.engine.node_of());
     let mut nodes: Vec<Vec<usize>> = Vec::new();
     let mut node_of_id: Vec<(usize, usize)> = Vec::new();

@@ -623,7 +623,7 @@ impl Block {
 
     /// The buffer pointer of the block's elements, in memory starting at `mem` (`offset` is
     /// where the lowest data byte lies; the type's displacements count from the pointer).
-    fn base(&self, mem: *const u8) -> *const u8 {
+    pub fn base(&self, mem: *const u8) -> *const u8 {
         mem.wrapping_add(self.offset).wrapping_offset(-self.layout.lower(self.count))
     }
 

@@ -90,7 +90,7 @@ fn around_leader(
 }
 
 /// The bytes of a completed library receive (frees the request).
-fn received(engine: &mut Engine, req: u32) -> Vec<u8> {
+pub(super) fn received(engine: &mut Engine, req: u32) -> Vec<u8> {
     match engine.reqs.remove(req) {
         Some(crate::p2p::request::Request { op: crate::p2p::request::Op::Recv { buf, .. }, status, .. }) => {
             let mut v = buf.into_owned();
@@ -102,7 +102,7 @@ fn received(engine: &mut Engine, req: u32) -> Vec<u8> {
 }
 
 /// Starts a library send that completes on its own.
-fn post_send(engine: &mut Engine, dst: usize, env: Envelope, data: Vec<u8>) {
+pub(super) fn post_send(engine: &mut Engine, dst: usize, env: Envelope, data: Vec<u8>) {
     let req = engine.isend(dst, env, SendBuf::owned(data), SendMode::Standard, MPI_COMM_NULL);
     engine.free_request(req);
 }

@@ -27,6 +27,7 @@ use crate::p2p::{Engine, Envelope};
 
 mod agree;
 mod inter;
+pub mod spawn;
 
 use crate::p2p::request::Task;
 use agree::{Agreement, ContextPool, LeaderSwap, SharedPool};
@@ -142,6 +143,9 @@ pub struct Comms {
     pending: Vec<(MPI_Comm, Rc<Cell<Option<u32>>>)>,
     /// Node of each world rank, read from the process manager on first use.
     node_ids: Option<Vec<usize>>,
+    /// MPI_Comm_get_parent's intercommunicator (MPI_COMM_NULL unless spawned, or once
+    /// disconnected or freed).
+    pub parent: MPI_Comm,
 }
 
 fn slot_of(handle: MPI_Comm) -> Option<usize> {
@@ -297,7 +301,7 @@ impl Comms {
     /// The predefined communicators of a job where this process is `rank` of `size`.
     pub fn new(rank: usize, size: usize) -> Comms {
         let pool = Rc::new(RefCell::new(ContextPool::new(MAX_CONTEXT_PAIRS)));
-        let mut c = Comms { table: Vec::new(), pool, pending: Vec::new(), node_ids: None };
+        let mut c = Comms { table: Vec::new(), pool, pending: Vec::new(), node_ids: None, parent: MPI_COMM_NULL };
         let mut world = Comm::new(c.take_ctx(0), rank, (0..size).collect());
         world.name = "MPI_COMM_WORLD".into();
         let mut me = Comm::new(c.take_ctx(1), 0, vec![rank]);
@@ -354,18 +358,19 @@ impl Comms {
         Agreement::new(self.pool.clone(), ctx, tag, by_rank(&comm.members), comm.rank, swap, key)
     }
 
-    /// A copy of `p` (members, remote group, hints, topology) on context `ctx`.
+    /// A copy of `p` (members, remote group, topology) on context `ctx`. Not its hints: the
+    /// ones known here are all assertions about how the program uses `p`, which MPI-4 does
+    /// not carry over to a duplicate (MPI_Comm_dup_with_info gives the copy its own).
     fn copy_of(p: &Comm, ctx: u32) -> Comm {
         let mut comm = Comm::new(ctx, p.rank, p.members.clone());
         comm.remote = p.remote.clone();
-        comm.hints = p.hints.clone();
         comm.topo = p.topo.clone();
         comm
     }
 
     /// MPI_Comm_dup: a communicator with the same members and a new context, agreed on by all
     /// members (collective over `parent`). Attributes are not copied here (their copy
-    /// callbacks run outside the runtime); hints are.
+    /// callbacks run outside the runtime).
     pub fn dup(&mut self, engine: &mut Engine, parent: MPI_Comm) -> MpiResult<Construction> {
         let agreement = self.agreement_over(engine, self.get(parent)?, 0);
         Construction::agreeing(agreement, move |comms, (pair, _), _| {
@@ -543,6 +548,9 @@ impl Comms {
             self.pool.borrow_mut().give_back((c.ctx / 2) as usize);
         }
         self.table[slot_of(handle).unwrap()] = None;
+        if handle == self.parent {
+            self.parent = MPI_COMM_NULL;
+        }
         Ok(())
     }
 

@@ -86,8 +86,11 @@ pub(super) fn check(file: &File, pos: Position, mem: &Memory, dir: Direction, et
 /// `count` elements.
 pub unsafe fn access(file: &File, pos: Position, mem: &Memory, dir: Direction) -> MpiResult<usize> {
     let mut state = Some(file.state());
-    let (view, atomic, sieve) =
-        state.as_ref().map(|st| (st.view.clone(), st.atomic, hints::read_sieve_limit(&st.hints))).expect("just taken");
+    let write = dir == Direction::Write;
+    let (view, atomic, sieve) = state
+        .as_ref()
+        .map(|st| (st.view.clone(), st.atomic, hints::sieve_limit(&st.hints, write)))
+        .expect("just taken");
     let etypes = check(file, pos, mem, dir, view.etype_size)?;
     let etype = view.etype_size as u64;
     let start = match pos {
@@ -136,7 +139,7 @@ pub(super) unsafe fn perform(
         if view.external32 {
             transfer_external32(file, runs, mem, dir)
         } else {
-            transfer_native(file, runs, mem, dir, sieve)
+            transfer_native(file, runs, mem, dir, sieve, atomic)
         }
     };
     drop(lock);
@@ -196,6 +199,7 @@ unsafe fn transfer_native(
     mem: &Memory,
     dir: Direction,
     sieve_limit: Option<usize>,
+    atomic: bool,
 ) -> MpiResult<usize> {
     let len = mem.bytes();
     let blocks = match mem.layout.contiguous_at() {
@@ -203,11 +207,11 @@ unsafe fn transfer_native(
         None => mem.layout.iovecs(mem.addr as *const u8, mem.count, 0..len),
     };
     let mut cursor = Cursor { blocks: &blocks, index: 0, used: 0 };
-    let Some(limit) = sieve_limit.filter(|_| dir == Direction::Read) else {
+    let Some(limit) = sieve_limit else {
         // SAFETY: the caller's contract on `mem`, whose blocks these are.
         return unsafe { transfer_with(file, runs, &mut cursor, dir) };
     };
-    // Reads go by groups of runs within `limit` bytes: a dense group is one read.
+    // By groups of runs within `limit` bytes: a dense group is one read (and one write).
     let (mut done, mut i) = (0, 0);
     while i < runs.len() {
         let start = runs[i].0;
@@ -219,9 +223,12 @@ unsafe fn transfer_native(
         let want: usize = group.iter().map(|r| r.1).sum();
         // SAFETY: the caller's contract on `mem`, whose blocks these are.
         let got = unsafe {
-            match sieve_span(group, limit) {
-                Some(span) => read_sieved(file, group, span, &mut cursor),
-                None => transfer_with(file, group, &mut cursor, dir),
+            match dir {
+                Direction::Read => match sieve_span(group, limit) {
+                    Some(span) => read_sieved(file, group, span, &mut cursor),
+                    None => transfer_with(file, group, &mut cursor, dir),
+                },
+                Direction::Write => write_group(file, group, want, limit, &mut cursor, atomic),
             }
         }?;
         done += got;
@@ -251,17 +258,7 @@ fn sieve_span(runs: &[(u64, usize)], limit: usize) -> Option<(u64, usize)> {
 /// As for `transfer_with`, for reads.
 unsafe fn read_sieved(file: &File, runs: &[(u64, usize)], span: (u64, usize), cursor: &mut Cursor) -> MpiResult<usize> {
     // Only the bytes read are copied out: the buffer's old contents are never used.
-    let mut buf = super::scratch::take();
-    buf.resize(span.1, 0);
-    // SAFETY: `buf` is a live buffer of `span.1` bytes.
-    let got = unsafe { transfer(file, &[span], &[(buf.as_mut_ptr() as usize, span.1)], Direction::Read) };
-    let got = match got {
-        Ok(n) => n,
-        Err(e) => {
-            super::scratch::give(buf);
-            return Err(e);
-        }
-    };
+    let (buf, got) = read_span(file, span)?;
     let mut iov = Vec::new();
     let mut done = 0;
     for &(offset, len) in runs {
@@ -283,6 +280,89 @@ unsafe fn read_sieved(file: &File, runs: &[(u64, usize)], span: (u64, usize), cu
     }
     super::scratch::give(buf);
     Ok(done)
+}
+
+/// Reads `span` of the file into a scratch buffer of its length; returns the buffer (give it
+/// back to `scratch`) and the bytes read, fewer at the end of the file.
+fn read_span(file: &File, span: (u64, usize)) -> MpiResult<(Vec<u8>, usize)> {
+    let mut buf = super::scratch::take();
+    buf.resize(span.1, 0);
+    // SAFETY: `buf` is a live buffer of `span.1` bytes.
+    match unsafe { transfer(file, &[span], &[(buf.as_mut_ptr() as usize, span.1)], Direction::Read) } {
+        Ok(got) => Ok((buf, got)),
+        Err(e) => {
+            super::scratch::give(buf);
+            Err(e)
+        }
+    }
+}
+
+/// Largest mean run of a write that data sieving may take: a strided write to /dev/shm at
+/// 2 ranks (half the span its own) went 1.7x faster sieved with 2 KiB blocks, 1.7x slower
+/// with 4 KiB ones (and 11x faster with 64 B ones), since the span is read and written
+/// whole where plain writes cost a system call per run.
+const WRITE_SIEVE_MAX_RUN: usize = 2048;
+
+/// Writes a group of runs (`data` bytes) within `limit` bytes; returns the bytes written.
+/// Small, dense runs (`sieve_span`, `WRITE_SIEVE_MAX_RUN`) of a file open for reading too are
+/// written by data sieving: the span read, the runs copied over it, the span written back,
+/// two system calls instead of one per run. That must not write back old bytes over what another process writes
+/// meanwhile into the holes, so while write sieving is on, every independent write holds an
+/// exclusive lock over its group's span (ROMIO's sieving locks only its own writes, and can
+/// undo a concurrent plain write); the threads of this process, which share its lock, take
+/// `File::writes` too. Where locks fail (a file system without them), the group goes run by
+/// run, unlocked: no process can sieve there.
+///
+/// # Safety
+/// As for `transfer_with`, for writes.
+unsafe fn write_group(
+    file: &File,
+    group: &[(u64, usize)],
+    data: usize,
+    limit: usize,
+    cursor: &mut Cursor,
+    atomic: bool,
+) -> MpiResult<usize> {
+    let _threads = file.writes();
+    // In atomic mode the whole access holds the lock already (`perform`).
+    let lock = if atomic { None } else { RangeLock::take(file, group, Direction::Write).ok() };
+    let readable = !file.is(MPI_MODE_WRONLY);
+    let small_runs = data <= WRITE_SIEVE_MAX_RUN * group.len();
+    // SAFETY: forwarded.
+    unsafe {
+        match sieve_span(group, limit).filter(|_| small_runs) {
+            Some(span) if readable && (atomic || lock.is_some()) => {
+                write_sieved(file, group, span, cursor).map(|()| data)
+            }
+            _ => transfer_with(file, group, cursor, Direction::Write),
+        }
+    }
+}
+
+/// Read-modify-write of `span` for the runs of one group (`write_group`, under its lock).
+///
+/// # Safety
+/// As for `transfer_with`, for writes.
+unsafe fn write_sieved(file: &File, runs: &[(u64, usize)], span: (u64, usize), cursor: &mut Cursor) -> MpiResult<()> {
+    let (mut buf, got) = read_span(file, span)?;
+    // Past the end of the file the holes read as zeros, as they would unwritten.
+    buf[got..].fill(0);
+    let mut iov = Vec::new();
+    for &(offset, len) in runs {
+        let mut at = (offset - span.0) as usize;
+        cursor.peek(len, usize::MAX, &mut iov);
+        for v in &iov {
+            // SAFETY: the iovec lies in the caller's memory blocks, valid for reads; the
+            // destination is inside `buf` (the run lies in the span), which is ours.
+            unsafe { std::ptr::copy_nonoverlapping(v.iov_base.cast::<u8>(), buf.as_mut_ptr().add(at), v.iov_len) };
+            at += v.iov_len;
+        }
+        cursor.advance(len);
+    }
+    // SAFETY: `buf` is a live buffer of `span.1` bytes.
+    let wrote = unsafe { transfer(file, &[span], &[(buf.as_ptr() as usize, span.1)], Direction::Write) };
+    super::scratch::give(buf);
+    wrote.map(drop)
 }
 
 /// Moves the data of `runs` through a packed buffer converted to or from external32 (the
@@ -375,9 +455,11 @@ unsafe fn transfer_with(file: &File, runs: &[(u64, usize)], cursor: &mut Cursor,
     Ok(done)
 }
 
-/// A POSIX byte-range lock over the span of an access (atomic mode): shared for reads,
-/// exclusive for writes, released when dropped. Locks belong to processes, so they order
-/// the accesses of different ranks.
+/// A byte-range lock over the span of an access (atomic mode, sieved writes): shared for
+/// reads, exclusive for writes, released when dropped. An open file description lock
+/// (`F_OFD_SETLKW`): it belongs to this handle's descriptor, so it orders the accesses of
+/// different ranks and of different handles of one process, and closing another
+/// descriptor of the file does not drop it (as it would a process's POSIX lock).
 pub(super) struct RangeLock<'a> {
     file: &'a File,
     start: u64,
@@ -403,7 +485,7 @@ impl<'a> RangeLock<'a> {
         fl.l_len = self.len as libc::off_t;
         loop {
             // SAFETY: the descriptor is open and `fl` a valid flock.
-            if unsafe { libc::fcntl(self.file.fd(), libc::F_SETLKW, &fl) } == 0 {
+            if unsafe { libc::fcntl(self.file.fd(), libc::F_OFD_SETLKW, &fl) } == 0 {
                 return Ok(());
             }
             let e = std::io::Error::last_os_error();

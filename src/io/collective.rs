@@ -62,7 +62,7 @@ fn prepare<'m>(file: &File, pos: Position, mem: MpiResult<&'m Memory>, dir: Dire
     let mem = mem?;
     let (view, atomic, sieve, pointer) = {
         let st = file.state();
-        (st.view.clone(), st.atomic, hints::read_sieve_limit(&st.hints), st.pointer)
+        (st.view.clone(), st.atomic, hints::sieve_limit(&st.hints, dir == Direction::Write), st.pointer)
     };
     let etypes = access::check(file, pos, mem, dir, view.etype_size)?;
     let start = match pos {

@@ -63,6 +63,9 @@ pub struct File {
     /// None only while the file is being opened.
     pub shared: Option<SharedPointer>,
     state: Mutex<State>,
+    /// Held by a thread's locked independent write (`access::write_group`): the byte-range
+    /// lock belongs to the descriptor, which the process's threads share.
+    writes: Mutex<()>,
 }
 
 impl File {
@@ -72,6 +75,10 @@ impl File {
 
     pub fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn writes(&self) -> MutexGuard<'_, ()> {
+        self.writes.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn is(&self, mode: c_int) -> bool {
@@ -262,7 +269,8 @@ fn open_on(own: MPI_Comm, name: &str, amode: c_int, info: &Info, members: Vec<us
     let status = fd.as_ref().map(|_| ()).map_err(Clone::clone);
     agree(own, n, &status, &format!("opening {name}"))?;
     let fd = fd.expect("agreed: opened on every rank");
-    let world_nodes = crate::runtime::with(|rt| Ok(rt.comms.node_ids(&mut rt.pmi)?.to_vec()))?;
+    let world_nodes =
+        crate::runtime::with(|rt| Ok(rt.comms.node_ids(&mut crate::runtime::lock_pmi(&rt.pmi))?.to_vec()))?;
     let node_of: Vec<usize> = members.iter().map(|&w| world_nodes[w]).collect();
     let nodes = {
         let mut distinct = node_of.clone();
@@ -287,6 +295,7 @@ fn open_on(own: MPI_Comm, name: &str, amode: c_int, info: &Info, members: Vec<us
             hints: hints::initial(info, nodes, n),
             split: None,
         }),
+        writes: Mutex::new(()),
     };
     // MPI_MODE_APPEND: every file pointer starts at the end (the default view counts bytes).
     let start = if amode & MPI_MODE_APPEND != 0 { file.size()? } else { 0 };

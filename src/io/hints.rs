@@ -2,12 +2,12 @@
 //! defaults, which values are accepted, and the set `MPI_File_get_info` reports back.
 //!
 //! Every known hint is accepted and reported with the value in use; values that do not
-//! parse keep the previous value (ROMIO does the same). `romio_ds_read` and
-//! `ind_rd_buffer_size` steer data sieving of independent reads; `romio_cb_read`,
-//! `romio_cb_write`, `cb_buffer_size` and `cb_nodes` steer two-phase collective I/O
-//! (`collective`). `cb_nodes` is reported as the number of aggregators used: by default one
-//! per node of the file's group, never more than its ranks. Unknown keys are ignored, as
-//! the standard allows.
+//! parse keep the previous value (ROMIO does the same). `romio_ds_read`/`romio_ds_write`
+//! and `ind_rd_buffer_size`/`ind_wr_buffer_size` steer data sieving of independent
+//! accesses; `romio_cb_read`, `romio_cb_write`, `cb_buffer_size` and `cb_nodes` steer
+//! two-phase collective I/O (`collective`). `cb_nodes` is reported as the number of
+//! aggregators used: by default one per node of the file's group, never more than its
+//! ranks. Unknown keys are ignored, as the standard allows.
 
 use crate::info::Info;
 
@@ -103,13 +103,16 @@ pub fn cb_nodes(used: &Info) -> usize {
     used.get("cb_nodes").and_then(|v| v.parse().ok()).unwrap_or(1)
 }
 
-/// The most bytes an independent read may read at once to pick its runs out of (data
-/// sieving, `ind_rd_buffer_size`), or None when `romio_ds_read` is `disable`.
-pub fn read_sieve_limit(used: &Info) -> Option<usize> {
-    if used.get("romio_ds_read") == Some("disable") {
+/// The most bytes an independent read (`write` false) or write may move at once to pick its
+/// runs out of (data sieving: `ind_rd_buffer_size`, `ind_wr_buffer_size`), or None when
+/// `romio_ds_read` (`romio_ds_write`) is `disable`.
+pub fn sieve_limit(used: &Info, write: bool) -> Option<usize> {
+    let (switch, size) =
+        if write { ("romio_ds_write", "ind_wr_buffer_size") } else { ("romio_ds_read", "ind_rd_buffer_size") };
+    if used.get(switch) == Some("disable") {
         return None;
     }
-    used.get("ind_rd_buffer_size").and_then(|v| v.parse().ok())
+    used.get(size).and_then(|v| v.parse().ok())
 }
 
 #[cfg(test)]
@@ -133,9 +136,13 @@ mod tests {
         assert_eq!(used.get("cb_nodes"), Some("2"), "one per node by default");
         assert_eq!(used.get("striping_factor"), None);
         assert_eq!(used.get("unknown_key"), None);
-        assert_eq!(read_sieve_limit(&used), Some(4194304));
+        assert_eq!(sieve_limit(&used, false), Some(4194304));
+        assert_eq!(sieve_limit(&used, true), Some(524288));
         info.set("romio_ds_read", "disable");
-        assert_eq!(read_sieve_limit(&initial(&info, 1, 1)), None);
+        assert_eq!(sieve_limit(&initial(&info, 1, 1), false), None);
+        assert_eq!(sieve_limit(&initial(&info, 1, 1), true), Some(524288));
+        info.set("romio_ds_write", "disable");
+        assert_eq!(sieve_limit(&initial(&info, 1, 1), true), None);
         assert_eq!(buffering(&used, true), Buffering::Enable);
         assert_eq!(buffering(&used, false), Buffering::Automatic);
         assert_eq!(cb_buffer_size(&used), 1048576);

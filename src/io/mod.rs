@@ -12,9 +12,9 @@
 //! - `errors`: `errno` to MPI-IO error classes, in one place.
 //! - `scratch`: byte buffers reused between accesses.
 //!
-//! Not yet: data sieving of independent writes (reads of dense runs are sieved), external32 of types whose size
-//! differs there and user data representations, shared file pointers across nodes,
-//! nonblocking I/O that overlaps computation (it is done when started).
+//! Not yet: external32 of types whose size differs there and user data representations,
+//! shared file pointers across nodes, nonblocking I/O that overlaps computation (it is
+//! done when started).
 
 pub mod access;
 pub mod collective;

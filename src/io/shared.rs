@@ -97,7 +97,7 @@ impl Drop for SharedPointer {
 
 /// Makes the shared pointer of a file opened on `comm` (collective), starting at `initial`.
 pub fn create(comm: MPI_Comm, rank: usize, members: &[usize], initial: u64) -> MpiResult<SharedPointer> {
-    let nodes = crate::runtime::with(|rt| Ok(rt.comms.node_ids(&mut rt.pmi)?.to_vec()))?;
+    let nodes = crate::runtime::with(|rt| Ok(rt.comms.node_ids(&mut crate::runtime::lock_pmi(&rt.pmi))?.to_vec()))?;
     if members.iter().any(|&w| nodes[w] != nodes[members[0]]) {
         return across_nodes(comm, rank, initial);
     }

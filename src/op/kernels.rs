@@ -129,6 +129,26 @@ pub(crate) fn scalar_elem(dt: MPI_Datatype) -> Option<Elem> {
     }
 }
 
+/// Whether MPI_Compare_and_swap takes predefined `dt`: the C and Fortran integers, the
+/// logicals, MPI_BYTE and the multi-language types (MPI-4.1 section 12.3.4), and the C
+/// character types, which are integers to C (as MPICH); not floating point or complex.
+pub(crate) fn compares_and_swaps(dt: MPI_Datatype) -> bool {
+    matches!(
+        elem_of(dt),
+        Ok(Elem::I8
+            | Elem::I16
+            | Elem::I32
+            | Elem::I64
+            | Elem::U8
+            | Elem::U16
+            | Elem::U32
+            | Elem::U64
+            | Elem::Bool
+            | Elem::Logical
+            | Elem::Byte)
+    )
+}
+
 /// `ELEMS` by `elem_slot`, built at compile time: a reduction is set up at every collective
 /// call, and a search of the list took ~60 instructions of an 8-byte MPI_Allreduce. The slot
 /// is the handle's index byte, and whether it is a builtin or a pair type (MPICH numbers

@@ -8,7 +8,7 @@
 
 mod kernels;
 
-pub(crate) use kernels::{Elem, scalar_elem};
+pub(crate) use kernels::{Elem, compares_and_swaps, scalar_elem};
 
 use crate::abi::consts::*;
 use crate::abi::types::{MPI_Datatype, MPI_Op};

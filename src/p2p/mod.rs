@@ -13,6 +13,7 @@ pub mod stats;
 
 use crate::abi::consts::*;
 use crate::config;
+use crate::error::MpiResult;
 use crate::transport::net::Net;
 use crate::transport::shm::{self, Packet, Segment};
 use crate::transport::{self, Route};
@@ -425,6 +426,58 @@ static CMA_PROBE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::n
 const CMA_PROBE_VALUE: u64 = 0x0c0a_c0a0_5eed_f00d;
 
 impl Engine {
+    /// Processes in this engine's table: the job's ranks, then processes of other jobs
+    /// connected later (`add_remote_peers`).
+    pub fn peers(&self) -> usize {
+        self.route.len()
+    }
+
+    /// Whether process `peer` of the table belongs to another job.
+    pub fn is_foreign(&self, peer: usize) -> bool {
+        peer >= self.nranks
+    }
+
+    /// This process's network address (`Net::address`), opening its endpoint first if it
+    /// has none yet (a job on one node opens it when it connects to another job).
+    pub fn network_address(&mut self) -> MpiResult<Vec<u8>> {
+        if self.net.is_none() {
+            let net = Net::open(self.me, self.nranks)?;
+            self.net_eager_limit = config::usize_var(config::NET_EAGER_LIMIT)
+                .unwrap_or(NET_EAGER_LIMIT_DEFAULT)
+                .min(transport::net::PAYLOAD_CAPACITY);
+            self.net = Some(net);
+        }
+        self.net.as_ref().expect("opened above").address()
+    }
+
+    /// Adds processes of another job to the table, reached through the network: for each,
+    /// its address and the index it gave this process (the tag of the packets sent to it).
+    /// Returns the index of the first; they take consecutive indices. The routes of the
+    /// job's own ranks do not change, so nothing is decided per message.
+    pub fn add_remote_peers(&mut self, peers: &[(Vec<u8>, u64)]) -> MpiResult<usize> {
+        self.network_address()?;
+        let n = peers.len();
+        let first = self.net.as_mut().expect("opened above").add_other_job(peers)?;
+        debug_assert_eq!(first, self.route.len());
+        self.route.extend(std::iter::repeat_n(Route::Net, n));
+        // A node of their own each, never this job's (they share no segment with it).
+        self.node_of.extend((0..n).map(|k| usize::MAX - first - k));
+        self.cma_pid.extend(std::iter::repeat_n(None, n));
+        self.split_peer.extend(std::iter::repeat_n(false, n));
+        self.board_busy.extend(std::iter::repeat_n(0, n));
+        self.stream_dense_below.extend(std::iter::repeat_n(0, n));
+        self.rndv_out.extend(std::iter::repeat_n(0, n));
+        self.assembly.extend((0..n).map(|_| None));
+        self.outq.extend((0..n).map(|_| VecDeque::new()));
+        Ok(first)
+    }
+
+    /// Whether anything is still queued or in flight towards process `peer` (sends not yet
+    /// handed to the transport, rendezvous transfers not finished).
+    pub fn busy_towards(&self, peer: usize) -> bool {
+        !self.outq[peer].is_empty() || self.rndv_out[peer] > 0
+    }
+
     /// An engine for `nranks` ranks on one node; `shm` is None for a job of one.
     pub fn new(me: usize, nranks: usize, shm: Option<Segment>) -> Engine {
         let oversubscribed = shm.as_ref().is_some_and(Segment::ranks_outnumber_cores);
@@ -644,7 +697,7 @@ impl Engine {
             return false;
         }
         match self.net.as_mut() {
-            Some(net) if net.can_send() => {
+            Some(net) if net.can_send(dst) => {
                 send(net);
                 self.stats.sent.add(Route::Net, len);
                 true
@@ -1831,7 +1884,8 @@ impl Engine {
             }
         }
         if self.pending_peers > 0 {
-            for dst in 0..self.nranks {
+            // Every process of the table: the job's ranks and connected processes of others.
+            for dst in 0..self.outq.len() {
                 if !self.outq[dst].is_empty() {
                     did |= self.flush_peer(dst);
                 }
@@ -1844,7 +1898,7 @@ impl Engine {
     #[inline(never)]
     fn progress_net(&mut self) -> bool {
         let mut did = self.net.as_mut().unwrap().read_completions();
-        while let Some((src, pk, payload)) = self.net.as_ref().unwrap().front() {
+        while let Some((src, pk, payload)) = self.net.as_mut().unwrap().front() {
             let payload: *const [u8] = payload;
             // SAFETY: the receive buffer stays ours until `release_front`; on_packet sends only
             // from send buffers and never reposts receive buffers.

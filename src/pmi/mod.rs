@@ -1,11 +1,13 @@
 //! Process-manager client: PMI-1 over `PMI_FD` (our `mpiexec`, MPICH's Hydra), PMI-2 over
-//! `PMI_FD` (Slurm's `srun --mpi=pmi2`, Hydra), PMI-1 over `PMI_PORT`/`PMI_ID`, or singleton
-//! mode when no process manager started us.
+//! `PMI_FD` (Slurm's `srun --mpi=pmi2`, Hydra), PMIx through libpmix (Slurm's `srun
+//! --mpi=pmix`, see [`pmix`]), PMI-1 over `PMI_PORT`/`PMI_ID`, or singleton mode when no
+//! process manager started us.
 //!
-//! Both wire protocols serve the same few needs (rank and size, the job's name, a key-value
-//! space with a fence, the process mapping, abort, finalize), so [`Pmi`] offers them once and
-//! speaks whichever [`Version`] was chosen at init: `OXMPI_PMI=1|2` when set, else PMI-2 when
-//! the environment is Slurm's `mpi/pmi2` plugin's (`PMI_FD` with `PMI_JOBID`), else PMI-1.
+//! All of them serve the same few needs (rank and size, the job's name, a key-value space
+//! with a fence, the process mapping, abort, finalize), so [`Pmi`] offers them once and
+//! speaks whichever [`Version`] was chosen at init: `OXMPI_PMI=1|2|x` when set, else PMI-2
+//! when the environment is Slurm's `mpi/pmi2` plugin's (`PMI_FD` with `PMI_JOBID`), else
+//! PMI-1 on `PMI_FD`, else PMIx when a PMIx server started us (`PMIX_NAMESPACE`).
 //!
 //! The library calls this only during init/finalize/abort, so it favours simplicity:
 //! blocking request/response on one socket.
@@ -16,6 +18,8 @@
 //! Our `mpiexec` removes every such file when the job ends, however it ends.
 
 pub mod mapping;
+pub mod pmix;
+pub mod pmix_sys;
 pub mod wire;
 pub mod wire2;
 
@@ -40,13 +44,15 @@ const HYDRA_MAXES: Maxes = Maxes { keylen_max: 64, vallen_max: 1024 };
 /// MPICH's and Slurm's headers).
 const PMI2_MAXES: Maxes = Maxes { keylen_max: 64, vallen_max: 1024 };
 
-/// The PMI wire protocol spoken with the process manager.
+/// The interface spoken with the process manager.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Version {
     /// PMI-1.1: one line per command, `key=value` fields separated by spaces.
     One,
     /// PMI-2.0: length-prefixed `cmd=...;key=value;` messages (see [`wire2`]).
     Two,
+    /// PMIx, through the PMIx library (see [`pmix`]).
+    X,
 }
 
 impl Version {
@@ -75,6 +81,8 @@ enum Channel {
     Singleton { kvs: HashMap<String, String> },
     /// A connected PMI server, spoken to in `version`.
     Wire { socket: File, pending: Vec<u8>, version: Version },
+    /// A PMIx server, through its library.
+    Pmix(pmix::Pmix),
 }
 
 /// This rank's connection to the process manager.
@@ -99,6 +107,27 @@ pub struct Pmi {
     fences: u64,
     finalized: bool,
     channel: Channel,
+}
+
+/// One program of a spawn request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnCommand {
+    pub program: String,
+    pub args: Vec<String>,
+    pub maxprocs: usize,
+    /// Info keys the process manager reads (`host`, `wdir`, `path`, ...).
+    pub info: Vec<(String, String)>,
+}
+
+/// What a spawn request gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnOutcome {
+    /// The new job's KVS name; `None` when it did not start.
+    pub kvsname: Option<String>,
+    /// Per process, in order: 0 when it started, else nonzero.
+    pub errcodes: Vec<i32>,
+    /// The process manager's reason when it did not start.
+    pub message: String,
 }
 
 fn protocol_error(what: String) -> io::Error {
@@ -159,6 +188,10 @@ impl Pmi {
     /// else runs as a singleton (rank 0 of 1, local KVS, kvsname `singleton_<pid>_<hex>`).
     /// On `PMI_FD` the protocol is PMI-1 or PMI-2 as [`Version::for_fd`] decides.
     pub fn init() -> io::Result<Pmi> {
+        let forced = std::env::var(crate::config::PMI).map(|v| v.trim().to_ascii_lowercase()).unwrap_or_default();
+        if forced == "x" || (forced.is_empty() && std::env::var_os("PMI_FD").is_none() && pmix::offered()) {
+            return Pmi::connect_pmix();
+        }
         if let Some(fd) = env_number("PMI_FD")? {
             let rank = required_env_number("PMI_RANK")?;
             let version = Version::for_fd();
@@ -183,10 +216,16 @@ impl Pmi {
             let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
         }
         let wire_kvsname = format!("singleton_{}_{}", std::process::id(), &random_hex()[..8]);
-        Ok(Pmi {
-            rank: 0,
-            size: 1,
-            appnum: 0,
+        Ok(Pmi::without_wire(0, 1, 0, wire_kvsname, Channel::Singleton { kvs: HashMap::new() }))
+    }
+
+    /// A connection whose rank, size, application number and job name are known at once
+    /// (singleton, PMIx), with none of the wire protocols' limits and options.
+    fn without_wire(rank: usize, size: usize, appnum: i32, wire_kvsname: String, channel: Channel) -> Pmi {
+        Pmi {
+            rank,
+            size,
+            appnum,
             kvsname: sanitize_kvsname(&wire_kvsname),
             wire_kvsname,
             maxes: HYDRA_MAXES,
@@ -194,8 +233,8 @@ impl Pmi {
             fence_reads_keys: false,
             fences: 0,
             finalized: false,
-            channel: Channel::Singleton { kvs: HashMap::new() },
-        })
+            channel,
+        }
     }
 
     /// `PMI_PORT=host:port`, `PMI_ID=<id>`: the server tells us size and rank after `initack`.
@@ -274,6 +313,23 @@ impl Pmi {
         Ok(pmi)
     }
 
+    /// PMIx: the library connects; rank, size and application number are the server's.
+    fn connect_pmix() -> io::Result<Pmi> {
+        let x = pmix::Pmix::init()?;
+        let size = x
+            .job_number(c"pmix.job.size")?
+            .ok_or_else(|| protocol_error("the PMIx server gives no job size (pmix.job.size)".into()))?
+            as usize;
+        let rank = x.rank();
+        if size < 1 || rank >= size {
+            return Err(protocol_error(format!("PMIx rank {rank} is not within size {size}")));
+        }
+        let appnum = x.proc_number(rank, c"pmix.appnum")?.unwrap_or(0) as i32;
+        let wire_kvsname = x.namespace();
+        log::debug!("pmix: rank {rank} of {size}, namespace {wire_kvsname}");
+        Ok(Pmi::without_wire(rank, size, appnum.max(0), wire_kvsname, Channel::Pmix(x)))
+    }
+
     /// The PMI-2 handshake: `init` in PMI-1 form asking for version 2.0, then `fullinit`
     /// (rank, size, appnum) and `job-getid` (the job's name, used as the KVS name).
     /// `rank` is `PMI_RANK`; `jobid` is `PMI_JOBID` (Slurm requires it in `fullinit`).
@@ -330,6 +386,7 @@ impl Pmi {
         match self.channel {
             Channel::Singleton { .. } => None,
             Channel::Wire { version, .. } => Some(version),
+            Channel::Pmix(_) => Some(Version::X),
         }
     }
 
@@ -355,6 +412,11 @@ impl Pmi {
         &self.kvsname
     }
 
+    /// The job's KVS name as the process manager spells it.
+    pub fn wire_kvsname(&self) -> &str {
+        &self.wire_kvsname
+    }
+
     /// Publishes `key=value` in the job's KVS; other ranks see it after the next [`Self::fence`].
     /// Neither may contain whitespace. Values longer than the server's limit are split.
     pub fn put(&mut self, key: &str, value: &str) -> io::Result<()> {
@@ -364,9 +426,14 @@ impl Pmi {
                 format!("PMI key/value must be non-empty key and contain no whitespace: {key:?}"),
             ));
         }
-        if let Channel::Singleton { kvs } = &mut self.channel {
-            kvs.insert(key.to_string(), value.to_string());
-            return Ok(());
+        match &mut self.channel {
+            Channel::Singleton { kvs } => {
+                kvs.insert(key.to_string(), value.to_string());
+                return Ok(());
+            }
+            // No value limit: no chunks.
+            Channel::Pmix(x) => return x.put(key, value),
+            Channel::Wire { .. } => {}
         }
         // Hydra silently truncates values at vallen_max - 1 bytes.
         let chunk_max = self.maxes.vallen_max.saturating_sub(1).max(16);
@@ -410,10 +477,11 @@ impl Pmi {
 
     /// Commit + barrier: after it returns, every rank's earlier puts are visible to [`Self::get`].
     pub fn fence(&mut self) -> io::Result<()> {
-        match self.version() {
-            None => Ok(()),
-            Some(Version::One) => self.call(&Line::cmd("barrier_in"), "barrier_out").map(drop),
-            Some(Version::Two) => self.fence2(),
+        match &mut self.channel {
+            Channel::Singleton { .. } => Ok(()),
+            Channel::Pmix(x) => x.fence(),
+            Channel::Wire { version: Version::Two, .. } => self.fence2(),
+            Channel::Wire { .. } => self.call(&Line::cmd("barrier_in"), "barrier_out").map(drop),
         }
     }
 
@@ -438,9 +506,23 @@ impl Pmi {
         Ok(())
     }
 
-    /// Looks `key` up in the job's KVS; `None` when no rank put it.
-    pub fn get(&mut self, key: &str) -> io::Result<Option<String>> {
-        let Some(value) = self.get_one(key)? else {
+    /// Looks `key` up as rank `owner` put it; `None` when it did not. (PMI-1 and PMI-2 have
+    /// one key space for the job, PMIx one per process.)
+    pub fn get(&mut self, owner: usize, key: &str) -> io::Result<Option<String>> {
+        if let Channel::Pmix(x) = &mut self.channel {
+            return x.get(owner, key);
+        }
+        self.joined(key, |pmi, k| pmi.get_one(k))
+    }
+
+    /// `key`'s value as it was put, read with `read`: the value, or the chunks a value too
+    /// long for the server was split into (see `put`), joined.
+    fn joined(
+        &mut self,
+        key: &str,
+        mut read: impl FnMut(&mut Pmi, &str) -> io::Result<Option<String>>,
+    ) -> io::Result<Option<String>> {
+        let Some(value) = read(self, key)? else {
             return Ok(None);
         };
         let Some(count) = value.strip_prefix(SPLIT_MARKER) else {
@@ -450,8 +532,7 @@ impl Pmi {
             count.parse().map_err(|_| protocol_error(format!("PMI key {key:?} has a bad chunk count")))?;
         let mut joined = String::new();
         for index in 0..count {
-            let chunk = self
-                .get_one(&format!("{key}#{index}"))?
+            let chunk = read(self, &format!("{key}#{index}"))?
                 .ok_or_else(|| protocol_error(format!("PMI key {key:?} is missing chunk {index}")))?;
             joined.push_str(&chunk);
         }
@@ -476,11 +557,214 @@ impl Pmi {
         Ok(reply.get("value").map(str::to_string))
     }
 
+    /// Whether this process was started by a spawn of another job (`PMI_SPAWNED`, which our
+    /// `mpiexec` and Hydra set).
+    pub fn spawned(&self) -> bool {
+        !self.is_singleton() && std::env::var("PMI_SPAWNED").is_ok_and(|v| v.trim() == "1")
+    }
+
+    /// MPI_UNIVERSE_SIZE as the process manager gives it: `None` when it gives none (Hydra
+    /// and our `mpiexec` without `-usize` or hosts: any number of processes can start). A
+    /// singleton can start nothing: 1.
+    pub fn universe_size(&mut self) -> io::Result<Option<usize>> {
+        let size = match self.version() {
+            None => return Ok(Some(1)),
+            Some(Version::Two) => {
+                let request = Command::cmd("info-getjobattr").with("key", "universeSize");
+                found_value(&self.call2(&request, "info-getjobattr-response")?)
+            }
+            Some(Version::One) => {
+                let reply = self.call(&Line::cmd("get_universe_size"), "universe_size")?;
+                if reply.rc() != 0 { None } else { reply.get("size").map(str::to_string) }
+            }
+            Some(Version::X) => {
+                let Channel::Pmix(x) = &self.channel else { unreachable!("PMIx has its own channel") };
+                x.job_number(c"pmix.univ.size")?.map(|n| n.to_string())
+            }
+        };
+        Ok(size.and_then(|s| s.trim().parse::<i64>().ok()).filter(|&n| n > 0).map(|n| n as usize))
+    }
+
+    /// Looks `key` up in the KVS of another job of the same process manager (a spawned job's,
+    /// or its parent's), as `get` does in this job's. PMI-1 only.
+    pub fn get_in(&mut self, kvsname: &str, key: &str) -> io::Result<Option<String>> {
+        if self.version() != Some(Version::One) {
+            return Err(io::Error::new(io::ErrorKind::Unsupported, "reading another job's keys needs PMI-1"));
+        }
+        self.joined(key, |pmi, k| pmi.get_one_in(kvsname, k))
+    }
+
+    fn get_one_in(&mut self, kvsname: &str, key: &str) -> io::Result<Option<String>> {
+        let request = Line::cmd("get").with("kvsname", kvsname).with("key", key);
+        let reply = self.call(&request, "get_result")?;
+        if reply.rc() != 0 {
+            return Ok(None);
+        }
+        Ok(reply.get("value").map(str::to_string))
+    }
+
+    /// Asks the process manager to start `commands` as one new job (PMI-1's multi-line
+    /// `spawn`, one per command, as MPICH's simple PMI sends it), with `preput` put in the
+    /// new job's KVS before it starts. Returns the new job's KVS name, or why it failed, with
+    /// an error code per process (0: started).
+    pub fn spawn(&mut self, commands: &[SpawnCommand], preput: &[(String, String)]) -> io::Result<SpawnOutcome> {
+        // `server_reports_abort` is set by our mpiexec's init reply only. Hydra's spawn
+        // starts processes too, but not as a job whose addresses the root can read before
+        // the children wait for it (see `comm::spawn`), which would leave them waiting.
+        if self.version() != Some(Version::One) || !self.server_reports_abort {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "MPI_Comm_spawn is implemented under oxmpi's mpiexec only, not yet under Hydra or Slurm",
+            ));
+        }
+        let line_safe = |t: &str| !t.contains(['\n', '\r']);
+        for c in commands {
+            if !line_safe(&c.program)
+                || c.args.iter().any(|a| !line_safe(a))
+                || c.info.iter().any(|(k, v)| !line_safe(k) || !line_safe(v))
+            {
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, "a spawn argument contains a line break"));
+            }
+        }
+        let mut text = String::new();
+        for (index, c) in commands.iter().enumerate() {
+            use std::fmt::Write as _;
+            let _ = writeln!(text, "mcmd=spawn");
+            let _ = writeln!(text, "nprocs={}", c.maxprocs);
+            let _ = writeln!(text, "execname={}", c.program);
+            let _ = writeln!(text, "totspawns={}", commands.len());
+            let _ = writeln!(text, "spawnssofar={}", index + 1);
+            let _ = writeln!(text, "argcnt={}", c.args.len());
+            for (a, arg) in c.args.iter().enumerate() {
+                let _ = writeln!(text, "arg{}={arg}", a + 1);
+            }
+            let _ = writeln!(text, "preput_num={}", preput.len());
+            for (p, (key, value)) in preput.iter().enumerate() {
+                let _ = writeln!(text, "preput_key_{p}={key}");
+                let _ = writeln!(text, "preput_val_{p}={value}");
+            }
+            let _ = writeln!(text, "info_num={}", c.info.len());
+            for (i, (key, value)) in c.info.iter().enumerate() {
+                let _ = writeln!(text, "info_key_{i}={key}");
+                let _ = writeln!(text, "info_val_{i}={value}");
+            }
+            let _ = writeln!(text, "endcmd");
+        }
+        let Channel::Wire { socket, .. } = &mut self.channel else { unreachable!("PMI-1 is spoken on a wire") };
+        log::trace!("pmi -> spawn of {} command(s)", commands.len());
+        socket.write_all(text.as_bytes())?;
+        let reply = self.receive()?;
+        if reply.command() != Some("spawn_result") {
+            return Err(protocol_error(format!("PMI server replied {:?} to spawn", reply.encode().trim_end())));
+        }
+        let total: usize = commands.iter().map(|c| c.maxprocs).sum();
+        let mut errcodes: Vec<i32> = reply
+            .get("errcodes")
+            .map(|list| list.split(',').filter_map(|c| c.trim().parse().ok()).collect())
+            .unwrap_or_default();
+        let ok = reply.rc() == 0;
+        errcodes.resize(total, if ok { 0 } else { -1 });
+        let message = reply.get("msg").map(wire::unescape_text).unwrap_or_default();
+        Ok(SpawnOutcome { kvsname: reply.get("kvsname").filter(|_| ok).map(str::to_string), errcodes, message })
+    }
+
+    /// The server of our `mpiexec` (which adds the commands below to PMI-1), or an error
+    /// saying `what` needs it.
+    fn require_ours(&self, what: &str) -> io::Result<()> {
+        if self.version() != Some(Version::One) || !self.server_reports_abort {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("{what} is implemented under oxmpi's mpiexec only, not yet under Hydra or Slurm"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// MPI_Open_port: `port` (a name of ours, wire-safe) is open for accepts and connects
+    /// until [`Self::close_port`]. Another process manager keeps no ports (accepts and
+    /// connects are refused there).
+    pub fn open_port(&mut self, port: &str) -> io::Result<()> {
+        if self.require_ours("MPI_Open_port").is_err() {
+            return Ok(());
+        }
+        let reply = self.call(&Line::cmd("oxmpi_open_port").with("port", port), "oxmpi_port_done")?;
+        match reply.rc() {
+            0 => Ok(()),
+            rc => Err(protocol_error(format!("the process manager cannot open a port (rc {rc})"))),
+        }
+    }
+
+    /// MPI_Close_port: whether `port` was open. The roots waiting at it are refused.
+    pub fn close_port(&mut self, port: &str) -> io::Result<bool> {
+        if self.require_ours("MPI_Close_port").is_err() {
+            return Ok(true);
+        }
+        if !wire::is_wire_safe(port) || port.is_empty() {
+            return Ok(false);
+        }
+        Ok(self.call(&Line::cmd("oxmpi_close_port").with("port", port), "oxmpi_port_done")?.rc() == 0)
+    }
+
+    /// The roots of MPI_Comm_accept (`accept`) and MPI_Comm_connect meet at the open `port`:
+    /// each hands `mpiexec` its group's records (a wire-safe string) and waits, a connect at
+    /// most `timeout`; `mpiexec` pairs the accepts and connects of a port in order. Returns
+    /// the other group's records and the number of this pairing on the port.
+    pub fn meet_at_port(
+        &mut self,
+        accept: bool,
+        port: &str,
+        records: &str,
+        timeout: std::time::Duration,
+    ) -> io::Result<(String, u64)> {
+        self.require_ours("MPI_Comm_accept/MPI_Comm_connect")?;
+        if !wire::is_wire_safe(port) || port.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("invalid port name {port:?}")));
+        }
+        let request = Line::cmd(if accept { "oxmpi_accept" } else { "oxmpi_connect" })
+            .with("port", port)
+            .with("records", records)
+            .with("timeout_ms", timeout.as_millis().min(u64::MAX as u128) as u64);
+        let reply = self.call(&request, "oxmpi_met")?;
+        match (reply.rc(), reply.get("records"), reply.get("serial").and_then(|v| v.parse().ok())) {
+            (0, Some(records), Some(serial)) => Ok((records.to_string(), serial)),
+            _ => Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                reply.get("msg").map(wire::unescape_text).unwrap_or_else(|| "the process manager refused".into()),
+            )),
+        }
+    }
+
+    /// MPI_Publish_name: `service` (any text) names `port` in the run's name service.
+    pub fn publish_name(&mut self, service: &str, port: &str) -> io::Result<bool> {
+        self.require_ours("MPI_Publish_name")?;
+        let request =
+            Line::cmd("publish_name").with("service", wire::escape_text(service)).with("port", wire::escape_text(port));
+        Ok(self.call(&request, "publish_result")?.rc() == 0)
+    }
+
+    /// MPI_Unpublish_name: whether `service` was published.
+    pub fn unpublish_name(&mut self, service: &str) -> io::Result<bool> {
+        self.require_ours("MPI_Unpublish_name")?;
+        let request = Line::cmd("unpublish_name").with("service", wire::escape_text(service));
+        Ok(self.call(&request, "unpublish_result")?.rc() == 0)
+    }
+
+    /// MPI_Lookup_name: the port `service` names, if published.
+    pub fn lookup_name(&mut self, service: &str) -> io::Result<Option<String>> {
+        self.require_ours("MPI_Lookup_name")?;
+        let request = Line::cmd("lookup_name").with("service", wire::escape_text(service));
+        let reply = self.call(&request, "lookup_result")?;
+        Ok((reply.rc() == 0).then(|| reply.get("port").map(wire::unescape_text)).flatten())
+    }
+
     /// The node index of every rank, from `PMI_process_mapping`; all zeros when the process
     /// manager does not publish one (or in singleton mode).
     pub fn node_ids(&mut self) -> io::Result<Vec<usize>> {
         if self.is_singleton() {
             return Ok(vec![0]);
+        }
+        if let Channel::Pmix(x) = &self.channel {
+            return pmix_node_ids(x, self.size);
         }
         let mapping = match self.version() {
             Some(Version::Two) => {
@@ -500,16 +784,20 @@ impl Pmi {
     pub fn abort(&mut self, code: i32, msg: &str) -> ! {
         let code = abort_exit_status(code);
         let reported_by_server = match &self.channel {
-            Channel::Singleton { .. } => false,
+            Channel::Singleton { .. } | Channel::Pmix(_) => false,
             Channel::Wire { .. } => self.server_reports_abort,
         };
         if !reported_by_server && !msg.is_empty() {
             // One write, and read by the launcher before it hears of the abort: a launcher
             // that forwards output (Hydra's proxies) kills the job on the abort and may exit
             // with part of the line, or none of it, still in the pipe.
-            let line = format!("oxmpi: rank {} aborting job (code {code}): {msg}\n", self.rank);
-            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
-            wait_drained(libc::STDERR_FILENO, 1000);
+            write_last_line(&format!("oxmpi: rank {} aborting job (code {code}): {msg}", self.rank));
+        }
+        if let Channel::Pmix(x) = &mut self.channel {
+            // The server kills the job (Slurm: the step); exiting with the code meanwhile is
+            // what a server that does not would see.
+            x.abort(code, msg);
+            std::process::exit(code)
         }
         let exit_only = self.version() == Some(Version::Two) && self.fence_reads_keys;
         if let Channel::Wire { socket, version, .. } = &mut self.channel
@@ -528,6 +816,7 @@ impl Pmi {
                     let text: String = msg.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
                     Command::cmd("abort").with("isworld", "TRUE").with("msg", text).encode().unwrap_or_default()
                 }
+                Version::X => unreachable!("PMIx is not spoken on a socket"),
             };
             if socket.write_all(&request).is_ok() {
                 // The manager kills us; give it a moment so the job ends with its report
@@ -544,8 +833,11 @@ impl Pmi {
             self.finalized = true;
             return Ok(());
         }
-        match self.version() {
-            Some(Version::Two) => self.call2(&Command::cmd("finalize"), "finalize-response").map(drop)?,
+        match &mut self.channel {
+            Channel::Pmix(x) => x.finalize()?,
+            Channel::Wire { version: Version::Two, .. } => {
+                self.call2(&Command::cmd("finalize"), "finalize-response").map(drop)?
+            }
             _ => self.call(&Line::cmd("finalize"), "finalize_ack").map(drop)?,
         }
         self.finalized = true;
@@ -639,6 +931,21 @@ impl Pmi {
 }
 
 /// Checks a PMI-2 response to command `name`: it must be `expect`, with `rc=0`.
+/// The node index of every rank from the server's node ids (`pmix.nodeid`), renumbered in
+/// order of first appearance (the ids need not be dense).
+fn pmix_node_ids(x: &pmix::Pmix, size: usize) -> io::Result<Vec<usize>> {
+    let mut dense = HashMap::new();
+    (0..size)
+        .map(|rank| {
+            let id = x
+                .proc_number(rank, c"pmix.nodeid")?
+                .ok_or_else(|| protocol_error(format!("the PMIx server gives no node of rank {rank} (pmix.nodeid)")))?;
+            let next = dense.len();
+            Ok(*dense.entry(id).or_insert(next))
+        })
+        .collect()
+}
+
 fn check_response(name: &str, expect: &str, reply: Command) -> io::Result<Command> {
     if reply.command() != Some(expect) {
         return Err(protocol_error(format!(
@@ -701,23 +1008,38 @@ fn wait_readable(fd: i32, timeout_ms: i32) {
     unsafe { libc::poll(&mut poll_fd, 1, timeout_ms) };
 }
 
+/// Writes `line` to stderr as the last words of a rank about to end the job: one write, read
+/// by the launcher before the rank goes on. A launcher that forwards output (Hydra's proxies,
+/// slurmstepd) ends the job when it hears of the abort or of the rank's exit, and may drop
+/// what is still in the pipe, or read but not yet passed on.
+pub fn write_last_line(line: &str) {
+    let line = format!("{line}\n");
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+    if wait_drained(libc::STDERR_FILENO, 1000) {
+        // Read from the pipe is not yet printed: the reader still passes it on to the
+        // launcher, which stops forwarding output once it ends the job.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// Waits up to `timeout_ms` until a pipe at `fd` has been read empty (at once when `fd` is not
-/// a pipe: a file or terminal has nobody to wait for).
-fn wait_drained(fd: i32, timeout_ms: u64) {
+/// a pipe: a file or terminal has nobody to wait for). Returns whether `fd` is a pipe.
+fn wait_drained(fd: i32, timeout_ms: u64) -> bool {
     // SAFETY: fstat writes one stat struct.
     let is_pipe = unsafe {
         let mut st: libc::stat = std::mem::zeroed();
         libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO
     };
+    if !is_pipe {
+        return false;
+    }
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(timeout_ms);
-    while is_pipe {
+    loop {
         let mut pending: libc::c_int = 0;
         // SAFETY: FIONREAD writes one int; on a pipe it counts the unread bytes, from either end.
-        if unsafe { libc::ioctl(fd, libc::FIONREAD, &mut pending) } != 0 || pending == 0 {
-            return;
-        }
-        if std::time::Instant::now() >= deadline {
-            return;
+        let unread = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut pending) } == 0 && pending > 0;
+        if !unread || std::time::Instant::now() >= deadline {
+            return true;
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
@@ -823,10 +1145,10 @@ mod tests {
         pmi.put("short", "v=1").unwrap();
         pmi.put("tricky", &format!("{SPLIT_MARKER}9")).unwrap();
         pmi.fence().unwrap();
-        assert_eq!(pmi.get("card").unwrap(), Some(long));
-        assert_eq!(pmi.get("short").unwrap().as_deref(), Some("v=1"));
-        assert_eq!(pmi.get("tricky").unwrap(), Some(format!("{SPLIT_MARKER}9")));
-        assert_eq!(pmi.get("absent").unwrap(), None);
+        assert_eq!(pmi.get(0, "card").unwrap(), Some(long));
+        assert_eq!(pmi.get(0, "short").unwrap().as_deref(), Some("v=1"));
+        assert_eq!(pmi.get(0, "tricky").unwrap(), Some(format!("{SPLIT_MARKER}9")));
+        assert_eq!(pmi.get(0, "absent").unwrap(), None);
         assert_eq!(pmi.node_ids().unwrap(), vec![0, 0, 1, 1]);
         assert!(pmi.put(&"k".repeat(64), "v").is_err());
         pmi.finalize().unwrap();
@@ -926,9 +1248,9 @@ mod tests {
         pmi.put("card", &long).unwrap();
         pmi.put("short", "v=1").unwrap();
         pmi.fence().unwrap();
-        assert_eq!(pmi.get("card").unwrap(), Some(long));
-        assert_eq!(pmi.get("short").unwrap().as_deref(), Some("v=1"));
-        assert_eq!(pmi.get("absent").unwrap(), None);
+        assert_eq!(pmi.get(0, "card").unwrap(), Some(long));
+        assert_eq!(pmi.get(0, "short").unwrap().as_deref(), Some("v=1"));
+        assert_eq!(pmi.get(0, "absent").unwrap(), None);
         assert_eq!(pmi.node_ids().unwrap(), vec![0, 0, 1, 1]);
         pmi.finalize().unwrap();
         pmi.finalize().unwrap();
@@ -944,8 +1266,8 @@ mod tests {
         pmi.fence().unwrap();
         pmi.fence().unwrap();
         // Rank 1 put its key of each round; the others' were read.
-        assert_eq!(pmi.get("oxmpi-fence-0-1").unwrap().as_deref(), Some("1"));
-        assert_eq!(pmi.get("oxmpi-fence-1-1").unwrap().as_deref(), Some("1"));
+        assert_eq!(pmi.get(1, "oxmpi-fence-0-1").unwrap().as_deref(), Some("1"));
+        assert_eq!(pmi.get(1, "oxmpi-fence-1-1").unwrap().as_deref(), Some("1"));
         assert_eq!(pmi.fences, 2);
         drop(pmi);
         server.join().unwrap();

@@ -46,7 +46,7 @@ impl Channel<'_> {
     pub fn can_send(&self, dst: usize) -> bool {
         match self {
             Channel::Shm(s) => s.can_send(dst),
-            Channel::Net(n) => n.can_send(),
+            Channel::Net(n) => n.can_send(dst),
         }
     }
 

@@ -231,7 +231,7 @@ pub fn create(
         Ok((c.members.clone(), c.rank))
     })?;
     if flavor == Flavor::Shared {
-        let nodes = runtime::with(|rt| Ok(rt.comms.node_ids(&mut rt.pmi)?.to_vec()))?;
+        let nodes = runtime::with(|rt| Ok(rt.comms.node_ids(&mut crate::runtime::lock_pmi(&rt.pmi))?.to_vec()))?;
         if members.iter().any(|&w| nodes[w] != nodes[members[0]]) {
             return err(MPI_ERR_RMA_SHARED, "the communicator spans several nodes: its memory cannot be shared");
         }

@@ -78,11 +78,40 @@ struct StdinToRank {
 struct PmiConnection {
     socket: UnixStream,
     pending: Vec<u8>,
+    /// The fields of a multi-line command (`mcmd=...` up to `endcmd`) being received.
+    mcmd: Option<Vec<(String, String)>>,
+    /// The parts of a spawn request received so far (one `mcmd=spawn` per command).
+    spawn_parts: Vec<Vec<(String, String)>>,
+}
+
+impl PmiConnection {
+    fn new(socket: UnixStream) -> PmiConnection {
+        PmiConnection { socket, pending: Vec::new(), mcmd: None, spawn_parts: Vec::new() }
+    }
+}
+
+/// A job started by MPI_Comm_spawn (by mpiexec forking every rank on one host): a world of
+/// its own with its own KVS, whose ranks are served, forwarded and judged as the first
+/// world's are.
+struct SpawnedJob {
+    kvsname: String,
+    size: usize,
+    kvs: HashMap<String, String>,
+    app_of_rank: Vec<usize>,
+    /// The rank (index into `Job::ranks`) waiting for the answer to its spawn request,
+    /// answered when this job's ranks leave their first PMI barrier (in MPI_Init, after
+    /// they published their addresses).
+    spawner: Option<usize>,
+    /// The spawn failed (a process could not start or exited before MPI_Init): its ranks'
+    /// endings are not judged; they are killed.
+    failed: bool,
 }
 
 struct Rank {
-    /// Its rank in MPI_COMM_WORLD (a proxy holds only some ranks).
+    /// Its rank in its MPI_COMM_WORLD (a proxy holds only some ranks).
     world: usize,
+    /// Its job: 0 the first, n > 0 `Job::spawned[n - 1]`.
+    job: usize,
     /// 0 while not known (a remote rank before its proxy reported it).
     pid: i32,
     ending: Option<Ending>,
@@ -118,8 +147,12 @@ pub struct JobSpec {
     pub app_of_rank: Vec<usize>,
     pub tag_output: bool,
     pub timeout: Option<Duration>,
+    /// A failing rank ends the job (`-disable-auto-cleanup` turns it off).
+    pub auto_cleanup: bool,
     /// The whole environment of the ranks (a proxy: mpiexec's); `None`: this process's.
     pub base_env: Option<Vec<(OsString, OsString)>>,
+    /// MPI_UNIVERSE_SIZE; `None`: unset (PMI's `get_universe_size` answers -1, as Hydra's).
+    pub universe_size: Option<usize>,
 }
 
 /// A proxy as mpiexec sees it.
@@ -200,6 +233,29 @@ pub struct Job {
     link_timeout: Duration,
     /// A proxy with rank 0: its stdin.
     stdin_to_rank: Option<StdinToRank>,
+    /// Jobs started by MPI_Comm_spawn (mpiexec on one host only).
+    spawned: Vec<SpawnedJob>,
+    /// The open ports (from MPI_Open_port to MPI_Close_port), with the MPI_Comm_accept and
+    /// MPI_Comm_connect roots waiting at each.
+    ports: HashMap<String, PortQueue>,
+    /// The name service (MPI_Publish_name): service to port, both escaped as on the wire.
+    names: HashMap<String, String>,
+    /// With `-disable-auto-cleanup`: the exit status the failed ranks call for (0: none).
+    failure_status: i32,
+}
+
+/// The roots waiting at one port: (rank index, the group's records), accepts and connects,
+/// each connect with the time it gives up; and the pairings made at the port so far.
+#[derive(Default)]
+struct PortQueue {
+    accepts: std::collections::VecDeque<(usize, String)>,
+    connects: std::collections::VecDeque<(usize, String, Instant)>,
+    pairings: u64,
+}
+
+/// The answer to an MPI_Comm_accept or MPI_Comm_connect root that cannot meet at its port.
+fn port_refusal(why: &str) -> Line {
+    Line::cmd("oxmpi_met").with("rc", -1).with("msg", wire::escape_text(why))
 }
 
 /// A new job name: filename-safe and free of '-', so `oxmpi-<kvsname>-` is an unambiguous
@@ -289,6 +345,10 @@ impl Job {
             drain_until: None,
             link_timeout,
             stdin_to_rank: None,
+            spawned: Vec::new(),
+            ports: HashMap::new(),
+            failure_status: 0,
+            names: HashMap::new(),
         }
     }
 
@@ -339,6 +399,9 @@ impl Job {
             head.proxies.iter_mut().for_each(|p| p.link = None);
         } else {
             remove_shm_files(&self.kvsname);
+            for job in &self.spawned {
+                remove_shm_files(&job.kvsname);
+            }
         }
         let _ = io::stdout().lock().flush();
         self.exit_code()
@@ -348,7 +411,14 @@ impl Job {
         if let Some(shutdown) = &self.shutdown {
             return shutdown.exit_code;
         }
-        self.ranks.iter().filter_map(|r| r.ending).map(Ending::exit_code).max().unwrap_or(0)
+        self.ranks
+            .iter()
+            .filter(|r| r.job == 0 || !self.spawned[r.job - 1].failed)
+            .filter_map(|r| r.ending)
+            .map(Ending::exit_code)
+            .chain([self.failure_status])
+            .max()
+            .unwrap_or(0)
     }
 
     /// Starts one proxy per host with the launcher (mpiexec across hosts).
@@ -377,28 +447,42 @@ impl Job {
     fn spawn_rank(&mut self, index: usize) -> io::Result<()> {
         let (world, app) = self.spec.ranks[index];
         let app_spec = &self.spec.apps[app];
-        let (server_end, rank_end) = UnixStream::pair()?;
-        let rank_fd = rank_end.as_raw_fd();
         let mut command = Command::new(&app_spec.program);
         if let Some(base) = &self.spec.base_env {
             command.env_clear().envs(base.iter().map(|(k, v)| (k, v)));
         }
         command
             .args(&app_spec.args)
+            .env("PMI_SPAWNED", "0")
+            .envs(app_spec.env.iter().map(|(k, v)| (k, v)))
+            // mpiexec's stdin goes to rank 0 (across hosts, through its proxy).
+            .stdin(if world == 0 { Stdio::piped() } else { Stdio::null() });
+        let own_session = rank_sessions(self.spec.ranks.len());
+        self.fork_rank(command, 0, world, self.size, own_session)
+    }
+
+    /// Forks `command` as rank `world` of job `job` (of `size` ranks), with its PMI socket
+    /// and output pipes, and keeps its record.
+    fn fork_rank(
+        &mut self,
+        mut command: Command,
+        job: usize,
+        world: usize,
+        size: usize,
+        own_session: bool,
+    ) -> io::Result<()> {
+        let (server_end, rank_end) = UnixStream::pair()?;
+        let rank_fd = rank_end.as_raw_fd();
+        command
             .env_remove("PMI_PORT")
             .env_remove("PMI_ID")
             .env("PMI_FD", rank_fd.to_string())
             .env("PMI_RANK", world.to_string())
-            .env("PMI_SIZE", self.size.to_string())
-            .env("PMI_SPAWNED", "0")
-            .envs(app_spec.env.iter().map(|(k, v)| (k, v)))
-            // mpiexec's stdin goes to rank 0 (across hosts, through its proxy).
-            .stdin(if world == 0 { Stdio::piped() } else { Stdio::null() })
+            .env("PMI_SIZE", size.to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         // SAFETY: `getpid` is async-signal-safe; read here, before the fork.
         let parent_pid = unsafe { libc::getpid() };
-        let own_session = rank_sessions(self.spec.ranks.len());
         // SAFETY: the closure runs in the forked child before exec and only makes
         // async-signal-safe system calls (setsid or setpgid, prctl, getppid, fcntl); it
         // allocates nothing except on the error path, where the child is about to fail anyway.
@@ -423,7 +507,10 @@ impl Job {
         }
         let mut child = command.spawn()?;
         drop(rank_end);
-        let tag = self.spec.tag_output.then(|| format!("[{world}] "));
+        let tag = self.spec.tag_output.then(|| match job {
+            0 => format!("[{world}] "),
+            _ => format!("[{job}:{world}] "),
+        });
         let pipe = |p: Option<OwnedFd>| p.map(File::from);
         let stdout = pipe(child.stdout.take().map(OwnedFd::from));
         let stderr = pipe(child.stderr.take().map(OwnedFd::from));
@@ -451,10 +538,11 @@ impl Job {
         let pid = child.id() as i32;
         self.ranks.push(Rank {
             world,
+            job,
             pid,
             ending: None,
             ended_at: None,
-            pmi: Some(PmiConnection { socket: server_end, pending: Vec::new() }),
+            pmi: Some(PmiConnection::new(server_end)),
             pmi_initialized: false,
             finalized: false,
             in_barrier: false,
@@ -533,7 +621,8 @@ impl Job {
         // Stdin handed to rank 0's writer and not yet reported taken: look again soon.
         let stdin =
             self.stdin_to_rank.as_ref().filter(|s| s.handed > s.acked).map(|_| Instant::now() + STDIN_ACK_DELAY);
-        [self.timeout_at, kill_at, self.drain_until, connect, abandon, stdin].into_iter().flatten().min()
+        let port_connect = self.next_connect_timeout();
+        [self.timeout_at, kill_at, self.drain_until, connect, abandon, stdin, port_connect].into_iter().flatten().min()
     }
 
     fn wait_for_events(&mut self) {
@@ -716,6 +805,9 @@ impl Job {
     fn check_timers(&mut self) {
         self.ack_stdin();
         let now = Instant::now();
+        if self.next_connect_timeout().is_some_and(|t| now >= t) {
+            self.expire_connects(now);
+        }
         if self.timeout_at.is_some_and(|t| now >= t) {
             self.timeout_at = None;
             if self.shutdown.is_none() && self.ranks.iter().any(|r| r.ending.is_none()) {
@@ -828,6 +920,7 @@ impl Job {
                     format!("rank {index} (on {host})")
                 }
             }
+            _ if rank.job > 0 => format!("rank {} of spawned job {} (pid {})", rank.world, rank.job, rank.pid),
             _ => format!("rank {index} (pid {})", rank.pid),
         }
     }
@@ -845,19 +938,44 @@ impl Job {
         if self.shutdown.is_some() {
             return; // expected: we are killing the job
         }
+        let job = rank.job;
+        if job > 0 && self.spawned[job - 1].failed {
+            return; // killed with its failed spawn
+        }
+        if job > 0 && self.spawned[job - 1].spawner.is_some() {
+            // Before its job finished starting (MPI_Init): the spawn fails, the job goes on.
+            let who = self.who(index);
+            let how = match ending {
+                Ending::Signaled(signo) => format!("was killed by signal {signo}"),
+                Ending::Exited(code) => format!("exited with code {code}"),
+            };
+            self.fail_spawned_job(job, format!("{who} {how} before MPI_Init completed"));
+            return;
+        }
         let (finalized, pmi_initialized) = (rank.finalized, rank.pmi_initialized);
         let who = self.who(index);
-        match ending {
+        let (failure, status) = match ending {
             Ending::Signaled(signo) => {
-                report(&format!("{who} killed by signal {signo} ({})", signals::describe(signo)));
-                self.begin_shutdown(128 + signo, libc::SIGTERM);
+                (format!("{who} killed by signal {signo} ({})", signals::describe(signo)), 128 + signo)
             }
             // A rank that spoke PMI must say finalize; a plain program (no PMI) may exit 0.
-            Ending::Exited(code) if !finalized && (code != 0 || pmi_initialized) => {
-                report(&format!("{who} exited with code {code} without calling MPI_Finalize"));
-                self.begin_shutdown(if code != 0 { code } else { 1 }, libc::SIGTERM);
+            Ending::Exited(code) if !finalized && (code != 0 || pmi_initialized) => (
+                format!("{who} exited with code {code} without calling MPI_Finalize"),
+                if code != 0 { code } else { 1 },
+            ),
+            Ending::Exited(_) => {
+                if self.spec.auto_cleanup {
+                    self.check_deserted();
+                }
+                return;
             }
-            Ending::Exited(_) => self.check_deserted(),
+        };
+        if self.spec.auto_cleanup {
+            report(&failure);
+            self.begin_shutdown(status, libc::SIGTERM);
+        } else {
+            report(&format!("{failure}; the other ranks go on (-disable-auto-cleanup)"));
+            self.failure_status = self.failure_status.max(status);
         }
     }
 
@@ -870,7 +988,8 @@ impl Job {
         }
         let in_mpi = self.ranks.iter().any(|r| r.pmi_initialized && !r.finalized && r.ending.is_none());
         let gone = self.ranks.iter().enumerate().find_map(|(index, r)| match r.ending {
-            Some(Ending::Exited(code)) if !r.pmi_initialized => Some((index, code)),
+            // A spawned job's ranks that leave before MPI_Init fail their spawn instead.
+            Some(Ending::Exited(code)) if !r.pmi_initialized && r.job == 0 => Some((index, code)),
             _ => None,
         });
         if in_mpi && let Some((index, code)) = gone {
@@ -902,7 +1021,23 @@ impl Job {
                 break;
             };
             let raw: Vec<u8> = pmi.pending.drain(..=newline).collect();
-            let request = Line::parse(&String::from_utf8_lossy(&raw));
+            let text = String::from_utf8_lossy(&raw);
+            // Multi-line commands (MPICH's spawn): a field per line, values may hold spaces.
+            let line = text.trim_end_matches(['\n', '\r']);
+            if let Some(fields) = &mut pmi.mcmd {
+                if line == "endcmd" {
+                    let fields = pmi.mcmd.take().unwrap_or_default();
+                    self.on_multiline(index, fields);
+                } else if let Some((key, value)) = line.split_once('=') {
+                    fields.push((key.to_string(), value.to_string()));
+                }
+                continue;
+            }
+            if let Some(name) = line.strip_prefix("mcmd=") {
+                pmi.mcmd = Some(vec![("mcmd".to_string(), name.to_string())]);
+                continue;
+            }
+            let request = Line::parse(&text);
             log::debug!("rank {} -> {}", self.ranks[index].world, request.encode().trim_end());
             self.answer(index, &request);
         }
@@ -919,9 +1054,9 @@ impl Job {
     }
 
     fn answer(&mut self, index: usize, request: &Line) {
-        let size = self.size;
         let world = self.ranks[index].world;
-        let kvs_matches = request.get("kvsname") == Some(self.kvsname.as_str());
+        let job = self.ranks[index].job;
+        let kvs_matches = request.get("kvsname") == Some(self.kvsname_of(job));
         let is_proxy = matches!(self.role, Role::Proxy { .. });
         let reply = match request.command().unwrap_or("") {
             "init" => {
@@ -942,12 +1077,22 @@ impl Job {
                 .with("kvsname_max", KVSNAME_MAX)
                 .with("keylen_max", KEYLEN_MAX)
                 .with("vallen_max", VALLEN_MAX),
-            "get_appnum" => Line::cmd("appnum").with("appnum", self.spec.app_of_rank[world]),
-            "get_my_kvsname" => Line::cmd("my_kvsname").with("kvsname", &self.kvsname),
-            "get_universe_size" => Line::cmd("universe_size").with("size", size),
+            "get_appnum" => {
+                let appnum = match job {
+                    0 => self.spec.app_of_rank[world],
+                    _ => self.spawned[job - 1].app_of_rank[world],
+                };
+                Line::cmd("appnum").with("appnum", appnum)
+            }
+            "get_my_kvsname" => Line::cmd("my_kvsname").with("kvsname", self.kvsname_of(job)),
+            "get_universe_size" => {
+                let universe = self.spec.universe_size.map_or(-1, |n| n as i64);
+                Line::cmd("universe_size").with("rc", 0).with("size", universe)
+            }
             "put" => match (kvs_matches, request.get("key"), request.get("value")) {
                 (true, Some(key), Some(value)) if !key.is_empty() => {
-                    self.kvs.insert(key.to_string(), value.to_string());
+                    let kvs = if job == 0 { &mut self.kvs } else { &mut self.spawned[job - 1].kvs };
+                    kvs.insert(key.to_string(), value.to_string());
                     if let Role::Proxy { barrier_pairs, .. } = &mut self.role {
                         barrier_pairs.push((key.to_string(), value.to_string()));
                     }
@@ -958,7 +1103,15 @@ impl Job {
             },
             "get" => {
                 let key = request.get("key").unwrap_or("");
-                match self.kvs.get(key).filter(|_| kvs_matches) {
+                // Any job's KVS: connected jobs (a spawned one and its parent) read each
+                // other's addresses.
+                let kvsname = request.get("kvsname").unwrap_or("");
+                let kvs = if kvsname == self.kvsname {
+                    Some(&self.kvs)
+                } else {
+                    self.spawned.iter().find(|j| j.kvsname == kvsname).map(|j| &j.kvs)
+                };
+                match kvs.and_then(|kvs| kvs.get(key)) {
                     Some(value) => Line::cmd("get_result").with("rc", 0).with("msg", "success").with("value", value),
                     None => Line::cmd("get_result")
                         .with("rc", -1)
@@ -968,8 +1121,12 @@ impl Job {
             }
             "barrier_in" => {
                 self.ranks[index].in_barrier = true;
-                let all_started = self.ranks.len() == self.spec.ranks.len();
-                if all_started && self.ranks.iter().all(|r| r.in_barrier) {
+                if job > 0 {
+                    self.check_spawned_barrier(job);
+                    return;
+                }
+                let all_started = self.ranks.iter().filter(|r| r.job == 0).count() == self.spec.ranks.len();
+                if all_started && self.ranks.iter().filter(|r| r.job == 0).all(|r| r.in_barrier) {
                     if let Role::Proxy { barrier_pairs, .. } = &mut self.role {
                         // The host's part of the job-wide barrier; mpiexec answers when
                         // every host is in it.
@@ -981,6 +1138,56 @@ impl Job {
                 }
                 return;
             }
+            "oxmpi_accept" | "oxmpi_connect" => {
+                if !matches!(self.role, Role::Local) {
+                    port_refusal("not implemented yet under mpiexec across hosts")
+                } else {
+                    let port = request.get("port").unwrap_or("").to_string();
+                    let records = request.get("records").unwrap_or("").to_string();
+                    let accept = request.command() == Some("oxmpi_accept");
+                    // Without a timeout (an old client), about as good as for ever.
+                    let timeout_ms: u64 = request.get("timeout_ms").and_then(|v| v.parse().ok()).unwrap_or(u64::MAX);
+                    let give_up = Instant::now() + Duration::from_millis(timeout_ms.min(1 << 40));
+                    self.wait_at_port(index, port, records, accept, give_up);
+                    return;
+                }
+            }
+            "oxmpi_open_port" => {
+                self.ports.entry(request.get("port").unwrap_or("").to_string()).or_default();
+                Line::cmd("oxmpi_port_done").with("rc", 0)
+            }
+            "oxmpi_close_port" => {
+                let port = request.get("port").unwrap_or("");
+                let Some(queue) = self.ports.remove(port) else {
+                    self.send(index, &Line::cmd("oxmpi_port_done").with("rc", -1));
+                    return;
+                };
+                let why = format!("port {port} was closed");
+                for (waiting, _) in queue.accepts {
+                    self.send(waiting, &port_refusal(&why));
+                }
+                for (waiting, _, _) in queue.connects {
+                    self.send(waiting, &port_refusal(&why));
+                }
+                Line::cmd("oxmpi_port_done").with("rc", 0)
+            }
+            "publish_name" => {
+                let service = request.get("service").unwrap_or("").to_string();
+                let port = request.get("port").unwrap_or("").to_string();
+                let fresh = !self.names.contains_key(&service);
+                if fresh {
+                    self.names.insert(service, port);
+                }
+                Line::cmd("publish_result").with("rc", if fresh { 0 } else { -1 })
+            }
+            "unpublish_name" => {
+                let found = self.names.remove(request.get("service").unwrap_or("")).is_some();
+                Line::cmd("unpublish_result").with("rc", if found { 0 } else { -1 })
+            }
+            "lookup_name" => match self.names.get(request.get("service").unwrap_or("")) {
+                Some(port) => Line::cmd("lookup_result").with("rc", 0).with("port", port.clone()),
+                None => Line::cmd("lookup_result").with("rc", -1),
+            },
             "finalize" => {
                 self.ranks[index].finalized = true;
                 if is_proxy {
@@ -1006,11 +1213,193 @@ impl Job {
         self.send(index, &reply);
     }
 
-    /// Every local rank leaves the PMI barrier.
+    /// Every local rank of the first job leaves the PMI barrier.
     fn release_barrier(&mut self) {
         for other in 0..self.ranks.len() {
-            self.ranks[other].in_barrier = false;
-            self.send(other, &Line::cmd("barrier_out"));
+            if self.ranks[other].job == 0 {
+                self.ranks[other].in_barrier = false;
+                self.send(other, &Line::cmd("barrier_out"));
+            }
+        }
+    }
+
+    /// A root of MPI_Comm_accept (`accept`) or MPI_Comm_connect at `port`: paired with the
+    /// first waiting root of the other kind, both get the other's records; else it waits,
+    /// a connect until `give_up`. A port that is not open refuses both.
+    fn wait_at_port(&mut self, index: usize, port: String, records: String, accept: bool, give_up: Instant) {
+        let Some(queue) = self.ports.get_mut(&port) else {
+            self.send(index, &port_refusal(&format!("no port named {port} is open (MPI_Open_port)")));
+            return;
+        };
+        let other = if accept {
+            queue.connects.pop_front().map(|(peer, theirs, _)| (peer, theirs))
+        } else {
+            queue.accepts.pop_front()
+        };
+        let Some((peer, theirs)) = other else {
+            if accept {
+                queue.accepts.push_back((index, records));
+            } else {
+                queue.connects.push_back((index, records, give_up));
+            }
+            return;
+        };
+        let serial = queue.pairings;
+        queue.pairings += 1;
+        self.send(index, &Line::cmd("oxmpi_met").with("rc", 0).with("serial", serial).with("records", theirs));
+        self.send(peer, &Line::cmd("oxmpi_met").with("rc", 0).with("serial", serial).with("records", records));
+    }
+
+    /// The first time a waiting MPI_Comm_connect gives up.
+    fn next_connect_timeout(&self) -> Option<Instant> {
+        self.ports.values().flat_map(|q| q.connects.iter().map(|&(_, _, at)| at)).min()
+    }
+
+    /// Refuses the MPI_Comm_connect roots whose time ran out with no accept at their port.
+    fn expire_connects(&mut self, now: Instant) {
+        let mut expired = Vec::new();
+        for (port, queue) in &mut self.ports {
+            queue.connects.retain(|&(index, _, at)| {
+                let over = at <= now;
+                if over {
+                    expired.push((index, port.clone()));
+                }
+                !over
+            });
+        }
+        for (index, port) in expired {
+            self.send(index, &port_refusal(&format!("no MPI_Comm_accept at port {port} before the connect timed out")));
+        }
+    }
+
+    /// The KVS name of job `job` (0: the first).
+    fn kvsname_of(&self, job: usize) -> &str {
+        match job {
+            0 => &self.kvsname,
+            _ => &self.spawned[job - 1].kvsname,
+        }
+    }
+
+    /// A rank of spawned job `job` entered a barrier: when all of them are in it, they leave
+    /// it; the first time, the spawn request that started them is answered, as their
+    /// addresses are now in their KVS.
+    fn check_spawned_barrier(&mut self, job: usize) {
+        let members: Vec<usize> = (0..self.ranks.len()).filter(|&i| self.ranks[i].job == job).collect();
+        if members.len() < self.spawned[job - 1].size || !members.iter().all(|&i| self.ranks[i].in_barrier) {
+            return;
+        }
+        for &i in &members {
+            self.ranks[i].in_barrier = false;
+            self.send(i, &Line::cmd("barrier_out"));
+        }
+        if let Some(spawner) = self.spawned[job - 1].spawner.take() {
+            let size = self.spawned[job - 1].size;
+            let reply = Line::cmd("spawn_result")
+                .with("rc", 0)
+                .with("kvsname", self.spawned[job - 1].kvsname.clone())
+                .with("errcodes", vec!["0"; size].join(","));
+            self.send(spawner, &reply);
+        }
+    }
+
+    /// A complete multi-line command from rank `index`.
+    fn on_multiline(&mut self, index: usize, fields: Vec<(String, String)>) {
+        let get = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+        if get("mcmd") != Some("spawn") {
+            let name = get("mcmd").unwrap_or("").to_string();
+            self.send(index, &Line::cmd(&name).with("rc", -1).with("msg", "unsupported_command"));
+            return;
+        }
+        let total: usize = get("totspawns").and_then(|v| v.trim().parse().ok()).unwrap_or(1);
+        let so_far: usize = get("spawnssofar").and_then(|v| v.trim().parse().ok()).unwrap_or(1);
+        let Some(pmi) = &mut self.ranks[index].pmi else { return };
+        pmi.spawn_parts.push(fields);
+        if so_far < total {
+            return;
+        }
+        let parts = std::mem::take(&mut pmi.spawn_parts);
+        self.start_spawned_job(index, parts);
+    }
+
+    /// Starts the job a spawn request from rank `index` describes (one part per command),
+    /// or answers why it cannot start, with an error code per process.
+    fn start_spawned_job(&mut self, index: usize, parts: Vec<Vec<(String, String)>>) {
+        let refuse = |job: &mut Job, processes: usize, message: String| {
+            let codes = vec!["1"; processes].join(",");
+            let reply = Line::cmd("spawn_result")
+                .with("rc", -1)
+                .with("errcodes", codes)
+                .with("msg", wire::escape_text(&message));
+            job.send(index, &reply);
+        };
+        let commands: Vec<SpawnPart> = parts.iter().map(|fields| SpawnPart::parse(fields)).collect();
+        let size: usize = commands.iter().map(|c| c.nprocs).sum();
+        if !matches!(self.role, Role::Local) {
+            let message = "MPI_Comm_spawn is not implemented yet under mpiexec across hosts (only when mpiexec forks every rank on one host)";
+            return refuse(self, size, message.to_string());
+        }
+        if self.shutdown.is_some() {
+            return refuse(self, size, "the job is ending".to_string());
+        }
+        let mut programs = Vec::new();
+        for command in &commands {
+            match command.resolve() {
+                Ok(program) => programs.push(program),
+                Err(message) => return refuse(self, size, message),
+            }
+        }
+        let kvsname = new_kvsname();
+        let mut kvs: HashMap<String, String> = commands.iter().flat_map(|c| c.preput.iter().cloned()).collect();
+        // One node: every process of the spawned job is on this host.
+        kvs.insert("PMI_process_mapping".to_string(), format!("(vector,(0,1,{size}))"));
+        let app_of_rank = commands.iter().enumerate().flat_map(|(app, c)| std::iter::repeat_n(app, c.nprocs)).collect();
+        self.spawned.push(SpawnedJob { kvsname, size, kvs, app_of_rank, spawner: Some(index), failed: false });
+        let job = self.spawned.len();
+        let own_session = rank_sessions(self.ranks.iter().filter(|r| r.ending.is_none()).count() + size);
+        let mut world = 0;
+        let mut failure = None;
+        'start: for (command, program) in commands.iter().zip(&programs) {
+            for _ in 0..command.nprocs {
+                let mut process = Command::new(program);
+                process.args(&command.args).env("PMI_SPAWNED", "1").stdin(Stdio::null());
+                if let Some(dir) = &command.wdir {
+                    process.current_dir(dir);
+                }
+                if let Err(error) = self.fork_rank(process, job, world, size, own_session) {
+                    failure =
+                        Some(format!("cannot start {} (rank {world} of the spawned job): {error}", program.display()));
+                    break 'start;
+                }
+                world += 1;
+            }
+        }
+        if let Some(message) = failure {
+            self.fail_spawned_job(job, message);
+        }
+    }
+
+    /// Spawned job `job` cannot run: its started ranks are killed and its spawner, if still
+    /// waiting, gets an error code per process.
+    fn fail_spawned_job(&mut self, job: usize, message: String) {
+        let spawned = &mut self.spawned[job - 1];
+        spawned.failed = true;
+        let spawner = spawned.spawner.take();
+        let size = spawned.size;
+        let members: Vec<usize> = (0..self.ranks.len()).filter(|&i| self.ranks[i].job == job).collect();
+        for &i in &members {
+            if self.ranks[i].ending.is_none() {
+                signal_rank(&self.ranks[i], libc::SIGKILL);
+            }
+        }
+        if let Some(spawner) = spawner {
+            let codes = vec!["1"; size].join(",");
+            let reply = Line::cmd("spawn_result")
+                .with("rc", -1)
+                .with("errcodes", codes)
+                .with("msg", wire::escape_text(&message));
+            self.send(spawner, &reply);
+        } else {
+            report(&message);
         }
     }
 
@@ -1023,7 +1412,12 @@ impl Job {
             Role::Head(head) => format!(" on {}", head.host_of_rank[index]),
             _ => String::new(),
         };
-        report(&format!("rank {index}{place} aborted the job (code {code}){detail}"));
+        let rank = &self.ranks[index];
+        let who = match rank.job {
+            0 => format!("rank {index}"),
+            job => format!("rank {} of spawned job {job}", rank.world),
+        };
+        report(&format!("{who}{place} aborted the job (code {code}){detail}"));
         if self.shutdown.is_none() {
             // Whatever code a client sends (-1, 256), an aborted job never exits 0.
             self.begin_shutdown(oxmpi::pmi::abort_exit_status(code), libc::SIGTERM);
@@ -1331,6 +1725,7 @@ impl Rank {
     fn remote(world: usize) -> Rank {
         Rank {
             world,
+            job: 0,
             pid: 0,
             ending: None,
             ended_at: None,
@@ -1358,4 +1753,80 @@ enum Source {
     Proxy(usize),
     /// mpiexec's stdin, for rank 0 on another host.
     Stdin,
+}
+
+/// One command of a spawn request (PMI-1 `mcmd=spawn`: `nprocs`, `execname`, `argcnt` and
+/// `arg1`.., `preput_num` and `preput_key_i`/`preput_val_i`, `info_num` and
+/// `info_key_i`/`info_val_i`).
+struct SpawnPart {
+    nprocs: usize,
+    program: String,
+    args: Vec<String>,
+    preput: Vec<(String, String)>,
+    /// `wdir`: the processes' working directory.
+    wdir: Option<std::path::PathBuf>,
+    /// `path`: directories searched for a program named without a '/'.
+    path: Option<String>,
+    /// `host`: where to run (this machine's names only).
+    host: Option<String>,
+}
+
+impl SpawnPart {
+    fn parse(fields: &[(String, String)]) -> SpawnPart {
+        let get = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+        let count = |key: &str| get(key).and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(0);
+        let args = (1..=count("argcnt")).filter_map(|i| get(&format!("arg{i}"))).collect();
+        let pairs = |num: &str, k: &str, v: &str| -> Vec<(String, String)> {
+            (0..count(num)).filter_map(|i| Some((get(&format!("{k}_{i}"))?, get(&format!("{v}_{i}"))?))).collect()
+        };
+        let preput = pairs("preput_num", "preput_key", "preput_val");
+        // MPICH's simple PMI names them info_key_i / info_val_i, Hydra's docs infokey_i.
+        let mut info = pairs("info_num", "info_key", "info_val");
+        info.extend(pairs("info_num", "infokey", "infoval"));
+        let info_of = |key: &str| info.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+        SpawnPart {
+            nprocs: count("nprocs"),
+            program: get("execname").unwrap_or_default(),
+            args,
+            preput,
+            wdir: info_of("wdir").map(Into::into),
+            path: info_of("path"),
+            host: info_of("host"),
+        }
+    }
+
+    /// The program to run, or why this command cannot start.
+    fn resolve(&self) -> Result<std::path::PathBuf, String> {
+        if let Some(host) = &self.host
+            && !crate::placement::is_local(host)
+        {
+            return Err(format!(
+                "host {host:?}: MPI_Comm_spawn starts processes on this machine only (mpiexec runs on one host)"
+            ));
+        }
+        if let Some(dir) = &self.wdir
+            && !dir.is_dir()
+        {
+            return Err(format!("wdir {}: not a directory", dir.display()));
+        }
+        if self.program.is_empty() {
+            return Err("no program to spawn".to_string());
+        }
+        let named = std::path::Path::new(&self.program);
+        if self.program.contains('/') {
+            // Relative to the working directory the processes get.
+            return Ok(match &self.wdir {
+                Some(dir) if named.is_relative() => std::env::current_dir().unwrap_or_default().join(named),
+                _ => named.to_path_buf(),
+            });
+        }
+        // `path` first, then the usual search of PATH by exec.
+        for dir in self.path.iter().flat_map(|p| p.split(':')).filter(|d| !d.is_empty()) {
+            let candidate = std::path::Path::new(dir).join(named);
+            if candidate.is_file() {
+                return Ok(candidate);
+            }
+        }
+        Ok(named.to_path_buf())
+    }
 }

@@ -74,6 +74,8 @@ pub struct StartSpec {
     pub apps: Vec<AppSpec>,
     /// This host's ranks: (rank in MPI_COMM_WORLD, index into `apps`).
     pub ranks: Vec<(u32, u32)>,
+    /// MPI_UNIVERSE_SIZE (0: unset).
+    pub universe_size: u32,
 }
 
 /// Proxy to mpiexec.
@@ -322,6 +324,7 @@ impl ToProxy {
                 for &(rank, app) in &spec.ranks {
                     e.u32(rank).u32(app);
                 }
+                e.u32(spec.universe_size);
             }
             ToProxy::BarrierOut { pairs } => {
                 e.u8(2).pairs(pairs);
@@ -353,7 +356,18 @@ impl ToProxy {
                     apps.push(AppSpec { program, args, env: d.os_pairs()? });
                 }
                 let ranks = (0..d.count()?).map(|_| Ok((d.u32()?, d.u32()?))).collect::<io::Result<_>>()?;
-                ToProxy::Start(StartSpec { kvsname, size, process_mapping, tag_output, cwd, env, apps, ranks })
+                let universe_size = d.u32()?;
+                ToProxy::Start(StartSpec {
+                    kvsname,
+                    size,
+                    process_mapping,
+                    tag_output,
+                    cwd,
+                    env,
+                    apps,
+                    ranks,
+                    universe_size,
+                })
             }
             2 => ToProxy::BarrierOut { pairs: d.string_pairs()? },
             3 => ToProxy::Signal { signo: d.i32()? },
@@ -498,6 +512,7 @@ mod tests {
                 AppSpec { program: "./b".into(), args: vec![], env: vec![("A".into(), "1=2".into())] },
             ],
             ranks: vec![(0, 0), (2, 1)],
+            universe_size: 9,
         };
         for message in [
             ToProxy::Start(spec),

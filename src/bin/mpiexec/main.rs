@@ -140,8 +140,28 @@ fn job_spec(options: &Options, placement: &Placement, local: bool) -> JobSpec {
         app_of_rank,
         tag_output: options.tag_output,
         timeout: options.timeout,
+        auto_cleanup: options.auto_cleanup,
         base_env: None,
+        universe_size: universe_size(options),
     }
+}
+
+/// MPI_UNIVERSE_SIZE: `-usize`; else the hosts' slots (a host without a count is one slot;
+/// inside a Slurm allocation the hosts are its nodes with their task counts), never fewer
+/// than the ranks started; else, on this machine alone, unset, as under Hydra: mpiexec
+/// starts any number of processes here (ranks beyond the cores share them).
+fn universe_size(options: &Options) -> Option<usize> {
+    if let Some(n) = options.universe_size {
+        return Some(n);
+    }
+    if options.hosts.is_empty() {
+        return None;
+    }
+    let slots: usize = match options.ppn {
+        Some(ppn) => ppn * options.hosts.len(),
+        None => options.hosts.iter().map(|h| h.slots.unwrap_or(1)).sum(),
+    };
+    Some(slots.max(options.ranks()))
 }
 
 /// mpiexec with one proxy per host: listens for them and prepares what each is sent.
@@ -190,6 +210,7 @@ fn across_hosts(options: &Options, placement: &Placement, signals: signals::Sign
         env: proxy::exported_environment(),
         apps: spec.apps.clone(),
         ranks: Vec::new(),
+        universe_size: spec.universe_size.map_or(0, |n| n as u32),
     };
     let head = Head::new(listener, launch, proxies, host_of_rank, start);
     Ok(Job::new(spec, Role::Head(Box::new(head)), signals))

@@ -17,6 +17,9 @@ options:
   -genv NAME VALUE     set it for the ranks of every program (also -genv NAME=VALUE)
   -l, --tag-output     prefix each output line with [rank]
   --timeout SECONDS    kill the job after SECONDS and exit with 124
+  -disable-auto-cleanup  a rank that fails (killed, or exits without MPI_Finalize) does not end
+                       the job: the others run on, and mpiexec's status is still non-zero
+                       (MPI_Abort still ends the job)
   -hosts LIST          hosts to run on: h1,h2 (ranks round-robin, one per host) or h1:4,h2:4
                        (blocks of that many per host); wraps around when ranks outnumber slots
   -host LIST           the same
@@ -28,6 +31,9 @@ options:
                        on this machine, whatever the host names)
   -launcher-exec CMD   the command that runs `CMD HOST COMMAND...` (default ssh or rsh)
   -iface NAME          the network interface whose address the proxies connect back to
+  -usize N             MPI_UNIVERSE_SIZE: how many processes the job may have in all, spawned
+                       ones included (default: the hosts' slots, the Slurm allocation's tasks,
+                       or, on this machine alone with no hosts, unset: any number can start)
   -print-rank-map      print the host of each rank before starting
   -V, --version        print the version
   -h, --help           print this help
@@ -86,6 +92,10 @@ pub struct Options {
     pub print_rank_map: bool,
     pub tag_output: bool,
     pub timeout: Option<Duration>,
+    /// A failing rank ends the job (not with `-disable-auto-cleanup`).
+    pub auto_cleanup: bool,
+    /// `-usize`: MPI_UNIVERSE_SIZE.
+    pub universe_size: Option<usize>,
 }
 
 impl Options {
@@ -117,10 +127,18 @@ pub enum ParseOutcome {
 fn value_count(name: &str, next: Option<&OsString>) -> Option<usize> {
     match name {
         "n" | "np" | "timeout" | "hosts" | "host" | "f" | "hostfile" | "machinefile" | "ppn" | "launcher"
-        | "launcher-exec" | "iface" => Some(1),
+        | "launcher-exec" | "iface" | "usize" => Some(1),
         // `-genv NAME VALUE` or, as Hydra also accepts, `-genv NAME=VALUE`.
         "env" | "genv" => Some(if next.is_some_and(|v| v.to_string_lossy().contains('=')) { 1 } else { 2 }),
-        "l" | "tag-output" | "h" | "help" | "V" | "version" | "print-rank-map" => Some(0),
+        "l"
+        | "tag-output"
+        | "h"
+        | "help"
+        | "V"
+        | "version"
+        | "print-rank-map"
+        | "disable-auto-cleanup"
+        | "enable-auto-cleanup" => Some(0),
         _ => None,
     }
 }
@@ -277,6 +295,8 @@ fn parse_inner(args: Vec<OsString>) -> Result<Options, Inner> {
         print_rank_map: false,
         tag_output: false,
         timeout: None,
+        auto_cleanup: true,
+        universe_size: None,
     };
     let args = expand_configfile(args)?;
     // Hydra reads every ':' as the start of another program (MPMD).
@@ -430,7 +450,13 @@ fn parse_part(args: Vec<OsString>, options: &mut Options) -> Result<App, Inner> 
                 options.launcher_exec = Some(text);
             }
             Long("iface") => options.iface = Some(parser.value()?.string()?),
+            Long("usize") => {
+                let text = parser.value()?.string()?;
+                options.universe_size = Some(parse_positive(&text, &spelled("usize"))?);
+            }
             Long("print-rank-map") => options.print_rank_map = true,
+            Long("disable-auto-cleanup") => options.auto_cleanup = false,
+            Long("enable-auto-cleanup") => options.auto_cleanup = true,
             Short('h') | Long("h") | Long("help") => return Err(Inner::Help),
             Short('V') | Long("V") | Long("version") => return Err(Inner::Version),
             Value(value) => {
@@ -472,6 +498,14 @@ mod tests {
         assert_eq!(options.apps[0].program, "prog");
         assert_eq!(options.apps[0].args, args("-n 2 --foo"));
         assert!(options.hosts.is_empty());
+    }
+
+    #[test]
+    fn auto_cleanup_switch() {
+        assert!(parse(args("-n 2 prog")).unwrap().auto_cleanup);
+        assert!(!parse(args("-disable-auto-cleanup -n 2 prog")).unwrap().auto_cleanup);
+        assert!(!parse(args("--disable-auto-cleanup -n 2 prog")).unwrap().auto_cleanup);
+        assert!(parse(args("-disable-auto-cleanup -enable-auto-cleanup -n 2 prog")).unwrap().auto_cleanup);
     }
 
     #[test]

@@ -207,7 +207,10 @@ fn serve(start: StartSpec, mut link: Link) -> ExitCode {
         app_of_rank,
         tag_output: start.tag_output,
         timeout: None,
+        // mpiexec judges how ranks ended; a proxy only reports.
+        auto_cleanup: true,
         base_env: Some(start.env),
+        universe_size: (start.universe_size > 0).then_some(start.universe_size as usize),
     };
     let job = Job::new(spec, Role::Proxy { upstream: Some(link), barrier_pairs: Vec::new() }, signals);
     job.run();

@@ -63,45 +63,22 @@ pub struct Fabric {
 /// Every field of `Fabric` is `Some` once `load` returned it.
 const RESOLVED: &str = "libfabric symbol resolved at load";
 
-/// dlerror's text, on one line.
-fn last_dl_error() -> String {
-    // SAFETY: dlerror returns null or a NUL-terminated string valid until the next dl* call on
-    // this thread; it is copied before any other call.
-    let text = unsafe {
-        let message = libc::dlerror();
-        if message.is_null() {
-            String::from("no error text")
-        } else {
-            CStr::from_ptr(message).to_string_lossy().into_owned()
-        }
-    };
-    text.replace('\n', " ")
-}
-
 /// Resolves `name` in `handle` as a function pointer of type `F` (an `Option<unsafe extern
 /// "C" fn ...>` from `fabric_sys`).
 ///
 /// # Safety
 /// `handle` must come from a successful dlopen, and `F` must be the C type of symbol `name`.
 unsafe fn symbol<F: Copy>(handle: *mut c_void, library: &CStr, name: &CStr) -> Result<F, LoadError> {
-    const { assert!(size_of::<F>() == size_of::<*mut c_void>()) };
-    // SAFETY: the caller passes a live handle; `name` is NUL-terminated.
-    let address = unsafe { libc::dlsym(handle, name.as_ptr()) };
-    if address.is_null() {
-        return Err(LoadError {
-            message: format!(
-                "{} has no symbol {} ({}): the network transport needs libfabric 1.{} or newer \
-                 (Debian/Ubuntu package libfabric1)",
-                library.to_string_lossy(),
-                name.to_string_lossy(),
-                last_dl_error(),
-                sys::FI_MINOR_VERSION
-            ),
-        });
-    }
-    // SAFETY: `F` is an optional function pointer (same size as a data pointer, checked above)
-    // and the caller guarantees it is the type of the symbol found at `address`.
-    Ok(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&address) })
+    // SAFETY: forwarded from the caller.
+    unsafe { crate::dl::symbol(handle, name) }.map_err(|why| LoadError {
+        message: format!(
+            "{} has no symbol {} ({why}): the network transport needs libfabric 1.{} or newer \
+             (Debian/Ubuntu package libfabric1)",
+            library.to_string_lossy(),
+            name.to_string_lossy(),
+            sys::FI_MINOR_VERSION
+        ),
+    })
 }
 
 /// Runs `f` and then puts back every signal handler it changed. Provider libraries that
@@ -140,19 +117,13 @@ impl Fabric {
     /// Loads `library` afresh, without the per-process cache of `open`; for tests of the
     /// error path.
     pub fn load(library: &CStr) -> Result<Fabric, LoadError> {
-        // SAFETY: `library` is NUL-terminated. Loading runs the library's constructors, which
-        // for libfabric only initialise its own state.
-        let handle = unsafe { libc::dlopen(library.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-        if handle.is_null() {
-            return Err(LoadError {
-                message: format!(
-                    "cannot load {} ({}): jobs that span nodes need libfabric; install the libfabric1 package \
-                     (Debian/Ubuntu: apt-get install libfabric1)",
-                    library.to_string_lossy(),
-                    last_dl_error()
-                ),
-            });
-        }
+        let handle = crate::dl::open(library).map_err(|why| LoadError {
+            message: format!(
+                "cannot load {} ({why}): jobs that span nodes need libfabric; install the libfabric1 package \
+                 (Debian/Ubuntu: apt-get install libfabric1)",
+                library.to_string_lossy()
+            ),
+        })?;
         // SAFETY: `handle` is live (never closed), and each type is the one fabric_sys derived
         // from the header declaration of that very symbol.
         let fabric = unsafe {

@@ -1,6 +1,8 @@
 //! Transport between nodes: one reliable-datagram (`FI_EP_RDM`) endpoint of libfabric per
 //! rank, carrying the point-to-point engine's packets (the same header as a shared-memory
-//! slot, then the payload) as tagged messages whose tag is the sender's world rank. Matching
+//! slot, then the payload) as tagged messages whose tag names the sender in the receiver's
+//! table of processes (its world rank within a job; for a process of another job, connected
+//! by MPI_Comm_spawn, the index the receiver gave it: `Net::add_other_job`). Matching
 //! stays in the engine: every receive buffer takes any packet, so `MPI_ANY_SOURCE`, probes,
 //! cancellation and ordering work as they do over shared memory. Packets between two ranks
 //! keep their order: the provider matches them to receive buffers in the senders' order
@@ -30,6 +32,10 @@ use fabric::{FI_ADDR_UNSPEC, Fabric, sys};
 use std::collections::VecDeque;
 use std::ffi::{CStr, c_void};
 use std::ptr::null_mut;
+
+/// Kind of the packet that opens the connection to a process of another job
+/// (`Net::add_other_job`); never handed to the engine, whose kinds are small numbers.
+const HELLO_KIND: u32 = u32::MAX;
 
 /// Bytes of the header in front of every message.
 const HEADER: usize = size_of::<Packet>();
@@ -88,6 +94,8 @@ fn check(fabric: &Fabric, call: &str, ret: impl Into<i64>) -> MpiResult<()> {
 struct Arrival {
     len: usize,
     from: usize,
+    /// A hello (`Net::add_other_job`), for the transport alone.
+    hello: bool,
 }
 
 /// The provider and domain a job uses, as `oxmpi-info` and the debug log show them.
@@ -145,6 +153,17 @@ pub struct Net {
     /// Per world rank: the rails it shares with this rank (0 for ranks not reached through
     /// the network).
     peer_rails: Vec<usize>,
+    /// Per peer: the tag packets to it carry, which names this process in the peer's table
+    /// (this rank for ranks of its own job; for processes of another job, the index that
+    /// job's process gave this one when they connected).
+    sent_as: Vec<u64>,
+    /// Per peer: whether packets may go to it now. False for a process of another job whose
+    /// connection the other side opens (`add_other_job`), until its first packet arrives
+    /// (which may come before it is added: then the vector is longer than the table).
+    greeted: Vec<bool>,
+    /// The ranks of this process's job: the first entries of the table (the others are
+    /// processes of other jobs, `add_other_job`).
+    job_size: usize,
     me: usize,
     /// Receive buffers, then send buffers; never moved while the endpoint is open.
     buffers: Box<[u64]>,
@@ -345,6 +364,9 @@ impl Net {
             fabric,
             rails: Vec::new(),
             peer_rails: vec![0; world],
+            sent_as: vec![me as u64; world],
+            greeted: vec![true; world],
+            job_size: world,
             me,
             buffers: vec![0u64; (RECV_BUFFERS + SEND_BUFFERS) * BUFFER_BYTES / 8].into_boxed_slice(),
             contexts: vec![[null_mut(); 8]; RECV_BUFFERS + SEND_BUFFERS + DIRECT_TRANSFERS * MAX_RAILS]
@@ -497,6 +519,49 @@ impl Net {
         Ok(())
     }
 
+    /// Adds processes of another job at the next indices: for each, its `address()` and the
+    /// tag packets to it carry (the index its process gave this one). Returns the first index.
+    ///
+    /// Of each pair, only the process with the smaller address opens the connection: it sends
+    /// a hello at once, and the other sends nothing to it before a packet from it arrived.
+    /// When both open connections at the same time, libfabric's tcp and rxm connection
+    /// managers pick one by the processes' ids, which they read from connection records they
+    /// recycle without clearing: after an earlier peer went away (a spawned job that ended)
+    /// they may keep the connection both sides just closed, and the packets on it are lost.
+    /// Only rail 0 carries packets, so processes of other jobs are reached on rail 0 alone
+    /// (a direct transfer on another rail would open a connection from either side).
+    pub fn add_other_job(&mut self, peers: &[(Vec<u8>, u64)]) -> MpiResult<usize> {
+        let first = self.sent_as.len();
+        let n = peers.len();
+        for rail in &mut self.rails {
+            rail.addr.resize(first + n, FI_ADDR_UNSPEC);
+        }
+        self.peer_rails.resize(first + n, 0);
+        self.sent_as.extend(peers.iter().map(|&(_, tag)| tag));
+        let mine = self.address()?;
+        let opens: Vec<bool> = peers.iter().map(|(address, _)| mine < *address).collect();
+        // Some may have greeted already (`read_rail`).
+        self.greeted.resize(self.greeted.len().max(first + n), false);
+        for (k, &open) in opens.iter().enumerate() {
+            self.greeted[first + k] |= open;
+        }
+        let named: Vec<(usize, Vec<u8>)> = peers.iter().enumerate().map(|(k, (a, _))| (first + k, a.clone())).collect();
+        self.connect(&named)?;
+        for (k, &open) in opens.iter().enumerate() {
+            let peer = first + k;
+            self.peer_rails[peer] = self.peer_rails[peer].min(1);
+            let opener = if open { "this process sends a hello" } else { "it sends a hello" };
+            log::debug!("network: process {peer} of another job added; {opener}");
+            if open {
+                while !self.can_send(peer) {
+                    self.read_completions();
+                }
+                self.send(peer, &Packet { kind: HELLO_KIND, ..Default::default() }, 0, |_| {});
+            }
+        }
+        Ok(first)
+    }
+
     fn buffer(&mut self, i: usize) -> &mut [u8] {
         let bytes: &mut [u8] = words_as_bytes_mut(&mut self.buffers);
         &mut bytes[i * BUFFER_BYTES..(i + 1) * BUFFER_BYTES]
@@ -528,10 +593,11 @@ impl Net {
         Ok(())
     }
 
-    /// Whether a packet can be sent now (a send buffer is free).
+    /// Whether a packet can be sent to `dst` now (a send buffer is free, and the process
+    /// greeted this one if it opens the connection: `add_other_job`).
     #[inline]
-    pub fn can_send(&self) -> bool {
-        !self.send_free.is_empty()
+    pub fn can_send(&self, dst: usize) -> bool {
+        !self.send_free.is_empty() && self.greeted[dst]
     }
 
     /// Sends `packet` and `payload` bytes written by `fill` (which gets `PAYLOAD_CAPACITY`
@@ -546,12 +612,13 @@ impl Net {
         fill(&mut buf[HEADER..HEADER + PAYLOAD_CAPACITY]);
         let ptr = buf.as_ptr().cast::<c_void>();
         let to = self.rails[0].addr[dst];
+        let tag = self.sent_as[dst];
         debug_assert_ne!(to, FI_ADDR_UNSPEC, "rank {dst} is not reached through the network");
         if HEADER + payload <= self.inject_size {
             // The provider copies the message before returning: the buffer stays free.
             let ret = self.post_until_taken(|net| {
                 // SAFETY: the endpoint is open; the buffer holds HEADER + payload bytes.
-                unsafe { fabric::fi_tinject(net.rails[0].ep, ptr, HEADER + payload, to, net.me as u64) }
+                unsafe { fabric::fi_tinject(net.rails[0].ep, ptr, HEADER + payload, to, tag) }
             });
             if ret < 0 {
                 self.fail(&format!("fi_tinject to rank {dst}: {}", self.fabric.strerror(ret as i64)));
@@ -564,7 +631,7 @@ impl Net {
             let rail = &net.rails[0];
             // SAFETY: as in `post_receive`: buffer and context stay put and untouched until
             // the send completes (the buffer returns to `send_free` then).
-            unsafe { fabric::fi_tsend(rail.ep, ptr, HEADER + payload, rail.desc, to, net.me as u64, ctx) }
+            unsafe { fabric::fi_tsend(rail.ep, ptr, HEADER + payload, rail.desc, to, tag, ctx) }
         });
         if ret < 0 {
             self.fail(&format!("fi_tsend to rank {dst}: {}", self.fabric.strerror(ret as i64)));
@@ -594,6 +661,7 @@ impl Net {
             }
             if ret == -(sys::FI_EAVAIL as isize) {
                 self.fail_from_queue(r);
+                continue;
             }
             if ret < 0 {
                 self.fail(&format!("fi_cq_read: {}", self.fabric.strerror(ret as i64)));
@@ -603,7 +671,19 @@ impl Net {
                 let e = unsafe { e.assume_init_ref() };
                 let b = self.buffer_of(e.op_context);
                 if b < RECV_BUFFERS {
-                    self.arrived[b] = Some(Arrival { len: e.len, from: e.tag as usize });
+                    let from = e.tag as usize;
+                    // Only processes of other jobs greet: the job's own packets are not looked at.
+                    // A hello can come before this process adds its sender (at the index the
+                    // sender was told): the mark waits for `add_other_job` there.
+                    let mut hello = false;
+                    if from >= self.job_size {
+                        if from >= self.greeted.len() {
+                            self.greeted.resize(from + 1, false);
+                        }
+                        self.greeted[from] = true;
+                        hello = e.len >= HEADER && self.packet_kind(b) == HELLO_KIND;
+                    }
+                    self.arrived[b] = Some(Arrival { len: e.len, from, hello });
                     arrived = true;
                 } else if b < RECV_BUFFERS + SEND_BUFFERS {
                     self.send_free.push(b);
@@ -624,10 +704,26 @@ impl Net {
         at
     }
 
-    /// The next packet in order, if it arrived: its sender (world rank), header and payload.
-    /// It stays until `release_front`.
+    /// The next packet for the engine, if it arrived: its sender (world rank), header and
+    /// payload. It stays until `release_front`. Hellos (`add_other_job`) are dropped here.
     #[inline]
-    pub fn front(&self) -> Option<(usize, Packet, &[u8])> {
+    pub fn front(&mut self) -> Option<(usize, Packet, &[u8])> {
+        while self.arrived[*self.posted.front()?]?.hello {
+            self.release_front();
+        }
+        self.peek_front()
+    }
+
+    /// The kind of the packet in receive buffer `b`, which holds at least a header.
+    fn packet_kind(&self, b: usize) -> u32 {
+        let bytes: &[u8] = words_as_bytes(&self.buffers);
+        let at = b * BUFFER_BYTES + std::mem::offset_of!(Packet, kind);
+        u32::from_ne_bytes(bytes[at..at + 4].try_into().expect("four bytes"))
+    }
+
+    /// The next packet in order, if it arrived.
+    #[inline]
+    fn peek_front(&self) -> Option<(usize, Packet, &[u8])> {
         let b = *self.posted.front()?;
         let a = self.arrived[b]?;
         let bytes: &[u8] = words_as_bytes(&self.buffers);
@@ -788,13 +884,34 @@ impl Net {
     }
 
     /// Reads the error entry at the head of rail `r`'s completion queue and ends the job.
-    fn fail_from_queue(&mut self, r: usize) -> ! {
+    /// Reads the failed completion of rail `r` and ends the process, except for a packet
+    /// that could not go because its peer's connection is gone once this process has
+    /// connected to another job: such processes end on their own after MPI_Comm_disconnect
+    /// (a peer of this job never leaves before the job's last fence), so the packet (the
+    /// last acknowledgement of a disconnect, typically) has no one to go to. Its send buffer,
+    /// if it had one (not an injected packet), is free again.
+    fn fail_from_queue(&mut self, r: usize) {
         // SAFETY: the CQ is open; the entry is written into zeroed storage.
-        let (err, prov) = unsafe {
+        let (err, prov, context) = unsafe {
             let mut e: sys::fi_cq_err_entry = std::mem::zeroed();
             fabric::fi_cq_readerr(self.rails[r].cq, &mut e, 0);
-            (e.err, e.prov_errno)
+            (e.err, e.prov_errno, e.op_context)
         };
+        let gone = [libc::ENOTCONN, libc::ECONNRESET, libc::EPIPE, libc::ECONNABORTED, libc::ECONNREFUSED];
+        let other_jobs = self.sent_as.len() > self.job_size;
+        if other_jobs && gone.contains(&err) {
+            // No context: an injected packet, which holds no buffer of ours.
+            if context.is_null() {
+                log::debug!("network: a packet found its peer gone ({}); dropped", self.fabric.strerror(err.into()));
+                return;
+            }
+            let b = self.buffer_of(context);
+            if (RECV_BUFFERS..RECV_BUFFERS + SEND_BUFFERS).contains(&b) {
+                log::debug!("network: a packet found its peer gone ({}); dropped", self.fabric.strerror(err.into()));
+                self.send_free.push(b);
+                return;
+            }
+        }
         let domain = self.rails[r].choice.domain.clone();
         self.fail(&format!("{} on {domain} (provider error {prov})", self.fabric.strerror(err.into())))
     }
