@@ -284,6 +284,7 @@ ctests! {
     io_views => "io_views.c",
     io_collective => "io_collective.c",
     io_sieve => "io_sieve.c",
+    io_datarep => "io_datarep.c",
     spawn_basic => "spawn_basic.c",
     spawn_errors => "spawn_errors.c",
     spawn_ports => "spawn_ports.c",

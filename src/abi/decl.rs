@@ -297,9 +297,11 @@ pub fn win_target(f: &Func) -> Option<String> {
 /// The file whose error handler gets the errors of `f` (the `MPI_File_*` functions but
 /// those that manage error handlers, whose errors MPICH reports on MPI_COMM_WORLD): its
 /// by-value `MPI_File`, else MPI_FILE_NULL, whose handler is the default for files
-/// (MPI_File_open, MPI_File_delete, MPI_File_close).
+/// (MPI_File_open, MPI_File_delete, MPI_File_close, and MPI_Register_datarep, as MPI-4.1
+/// 14.5.3 says).
 pub fn file_target(f: &Func) -> Option<String> {
-    if !f.name.starts_with("MPI_File_") || f.name.ends_with("_errhandler") {
+    let file_function = f.name.starts_with("MPI_File_") || f.name.starts_with("MPI_Register_datarep");
+    if !file_function || f.name.ends_with("_errhandler") {
         return None;
     }
     Some(match f.params.iter().find(|p| p.ty.base == "MPI_File" && p.ty.pointers == 0) {

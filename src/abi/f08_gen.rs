@@ -63,7 +63,7 @@ const ADDRESS_VALUES: &[&str] = &["attribute_val", "extra_state", "baseptr", "bu
 /// interface name, and its dummies (after `use mpi_f08_types`). Every argument comes by
 /// reference except the reduction buffers (TYPE(C_PTR) by value, the same bits as the
 /// address `mpif.h` passes), so the `mpif.h` binding calls these procedures correctly.
-/// The datarep conversion functions are not here (MPI_Register_datarep is not implemented).
+/// The datarep conversion functions are not here: MPI_Register_datarep is bound in C only.
 pub const CALLBACKS: &[(&str, &str, &[&str])] = &[
     (
         "MPI_User_function",

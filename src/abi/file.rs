@@ -162,8 +162,8 @@ pub fn MPI_File_sync(fh: MPI_File) -> MpiResult {
 
 /// The extent of `datatype` in the file: its memory extent (the "native" representation).
 fn type_extent(fh: MPI_File, datatype: MPI_Datatype) -> MpiResult<i64> {
-    file_of(fh)?;
-    Ok(crate::datatype::lookup(datatype)?.data().extent() as i64)
+    let view = file_of(fh)?.state().view.clone();
+    view.repr.type_extent(&view.datarep, datatype)
 }
 
 /// # Safety
@@ -182,33 +182,155 @@ pub unsafe fn MPI_File_get_type_extent_c(fh: MPI_File, datatype: MPI_Datatype, e
     unsafe { put(extent, e as MPI_Count, "extent") }
 }
 
-/// The data representation's name is recorded; views in it are not implemented yet, so
-/// the conversion functions are not kept (of either width).
-///
 /// # Safety
-/// `datarep` is a NUL-terminated string.
+/// `datarep` is a NUL-terminated string; the functions are the program's, of these types.
 pub unsafe fn MPI_Register_datarep(
     datarep: *const c_char,
-    _read_conversion_fn: MPI_Datarep_conversion_function,
-    _write_conversion_fn: MPI_Datarep_conversion_function,
+    read_conversion_fn: MPI_Datarep_conversion_function,
+    write_conversion_fn: MPI_Datarep_conversion_function,
     dtype_file_extent_fn: MPI_Datarep_extent_function,
     extra_state: *mut c_void,
 ) -> MpiResult {
-    // SAFETY: forwarded; the conversion functions are not called.
-    unsafe { MPI_Register_datarep_c(datarep, None, None, dtype_file_extent_fn, extra_state) }
+    let (read, write) = (Converter::Int(read_conversion_fn), Converter::Int(write_conversion_fn));
+    // SAFETY: forwarded.
+    unsafe { register_datarep(datarep, read, write, dtype_file_extent_fn, extra_state) }
 }
 
 /// # Safety
-/// `datarep` is a NUL-terminated string.
+/// As for MPI_Register_datarep.
 pub unsafe fn MPI_Register_datarep_c(
     datarep: *const c_char,
-    _read_conversion_fn: MPI_Datarep_conversion_function_c,
-    _write_conversion_fn: MPI_Datarep_conversion_function_c,
-    _dtype_file_extent_fn: MPI_Datarep_extent_function,
-    _extra_state: *mut c_void,
+    read_conversion_fn: MPI_Datarep_conversion_function_c,
+    write_conversion_fn: MPI_Datarep_conversion_function_c,
+    dtype_file_extent_fn: MPI_Datarep_extent_function,
+    extra_state: *mut c_void,
+) -> MpiResult {
+    let (read, write) = (Converter::Count(read_conversion_fn), Converter::Count(write_conversion_fn));
+    // SAFETY: forwarded.
+    unsafe { register_datarep(datarep, read, write, dtype_file_extent_fn, extra_state) }
+}
+
+/// # Safety
+/// As for MPI_Register_datarep.
+unsafe fn register_datarep(
+    datarep: *const c_char,
+    read: Converter,
+    write: Converter,
+    extent: MPI_Datarep_extent_function,
+    extra_state: *mut c_void,
 ) -> MpiResult {
     // SAFETY: the caller's contract.
-    crate::io::view::register_datarep(&unsafe { c_str(datarep, "datarep") }?)
+    let name = unsafe { c_str(datarep, "datarep") }?;
+    let Some(extent) = extent else {
+        return err(MPI_ERR_ARG, "invalid dtype_file_extent_fn argument (NULL)");
+    };
+    let rep = ProgramDatarep { read, write, extent, extra_state: extra_state as usize };
+    crate::io::datarep::register(&name, Arc::new(rep))
+}
+
+/// A conversion function of the program (either width), or MPI_CONVERSION_FN_NULL (None).
+#[derive(Clone, Copy)]
+enum Converter {
+    Int(MPI_Datarep_conversion_function),
+    Count(MPI_Datarep_conversion_function_c),
+}
+
+impl Converter {
+    fn is_null(self) -> bool {
+        match self {
+            Converter::Int(f) => f.is_none(),
+            Converter::Count(f) => f.is_none(),
+        }
+    }
+
+    /// Calls the function on `items` data items from position 0.
+    ///
+    /// # Safety
+    /// `user` and `file` hold those items for the function's direction; `extra_state` is the
+    /// program's.
+    unsafe fn call(
+        self,
+        user: usize,
+        datatype: MPI_Datatype,
+        items: usize,
+        file: *mut u8,
+        extra_state: usize,
+    ) -> MpiResult<()> {
+        let (user, file, state) = (user as *mut c_void, file.cast::<c_void>(), extra_state as *mut c_void);
+        let code = match self {
+            Converter::Int(Some(f)) => {
+                let Ok(count) = c_int::try_from(items) else {
+                    return err(
+                        MPI_ERR_CONVERSION,
+                        format!(
+                            "{items} data items to convert, more than the int count of a function registered with                              MPI_Register_datarep takes (MPI_Register_datarep_c's functions take any count)"
+                        ),
+                    );
+                };
+                // SAFETY: the caller's contract.
+                unsafe { f(user, datatype, count, file, 0, state) }
+            }
+            // SAFETY: the caller's contract.
+            Converter::Count(Some(f)) => unsafe { f(user, datatype, items as MPI_Count, file, 0, state) },
+            Converter::Int(None) | Converter::Count(None) => {
+                unreachable!("MPI_CONVERSION_FN_NULL is never called (`converts`)")
+            }
+        };
+        if code != MPI_SUCCESS {
+            return err(
+                MPI_ERR_CONVERSION,
+                format!("the data representation's conversion function returned error {code}"),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A data representation registered by the program: its functions and their state.
+struct ProgramDatarep {
+    read: Converter,
+    write: Converter,
+    extent: unsafe extern "C" fn(MPI_Datatype, *mut MPI_Aint, *mut c_void) -> c_int,
+    extra_state: usize,
+}
+
+impl crate::io::datarep::UserDatarep for ProgramDatarep {
+    fn file_extent(&self, dt: MPI_Datatype) -> MpiResult<usize> {
+        let mut extent: MPI_Aint = 0;
+        // SAFETY: the program's dtype_file_extent_fn, called with a predefined datatype, a
+        // live output and its own state.
+        let code = unsafe { (self.extent)(dt, &mut extent, self.extra_state as *mut c_void) };
+        if code != MPI_SUCCESS {
+            return err(
+                MPI_ERR_CONVERSION,
+                format!("the data representation's dtype_file_extent_fn returned error {code}"),
+            );
+        }
+        usize::try_from(extent).map_err(|_| {
+            crate::error::MpiError::new(
+                MPI_ERR_CONVERSION,
+                format!("the data representation's dtype_file_extent_fn gave a negative extent ({extent})"),
+            )
+        })
+    }
+
+    fn converts(&self, dir: Direction) -> bool {
+        !match dir {
+            Direction::Read => self.read,
+            Direction::Write => self.write,
+        }
+        .is_null()
+    }
+
+    unsafe fn read(&self, user: usize, datatype: MPI_Datatype, items: usize, file: &[u8]) -> MpiResult<()> {
+        // SAFETY: the caller's contract; the function only reads `file`.
+        unsafe { self.read.call(user, datatype, items, file.as_ptr().cast_mut(), self.extra_state) }
+    }
+
+    unsafe fn write(&self, user: usize, datatype: MPI_Datatype, items: usize, file: &mut [u8]) -> MpiResult<()> {
+        // SAFETY: the caller's contract.
+        unsafe { self.write.call(user, datatype, items, file.as_mut_ptr(), self.extra_state) }
+    }
 }
 
 // ----- views and file pointers -----

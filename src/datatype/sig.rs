@@ -70,6 +70,28 @@ impl Sig {
         (count, bytes)
     }
 
+    /// The distinct basic types of the signature, in the order they first appear (each
+    /// repeated body looked at once).
+    pub fn basic_types(&self) -> Vec<&'static Builtin> {
+        let mut found = Vec::new();
+        self.collect_basic_types(&mut found);
+        found
+    }
+
+    fn collect_basic_types(&self, found: &mut Vec<&'static Builtin>) {
+        for it in &self.items {
+            match it {
+                &Item::Basic { dt, .. } => {
+                    let b = basic(dt);
+                    if !found.iter().any(|f| f.handle == b.handle) {
+                        found.push(b);
+                    }
+                }
+                Item::Repeat { body, .. } => body.collect_basic_types(found),
+            }
+        }
+    }
+
     /// Calls `f(basic type, n)` for each run of basic elements, in order, `times` over.
     pub fn for_each_run(&self, times: usize, f: &mut impl FnMut(&'static Builtin, usize)) {
         for _ in 0..times {

@@ -12,15 +12,14 @@
 //! The collective forms are in `collective`. The nonblocking forms do their I/O when they
 //! start (the ABI layer hands back a completed request).
 
+use super::datarep::Conversion;
 use super::file::{File, check_not_sequential, check_writable};
 use super::hints;
 use crate::abi::consts::*;
 use crate::abi::types::MPI_Datatype;
 use crate::datatype::Layout;
-use crate::datatype::sig::{Sig, convert};
 use crate::error::{MpiError, MpiResult, err};
 use std::ffi::c_int;
-use std::sync::Arc;
 
 /// Where an access starts.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -133,13 +132,20 @@ pub(super) unsafe fn perform(
     if runs.is_empty() {
         return Ok(0);
     }
+    let conversion = view.repr.conversion(&view.datarep, mem, dir)?;
+    // Written data is converted before the lock is taken.
+    let written = match &conversion {
+        // SAFETY: the caller's contract on `mem`.
+        Some(c) if dir == Direction::Write => Some(unsafe { c.to_file(mem) }?),
+        _ => None,
+    };
     let lock = if atomic { Some(RangeLock::take(file, runs, dir)?) } else { None };
     // SAFETY: the caller's contract on `mem`.
     let moved = unsafe {
-        if view.external32 {
-            transfer_external32(file, runs, mem, dir)
-        } else {
-            transfer_native(file, runs, mem, dir, sieve, atomic)
+        match (&conversion, written) {
+            (None, _) => transfer_native(file, runs, mem, dir, sieve, atomic),
+            (Some(_), Some(data)) => transfer(file, runs, &[(data.as_ptr() as usize, data.len())], dir),
+            (Some(c), None) => read_converted(file, runs, mem, c),
         }
     };
     drop(lock);
@@ -365,34 +371,23 @@ unsafe fn write_sieved(file: &File, runs: &[(u64, usize)], span: (u64, usize), c
     wrote.map(drop)
 }
 
-/// Moves the data of `runs` through a packed buffer converted to or from external32 (the
-/// view checked that the file's types have their native sizes there; the memory type must
-/// too).
+/// Reads the data of `runs` into a buffer in the file's representation and stores it,
+/// converted, into the program's memory.
 ///
 /// # Safety
 /// As for `access`.
-unsafe fn transfer_external32(file: &File, runs: &[(u64, usize)], mem: &Memory, dir: Direction) -> MpiResult<usize> {
-    let sig = external32_sig(mem)?;
-    let len = mem.bytes();
-    let mut ext = vec![0u8; len];
-    match dir {
-        Direction::Write => {
-            // SAFETY: the caller's contract on `mem`.
-            let mut native = unsafe { mem.layout.pack_to_vec(mem.addr as *const u8, mem.count, 0..len) };
-            convert(&sig, mem.count, &mut native, &mut ext, true);
-            // SAFETY: `ext` is a live buffer of `len` bytes.
-            unsafe { transfer(file, runs, &[(ext.as_ptr() as usize, len)], dir) }
-        }
-        Direction::Read => {
-            // SAFETY: `ext` is a live buffer of `len` bytes.
-            let n = unsafe { transfer(file, runs, &[(ext.as_mut_ptr() as usize, len)], dir) }?;
-            let mut native = vec![0u8; len];
-            convert(&sig, mem.count, &mut native, &mut ext, false);
-            // SAFETY: the caller's contract on `mem`; only the bytes read are stored.
-            unsafe { mem.layout.unpack(mem.addr as *mut u8, mem.count, 0, &native[..n]) };
-            Ok(n)
-        }
-    }
+unsafe fn read_converted(
+    file: &File,
+    runs: &[(u64, usize)],
+    mem: &Memory,
+    conversion: &Conversion,
+) -> MpiResult<usize> {
+    let mut data = vec![0u8; mem.bytes()];
+    // SAFETY: `data` is a live buffer of `mem.bytes()` bytes.
+    let n = unsafe { transfer(file, runs, &[(data.as_mut_ptr() as usize, data.len())], Direction::Read) }?;
+    // SAFETY: the caller's contract on `mem`.
+    unsafe { conversion.from_file(mem, &mut data, n) }?;
+    Ok(n)
 }
 
 /// Moves the data of `runs` (file offsets) from or to the memory `blocks` (as many bytes in
@@ -539,18 +534,4 @@ mod tests {
         assert_eq!(iov.iter().map(|v| (v.iov_base as usize, v.iov_len)).collect::<Vec<_>>(), [(1004, 2), (2000, 3)]);
         assert_eq!(c.peek(5, 1, &mut iov), 2, "at most `max` iovecs");
     }
-}
-
-/// The type signature of a memory type for external32 conversion (only types whose
-/// external32 size is their native size).
-pub(super) fn external32_sig(mem: &Memory) -> MpiResult<Arc<Sig>> {
-    let sig = crate::datatype::lookup(mem.datatype)?.data().sig.clone();
-    if sig.ext_size != sig.size {
-        return err(
-            MPI_ERR_UNSUPPORTED_DATAREP,
-            "external32 access with a memory type whose external32 size differs from its native size (such as \
-             MPI_LONG) is not implemented yet in oxmpi",
-        );
-    }
-    Ok(sig)
 }

@@ -27,6 +27,7 @@
 //! the remaining rounds without doing more I/O, so no member is left waiting.
 
 use super::access::{self, Direction, Memory, Position, RangeLock};
+use super::datarep::Conversion;
 use super::file::File;
 use super::hints::{self, Buffering};
 use super::scratch;
@@ -34,11 +35,9 @@ use super::view::View;
 use crate::abi::consts::*;
 use crate::coll::{self, Block, Blocks, In, Out};
 use crate::datatype::BYTE;
-use crate::datatype::sig::{Sig, convert};
 use crate::error::{MpiResult, err};
 use std::borrow::Cow;
 use std::ffi::c_int;
-use std::sync::Arc;
 
 /// Domain bounds go to page multiples when domains are smaller than `cb_buffer_size`.
 const PAGE: u64 = 4096;
@@ -53,12 +52,18 @@ struct Mine<'m> {
     view: View,
     atomic: bool,
     sieve: Option<usize>,
-    /// The memory type's signature when the view stores external32.
-    ext_sig: Option<Arc<Sig>>,
+    /// How the data is converted when the view's representation is not native, and for a
+    /// write the data so converted (before the collective steps, so that a failed conversion
+    /// is this member's failed check).
+    conversion: Option<Conversion>,
+    written: Option<Vec<u8>>,
 }
 
 /// Checks an access and finds its runs (what `access::access` does before its I/O).
-fn prepare<'m>(file: &File, pos: Position, mem: MpiResult<&'m Memory>, dir: Direction) -> MpiResult<Mine<'m>> {
+///
+/// # Safety
+/// As for `access_all`'s `mem`.
+unsafe fn prepare<'m>(file: &File, pos: Position, mem: MpiResult<&'m Memory>, dir: Direction) -> MpiResult<Mine<'m>> {
     let mem = mem?;
     let (view, atomic, sieve, pointer) = {
         let st = file.state();
@@ -71,9 +76,14 @@ fn prepare<'m>(file: &File, pos: Position, mem: MpiResult<&'m Memory>, dir: Dire
         Position::Shared => file.shared_pointer("shared file pointer access")?.fetch_add(etypes)?,
         Position::Reserved(o) => o,
     };
-    let ext_sig = if view.external32 { Some(super::access::external32_sig(mem)?) } else { None };
+    let conversion = view.repr.conversion(&view.datarep, mem, dir)?;
+    let written = match &conversion {
+        // SAFETY: the caller's contract on `mem` (`access_all`).
+        Some(c) if dir == Direction::Write => Some(unsafe { c.to_file(mem) }?),
+        _ => None,
+    };
     let runs = view.runs(start * view.etype_size as u64, mem.bytes());
-    Ok(Mine { mem, start, runs, view, atomic, sieve, ext_sig })
+    Ok(Mine { mem, start, runs, view, atomic, sieve, conversion, written })
 }
 
 /// What each member tells the others at the start of a collective access.
@@ -249,7 +259,8 @@ fn exchange(file: &File, send: &[u8], send_lens: &[usize], recv: &mut [u8], recv
 /// `mem`, when Ok, describes memory of the program valid for reads (writes, for `Read`) of
 /// its `count` elements.
 pub unsafe fn access_all(file: &File, pos: Position, mem: MpiResult<&Memory>, dir: Direction) -> MpiResult<usize> {
-    let mine = prepare(file, pos, mem, dir);
+    // SAFETY: forwarded.
+    let mine = unsafe { prepare(file, pos, mem, dir) };
     let header = {
         let st = file.state();
         let (lo, hi, ordered) = match &mine {
@@ -348,7 +359,11 @@ impl Stream {
     /// As for `access_all`'s `mem`.
     unsafe fn new(m: &Mine, dir: Direction) -> Stream {
         let len = m.mem.bytes();
-        if m.ext_sig.is_none()
+        if let Some(data) = &m.written {
+            // Only read from (a write's stream).
+            return Stream { ptr: data.as_ptr().cast_mut(), len, packed: None };
+        }
+        if m.conversion.is_none()
             && let Some(at) = m.mem.layout.contiguous_at()
         {
             return Stream { ptr: m.mem.addr.wrapping_add_signed(at) as *mut u8, len, packed: None };
@@ -358,29 +373,25 @@ impl Stream {
             Direction::Write => unsafe { m.mem.layout.pack_to_vec(m.mem.addr as *const u8, m.mem.count, 0..len) },
             Direction::Read => vec![0u8; len],
         };
-        if let Some(sig) = &m.ext_sig
-            && dir == Direction::Write
-        {
-            let mut ext = vec![0u8; len];
-            convert(sig, m.mem.count, &mut packed, &mut ext, true);
-            packed = ext;
-        }
         Stream { ptr: packed.as_mut_ptr(), len, packed: Some(packed) }
     }
 
-    /// After a read: the packed bytes go to the program's memory (converted from external32).
+    /// After a read of the stream's first `n` bytes: they go to the program's memory
+    /// (converted from the file's representation).
     ///
     /// # Safety
     /// As for `access_all`'s `mem`.
-    unsafe fn finish_read(self, m: &Mine) {
-        let Some(mut packed) = self.packed else { return };
-        if let Some(sig) = &m.ext_sig {
-            let mut native = vec![0u8; packed.len()];
-            convert(sig, m.mem.count, &mut native, &mut packed, false);
-            packed = native;
+    unsafe fn finish_read(self, m: &Mine, n: usize) -> MpiResult<()> {
+        let Some(mut packed) = self.packed else { return Ok(()) };
+        match &m.conversion {
+            // SAFETY: the caller's contract on `mem`.
+            Some(c) => unsafe { c.from_file(m.mem, &mut packed, n) },
+            None => {
+                // SAFETY: the caller's contract on `mem`.
+                unsafe { m.mem.layout.unpack(m.mem.addr as *mut u8, m.mem.count, 0, &packed[..n]) };
+                Ok(())
+            }
         }
-        // SAFETY: the caller's contract on `mem`.
-        unsafe { m.mem.layout.unpack(m.mem.addr as *mut u8, m.mem.count, 0, &packed) };
     }
 }
 
@@ -625,9 +636,12 @@ unsafe fn two_phase(
     match dir {
         Direction::Write => Ok(Ok(total)),
         Direction::Read => {
+            let moved = match file.size() {
+                Ok(size) => bytes_before(runs, size),
+                Err(e) => return Ok(Err(e)),
+            };
             // SAFETY: the caller's contract on `mem`.
-            unsafe { s.finish_read(m) };
-            Ok(file.size().map(|size| bytes_before(runs, size)))
+            Ok(unsafe { s.finish_read(m, moved) }.map(|()| moved))
         }
     }
 }

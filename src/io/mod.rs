@@ -4,6 +4,8 @@
 //!   atomicity, views and file pointers.
 //! - `view`: a view as the filetype's flattened layout; an access's byte range of the view
 //!   becomes (file offset, length) runs.
+//! - `datarep`: data representations (external32, the program's own) and the conversion
+//!   of an access's data.
 //! - `access`: positioning and the vectored system calls (`preadv`/`pwritev`) of one rank.
 //! - `collective`: the collective and ordered accesses, independent or two-phase (the
 //!   members' data gathered at aggregators, which do large reads and writes).
@@ -12,12 +14,14 @@
 //! - `errors`: `errno` to MPI-IO error classes, in one place.
 //! - `scratch`: byte buffers reused between accesses.
 //!
-//! Not yet: external32 of types whose size differs there and user data representations,
-//! shared file pointers across nodes, nonblocking I/O that overlaps computation (it is
-//! done when started).
+//! Not yet: data representations that store a type in another size than in memory
+//! (external32 of MPI_LONG and the like, user representations so defined), shared file
+//! pointers across nodes, nonblocking I/O that overlaps computation (it is done when
+//! started).
 
 pub mod access;
 pub mod collective;
+pub mod datarep;
 pub mod errors;
 pub mod file;
 pub mod hints;

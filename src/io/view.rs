@@ -3,54 +3,12 @@
 //! engine's `Layout`, the same one messages use), so the data of an access, a range of
 //! bytes of the view's data stream, becomes a list of (file offset, length) runs.
 
+use super::datarep::Repr;
 use crate::abi::consts::*;
 use crate::abi::types::MPI_Datatype;
 use crate::datatype::flat::Blocks;
 use crate::datatype::{self, Layout, Type};
 use crate::error::{MpiResult, err};
-
-/// The data representations a view may name: `native`, `internal` (stored as `native`) and
-/// `external32` where every basic type of the view has its native size in external32, so
-/// the file holds the native layout, big-endian (MPI_LONG, 4 bytes in external32, and the
-/// like are not done yet). Returns whether the data is converted to external32.
-fn check_datarep(datarep: &str, types: [&datatype::TypeData; 2]) -> MpiResult<bool> {
-    if registered().contains(datarep) {
-        return err(
-            MPI_ERR_UNSUPPORTED_DATAREP,
-            format!("views in the user data representation \"{datarep}\" are not implemented yet in oxmpi"),
-        );
-    }
-    match datarep {
-        "native" | "internal" => Ok(false),
-        "external32" if types.iter().all(|t| t.sig.ext_size == t.size) => Ok(true),
-        "external32" => err(
-            MPI_ERR_UNSUPPORTED_DATAREP,
-            "external32 views of types whose external32 size differs from their native size (such as \
-             MPI_LONG) are not implemented yet in oxmpi",
-        ),
-        other => err(MPI_ERR_UNSUPPORTED_DATAREP, format!("unknown data representation \"{other}\"")),
-    }
-}
-
-/// The data representations registered by MPI_Register_datarep (their names: views in them
-/// are not implemented yet, so their conversion functions are not kept).
-static REGISTERED: std::sync::Mutex<std::collections::BTreeSet<String>> =
-    std::sync::Mutex::new(std::collections::BTreeSet::new());
-
-fn registered() -> std::sync::MutexGuard<'static, std::collections::BTreeSet<String>> {
-    REGISTERED.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// MPI_Register_datarep: records the name; MPI_ERR_DUP_DATAREP for a name in use.
-pub fn register_datarep(name: &str) -> MpiResult<()> {
-    if name.is_empty() || name.len() >= MPI_MAX_DATAREP_STRING as usize {
-        return err(MPI_ERR_ARG, format!("invalid data representation name \"{name}\""));
-    }
-    if matches!(name, "native" | "internal" | "external32") || !registered().insert(name.to_string()) {
-        return err(MPI_ERR_DUP_DATAREP, format!("the data representation \"{name}\" is already defined"));
-    }
-    Ok(())
-}
 
 /// What MPI requires of the typemaps of a view's types (MPI-4.1 section 14.3): displacements
 /// non-negative and non-decreasing; for a file that may be written, no byte twice (blocks
@@ -101,8 +59,8 @@ pub struct View {
     /// The filetype's data bounds from a tile's origin: [true_lb, true_ub).
     data_bounds: (u64, u64),
     pub datarep: String,
-    /// The data is stored in external32 (big-endian) and converted on each access.
-    pub external32: bool,
+    /// How the file stores the data (converted on each access unless native).
+    pub repr: Repr,
 }
 
 impl View {
@@ -123,7 +81,7 @@ impl View {
         let etype_layout = datatype::layout(etype)?;
         let filetype_layout = datatype::layout(filetype)?;
         let (etype_obj, filetype_obj) = (datatype::lookup(etype)?, datatype::lookup(filetype)?);
-        let external32 = check_datarep(datarep, [&etype_obj.data(), &filetype_obj.data()])?;
+        let repr = Repr::for_view(datarep, [&etype_obj.data(), &filetype_obj.data()])?;
         if etype_layout.size == 0 {
             return err(MPI_ERR_ARG, "the etype holds no data");
         }
@@ -152,7 +110,7 @@ impl View {
             contiguous_at,
             data_bounds: (ft.true_lb as u64, ft.true_ub as u64),
             datarep: datarep.to_string(),
-            external32,
+            repr,
         })
     }
 
@@ -285,16 +243,11 @@ mod tests {
         let uncommitted = datatype::contiguous(2, MPI_INT, false).unwrap();
         assert_eq!(View::new(0, MPI_INT, uncommitted, "native", false).err().unwrap().code, MPI_ERR_TYPE);
         datatype::free(uncommitted).unwrap();
-        assert!(View::new(0, MPI_INT, MPI_INT, "external32", false).unwrap().external32);
+        assert!(matches!(View::new(0, MPI_INT, MPI_INT, "external32", false).unwrap().repr, Repr::External32));
         let long = View::new(0, MPI_LONG, MPI_LONG, "external32", false);
         assert_eq!(long.err().unwrap().code, MPI_ERR_UNSUPPORTED_DATAREP, "4 bytes in external32");
         let unknown = View::new(0, MPI_INT, MPI_INT, "other", false);
         assert_eq!(unknown.err().unwrap().code, MPI_ERR_UNSUPPORTED_DATAREP);
         assert!(View::new(0, MPI_INT, MPI_INT, "internal", false).is_ok());
-        register_datarep("io-test-rep").unwrap();
-        assert_eq!(register_datarep("io-test-rep").unwrap_err().code, MPI_ERR_DUP_DATAREP);
-        assert_eq!(register_datarep("external32").unwrap_err().code, MPI_ERR_DUP_DATAREP);
-        let user = View::new(0, MPI_INT, MPI_INT, "io-test-rep", false);
-        assert_eq!(user.err().unwrap().code, MPI_ERR_UNSUPPORTED_DATAREP);
     }
 }
