@@ -101,13 +101,15 @@ fn direct_transfer_lands_whole() {
             // The receive is posted before the send starts (the protocol's clear-to-send).
             rx.recv().unwrap();
             assert!(a.can_direct(LEN));
-            a.send_direct(1, 42, data.as_ptr(), LEN, 9);
+            // SAFETY: `data` lives, unchanged, until the transfer finished below.
+            unsafe { a.send_direct(1, 42, data.as_ptr(), LEN, 9) };
             wait_finished(a, 9, "direct send");
         },
         move |b| {
             let mut into = vec![0u8; LEN];
             assert!(b.can_direct(LEN));
-            b.receive_direct(0, 42, into.as_mut_ptr(), LEN, 7);
+            // SAFETY: `into` lives, untouched, until the transfer finished below.
+            unsafe { b.receive_direct(0, 42, into.as_mut_ptr(), LEN, 7) };
             tx.send(()).unwrap();
             wait_finished(b, 7, "direct receive");
             assert!(into == payload(5, LEN), "direct transfer bytes differ");

@@ -5,7 +5,7 @@
 use super::consts::*;
 use super::family::Mode;
 use super::types::*;
-use crate::error::{MpiError, MpiResult, err};
+use crate::error::{MpiResult, err};
 use crate::pmi::SpawnCommand;
 use crate::runtime;
 use std::ffi::{CStr, c_char, c_int};
@@ -195,22 +195,12 @@ pub unsafe fn MPI_Comm_disconnect(comm: *mut MPI_Comm) -> MpiResult {
     Ok(())
 }
 
-/// Ports opened by this process so far (numbers its port names).
-static PORTS_OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
 /// # Safety
 /// `port_name` is null (an error) or has room for MPI_MAX_PORT_NAME characters.
 pub unsafe fn MPI_Open_port(info: MPI_Info, port_name: *mut c_char) -> MpiResult {
     non_null(port_name, "port_name")?;
     crate::info::get_or_empty(info)?;
-    let serial = PORTS_OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let rank = runtime::world_rank().unwrap_or(0) as usize;
-    let name = runtime::with(|rt| {
-        let mut pmi = rt.pmi();
-        let name = crate::comm::spawn::new_port_name(&pmi, rank, serial);
-        pmi.open_port(&name).map_err(|e| MpiError::new(MPI_ERR_PORT, format!("cannot open a port: {e}")))?;
-        Ok(name)
-    })?;
+    let name = crate::comm::spawn::open_port()?;
     // SAFETY: checked non-null; MPI gives it MPI_MAX_PORT_NAME characters.
     unsafe { super::errors::write_c_string(&name, port_name, MPI_MAX_PORT_NAME as usize) };
     Ok(())
@@ -221,13 +211,7 @@ pub unsafe fn MPI_Open_port(info: MPI_Info, port_name: *mut c_char) -> MpiResult
 pub unsafe fn MPI_Close_port(port_name: *const c_char) -> MpiResult {
     // SAFETY: forwarded contract.
     let port = unsafe { c_string(port_name, "port_name") }?;
-    let was_open = runtime::with(|rt| {
-        rt.pmi().close_port(&port).map_err(|e| MpiError::new(MPI_ERR_PORT, format!("cannot close port {port}: {e}")))
-    })?;
-    if !was_open {
-        return err(MPI_ERR_PORT, format!("port {port:?} is not open"));
-    }
-    Ok(())
+    crate::comm::spawn::close_port(&port)
 }
 
 /// MPI_Comm_accept / MPI_Comm_connect.

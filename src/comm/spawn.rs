@@ -462,9 +462,31 @@ fn join_groups(
     connect_groups(comms, members, rank, root, remote_members, swap, name)
 }
 
-/// MPI_Open_port's name: unique in the run (`mpiexec` pairs accepts and connects by it).
-pub fn new_port_name(pmi: &Pmi, rank: usize, serial: u64) -> String {
-    format!("oxmpi-port:{}:{rank}:{serial}", pmi.wire_kvsname())
+/// Ports opened by this process so far (numbers its port names).
+static PORTS_OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// MPI_Open_port: a name unique in the run (`mpiexec` pairs accepts and connects by it),
+/// opened at the process manager.
+pub fn open_port() -> MpiResult<String> {
+    let serial = PORTS_OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let rank = runtime::world_rank().unwrap_or(0);
+    runtime::with(|rt| {
+        let mut pmi = rt.pmi();
+        let name = format!("oxmpi-port:{}:{rank}:{serial}", pmi.wire_kvsname());
+        pmi.open_port(&name).map_err(|e| MpiError::new(MPI_ERR_PORT, format!("cannot open a port: {e}")))?;
+        Ok(name)
+    })
+}
+
+/// MPI_Close_port: MPI_ERR_PORT for a port that is not open.
+pub fn close_port(port: &str) -> MpiResult<()> {
+    let was_open = runtime::with(|rt| {
+        rt.pmi().close_port(port).map_err(|e| MpiError::new(MPI_ERR_PORT, format!("cannot close port {port}: {e}")))
+    })?;
+    if !was_open {
+        return err(MPI_ERR_PORT, format!("port {port:?} is not open"));
+    }
+    Ok(())
 }
 
 /// MPI_Comm_accept (`accept`) or MPI_Comm_connect (collective over `comm`; `port` read at

@@ -1077,7 +1077,10 @@ impl Engine {
                 {
                     let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
                     let dst = buf.slice_mut(0, n).as_mut_ptr();
-                    self.net.as_mut().unwrap().receive_direct(msg.from, req, dst, n, u64::from(req));
+                    // SAFETY: the receive buffer (the user's memory, or its staging copy, which
+                    // the request owns) holds `n` bytes and is left alone until the transfer's
+                    // token completes the request.
+                    unsafe { self.net.as_mut().unwrap().receive_direct(msg.from, req, dst, n, u64::from(req)) };
                     self.rndv_in_flight += 1;
                     self.control(msg.from, Out::Cts { sreq, rreq: req, direct: true });
                     return;
@@ -1512,7 +1515,9 @@ impl Engine {
                     }
                     // Non-contiguous data is packed first (kept in the request until done).
                     let bytes = buf.packed_bytes();
-                    net.send_direct(dst, rreq, bytes.as_ptr(), bytes.len(), DIRECT_SEND | u64::from(req));
+                    // SAFETY: the bytes (the user's memory, or the packed copy the request
+                    // keeps) stay valid and unchanged until the token completes the send.
+                    unsafe { net.send_direct(dst, rreq, bytes.as_ptr(), bytes.len(), DIRECT_SEND | u64::from(req)) };
                     self.rndv_in_flight += 1;
                 }
                 Out::Help(ref h) => {

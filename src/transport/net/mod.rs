@@ -791,11 +791,15 @@ impl Net {
 
     /// Posts the receive of direct transfer `id` from world rank `from` (`len` bytes into
     /// `buf`); its `token` comes out of `take_finished` once the data is there. The caller
-    /// checked `can_direct`; the memory stays valid and untouched until then.
-    pub fn receive_direct(&mut self, from: usize, id: u32, buf: *mut u8, len: usize, token: u64) {
+    /// checked `can_direct`.
+    ///
+    /// # Safety
+    /// `buf` is writable for `len` bytes, and stays valid and untouched by anyone else until
+    /// `token` comes out of `take_finished` (the provider writes it meanwhile).
+    pub unsafe fn receive_direct(&mut self, from: usize, id: u32, buf: *mut u8, len: usize, token: u64) {
         self.start_direct(token, from, buf, len, |rail, piece, ctx, desc| {
-            // SAFETY: the endpoint is open; the caller vouches for the buffer; the context is
-            // a slot of `contexts`, which stays put.
+            // SAFETY: the endpoint is open; the buffer is the caller's contract; the context
+            // is a slot of `contexts`, which stays put.
             unsafe {
                 let at = buf.add(piece.start).cast();
                 fabric::fi_trecv(rail.ep, at, piece.len(), desc, FI_ADDR_UNSPEC, DIRECT_TAG | u64::from(id), 0, ctx)
@@ -805,8 +809,12 @@ impl Net {
 
     /// Sends direct transfer `id` to world rank `dst` (`len` bytes from `buf`), which posted
     /// its receive; `token` comes out of `take_finished` once the data has left. The caller
-    /// checked `can_direct`; the memory stays valid and untouched until then.
-    pub fn send_direct(&mut self, dst: usize, id: u32, buf: *const u8, len: usize, token: u64) {
+    /// checked `can_direct`.
+    ///
+    /// # Safety
+    /// `buf` is readable for `len` bytes, and stays valid and unchanged until `token` comes
+    /// out of `take_finished` (the provider reads it meanwhile).
+    pub unsafe fn send_direct(&mut self, dst: usize, id: u32, buf: *const u8, len: usize, token: u64) {
         self.start_direct(token, dst, buf.cast_mut(), len, |rail, piece, ctx, desc| {
             // SAFETY: as in `receive_direct`.
             unsafe {
