@@ -117,10 +117,20 @@ fn direct_transfer_lands_whole() {
     );
 }
 
+/// Adds the other endpoint (of a one-process job, position 0 in its group) as the group of
+/// this endpoint's first connection slot: index 1 here and there.
+fn add_peer(net: &mut Net, peer: Vec<u8>) {
+    let slot = net.reserve_slot();
+    assert_eq!(slot, 1, "the first connection slot");
+    let tag = oxmpi::transport::net::other_job_tag(1, 0);
+    assert_eq!(net.add_other_job(slot, &[(peer, tag)]).unwrap_or_else(|e| panic!("{}", e.msg)), 1);
+}
+
 /// One side of `processes_of_another_job_connect_from_one_side`: adds the other endpoint as
-/// a process of another job (index 1 here and there), then sends it 3 packets and takes 3.
-/// `before`: until it says go (and 200 ms more), progress without having added the other,
-/// whose hello comes first then: once added, the other counts as greeted.
+/// a process of another job, then sends it 3 packets and takes 3. `before`: until it says
+/// go (and 200 ms more), progress without having added the other, whose hello (and packets)
+/// come first then: nothing reaches the engine, and once added, the other counts as
+/// greeted and its packets come in order.
 fn meet_and_exchange(
     net: &mut Net,
     peer: Vec<u8>,
@@ -138,21 +148,22 @@ fn meet_and_exchange(
             net.read_completions();
             assert!(net.front().is_none(), "a hello reached the engine");
         }
-        assert_eq!(net.add_other_job(&[(peer, 1)]).unwrap_or_else(|e| panic!("{}", e.msg)), 1);
+        add_peer(net, peer);
         assert!(net.can_send(1), "the hello that came first was lost");
         added.send(()).unwrap();
-        return meet_and_exchange_added(net);
+        return exchange(net, 0);
     }
-    assert_eq!(net.add_other_job(&[(peer, 1)]).unwrap_or_else(|e| panic!("{}", e.msg)), 1);
+    add_peer(net, peer);
     // The side that does not open the connection sends nothing before a packet came.
     assert_eq!(net.can_send(1), opens, "may send before hearing from the other side");
-    meet_and_exchange_added(net);
+    exchange(net, 0);
 }
 
-/// The exchange of `meet_and_exchange` once the other side is added.
-fn meet_and_exchange_added(net: &mut Net) {
+/// The exchange of `meet_and_exchange` once the other side is added: sends the packets from
+/// `sent` on (those before went already), takes 3.
+fn exchange(net: &mut Net, mut sent: i32) {
     let deadline = Instant::now() + PATIENCE;
-    let (mut sent, mut got) = (0, 0);
+    let mut got = 0;
     while sent < 3 || got < 3 {
         assert!(Instant::now() < deadline, "sent {sent} and took {got} of 3 packets");
         net.read_completions();
@@ -171,8 +182,9 @@ fn meet_and_exchange_added(net: &mut Net) {
 }
 
 /// Two jobs of one process each meet; with `late`, the side that does not open adds the
-/// other only after the opener has added it and sent its hello.
-fn two_jobs_meet(late: bool) {
+/// other only after the opener has added it and sent its hello, and with `early` its 3
+/// packets too.
+fn two_jobs_meet(late: bool, early: bool) {
     let mut a = Net::open(0, 1).unwrap_or_else(|e| panic!("{}", e.msg));
     let mut b = Net::open(0, 1).unwrap_or_else(|e| panic!("{}", e.msg));
     let (name_a, name_b) = (a.address().unwrap(), b.address().unwrap());
@@ -187,9 +199,17 @@ fn two_jobs_meet(late: bool) {
         meet_and_exchange(&mut b, name_a, false, late.then_some((wait, added)));
         b
     });
-    assert_eq!(a.add_other_job(&[(name_b, 1)]).unwrap_or_else(|e| panic!("{}", e.msg)), 1);
+    add_peer(&mut a, name_b);
+    let mut sent = 0;
+    while early && sent < 3 {
+        a.read_completions();
+        if a.can_send(1) {
+            a.send(1, &Packet { kind: 1, tag: sent, ..Default::default() }, 0, |_| {});
+            sent += 1;
+        }
+    }
     if late {
-        // Nothing but the hello before the other side added this one.
+        // Nothing but the hello (and the early packets) before the other side added this one.
         go.send(()).unwrap();
         let deadline = Instant::now() + PATIENCE;
         while b_added.try_recv().is_err() {
@@ -198,7 +218,7 @@ fn two_jobs_meet(late: bool) {
         }
     }
     assert!(a.can_send(1), "the opener may send at once");
-    meet_and_exchange_added(&mut a);
+    exchange(&mut a, sent);
     let deadline = Instant::now() + PATIENCE;
     while !other.is_finished() {
         assert!(Instant::now() < deadline, "the other endpoint did not finish");
@@ -209,10 +229,15 @@ fn two_jobs_meet(late: bool) {
 
 #[test]
 fn processes_of_another_job_connect_from_one_side() {
-    two_jobs_meet(false);
+    two_jobs_meet(false, false);
 }
 
 #[test]
 fn a_hello_may_come_before_its_sender_is_added() {
-    two_jobs_meet(true);
+    two_jobs_meet(true, false);
+}
+
+#[test]
+fn packets_that_come_before_their_sender_is_added_wait_and_keep_their_order() {
+    two_jobs_meet(true, true);
 }

@@ -39,10 +39,7 @@ const DIRECT_COMM: u32 = 0x8400_0000;
 /// Context ids come in pairs: `ctx` for user point-to-point, `ctx + 1` for the library's own
 /// traffic on the communicator, so the two never match each other.
 const MAX_CONTEXT_PAIRS: usize = 64 * 64;
-/// Context of the traffic of communicators made from groups (MPI_Comm_create_from_group,
-/// MPI_Intercomm_create_from_groups), where participants are addressed by world rank: pair 2,
-/// taken at start on every process.
-const GROUP_CTX: u32 = 4;
+use crate::p2p::GROUP_CTX;
 /// The context of a communicator of MPI_Comm_idup until its agreement is over.
 const PENDING_CTX: u32 = u32::MAX - 1;
 

@@ -6,17 +6,21 @@
 //! communicators, groups, matching and collectives name them as they name world ranks.
 //! Processes of another job are always reached through the network transport (libfabric,
 //! opened on demand), also on the same node: the jobs share no shared-memory segment.
-//! Packets carry the sender's index in the receiver's table as their tag, so the receiver
-//! reads who sent them without a lookup; for that each side must know which index the other
-//! gave it, which the numbering below makes known to both:
+//! Each connection takes a slot of each process (`Engine::reserve_connection_slot`), which
+//! it announces; packets to it from that group carry the slot and the sender's position in
+//! its group as their tag (`transport::net::other_job_tag`), and the process numbers the
+//! group from the slot's first index on, in group order. Slots are taken when a connection
+//! starts, so a process may run several at once (threads spawning on different
+//! communicators, in any order on different processes), and a packet that comes before its
+//! sender is added is known by its slot:
 //!
-//! - the parents (the members of the spawning communicator, `na` of them) each append the
-//!   `nb` children at their own offset `o_i` (its table's length then); child `j` sends to
-//!   parent `i` with tag `o_i + j`;
-//! - the children (a new job, nothing connected yet) append the parents at `nb`, in the
-//!   order of the spawning communicator; parent `i` sends to every child with tag `nb + i`.
+//! - the parents (the members of the spawning communicator) each announce a slot `s_i`;
+//!   child `j` sends to parent `i` with tag (`s_i`, `j`);
+//! - the children (a new job, nothing connected yet) take `PARENTS_SLOT` for the parents and
+//!   number them after their own ranks, in the order of the spawning communicator; parent
+//!   `i` sends to every child with tag (`PARENTS_SLOT`, `i`).
 //!
-//! The steps: the parents gather (offset, network address) at the root, which hands them to
+//! The steps: the parents gather (slot, network address) at the root, which hands them to
 //! the process manager with the spawn request, as a key put in the children's KVS before
 //! they start (`oxmpi-parents`, with the root's rank in `oxmpi-parent-root`). In MPI_Init
 //! the children open their endpoints, publish their addresses in their own KVS and fence;
@@ -31,12 +35,15 @@ use super::*;
 use crate::error::MpiError;
 use crate::pmi::{Pmi, SpawnCommand};
 use crate::runtime::{self, Runtime};
+use crate::transport::net::other_job_tag;
 use agree::{Agreement, LeaderSwap};
 
 /// Tags on the spawning communicator's internal context (after the intercommunicator
 /// exchanges' 3..5, below the collectives' ranges).
 const TAG_SPAWN_GATHER: i32 = 6;
 const TAG_SPAWN_BCAST: i32 = 7;
+/// The slot a spawned process gives its parents: its first connection.
+const PARENTS_SLOT: u64 = 1;
 /// Key of the parents' records in the children's KVS, and of the root's rank.
 const PARENTS_KEY: &str = "oxmpi-parents";
 const PARENT_ROOT_KEY: &str = "oxmpi-parent-root";
@@ -88,7 +95,7 @@ fn garbled(what: &str) -> MpiError {
     MpiError::new(MPI_ERR_INTERN, format!("dynamic processes: garbled {what}"))
 }
 
-/// Parses `oxmpi-parents`: per parent, its offset and its network address.
+/// Parses `oxmpi-parents`: per parent, its slot for the children and its network address.
 fn parse_parents(text: &str) -> MpiResult<Vec<(u64, Vec<u8>)>> {
     let bytes = unhex(text).ok_or_else(|| garbled("parents' records"))?;
     let mut b = &bytes[..];
@@ -168,17 +175,6 @@ impl Members {
     fn env(&self, src: usize, tag: i32) -> Envelope {
         Envelope { ctx: self.ctx, src: src as i32, tag }
     }
-}
-
-/// Serializes this process's spawns and connections: each announces the index at which it
-/// will number the other group (`own_record`) before it adds it to the process table, and
-/// the library is released while it waits. At MPI_THREAD_MULTIPLE two threads connecting at
-/// once on communicators whose other members take them in the other order still wait for
-/// each other (as the library lock made them before).
-static CONNECTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn connecting() -> std::sync::MutexGuard<'static, ()> {
-    CONNECTING.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Gathers every member's `record` at `root` (returned there, by rank), with the library
@@ -263,9 +259,9 @@ fn connect_groups(
     })
 }
 
-/// The members of `comm` for a spawn or connection by `what` rooted at `root`, and this
-/// process's record (under the library lock).
-fn start_connection(rt: &mut Runtime, comm: MPI_Comm, root: usize, what: &str) -> MpiResult<(Members, Vec<u8>)> {
+/// The members of `comm` for a spawn or connection by `what` rooted at `root`, this
+/// process's slot for it and its record (under the library lock).
+fn start_connection(rt: &mut Runtime, comm: MPI_Comm, root: usize, what: &str) -> MpiResult<(Members, u64, Vec<u8>)> {
     let c = rt.comms.get(comm)?;
     c.check_intra(&format!("{what}'s comm"))?;
     if root >= c.size() {
@@ -278,7 +274,8 @@ fn start_connection(rt: &mut Runtime, comm: MPI_Comm, root: usize, what: &str) -
         );
     }
     let g = Members { ctx: c.coll_ctx(), rank: c.rank, members: c.members.clone() };
-    Ok((g, own_record(&mut rt.engine)?))
+    let (slot, record) = own_record(&mut rt.engine)?;
+    Ok((g, slot, record))
 }
 
 /// MPI_Comm_spawn / MPI_Comm_spawn_multiple (collective over `parent`; `commands` read at
@@ -287,8 +284,7 @@ fn start_connection(rt: &mut Runtime, comm: MPI_Comm, root: usize, what: &str) -
 /// MPI_THREAD_MULTIPLE the library is released while the call waits (for the other parents,
 /// the process manager, the children).
 pub fn spawn(parent: MPI_Comm, root: usize, commands: MpiResult<Vec<SpawnCommand>>) -> MpiResult<SpawnOutcome> {
-    let _serial = connecting();
-    let (g, record) = runtime::with(|rt| start_connection(rt, parent, root, "MPI_Comm_spawn"))?;
+    let (g, slot, record) = runtime::with(|rt| start_connection(rt, parent, root, "MPI_Comm_spawn"))?;
     let decided = match gather_records(&g, root, record)? {
         Some(records) => Some(match commands {
             Ok(commands) => {
@@ -324,15 +320,15 @@ pub fn spawn(parent: MPI_Comm, root: usize, commands: MpiResult<Vec<SpawnCommand
     let children: Vec<Vec<u8>> =
         (0..n).map(|_| take_bytes(&mut b)).collect::<Option<_>>().ok_or_else(|| garbled("spawn outcome"))?;
     let rank = g.rank;
-    // Child j numbers the parents from n on, in the order of `parent`'s ranks.
-    let peers: Vec<(Vec<u8>, u64)> = children.into_iter().map(|a| (a, (n + rank) as u64)).collect();
+    let peers: Vec<(Vec<u8>, u64)> = children.into_iter().map(|a| (a, other_job_tag(PARENTS_SLOT, rank))).collect();
     let intercomm = construct(|rt| {
-        let first = rt.engine.add_remote_peers(&peers)?;
+        let first = rt.engine.add_remote_peers(slot, &peers)?;
         let remote: Vec<usize> = (first..first + n).collect();
         let swap = (rank == root).then_some(LeaderSwap {
             ctx: GROUP_CTX,
             tag: string_tag(&kvsname),
-            my_src: (n + rank) as i32,
+            // The receiver puts the index it gave this process (`p2p::GROUP_CTX`).
+            my_src: 0,
             their_src: first as i32,
             their_world: first,
             extra: 0,
@@ -362,19 +358,23 @@ impl Comms {
         let parents = parse_parents(&parents)?;
         let root: usize = root.trim().parse().map_err(|_| garbled("parents' root"))?;
         let (rank, size) = (pmi.rank(), pmi.size());
-        // Parent i numbered this job's ranks from its offset on.
+        // Parent i knows this process as (its slot, this rank).
         let peers: Vec<(Vec<u8>, u64)> =
-            parents.iter().map(|(offset, address)| (address.clone(), offset + rank as u64)).collect();
-        let first = engine.add_remote_peers(&peers)?;
-        if first != size {
-            // The parents numbered this job's ranks from `size` on (see the module's notes).
+            parents.iter().map(|&(slot, ref address)| (address.clone(), other_job_tag(slot, rank))).collect();
+        if engine.reserve_connection_slot()? != PARENTS_SLOT {
+            // The parents send with PARENTS_SLOT (see the module's notes).
             return err(MPI_ERR_INTERN, "a spawned process connected to another job before its parents");
         }
-        let root_offset = parents.get(root).ok_or_else(|| garbled("parents' root"))?.0;
+        let first = engine.add_remote_peers(PARENTS_SLOT, &peers)?;
+        debug_assert_eq!(first, size);
+        if root >= parents.len() {
+            return Err(garbled("parents' root"));
+        }
         let swap = (rank == 0).then_some(LeaderSwap {
             ctx: GROUP_CTX,
             tag: string_tag(pmi.wire_kvsname()),
-            my_src: root_offset as i32,
+            // The receiver puts the index it gave this process (`p2p::GROUP_CTX`).
+            my_src: 0,
             their_src: (first + root) as i32,
             their_world: first + root,
             extra: 0,
@@ -397,14 +397,15 @@ impl Comms {
 // records through the process manager (`Pmi::meet_at_port`: `mpiexec` pairs the i-th
 // accept on a port with the i-th connect), or, for MPI_Comm_join, over the caller's socket.
 
-/// A process's record for a connection: the offset at which it will number the other
-/// group, and its network address.
-fn own_record(engine: &mut Engine) -> MpiResult<Vec<u8>> {
+/// A new slot of this process for a connection, and its record: the slot and its network
+/// address.
+fn own_record(engine: &mut Engine) -> MpiResult<(u64, Vec<u8>)> {
+    let slot = engine.reserve_connection_slot()?;
     let address = engine.network_address()?;
     let mut record = Vec::new();
-    put_u64(&mut record, engine.peers() as u64);
+    put_u64(&mut record, slot);
     put_bytes(&mut record, &address);
-    Ok(record)
+    Ok((slot, record))
 }
 
 /// A group's records as the roots swap them: its root's rank, then the records by rank.
@@ -416,7 +417,7 @@ fn group_records(root: usize, records: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
-/// Parses `group_records`: the root, and each member's (offset, address).
+/// Parses `group_records`: the root, and each member's (slot, address).
 fn parse_group_records(bytes: &[u8]) -> MpiResult<(usize, Vec<(u64, Vec<u8>)>)> {
     let mut b = bytes;
     let root = take_u64(&mut b).ok_or_else(|| garbled("group records"))? as usize;
@@ -431,30 +432,32 @@ fn parse_group_records(bytes: &[u8]) -> MpiResult<(usize, Vec<(u64, Vec<u8>)>)> 
     Ok((root, records))
 }
 
-/// Connects this group (`members`, this process `rank`, its root `root`, numbering the other
-/// group from `first`, which `own_record` announced) to the group of `remote` (its root and
-/// records) as an intercommunicator; `name` is the same on both sides and tells this
-/// connection from others.
+/// Connects this group (`members`, this process `rank`, its root `root`, its connection
+/// `slot`, which `own_record` announced) to the group of `remote` (its root and records) as
+/// an intercommunicator; `name` is the same on both sides and tells this connection from
+/// others.
+#[allow(clippy::too_many_arguments)]
 fn join_groups(
     comms: &Comms,
     engine: &mut Engine,
     members: Vec<usize>,
     rank: usize,
     root: usize,
+    slot: u64,
     remote: (usize, Vec<(u64, Vec<u8>)>),
     name: &str,
 ) -> MpiResult<Construction> {
     let (remote_root, records) = remote;
-    // Remote process j numbered this group from its offset on: this process is
-    // offset_j + rank there.
+    // Remote process j knows this one as (its slot, this rank).
     let peers: Vec<(Vec<u8>, u64)> =
-        records.iter().map(|(offset, address)| (address.clone(), offset + rank as u64)).collect();
-    let first = engine.add_remote_peers(&peers)?;
+        records.iter().map(|&(their_slot, ref address)| (address.clone(), other_job_tag(their_slot, rank))).collect();
+    let first = engine.add_remote_peers(slot, &peers)?;
     let remote_members: Vec<usize> = (first..first + records.len()).collect();
     let swap = (rank == root).then_some(LeaderSwap {
         ctx: GROUP_CTX,
         tag: string_tag(name),
-        my_src: (records[remote_root].0 + rank as u64) as i32,
+        // The receiver puts the index it gave this process (`p2p::GROUP_CTX`).
+        my_src: 0,
         their_src: (first + remote_root) as i32,
         their_world: first + remote_root,
         extra: 0,
@@ -494,8 +497,7 @@ pub fn close_port(port: &str) -> MpiResult<()> {
 /// while the call waits (for the other members, at the port, for the other group).
 pub fn accept_or_connect(comm: MPI_Comm, root: usize, port: MpiResult<String>, accept: bool) -> MpiResult<MPI_Comm> {
     let what = if accept { "MPI_Comm_accept" } else { "MPI_Comm_connect" };
-    let _serial = connecting();
-    let (g, record) = runtime::with(|rt| start_connection(rt, comm, root, what))?;
+    let (g, slot, record) = runtime::with(|rt| start_connection(rt, comm, root, what))?;
     // The outcome: the error class (0: connected), then the connection's name and the
     // remote group's records, or the reason.
     let decided = match gather_records(&g, root, record)? {
@@ -537,7 +539,7 @@ pub fn accept_or_connect(comm: MPI_Comm, root: usize, port: MpiResult<String>, a
     let theirs = take_bytes(&mut b).ok_or_else(|| garbled("connection outcome"))?;
     let theirs = unhex(&String::from_utf8_lossy(&theirs)).ok_or_else(|| garbled("connection outcome"))?;
     let remote = parse_group_records(&theirs)?;
-    construct(|rt| join_groups(&rt.comms, &mut rt.engine, g.members.clone(), g.rank, root, remote, &text))?
+    construct(|rt| join_groups(&rt.comms, &mut rt.engine, g.members.clone(), g.rank, root, slot, remote, &text))?
         .ok_or_else(|| MpiError::new(MPI_ERR_INTERN, format!("{what}: no intercommunicator")))
 }
 
@@ -545,9 +547,9 @@ pub fn accept_or_connect(comm: MPI_Comm, root: usize, port: MpiResult<String>, a
 /// its end) swap their records over it and connect; the library is released meanwhile.
 pub fn join(socket: &mut std::fs::File) -> MpiResult<MPI_Comm> {
     use std::io::{BufRead, Write};
-    let _serial = connecting();
     let me = crate::runtime::world_rank().unwrap_or(0) as usize;
-    let mine = hex(&group_records(0, &[runtime::with(|rt| own_record(&mut rt.engine))?]));
+    let (slot, record) = runtime::with(|rt| own_record(&mut rt.engine))?;
+    let mine = hex(&group_records(0, &[record]));
     let io = |e: std::io::Error| MpiError::new(MPI_ERR_OTHER, format!("MPI_Comm_join: the socket: {e}"));
     socket.write_all(format!("{mine}\n").as_bytes()).map_err(io)?;
     // One line, read byte by byte: nothing after it is ours to take from the socket.
@@ -559,7 +561,7 @@ pub fn join(socket: &mut std::fs::File) -> MpiResult<MPI_Comm> {
     let remote = parse_group_records(&bytes)?;
     // The same name on both sides: the two records in order.
     let name = if mine < theirs { format!("join:{mine}:{theirs}") } else { format!("join:{theirs}:{mine}") };
-    construct(|rt| join_groups(&rt.comms, &mut rt.engine, vec![me], 0, 0, remote, &name))?
+    construct(|rt| join_groups(&rt.comms, &mut rt.engine, vec![me], 0, 0, slot, remote, &name))?
         .ok_or_else(|| MpiError::new(MPI_ERR_INTERN, "MPI_Comm_join: no intercommunicator"))
 }
 

@@ -344,6 +344,12 @@ const _: () = assert!(POLLS_PER_CLOCK_READ.is_power_of_two());
 /// (`Engine::recv_eager_arriving`): a few ping-pong round trips.
 const ARRIVAL_WATCH: Duration = Duration::from_micros(4);
 
+/// The context of the traffic of communicators made from groups (MPI_Comm_create_from_group,
+/// MPI_Intercomm_create_from_groups, the connections of `comm::spawn`), where processes are
+/// addressed by their index in the table (world rank for the job's own): pair 2, taken at
+/// start on every process.
+pub const GROUP_CTX: u32 = 4;
+
 pub struct Engine {
     pub me: usize,
     pub nranks: usize,
@@ -450,14 +456,22 @@ impl Engine {
         self.net.as_ref().expect("opened above").address()
     }
 
-    /// Adds processes of another job to the table, reached through the network: for each,
-    /// its address and the index it gave this process (the tag of the packets sent to it).
-    /// Returns the index of the first; they take consecutive indices. The routes of the
-    /// job's own ranks do not change, so nothing is decided per message.
-    pub fn add_remote_peers(&mut self, peers: &[(Vec<u8>, u64)]) -> MpiResult<usize> {
+    /// A new connection slot of this process (`Net::reserve_slot`), opening its endpoint
+    /// first if it has none yet.
+    pub fn reserve_connection_slot(&mut self) -> MpiResult<u64> {
+        self.network_address()?;
+        Ok(self.net.as_mut().expect("opened above").reserve_slot())
+    }
+
+    /// Adds the processes of another job that connection `slot` reaches to the table,
+    /// reached through the network: for each, its address and the tag of the packets sent
+    /// to it (`transport::net::other_job_tag`). Returns the index of the first; they take
+    /// consecutive indices. The routes of the job's own ranks do not change, so nothing is
+    /// decided per message.
+    pub fn add_remote_peers(&mut self, slot: u64, peers: &[(Vec<u8>, u64)]) -> MpiResult<usize> {
         self.network_address()?;
         let n = peers.len();
-        let first = self.net.as_mut().expect("opened above").add_other_job(peers)?;
+        let first = self.net.as_mut().expect("opened above").add_other_job(slot, peers)?;
         debug_assert_eq!(first, self.route.len());
         self.route.extend(std::iter::repeat_n(Route::Net, n));
         // A node of their own each, never this job's (they share no segment with it).
@@ -1903,10 +1917,16 @@ impl Engine {
     #[inline(never)]
     fn progress_net(&mut self) -> bool {
         let mut did = self.net.as_mut().unwrap().read_completions();
-        while let Some((src, pk, payload)) = self.net.as_mut().unwrap().front() {
+        while let Some((src, mut pk, payload)) = self.net.as_mut().unwrap().front() {
             let payload: *const [u8] = payload;
-            // SAFETY: the receive buffer stays ours until `release_front`; on_packet sends only
-            // from send buffers and never reposts receive buffers.
+            // On the group context sources are table indices, and a process of another job
+            // cannot know the one this process gave it: its packets get it here.
+            if src >= self.nranks && pk.context == GROUP_CTX {
+                pk.src = src as i32;
+            }
+            // SAFETY: the receive buffer (or the transport's copy of an early packet) stays
+            // until `release_front`; on_packet sends only from send buffers and never reposts
+            // receive buffers or drops copies.
             self.on_packet(src, pk, unsafe { &*payload });
             self.net.as_mut().unwrap().release_front();
             did = true;

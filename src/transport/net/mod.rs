@@ -56,6 +56,15 @@ const DIRECT_TRANSFERS: usize = 256;
 /// posted packet buffers match only tags without it.
 const DIRECT_TAG: u64 = 1 << 63;
 
+/// The tag of packets to a process of another job: the receiver's slot for the connection
+/// (`Net::reserve_slot`, which it announced) and the sender's position in its group, as the
+/// receiver numbers that group from the slot's first index. Packets of the job's own ranks
+/// carry the rank alone (slot 0).
+pub fn other_job_tag(slot: u64, position: usize) -> u64 {
+    debug_assert!(slot > 0 && slot < 1 << 31 && position < 1 << 32);
+    slot << 32 | position as u64
+}
+
 /// Providers in the order a job prefers them: native high-speed fabrics first, TCP last.
 /// Over TCP the native reliable-datagram endpoints (`net` in libfabric 1.17, named `tcp`
 /// from 1.18) come before the `ofi_rxm` layer over connected ones: between two hosts here
@@ -93,7 +102,10 @@ fn check(fabric: &Fabric, call: &str, ret: impl Into<i64>) -> MpiResult<()> {
 #[derive(Clone, Copy)]
 struct Arrival {
     len: usize,
-    from: usize,
+    /// The sender's index; None for a process of another job whose connection slot this
+    /// process has not mapped yet (`tag` tells who it is).
+    from: Option<usize>,
+    tag: u64,
     /// A hello (`Net::add_other_job`), for the transport alone.
     hello: bool,
 }
@@ -158,9 +170,19 @@ pub struct Net {
     /// job's process gave this one when they connected).
     sent_as: Vec<u64>,
     /// Per peer: whether packets may go to it now. False for a process of another job whose
-    /// connection the other side opens (`add_other_job`), until its first packet arrives
-    /// (which may come before it is added: then the vector is longer than the table).
+    /// connection the other side opens (`add_other_job`), until its first packet arrives.
     greeted: Vec<bool>,
+    /// Per connection slot (`reserve_slot`; 0 is this job's ranks): the index of the first
+    /// process of the group it connects to, once `add_other_job` added them.
+    slot_first: Vec<Option<usize>>,
+    /// Tags of processes of other jobs that greeted this one before it added them.
+    early_greetings: Vec<u64>,
+    /// Packets of processes of other jobs that came before this process added them (copied
+    /// out of the receive buffers, tag and bytes), handed to the engine once they are, before
+    /// anything later from the same sender.
+    held: VecDeque<(u64, Vec<u8>)>,
+    /// The packet `front` returned comes from `held` (at that position).
+    serving_held: Option<usize>,
     /// The ranks of this process's job: the first entries of the table (the others are
     /// processes of other jobs, `add_other_job`).
     job_size: usize,
@@ -366,6 +388,10 @@ impl Net {
             peer_rails: vec![0; world],
             sent_as: vec![me as u64; world],
             greeted: vec![true; world],
+            slot_first: vec![Some(0)],
+            early_greetings: Vec::new(),
+            held: VecDeque::new(),
+            serving_held: None,
             job_size: world,
             me,
             buffers: vec![0u64; (RECV_BUFFERS + SEND_BUFFERS) * BUFFER_BYTES / 8].into_boxed_slice(),
@@ -519,8 +545,17 @@ impl Net {
         Ok(())
     }
 
-    /// Adds processes of another job at the next indices: for each, its `address()` and the
-    /// tag packets to it carry (the index its process gave this one). Returns the first index.
+    /// A new connection slot: the number a group of another job puts in the tags of its
+    /// packets to this process (`other_job_tag`), so that this process knows them before it
+    /// has added them, and whatever else it connects to meanwhile. Slot 1 is the first.
+    pub fn reserve_slot(&mut self) -> u64 {
+        self.slot_first.push(None);
+        (self.slot_first.len() - 1) as u64
+    }
+
+    /// Adds processes of another job at the next indices, the group of connection `slot`:
+    /// for each, its `address()` and the tag packets to it carry (`other_job_tag` of its slot
+    /// and this process's position). Returns the first index.
     ///
     /// Of each pair, only the process with the smaller address opens the connection: it sends
     /// a hello at once, and the other sends nothing to it before a packet from it arrived.
@@ -530,9 +565,12 @@ impl Net {
     /// they may keep the connection both sides just closed, and the packets on it are lost.
     /// Only rail 0 carries packets, so processes of other jobs are reached on rail 0 alone
     /// (a direct transfer on another rail would open a connection from either side).
-    pub fn add_other_job(&mut self, peers: &[(Vec<u8>, u64)]) -> MpiResult<usize> {
+    pub fn add_other_job(&mut self, slot: u64, peers: &[(Vec<u8>, u64)]) -> MpiResult<usize> {
         let first = self.sent_as.len();
         let n = peers.len();
+        let entry = self.slot_first.get_mut(slot as usize).expect("a reserved connection slot");
+        assert!(entry.is_none(), "connection slot {slot} added twice");
+        *entry = Some(first);
         for rail in &mut self.rails {
             rail.addr.resize(first + n, FI_ADDR_UNSPEC);
         }
@@ -540,18 +578,20 @@ impl Net {
         self.sent_as.extend(peers.iter().map(|&(_, tag)| tag));
         let mine = self.address()?;
         let opens: Vec<bool> = peers.iter().map(|(address, _)| mine < *address).collect();
-        // Some may have greeted already (`read_rail`).
-        self.greeted.resize(self.greeted.len().max(first + n), false);
-        for (k, &open) in opens.iter().enumerate() {
-            self.greeted[first + k] |= open;
+        self.greeted.extend(opens.iter().copied());
+        // Some greeted already (`read_rail`).
+        let in_slot = |tag: u64| tag >> 32 == slot;
+        for tag in self.early_greetings.iter().copied().filter(|&t| in_slot(t)) {
+            self.greeted[first + (tag & 0xffff_ffff) as usize] = true;
         }
+        self.early_greetings.retain(|&t| !in_slot(t));
         let named: Vec<(usize, Vec<u8>)> = peers.iter().enumerate().map(|(k, (a, _))| (first + k, a.clone())).collect();
         self.connect(&named)?;
         for (k, &open) in opens.iter().enumerate() {
             let peer = first + k;
             self.peer_rails[peer] = self.peer_rails[peer].min(1);
             let opener = if open { "this process sends a hello" } else { "it sends a hello" };
-            log::debug!("network: process {peer} of another job added; {opener}");
+            log::debug!("network: process {peer} of another job added (slot {slot}); {opener}");
             if open {
                 while !self.can_send(peer) {
                     self.read_completions();
@@ -560,6 +600,16 @@ impl Net {
             }
         }
         Ok(first)
+    }
+
+    /// The index of the process that sent a packet with `tag`, if it is known yet.
+    #[inline]
+    fn sender(&self, tag: u64) -> Option<usize> {
+        if tag >> 32 == 0 {
+            return Some(tag as usize);
+        }
+        let first = (*self.slot_first.get((tag >> 32) as usize)?)?;
+        Some(first + (tag & 0xffff_ffff) as usize)
     }
 
     fn buffer(&mut self, i: usize) -> &mut [u8] {
@@ -671,19 +721,19 @@ impl Net {
                 let e = unsafe { e.assume_init_ref() };
                 let b = self.buffer_of(e.op_context);
                 if b < RECV_BUFFERS {
-                    let from = e.tag as usize;
+                    let from = self.sender(e.tag);
                     // Only processes of other jobs greet: the job's own packets are not looked at.
-                    // A hello can come before this process adds its sender (at the index the
-                    // sender was told): the mark waits for `add_other_job` there.
+                    // A packet can come before this process adds its sender: the mark waits
+                    // for `add_other_job`.
                     let mut hello = false;
-                    if from >= self.job_size {
-                        if from >= self.greeted.len() {
-                            self.greeted.resize(from + 1, false);
+                    if e.tag >> 32 != 0 {
+                        match from {
+                            Some(f) => self.greeted[f] = true,
+                            None => self.early_greetings.push(e.tag),
                         }
-                        self.greeted[from] = true;
                         hello = e.len >= HEADER && self.packet_kind(b) == HELLO_KIND;
                     }
-                    self.arrived[b] = Some(Arrival { len: e.len, from, hello });
+                    self.arrived[b] = Some(Arrival { len: e.len, from, tag: e.tag, hello });
                     arrived = true;
                 } else if b < RECV_BUFFERS + SEND_BUFFERS {
                     self.send_free.push(b);
@@ -705,13 +755,46 @@ impl Net {
     }
 
     /// The next packet for the engine, if it arrived: its sender (world rank), header and
-    /// payload. It stays until `release_front`. Hellos (`add_other_job`) are dropped here.
+    /// payload. It stays until `release_front`. Hellos (`add_other_job`) are dropped here;
+    /// packets of processes not added yet wait in `held` (copied), and come first once they
+    /// are.
     #[inline]
     pub fn front(&mut self) -> Option<(usize, Packet, &[u8])> {
-        while self.arrived[*self.posted.front()?]?.hello {
-            self.release_front();
+        if !self.held.is_empty()
+            && let Some(at) = self.held.iter().position(|(tag, _)| self.sender(*tag).is_some())
+        {
+            self.serving_held = Some(at);
+            let (tag, bytes) = &self.held[at];
+            let from = self.sender(*tag).expect("just checked");
+            // SAFETY: the copy holds at least a header (checked when held); Packet is plain
+            // old data, read unaligned.
+            let packet = unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<Packet>()) };
+            return Some((from, packet, &bytes[HEADER..]));
+        }
+        loop {
+            let a = self.arrived[*self.posted.front()?]?;
+            if a.hello {
+                self.release_front();
+            } else if a.from.is_none() {
+                self.hold_front(a);
+            } else {
+                break;
+            }
         }
         self.peek_front()
+    }
+
+    /// Copies the first packet, from a process not added yet, into `held`.
+    fn hold_front(&mut self, a: Arrival) {
+        let b = *self.posted.front().expect("a packet to hold");
+        let bytes: &[u8] = words_as_bytes(&self.buffers);
+        let packet = &bytes[b * BUFFER_BYTES..b * BUFFER_BYTES + a.len.min(BUFFER_BYTES)];
+        if packet.len() < HEADER {
+            self.fail(&format!("a message of {} bytes (tag {:#x}), shorter than a header", a.len, a.tag));
+        }
+        log::debug!("network: a packet of a process not added yet (tag {:#x}) waits", a.tag);
+        self.held.push_back((a.tag, packet.to_vec()));
+        self.release_front();
     }
 
     /// The kind of the packet in receive buffer `b`, which holds at least a header.
@@ -728,17 +811,23 @@ impl Net {
         let a = self.arrived[b]?;
         let bytes: &[u8] = words_as_bytes(&self.buffers);
         let buf = &bytes[b * BUFFER_BYTES..b * BUFFER_BYTES + a.len.min(BUFFER_BYTES)];
+        let from = a.from.expect("`front` holds packets of unknown senders");
         if buf.len() < HEADER {
-            self.fail(&format!("a message of {} bytes from rank {}, shorter than a header", a.len, a.from));
+            self.fail(&format!("a message of {} bytes from rank {from}, shorter than a header", a.len));
         }
         // SAFETY: the buffer holds at least HEADER bytes; Packet is plain old data, read
         // unaligned.
         let packet = unsafe { std::ptr::read_unaligned(buf.as_ptr().cast::<Packet>()) };
-        Some((a.from, packet, &buf[HEADER..]))
+        Some((from, packet, &buf[HEADER..]))
     }
 
-    /// Hands the buffer of the first packet back to the provider.
+    /// Done with the packet `front` returned: a held copy is dropped, a receive buffer
+    /// handed back to the provider.
     pub fn release_front(&mut self) {
+        if let Some(at) = self.serving_held.take() {
+            self.held.remove(at);
+            return;
+        }
         let b = self.posted.pop_front().expect("release without a packet");
         self.arrived[b].take().expect("release of a packet that has not arrived");
         if let Err(e) = self.post_receive(b) {
