@@ -165,9 +165,9 @@ pub struct Net {
     /// Per world rank: the rails it shares with this rank (0 for ranks not reached through
     /// the network).
     peer_rails: Vec<usize>,
-    /// Per peer: the tag packets to it carry, which names this process in the peer's table
-    /// (this rank for ranks of its own job; for processes of another job, the index that
-    /// job's process gave this one when they connected).
+    /// Per peer: the tag packets to it carry, which names this process to the peer (this
+    /// rank for ranks of its own job; for processes of another job, `other_job_tag` of the
+    /// peer's connection slot and this process's position in its group).
     sent_as: Vec<u64>,
     /// Per peer: whether packets may go to it now. False for a process of another job whose
     /// connection the other side opens (`add_other_job`), until its first packet arrives.
