@@ -267,7 +267,11 @@ fn start_connection(rt: &mut Runtime, comm: MPI_Comm, root: usize, what: &str) -
     if root >= c.size() {
         return err(MPI_ERR_ROOT, format!("invalid root argument (root={root}, communicator size {})", c.size()));
     }
-    if c.members.iter().any(|&w| rt.engine.is_foreign(w)) {
+    // Accepts and connects may hold processes of several jobs (a communicator merged from a
+    // spawn's intercommunicator): every member announces its own slot, and the agreement on
+    // the group context learns their indices from the transport. Spawning from one is not
+    // tested yet.
+    if what == "MPI_Comm_spawn" && c.members.iter().any(|&w| rt.engine.is_foreign(w)) {
         return err(
             MPI_ERR_UNSUPPORTED_OPERATION,
             format!("{what} over a communicator with processes of several jobs is not implemented yet"),
