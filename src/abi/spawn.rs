@@ -272,20 +272,13 @@ pub unsafe fn MPI_Comm_connect(
     unsafe { accept_or_connect(port_name, root, comm, newcomm, false) }
 }
 
-fn name_service_error(e: std::io::Error) -> crate::error::MpiError {
-    crate::error::MpiError::new(MPI_ERR_SERVICE, format!("name service: {e}"))
-}
-
 /// # Safety
 /// `service_name` and `port_name` are null (an error) or NUL-terminated strings.
 pub unsafe fn MPI_Publish_name(service_name: *const c_char, info: MPI_Info, port_name: *const c_char) -> MpiResult {
     // SAFETY: forwarded contract.
     let (service, port) = unsafe { (c_string(service_name, "service_name")?, c_string(port_name, "port_name")?) };
     crate::info::get_or_empty(info)?;
-    if !runtime::with(|rt| rt.pmi().publish_name(&service, &port).map_err(name_service_error))? {
-        return err(MPI_ERR_SERVICE, format!("service {service:?} is already published"));
-    }
-    Ok(())
+    crate::comm::spawn::publish_name(&service, &port)
 }
 
 /// # Safety
@@ -295,10 +288,7 @@ pub unsafe fn MPI_Unpublish_name(service_name: *const c_char, info: MPI_Info, po
     let service = unsafe { c_string(service_name, "service_name") }?;
     non_null(port_name, "port_name")?;
     crate::info::get_or_empty(info)?;
-    if !runtime::with(|rt| rt.pmi().unpublish_name(&service).map_err(name_service_error))? {
-        return err(MPI_ERR_SERVICE, format!("service {service:?} is not published"));
-    }
-    Ok(())
+    crate::comm::spawn::unpublish_name(&service)
 }
 
 /// # Safety
@@ -309,9 +299,7 @@ pub unsafe fn MPI_Lookup_name(service_name: *const c_char, info: MPI_Info, port_
     let service = unsafe { c_string(service_name, "service_name") }?;
     non_null(port_name, "port_name")?;
     crate::info::get_or_empty(info)?;
-    let Some(port) = runtime::with(|rt| rt.pmi().lookup_name(&service).map_err(name_service_error))? else {
-        return err(MPI_ERR_NAME, format!("service {service:?} is not published"));
-    };
+    let port = crate::comm::spawn::lookup_name(&service)?;
     // SAFETY: checked non-null; MPI gives it MPI_MAX_PORT_NAME characters.
     unsafe { super::errors::write_c_string(&port, port_name, MPI_MAX_PORT_NAME as usize) };
     Ok(())

@@ -496,6 +496,34 @@ pub fn close_port(port: &str) -> MpiResult<()> {
     Ok(())
 }
 
+fn name_service_error(e: std::io::Error) -> MpiError {
+    MpiError::new(MPI_ERR_SERVICE, format!("name service: {e}"))
+}
+
+/// MPI_Publish_name: MPI_ERR_SERVICE for a service already published.
+pub fn publish_name(service: &str, port: &str) -> MpiResult<()> {
+    if !runtime::with(|rt| rt.pmi().publish_name(service, port).map_err(name_service_error))? {
+        return err(MPI_ERR_SERVICE, format!("service {service:?} is already published"));
+    }
+    Ok(())
+}
+
+/// MPI_Unpublish_name: MPI_ERR_SERVICE for a service not published.
+pub fn unpublish_name(service: &str) -> MpiResult<()> {
+    if !runtime::with(|rt| rt.pmi().unpublish_name(service).map_err(name_service_error))? {
+        return err(MPI_ERR_SERVICE, format!("service {service:?} is not published"));
+    }
+    Ok(())
+}
+
+/// MPI_Lookup_name: the port published under `service`, else MPI_ERR_NAME.
+pub fn lookup_name(service: &str) -> MpiResult<String> {
+    match runtime::with(|rt| rt.pmi().lookup_name(service).map_err(name_service_error))? {
+        Some(port) => Ok(port),
+        None => err(MPI_ERR_NAME, format!("service {service:?} is not published")),
+    }
+}
+
 /// MPI_Comm_accept (`accept`) or MPI_Comm_connect (collective over `comm`; `port` read at
 /// `root` only, its error every member's). At MPI_THREAD_MULTIPLE the library is released
 /// while the call waits (for the other members, at the port, for the other group).
