@@ -85,6 +85,7 @@ pub fn check_environment_of<'a>(names: impl IntoIterator<Item = &'a str>) -> Res
 pub const LOG: &str = "OXMPI_LOG";
 pub const EAGER_LIMIT: &str = "OXMPI_EAGER_LIMIT";
 pub const SHM_SLOTS: &str = "OXMPI_SHM_SLOTS";
+pub const SHM_CELLS: &str = "OXMPI_SHM_CELLS";
 pub const EAGER_PIECE: &str = "OXMPI_EAGER_PIECE";
 pub const EAGER_PIECES_FROM: &str = "OXMPI_EAGER_PIECES_FROM";
 pub const CMA: &str = "OXMPI_CMA";
@@ -164,9 +165,15 @@ pub const TUNABLES: &[Tunable] = &[
     },
     Tunable {
         name: SHM_SLOTS,
-        default: "256/ranks, within 4..64",
+        default: "256/ranks, within 4..64; 8 with cells (OXMPI_SHM_CELLS)",
         what: "slots per ring between two ranks (memory: ranks^2 * slots * slot size)",
         kind: Kind::Number { min: 2, max: 1024 },
+    },
+    Tunable {
+        name: SHM_CELLS,
+        default: "0 below 32 ranks on the node, 16 from 32",
+        what: "cells per rank for payloads larger than a ring slot; with cells, ring slots are 128 bytes and default to 8 per ring (memory: ranks^2 * slots * 128 + ranks * cells * 16 KiB, where 0 takes ranks^2 * slots * 16 KiB)",
+        kind: Kind::Number { min: 0, max: 1024 },
     },
     Tunable {
         name: SHM_FILES,

@@ -28,6 +28,7 @@ const PROGRAMS: &[(&str, &str)] = &[
     ("bench_sparse", "sparse.c"),
     ("bench_rma", "rma.c"),
     ("bench_empty", "empty.c"),
+    ("bench_scale", "scale.c"),
 ];
 
 fn env_nonempty(name: &str) -> Option<String> {
@@ -376,6 +377,8 @@ fn cases() -> Vec<Case> {
         },
         Case { prog: "bench_rma", np: 2, args: "--ops put_sideways_alloc", expect: vec![], may_skip: false, ok: false },
         Case { prog: "bench_empty", np: 2, args: "", expect: vec![], may_skip: false, ok: true },
+        // Exits non-zero when its allreduce sums are wrong.
+        Case { prog: "bench_scale", np: 3, args: "", expect: vec![], may_skip: false, ok: true },
         // A bad option is an error, not a silent default.
         Case { prog: "bench_latency", np: 2, args: "--no-such-option", expect: vec![], may_skip: false, ok: false },
     ]

@@ -1,7 +1,7 @@
 //! The network transport's endpoint (`transport::net::Net`) between two endpoints of this
 //! process over the provider a job here would choose (libfabric 1.17: `net`): packets keep
 //! their order and bytes across more packets than there are buffers, and a direct transfer
-//! lands whole.
+//! lands whole, also gathered from and scattered into blocks.
 //! Needs libfabric (package libfabric1); fails, not skips, without it.
 
 use oxmpi::transport::net::{Net, PAYLOAD_CAPACITY};
@@ -113,6 +113,45 @@ fn direct_transfer_lands_whole() {
             tx.send(()).unwrap();
             wait_finished(b, 7, "direct receive");
             assert!(into == payload(5, LEN), "direct transfer bytes differ");
+        },
+    );
+}
+
+#[test]
+fn direct_transfer_gathers_and_scatters_blocks() {
+    // 1 MiB sent from two blocks with a hole between them and received into three blocks cut
+    // elsewhere, out of order (send-gather, receive-scatter; the providers here allow 4).
+    const LEN: usize = 1 << 20;
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    run_pair(
+        move |a| {
+            let data = payload(3, LEN + 4096);
+            let (first, second) = (300_000, LEN - 300_000);
+            let blocks = [(data.as_ptr() as usize, first), (data.as_ptr() as usize + first + 4096, second)];
+            assert!(a.blocks_fit(1, &blocks, LEN), "two blocks must fit the provider's iov_limit");
+            rx.recv().unwrap();
+            // SAFETY: `data` lives, unchanged, until the transfer finished below.
+            unsafe { a.send_direct_blocks(1, 43, &blocks, LEN, 11) };
+            wait_finished(a, 11, "send of blocks");
+        },
+        move |b| {
+            let mut into = vec![0xeeu8; LEN + 100];
+            let base = into.as_mut_ptr() as usize;
+            let blocks = [(base + 100, 700_000), (base, 100), (base + 700_100, LEN - 700_100)];
+            assert!(b.blocks_fit(0, &blocks, LEN) && b.can_direct(LEN));
+            // A list longer than any provider's iov_limit does not fit (the data is staged).
+            let many: Vec<(usize, usize)> = (0..1024).map(|i| (base + i * 1024, 1024)).collect();
+            assert!(!b.blocks_fit(0, &many, LEN));
+            // SAFETY: `into` lives, untouched, until the transfer finished below.
+            unsafe { b.receive_direct_blocks(0, 43, &blocks, LEN, 12) };
+            tx.send(()).unwrap();
+            wait_finished(b, 12, "receive into blocks");
+            let sent = payload(3, LEN + 4096);
+            let sent: Vec<u8> = sent[..300_000].iter().chain(&sent[300_000 + 4096..]).copied().collect();
+            let mut got = into[100..700_100].to_vec();
+            got.extend_from_slice(&into[..100]);
+            got.extend_from_slice(&into[700_100..LEN]);
+            assert!(got == sent, "bytes differ");
         },
     );
 }

@@ -802,7 +802,7 @@ impl Engine {
         // A drained ring has every slot free. A peer that answered our last message waits for
         // this one (a ping-pong); without an answer, messages follow each other (a window) and
         // already overlap their copies.
-        if !seg.answered(dst) || !seg.drained(dst) || pieces > seg.geometry().nslots {
+        if !seg.answered(dst) || !seg.can_send_burst(dst, pieces, piece.min(len)) {
             return false;
         }
         let mut head = Packet {
@@ -816,7 +816,7 @@ impl Engine {
         for at in (0..len).step_by(piece) {
             let n = piece.min(len - at);
             head.len = n as u64;
-            seg.send(dst, &head, |slot| fill(at..at + n, &mut slot[..n]));
+            seg.send(dst, &head, n, |slot| fill(at..at + n, &mut slot[..n]));
             head = Packet { kind: kind::PIECE, len: n as u64, addr: (at + n) as u64, ..Default::default() };
         }
         seg.notify(dst);
@@ -1083,18 +1083,24 @@ impl Engine {
                 self.stats.received.add(self.route[msg.from], msg.len);
                 let n = self.set_matched_status(req, msg.env, msg.len);
                 // From another node: the data comes as one transfer straight into the receive
-                // buffer (or its staging), the provider's own large-message protocol. A
-                // truncated message streams instead (the excess is dropped).
+                // buffer: the user's memory (its blocks, when non-contiguous ones are large
+                // enough and few enough for the provider: receive-scatter) or a staging copy,
+                // the provider's own large-message protocol. A truncated message streams
+                // instead (the excess is dropped).
                 if self.route[msg.from] == Route::Net
                     && n == msg.len
                     && self.net.as_ref().is_some_and(|net| net.can_direct(n))
                 {
                     let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
-                    let dst = buf.slice_mut(0, n).as_mut_ptr();
-                    // SAFETY: the receive buffer (the user's memory, or its staging copy, which
-                    // the request owns) holds `n` bytes and is left alone until the transfer's
-                    // token completes the request.
-                    unsafe { self.net.as_mut().unwrap().receive_direct(msg.from, req, dst, n, u64::from(req)) };
+                    let net = self.net.as_mut().unwrap();
+                    let blocks = match buf.block_list(n, &mut self.plans) {
+                        Some(blocks) if net.blocks_fit(msg.from, &blocks, n) => blocks,
+                        _ => std::sync::Arc::new([(buf.slice_mut(0, n).as_mut_ptr() as usize, n)]),
+                    };
+                    // SAFETY: the blocks (the user's memory, or the staging copy the request
+                    // owns) hold `n` bytes and are left alone until the transfer's token
+                    // completes the request.
+                    unsafe { net.receive_direct_blocks(msg.from, req, &blocks, n, u64::from(req)) };
                     self.rndv_in_flight += 1;
                     self.control(msg.from, Out::Cts { sreq, rreq: req, direct: true });
                     return;
@@ -1527,11 +1533,17 @@ impl Engine {
                     if !net.can_direct(buf.len()) {
                         break;
                     }
-                    // Non-contiguous data is packed first (kept in the request until done).
-                    let bytes = buf.packed_bytes();
-                    // SAFETY: the bytes (the user's memory, or the packed copy the request
+                    // Non-contiguous data goes from where it is when its blocks are large
+                    // enough and few enough for the provider (send-gather), else packed first
+                    // (kept in the request until done).
+                    let len = buf.len();
+                    let blocks = match buf.block_list(&mut self.plans) {
+                        Some(blocks) if net.blocks_fit(dst, &blocks, len) => blocks,
+                        _ => std::sync::Arc::new([(buf.packed_bytes().as_ptr() as usize, len)]),
+                    };
+                    // SAFETY: the blocks (the user's memory, or the packed copy the request
                     // keeps) stay valid and unchanged until the token completes the send.
-                    unsafe { net.send_direct(dst, rreq, bytes.as_ptr(), bytes.len(), DIRECT_SEND | u64::from(req)) };
+                    unsafe { net.send_direct_blocks(dst, rreq, &blocks, len, DIRECT_SEND | u64::from(req)) };
                     self.rndv_in_flight += 1;
                 }
                 Out::Help(ref h) => {

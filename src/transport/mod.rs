@@ -55,7 +55,7 @@ impl Channel<'_> {
     #[inline]
     pub fn send(&mut self, dst: usize, packet: &Packet, payload: usize, fill: impl FnOnce(&mut [u8])) {
         match self {
-            Channel::Shm(s) => s.send(dst, packet, fill),
+            Channel::Shm(s) => s.send(dst, packet, payload, fill),
             Channel::Net(n) => n.send(dst, packet, payload, fill),
         }
     }

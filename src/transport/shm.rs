@@ -2,6 +2,13 @@
 //! ring of fixed-size slots (the "RDMA eager channel" idea: persistent per-peer buffers, the
 //! receiver polls a flag, the flag going back to empty is the credit).
 //!
+//! With many ranks on a node (`Geometry::for_ranks`) the rings' slots shrink to two cache
+//! lines, so the per-pair memory stays small, and a payload that does not fit a slot goes in a
+//! cell: each rank owns a few cells, large enough for any eager message, which it lends to
+//! whichever receiver it sends to; the slot names the cell, and the receiver gives the cell
+//! back when it releases the slot. The segment then grows with ranks² × a few hundred bytes
+//! plus ranks × the cells, instead of ranks² × 16 KiB slots.
+//!
 //! Slot layout: the first word is the full/empty flag. Eager messages (the common case) use a
 //! compact 16-byte header: the flag word itself carries the payload length, then context,
 //! source and tag, so a message of up to 48 bytes is one cache line, written and read in one
@@ -22,6 +29,19 @@ use std::time::Duration;
 pub const CACHE_LINE: usize = 64;
 /// Bytes of a slot taken by its full header.
 pub const SLOT_HEADER: usize = 48;
+/// Ranks on a node from which the rings' slots are small and payloads go in cells (below, a
+/// ring of 16 KiB slots per pair: 134 MiB at 32 ranks; with cells, 10 MiB).
+pub const CELLS_FROM_RANKS: usize = 32;
+/// Cells per rank by default, when it has cells: how many messages that do not fit a slot it
+/// can have in flight to all receivers together.
+pub const CELLS_DEFAULT: usize = 16;
+/// Slot size of rings whose payloads go in cells: the compact header and 112 payload bytes,
+/// or a full header (every control packet) and 80.
+const CELL_RING_SLOT: usize = 2 * CACHE_LINE;
+/// Slots per ring by default when payloads go in cells (a slot costs 128 bytes per pair).
+const CELL_RING_SLOTS: usize = 8;
+/// Bytes of a cell before its payload: the busy word, on a line of its own.
+const CELL_HEADER: usize = CACHE_LINE;
 /// Largest eager message by default. Chosen by measurement (2 ranks, 2
 /// cores, docs/performance.md): through the ring a message costs two copies one after the
 /// other (ping-pong latency of 16 KiB: 3.2 us eager, 1.7 us by a single-copy read), but the
@@ -37,9 +57,11 @@ pub const SLOT_PAYLOAD_MIN: usize = 16384;
 pub const COMPACT_HEADER: usize = 16;
 /// The `Packet::kind` a compact slot decodes to (the engine's plain eager kind).
 pub const EAGER_KIND: u32 = 1;
-/// Flag word bits: bit 0 full; bit 1 compact eager; bits 8.. the compact payload length.
+/// Flag word bits: bit 0 full; bit 1 compact eager; bit 2 the payload is in the sender's
+/// cell `SlotHeader::cell`; bits 8.. the compact payload length.
 const FLAG_FULL: u32 = 1;
 const FLAG_COMPACT: u32 = 2;
+const FLAG_CELL: u32 = 4;
 const COMPACT_LEN_SHIFT: u32 = 8;
 /// Largest payload a compact header can describe.
 const COMPACT_MAX_LEN: usize = (u32::MAX >> COMPACT_LEN_SHIFT) as usize;
@@ -78,7 +100,8 @@ pub struct Packet {
 #[repr(C)]
 struct SlotHeader {
     full: AtomicU32,
-    _pad: u32,
+    /// With `FLAG_CELL`: the index of the sender's cell holding the payload.
+    cell: u32,
     packet: Packet,
 }
 const _: () = assert!(std::mem::size_of::<SlotHeader>() == SLOT_HEADER);
@@ -150,6 +173,8 @@ struct SegHeader {
     nranks: u64,
     nslots: u64,
     slot_size: u64,
+    ncells: u64,
+    cell_size: u64,
 }
 
 /// Sizes of the segment, fixed at setup and identical on every rank.
@@ -158,24 +183,48 @@ pub struct Geometry {
     pub nranks: usize,
     pub nslots: usize,
     pub slot_size: usize,
+    /// Cells per rank; 0: every payload goes in the ring slots.
+    pub ncells: usize,
+    /// Bytes of a cell, header included (0 without cells).
+    pub cell_size: usize,
 }
 
 impl Geometry {
-    /// Default geometry: slots of SLOT_PAYLOAD_MIN payload bytes (more when the eager limit is
-    /// larger); fewer slots per ring as ranks grow so the segment stays O(ranks^2 * small).
+    /// Default geometry. Up to `CELLS_FROM_RANKS` ranks (or with `OXMPI_SHM_CELLS=0`): slots
+    /// of SLOT_PAYLOAD_MIN payload bytes (more when the eager limit is larger), fewer per ring
+    /// as ranks grow. From there on: small slots and `CELLS_DEFAULT` cells per rank of that
+    /// payload size, so the segment grows with ranks² × 1 KiB (at 256 ranks: 64 MiB of rings,
+    /// 64 MiB of cells, where 16 KiB slots would take 4 GiB).
     pub fn for_ranks(nranks: usize) -> Geometry {
+        let payload = config::usize_var(config::EAGER_LIMIT).unwrap_or(EAGER_LIMIT_DEFAULT).max(SLOT_PAYLOAD_MIN);
+        let ncells =
+            config::usize_var(config::SHM_CELLS).unwrap_or(if nranks >= CELLS_FROM_RANKS { CELLS_DEFAULT } else { 0 });
+        if ncells > 0 {
+            return Geometry {
+                nranks,
+                nslots: config::usize_var(config::SHM_SLOTS).unwrap_or(CELL_RING_SLOTS),
+                slot_size: CELL_RING_SLOT,
+                ncells,
+                cell_size: (CELL_HEADER + payload).div_ceil(CACHE_LINE) * CACHE_LINE,
+            };
+        }
         // 64 slots at np 2 and 4: a window of 64 messages in flight fits the ring (windowed
         // bandwidth of 1-4 KiB messages 1.4-1.5x that of 16 slots); 32 at np 8: with 8 ranks on
         // 2 cores the members of a small gather or scatter run that many calls ahead of a
         // descheduled root before they block (gather of 1 B at np 8: 9-73 us per call with 16
         // slots, about 1 us with 32 or 64; docs/performance.md).
         let nslots = config::usize_var(config::SHM_SLOTS).unwrap_or((256 / nranks.max(1)).clamp(4, 64));
-        let payload = config::usize_var(config::EAGER_LIMIT).unwrap_or(EAGER_LIMIT_DEFAULT).max(SLOT_PAYLOAD_MIN);
         let slot_size = (SLOT_HEADER + payload).div_ceil(CACHE_LINE) * CACHE_LINE;
-        Geometry { nranks, nslots, slot_size }
+        Geometry { nranks, nslots, slot_size, ncells: 0, cell_size: 0 }
     }
 
+    /// Payload bytes one packet carries at most: a slot's, or a cell's.
     pub fn payload_capacity(&self) -> usize {
+        if self.ncells > 0 { self.cell_size - CELL_HEADER } else { self.slot_size - SLOT_HEADER }
+    }
+
+    /// Payload bytes that fit a slot behind the full header (more go in a cell).
+    fn slot_capacity(&self) -> usize {
         self.slot_size - SLOT_HEADER
     }
 
@@ -191,8 +240,17 @@ impl Geometry {
         self.rings_offset() + self.nranks * self.nranks * self.ring_bytes()
     }
 
-    pub fn total_bytes(&self) -> usize {
+    fn cells_offset(&self) -> usize {
         self.board_offset() + self.nranks * self.nranks * BOARD_ENTRIES * CACHE_LINE
+    }
+
+    /// Bytes of the cells of one rank.
+    fn cells_bytes(&self) -> usize {
+        self.ncells * self.cell_size
+    }
+
+    pub fn total_bytes(&self) -> usize {
+        self.cells_offset() + self.nranks * self.cells_bytes()
     }
 }
 
@@ -224,6 +282,12 @@ pub struct Segment {
     node_cores: usize,
     /// Some rank started at MPI_THREAD_MULTIPLE (`verify`; the same on every rank).
     any_thread_multiple: bool,
+    /// Largest payload sent with the compact header (more takes the full one).
+    compact_max: usize,
+    /// This rank's cells (null without cells) and the one it looks at first for a free one
+    /// (cells come back roughly in the order they went).
+    own_cells: *mut u8,
+    next_cell: usize,
 }
 
 /// `Segment::local_of` of a rank on another node.
@@ -245,6 +309,8 @@ struct PeerRings {
     recv: Cursor,
     /// `recv.next` when we last sent to the peer (`answered`).
     read_at_send: usize,
+    /// The peer's cells (null without cells), which its slots to us may name.
+    cells: *mut u8,
 }
 
 // SAFETY: the segment is only touched through atomics (flags, doorbells) and through slot
@@ -278,6 +344,11 @@ impl Segment {
         // node-wide in `verify` (ranks bound to a CPU each see one CPU but do not share one).
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let registered = membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED);
+        let cells_of = |rank: usize| match geo.ncells {
+            0 => ptr::null_mut(),
+            // SAFETY: rank < nranks: its cells lie inside the mapping (total_bytes covers all).
+            _ => unsafe { map.as_mut_ptr().add(geo.cells_offset() + rank * geo.cells_bytes()) },
+        };
         let ring = |src: usize, dst: usize| Cursor {
             // SAFETY: the ring of (src, dst) lies inside the mapping (total_bytes covers all).
             base: unsafe { map.as_mut_ptr().add(geo.rings_offset() + (src * geo.nranks + dst) * geo.ring_bytes()) },
@@ -289,11 +360,13 @@ impl Segment {
         let ring_bytes = geo.ring_bytes();
         let own_send_rings = (me * geo.nranks * ring_bytes, geo.nranks * ring_bytes);
         let recv_rings = (0..geo.nranks).map(|src| ((src * geo.nranks + me) * ring_bytes, ring_bytes));
-        for (offset, len) in std::iter::once(own_send_rings).chain(recv_rings) {
-            // SAFETY: the range lies inside the mapping (rings_offset + nranks² rings is within
-            // total_bytes). MADV_POPULATE_WRITE only fills in page tables, writing no data, so
-            // it is harmless while peers use the memory; an old kernel's EINVAL just leaves
-            // the faults to first use.
+        // And this rank's cells, which it writes (receivers fault in the cells they read).
+        let own_cells = (geo.cells_offset() - geo.rings_offset() + me * geo.cells_bytes(), geo.cells_bytes());
+        for (offset, len) in std::iter::once(own_send_rings).chain(recv_rings).chain(std::iter::once(own_cells)) {
+            // SAFETY: the range lies inside the mapping (rings_offset + nranks² rings, and the
+            // cells after the board, are within total_bytes). MADV_POPULATE_WRITE only fills
+            // in page tables, writing no data, so it is harmless while peers use the memory;
+            // an old kernel's EINVAL just leaves the faults to first use.
             // madvise wants a page-aligned start: widen the range down to its page (rings_offset
             // is page-aligned, so this stays inside the mapping).
             let start = geo.rings_offset() + offset;
@@ -311,13 +384,16 @@ impl Segment {
             rings: local_of
                 .iter()
                 .map(|&peer| match peer {
-                    OFF_NODE => PeerRings { send: off_node, recv: off_node, read_at_send: 0 },
+                    OFF_NODE => PeerRings { send: off_node, recv: off_node, read_at_send: 0, cells: ptr::null_mut() },
                     peer => {
                         let peer = peer as usize;
-                        PeerRings { send: ring(me, peer), recv: ring(peer, me), read_at_send: 0 }
+                        PeerRings { send: ring(me, peer), recv: ring(peer, me), read_at_send: 0, cells: cells_of(peer) }
                     }
                 })
                 .collect(),
+            compact_max: COMPACT_MAX_LEN.min(geo.slot_size - COMPACT_HEADER),
+            own_cells: cells_of(me),
+            next_cell: 0,
             peers: node.iter().copied().filter(|&w| local_of[w] as usize != me).collect(),
             local_of,
             map,
@@ -338,6 +414,8 @@ impl Segment {
                 (*hp).nranks = geo.nranks as u64;
                 (*hp).nslots = geo.nslots as u64;
                 (*hp).slot_size = geo.slot_size as u64;
+                (*hp).ncells = geo.ncells as u64;
+                (*hp).cell_size = geo.cell_size as u64;
             }
             h.magic.store(SEGMENT_MAGIC, Ordering::Release);
         }
@@ -368,6 +446,8 @@ impl Segment {
             || h.nranks as usize != self.geo.nranks
             || h.nslots as usize != self.geo.nslots
             || h.slot_size as usize != self.geo.slot_size
+            || h.ncells as usize != self.geo.ncells
+            || h.cell_size as usize != self.geo.cell_size
         {
             return Err(MpiError::new(
                 crate::abi::consts::MPI_ERR_OTHER,
@@ -652,11 +732,68 @@ impl Segment {
         unsafe { &*(p as *const SlotHeader) }
     }
 
-    /// Whether the next slot towards `dst` is free (the receiver gave the credit back).
+    /// Whether the next slot towards `dst` is free (the receiver gave the credit back) and,
+    /// with cells, one of this rank's cells too (whatever the packet's size: callers ask
+    /// before they know which packet goes).
     #[inline]
     pub fn can_send(&self, dst: usize) -> bool {
         let p = self.slot_at(self.rings[dst].send);
-        self.slot_header(p).full.load(Ordering::Acquire) == 0
+        self.slot_header(p).full.load(Ordering::Acquire) == 0 && (self.geo.ncells == 0 || self.free_cell().is_some())
+    }
+
+    /// Whether `count` packets of `len` payload bytes each can go to `dst` one after the other
+    /// without waiting: every slot towards it is free (`drained`) and enough of them and, if
+    /// they need cells, enough cells.
+    pub fn can_send_burst(&self, dst: usize, count: usize, len: usize) -> bool {
+        self.drained(dst)
+            && count <= self.geo.nslots
+            && (len <= self.geo.slot_capacity() || (0..self.geo.ncells).filter(|&c| self.cell_free(c)).count() >= count)
+    }
+
+    /// The busy word of this rank's cell `c`: 1 while a slot names it, until the receiver
+    /// releases that slot.
+    #[inline]
+    fn cell_busy(cells: *mut u8, geo: &Geometry, c: usize) -> &AtomicU32 {
+        debug_assert!(!cells.is_null() && c < geo.ncells);
+        // SAFETY: c < ncells, so the cell lies among its owner's cells inside the mapping;
+        // its first word is 64-byte aligned and only accessed atomically.
+        unsafe { &*(cells.add(c * geo.cell_size) as *const AtomicU32) }
+    }
+
+    #[inline]
+    fn cell_free(&self, c: usize) -> bool {
+        // Acquire: the receiver's reads of the cell happen before our next writes to it.
+        Self::cell_busy(self.own_cells, &self.geo, c).load(Ordering::Acquire) == 0
+    }
+
+    /// A free cell of this rank's, looking from `next_cell` on. Only this rank takes its
+    /// cells, so one found free stays free until it does.
+    #[inline]
+    fn free_cell(&self) -> Option<usize> {
+        (0..self.geo.ncells).map(|i| (self.next_cell + i) % self.geo.ncells).find(|&c| self.cell_free(c))
+    }
+
+    /// Fills a free cell of this rank's with `packet` and `fill`'s payload and sends `dst` a
+    /// slot naming it (`send` of a payload larger than a slot's).
+    #[inline(never)]
+    fn send_in_cell(&mut self, dst: usize, packet: &Packet, fill: impl FnOnce(&mut [u8])) {
+        let c = self.free_cell().expect("can_send found a free cell, and only this rank takes its cells");
+        self.next_cell = (c + 1) % self.geo.ncells;
+        let busy = Self::cell_busy(self.own_cells, &self.geo, c);
+        busy.store(1, Ordering::Relaxed);
+        let p = self.slot_at(self.rings[dst].send);
+        // SAFETY: the cell is free (no slot names it) and the slot empty, so no receiver reads
+        // either until the slot's flag is set; the payload area lies inside the cell.
+        unsafe {
+            let cell = self.own_cells.add(c * self.geo.cell_size);
+            fill(std::slice::from_raw_parts_mut(cell.add(CELL_HEADER), self.geo.cell_size - CELL_HEADER));
+            let h = p as *mut SlotHeader;
+            ptr::write(&raw mut (*h).packet, *packet);
+            (*h).cell = c as u32;
+        }
+        // Release: the payload and header before the flag.
+        self.slot_header(p).full.store(FLAG_FULL | FLAG_CELL, Ordering::Release);
+        self.advance_send(dst);
     }
 
     /// Moves the send cursor towards `dst` past the slot just published.
@@ -685,14 +822,19 @@ impl Segment {
         self.slot_header(p).full.load(Ordering::Acquire) == 0
     }
 
-    /// Fills the next slot towards `dst` with `packet` and the payload written by `fill`
-    /// (which gets the payload area, `payload_capacity` bytes), then publishes it.
+    /// Fills the next slot towards `dst` with `packet` and the `payload` bytes written by
+    /// `fill` (which gets the payload area, at least `payload` bytes: a slot's, or a cell's
+    /// when they do not fit the slot), then publishes it.
     /// The caller checked `can_send(dst)`, and calls `notify(dst)` after its last send of a
     /// batch (the peer may sleep on its doorbell).
-    pub fn send(&mut self, dst: usize, packet: &Packet, fill: impl FnOnce(&mut [u8])) {
+    pub fn send(&mut self, dst: usize, packet: &Packet, payload: usize, fill: impl FnOnce(&mut [u8])) {
+        debug_assert!(payload <= self.geo.payload_capacity());
+        if payload > self.geo.slot_capacity() {
+            return self.send_in_cell(dst, packet, fill);
+        }
         let p = self.slot_at(self.rings[dst].send);
         debug_assert_eq!(self.slot_header(p).full.load(Ordering::Relaxed), 0);
-        let cap = self.geo.payload_capacity();
+        let cap = self.geo.slot_capacity();
         // SAFETY: the slot is empty, so the receiver does not touch it until we set the flag;
         // the header and payload regions lie inside this slot.
         unsafe {
@@ -708,9 +850,9 @@ impl Segment {
     #[inline]
     pub fn send_eager(&mut self, dst: usize, context: u32, src: i32, tag: i32, bytes: &[u8]) {
         debug_assert!(bytes.len() <= self.geo.payload_capacity());
-        if bytes.len() > COMPACT_MAX_LEN {
+        if bytes.len() > self.compact_max {
             let pk = Packet { kind: EAGER_KIND, context, src, tag, len: bytes.len() as u64, ..Default::default() };
-            return self.send(dst, &pk, |slot| slot[..bytes.len()].copy_from_slice(bytes));
+            return self.send(dst, &pk, bytes.len(), |slot| slot[..bytes.len()].copy_from_slice(bytes));
         }
         let p = self.slot_at(self.rings[dst].send);
         let h = p as *mut CompactHeader;
@@ -759,9 +901,9 @@ impl Segment {
         fill: impl FnOnce(&mut [u8]),
     ) {
         debug_assert!(len <= self.geo.payload_capacity());
-        if len > COMPACT_MAX_LEN {
+        if len > self.compact_max {
             let pk = Packet { kind: EAGER_KIND, context, src, tag, len: len as u64, ..Default::default() };
-            return self.send(dst, &pk, |slot| fill(&mut slot[..len]));
+            return self.send(dst, &pk, len, |slot| fill(&mut slot[..len]));
         }
         let p = self.slot_at(self.rings[dst].send);
         let h = p as *mut CompactHeader;
@@ -809,11 +951,27 @@ impl Segment {
             }
         }
         let packet = h.packet;
-        let n = (packet.len as usize).min(self.geo.payload_capacity());
+        if flag & FLAG_CELL != 0 {
+            return Some(self.in_cell(src, h));
+        }
+        let n = (packet.len as usize).min(self.geo.slot_capacity());
         // SAFETY: the flag says the sender finished writing and hands the slot to us until we
         // release it; the payload lies inside the slot.
         let payload = unsafe { std::slice::from_raw_parts(p.add(SLOT_HEADER), n) };
         Some(Incoming { packet, payload })
+    }
+
+    /// The packet of a full slot from `src` whose payload is in `src`'s cell.
+    #[inline(never)]
+    fn in_cell(&self, src: usize, h: &SlotHeader) -> Incoming<'_> {
+        let cells = self.rings[src].cells;
+        let c = (h.cell as usize).min(self.geo.ncells - 1);
+        let n = (h.packet.len as usize).min(self.geo.cell_size - CELL_HEADER);
+        // SAFETY: `src` has cells: its geometry is ours (`verify`) and it sets FLAG_CELL only
+        // with cells. c < ncells, so the cell lies inside the mapping; the slot naming it hands
+        // it to us until we release the slot.
+        let payload = unsafe { std::slice::from_raw_parts(cells.add(c * self.geo.cell_size + CELL_HEADER), n) };
+        Incoming { packet: h.packet, payload }
     }
 
     /// Asks for the first lines of the slots `ahead` (distances after the next one from `src`):
@@ -846,7 +1004,13 @@ impl Segment {
     #[inline]
     pub fn release(&mut self, src: usize) {
         let p = self.slot_at(self.rings[src].recv);
-        self.slot_header(p).full.store(0, Ordering::Release);
+        let h = self.slot_header(p);
+        if self.geo.ncells > 0 && h.full.load(Ordering::Relaxed) & FLAG_CELL != 0 {
+            let c = (h.cell as usize).min(self.geo.ncells - 1);
+            // Release: our reads of the cell before the sender's next writes to it.
+            Self::cell_busy(self.rings[src].cells, &self.geo, c).store(0, Ordering::Release);
+        }
+        h.full.store(0, Ordering::Release);
         Self::advance(&mut self.rings[src].recv, self.geo.nslots);
     }
 
@@ -1270,7 +1434,7 @@ mod tests {
     use crate::transport::shared_file::SharedFile;
 
     fn temp_segment(nranks: usize, nslots: usize) -> (SharedFile, Geometry) {
-        let geo = Geometry { nranks, nslots, slot_size: 256 };
+        let geo = Geometry { nranks, nslots, slot_size: 256, ncells: 0, cell_size: 0 };
         (SharedFile::create("unittest", geo.total_bytes()).unwrap(), geo)
     }
 
@@ -1285,7 +1449,7 @@ mod tests {
             for i in 0..4u32 {
                 assert!(a.can_send(1));
                 let pk = Packet { kind: 1, tag: (round * 10 + i) as i32, len: 4, ..Default::default() };
-                a.send(1, &pk, |buf| buf[..4].copy_from_slice(&i.to_le_bytes()));
+                a.send(1, &pk, 4, |buf| buf[..4].copy_from_slice(&i.to_le_bytes()));
             }
             assert!(!a.can_send(1), "ring of 4 slots must be full after 4 sends");
             for i in 0..4u32 {
@@ -1310,7 +1474,7 @@ mod tests {
             assert!(a.can_send(1));
             a.send_eager(1, 9, 3, len as i32, &data);
             // A full-header packet in between keeps both formats in one ring.
-            a.send(1, &Packet { kind: 4, sreq: 77, ..Default::default() }, |_| {});
+            a.send(1, &Packet { kind: 4, sreq: 77, ..Default::default() }, 0, |_| {});
             a.notify(1);
             let inc = b.peek(0).unwrap();
             assert_eq!((inc.packet.kind, inc.packet.context, inc.packet.src), (EAGER_KIND, 9, 3));
@@ -1321,6 +1485,78 @@ mod tests {
             assert_eq!((inc.packet.kind, inc.packet.sreq), (4, 77));
             b.release(0);
             b.notify(0);
+        }
+    }
+
+    /// Three ranks with two cells each and rings of `nslots` slots, as `for_ranks` lays out
+    /// many ranks.
+    fn segment_with_cells(nslots: usize) -> (SharedFile, Geometry) {
+        let geo = Geometry {
+            nranks: 3,
+            nslots,
+            slot_size: CELL_RING_SLOT,
+            ncells: 2,
+            cell_size: CELL_HEADER + SLOT_PAYLOAD_MIN,
+        };
+        (SharedFile::create("unittest", geo.total_bytes()).unwrap(), geo)
+    }
+
+    #[test]
+    fn payloads_larger_than_a_slot_go_in_cells_in_order() {
+        let (file, geo) = segment_with_cells(8);
+        let node = [0, 1, 2];
+        let mut a = Segment::attach(file.name(), geo, 0, &node, 0).unwrap();
+        let mut b = Segment::attach(file.name(), geo, 1, &node, 0).unwrap();
+        let mut c = Segment::attach(file.name(), geo, 2, &node, 0).unwrap();
+        drop(file);
+        assert_eq!(geo.payload_capacity(), SLOT_PAYLOAD_MIN);
+        let data = |len: usize, seed: usize| -> Vec<u8> { (0..len).map(|i| (i * 13 + seed) as u8).collect() };
+        // Slot-sized and cell-sized messages (113 and SLOT_PAYLOAD_MIN bytes) in one ring.
+        let lens = [0, 112, 113, 80, SLOT_PAYLOAD_MIN];
+        for (i, len) in lens.iter().enumerate() {
+            assert!(a.can_send(1));
+            a.send_eager(1, 1, 0, i as i32, &data(*len, i));
+        }
+        // Both of a's cells are taken: nothing goes to anyone until one comes back, not even a
+        // packet that would fit a slot (callers ask before they know which packet goes).
+        assert!(!a.can_send(1) && !a.can_send(2));
+        let take = |r: &mut Segment, from: usize, i: usize| {
+            let inc = r.peek(from).unwrap();
+            assert_eq!((inc.packet.tag, inc.payload), (i as i32, &data(lens[i], i)[..]), "message {i}");
+            r.release(from);
+        };
+        for i in 0..3 {
+            take(&mut b, 0, i);
+        }
+        // Cells go to any receiver: a full-header packet with a payload larger than a slot.
+        assert!(a.can_send(2));
+        a.send(2, &Packet { kind: 4, sreq: 7, len: 300, ..Default::default() }, 300, |out| out[..300].fill(9));
+        assert!(!a.can_send(2) && !a.can_send_burst(2, 1, 300));
+        let inc = c.peek(0).unwrap();
+        assert_eq!((inc.packet.kind, inc.packet.sreq, inc.payload), (4, 7, &[9u8; 300][..]));
+        c.release(0);
+        assert!(a.can_send(2), "c gave the cell back");
+        for i in 3..lens.len() {
+            take(&mut b, 0, i);
+        }
+        assert!(b.peek(0).is_none() && a.drained(1));
+        assert!(a.can_send_burst(1, 2, 300) && !a.can_send_burst(1, 3, 300));
+        assert!(a.can_send_burst(1, 8, 10) && !a.can_send_burst(1, 9, 10), "8 slots per ring");
+    }
+
+    #[test]
+    fn many_ranks_fit_the_memory_targets() {
+        let mib = |ranks: usize| {
+            let geo = Geometry::for_ranks(ranks);
+            (geo.total_bytes() + crate::coll::shm::area_bytes(ranks)) as f64 / (1 << 20) as f64
+        };
+        // The targets: 64 ranks in 64 MiB, 256 in 512 MiB (point-to-point segment and
+        // the world's collectives area; other communicators' areas come with the program).
+        if std::env::var_os(config::SHM_CELLS).is_none() && std::env::var_os(config::SHM_SLOTS).is_none() {
+            assert!(mib(64) <= 64.0, "64 ranks: {:.1} MiB", mib(64));
+            assert!(mib(256) <= 512.0, "256 ranks: {:.1} MiB", mib(256));
+            assert_eq!(Geometry::for_ranks(CELLS_FROM_RANKS - 1).ncells, 0);
+            assert!(Geometry::for_ranks(2).payload_capacity() >= SLOT_PAYLOAD_MIN);
         }
     }
 

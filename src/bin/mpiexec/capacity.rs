@@ -178,10 +178,11 @@ mod tests {
     }
 
     #[test]
-    fn the_segment_grows_with_the_square_of_the_ranks() {
+    fn the_segment_grows_with_the_ranks() {
+        // Quadratic in the ranks, with 1.5 KiB per pair from 32 ranks on (transport::shm).
         let small = shm_segment_bytes(8).unwrap();
         let large = shm_segment_bytes(800).unwrap();
-        assert!(small > 0 && large > 100 * small, "{small} {large}");
+        assert!(small > 0 && large > 30 * small, "{small} {large}");
         assert_eq!(shm_segment_bytes(usize::MAX), None);
     }
 }

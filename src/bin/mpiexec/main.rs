@@ -46,8 +46,10 @@ fn main() -> ExitCode {
         }
     };
     // The tunables mpiexec reads itself (the ranks check all of theirs in MPI_Init).
-    use oxmpi::config::{EAGER_LIMIT, LINK_TIMEOUT, RANK_SESSIONS, SHM_SLOTS};
-    if let Err(problem) = oxmpi::config::check_environment_of([RANK_SESSIONS, SHM_SLOTS, EAGER_LIMIT, LINK_TIMEOUT]) {
+    use oxmpi::config::{EAGER_LIMIT, LINK_TIMEOUT, RANK_SESSIONS, SHM_CELLS, SHM_SLOTS};
+    if let Err(problem) =
+        oxmpi::config::check_environment_of([RANK_SESSIONS, SHM_SLOTS, SHM_CELLS, EAGER_LIMIT, LINK_TIMEOUT])
+    {
         eprintln!("mpiexec: {problem}");
         return ExitCode::from(1);
     }

@@ -29,6 +29,7 @@ use crate::config;
 use crate::error::{MpiError, MpiResult};
 use crate::transport::shm::Packet;
 use fabric::{FI_ADDR_UNSPEC, Fabric, sys};
+use libc::iovec;
 use std::collections::VecDeque;
 use std::ffi::{CStr, c_void};
 use std::ptr::null_mut;
@@ -151,7 +152,11 @@ impl Rail {
 struct Direct {
     token: u64,
     pieces_left: usize,
-    mrs: [*mut sys::fid_mr; MAX_RAILS],
+    /// Registrations of the user's memory (one per block of each piece, when the provider
+    /// needs them).
+    mrs: Vec<*mut sys::fid_mr>,
+    /// Each piece's blocks and their descriptors, kept until the transfer finishes.
+    iovs: Vec<(Vec<iovec>, Vec<*mut c_void>)>,
 }
 
 /// Smallest direct transfer striped over several rails: below it one rail's message costs
@@ -207,6 +212,9 @@ pub struct Net {
     /// once from the caller's memory (`fi_tinject`: no completion to read).
     max_message: usize,
     inject_size: usize,
+    /// Most blocks one direct transfer's piece may have (the provider's `iov_limit` for
+    /// sends and receives, the smaller).
+    iov_limit: usize,
 }
 
 // SAFETY: the libfabric objects are used by one thread at a time (the engine is behind the
@@ -405,6 +413,7 @@ impl Net {
             finished: Vec::new(),
             max_message: usize::MAX,
             inject_size: usize::MAX,
+            iov_limit: usize::MAX,
         };
         for i in rails(&entries, first) {
             // SAFETY: the entry belongs to `list`; the copy outlives it and is freed in Drop.
@@ -415,10 +424,13 @@ impl Net {
                 return Err(net_error("fi_dupinfo: out of memory"));
             }
             // SAFETY: `info` is a valid fi_info with its endpoint and transmit attributes.
-            let (max_message, inject_size) =
-                unsafe { ((*(*info).ep_attr).max_msg_size, (*(*info).tx_attr).inject_size) };
+            let (max_message, inject_size, iov_limit) = unsafe {
+                let (tx, rx) = (&*(*info).tx_attr, &*(*info).rx_attr);
+                ((*(*info).ep_attr).max_msg_size, tx.inject_size, tx.iov_limit.min(rx.iov_limit))
+            };
             net.max_message = net.max_message.min(max_message);
             net.inject_size = net.inject_size.min(inject_size);
+            net.iov_limit = net.iov_limit.min(iov_limit.max(1));
             net.rails.push(Rail {
                 info,
                 fabric_fid: null_mut(),
@@ -878,6 +890,15 @@ impl Net {
         len <= self.max_message && !self.direct_free.is_empty()
     }
 
+    /// Whether a direct transfer of `len` bytes with `peer` can read or write the memory
+    /// `blocks` (address, length; `len` bytes in all) where it is: every piece (one per rail
+    /// used) spans at most the provider's `iov_limit` blocks. Otherwise the data goes
+    /// through one contiguous buffer (packed, or staged and unpacked).
+    pub fn blocks_fit(&self, peer: usize, blocks: &[(usize, usize)], len: usize) -> bool {
+        blocks.len() <= self.iov_limit
+            || stripes(len, self.peer_rails[peer]).all(|piece| blocks_of(blocks, piece).count() <= self.iov_limit)
+    }
+
     /// Posts the receive of direct transfer `id` from world rank `from` (`len` bytes into
     /// `buf`); its `token` comes out of `take_finished` once the data is there. The caller
     /// checked `can_direct`.
@@ -886,12 +907,35 @@ impl Net {
     /// `buf` is writable for `len` bytes, and stays valid and untouched by anyone else until
     /// `token` comes out of `take_finished` (the provider writes it meanwhile).
     pub unsafe fn receive_direct(&mut self, from: usize, id: u32, buf: *mut u8, len: usize, token: u64) {
-        self.start_direct(token, from, buf, len, |rail, piece, ctx, desc| {
-            // SAFETY: the endpoint is open; the buffer is the caller's contract; the context
-            // is a slot of `contexts`, which stays put.
+        // SAFETY: one block, the caller's buffer (same contract).
+        unsafe { self.receive_direct_blocks(from, id, &[(buf as usize, len)], len, token) }
+    }
+
+    /// `receive_direct` straight into `blocks` (address, length; `len` bytes in all, in
+    /// message order: receive-scatter), for which the caller checked `blocks_fit`.
+    ///
+    /// # Safety
+    /// Every block is writable, and stays valid and untouched by anyone else until `token`
+    /// comes out of `take_finished`.
+    pub unsafe fn receive_direct_blocks(
+        &mut self,
+        from: usize,
+        id: u32,
+        blocks: &[(usize, usize)],
+        len: usize,
+        token: u64,
+    ) {
+        self.start_direct(token, from, blocks, len, |rail, iov, desc, ctx| {
+            let tag = DIRECT_TAG | u64::from(id);
+            // SAFETY: the endpoint is open; the blocks are the caller's contract, the iovec
+            // and descriptor arrays live in the transfer's `Direct` until it finishes; the
+            // context is a slot of `contexts`, which stays put.
             unsafe {
-                let at = buf.add(piece.start).cast();
-                fabric::fi_trecv(rail.ep, at, piece.len(), desc, FI_ADDR_UNSPEC, DIRECT_TAG | u64::from(id), 0, ctx)
+                if iov.len() == 1 {
+                    fabric::fi_trecv(rail.ep, iov[0].iov_base, iov[0].iov_len, desc[0], FI_ADDR_UNSPEC, tag, 0, ctx)
+                } else {
+                    fabric::fi_trecvv(rail.ep, iov.as_ptr(), desc.as_mut_ptr(), iov.len(), FI_ADDR_UNSPEC, tag, 0, ctx)
+                }
             }
         });
     }
@@ -904,54 +948,104 @@ impl Net {
     /// `buf` is readable for `len` bytes, and stays valid and unchanged until `token` comes
     /// out of `take_finished` (the provider reads it meanwhile).
     pub unsafe fn send_direct(&mut self, dst: usize, id: u32, buf: *const u8, len: usize, token: u64) {
-        self.start_direct(token, dst, buf.cast_mut(), len, |rail, piece, ctx, desc| {
-            // SAFETY: as in `receive_direct`.
+        // SAFETY: one block, the caller's buffer (same contract).
+        unsafe { self.send_direct_blocks(dst, id, &[(buf as usize, len)], len, token) }
+    }
+
+    /// `send_direct` of the memory `blocks` (address, length; `len` bytes in all, in message
+    /// order: send-gather), for which the caller checked `blocks_fit`.
+    ///
+    /// # Safety
+    /// Every block is readable, and stays valid and unchanged until `token` comes out of
+    /// `take_finished`.
+    pub unsafe fn send_direct_blocks(
+        &mut self,
+        dst: usize,
+        id: u32,
+        blocks: &[(usize, usize)],
+        len: usize,
+        token: u64,
+    ) {
+        self.start_direct(token, dst, blocks, len, |rail, iov, desc, ctx| {
+            let (tag, to) = (DIRECT_TAG | u64::from(id), rail.addr[dst]);
+            // SAFETY: as in `receive_direct_blocks`.
             unsafe {
-                let at = buf.add(piece.start).cast();
-                fabric::fi_tsend(rail.ep, at, piece.len(), desc, rail.addr[dst], DIRECT_TAG | u64::from(id), ctx)
+                if iov.len() == 1 {
+                    fabric::fi_tsend(rail.ep, iov[0].iov_base, iov[0].iov_len, desc[0], to, tag, ctx)
+                } else {
+                    fabric::fi_tsendv(rail.ep, iov.as_ptr(), desc.as_mut_ptr(), iov.len(), to, tag, ctx)
+                }
             }
         });
     }
 
-    /// Starts one direct transfer with `peer`, a piece per rail, each with
-    /// `post(rail, piece, context, descriptor)`, registering the user's memory first when
-    /// the provider needs it, and retrying while the provider's queue is full.
+    /// Starts one direct transfer of the memory `blocks` (`len` bytes) with `peer`, a piece
+    /// per rail, each with `post(rail, iovecs, descriptors, context)`, registering the
+    /// user's memory first when the provider needs it, and retrying while the provider's
+    /// queue is full.
     fn start_direct(
         &mut self,
         token: u64,
         peer: usize,
-        buf: *mut u8,
+        blocks: &[(usize, usize)],
         len: usize,
-        post: impl Fn(&Rail, std::ops::Range<usize>, *mut c_void, *mut c_void) -> isize,
+        post: impl Fn(&Rail, &[iovec], &mut [*mut c_void], *mut c_void) -> isize,
     ) {
         let slot = self.direct_free.pop().expect("direct transfer without a free slot (can_direct)");
         let pieces: Vec<std::ops::Range<usize>> = stripes(len, self.peer_rails[peer]).collect();
-        self.direct[slot] = Some(Direct { token, pieces_left: pieces.len(), mrs: [null_mut(); MAX_RAILS] });
+        let mut d =
+            Direct { token, pieces_left: pieces.len(), mrs: Vec::new(), iovs: Vec::with_capacity(pieces.len()) };
         for (r, piece) in pieces.into_iter().enumerate() {
-            let mut mr = null_mut();
             let rail = &self.rails[r];
-            // SAFETY: the domain is open; the region covers the caller's piece, which stays
-            // allocated until the transfer finishes (the region is closed then).
-            let desc = unsafe {
-                if rail.mr_mode() & sys::FI_MR_LOCAL != 0 && !piece.is_empty() {
-                    let access = sys::FI_SEND | sys::FI_RECV;
-                    let at = buf.add(piece.start).cast();
-                    let ret = fabric::fi_mr_reg(rail.domain, at, piece.len(), access, 0, 0, 0, &mut mr, null_mut());
-                    if ret < 0 {
-                        self.fail(&format!("fi_mr_reg of {} bytes: {}", piece.len(), self.fabric.strerror(ret.into())));
+            let mut iov: Vec<iovec> =
+                blocks_of(blocks, piece).map(|(at, n)| iovec { iov_base: at as *mut c_void, iov_len: n }).collect();
+            if iov.is_empty() {
+                // An empty transfer still sends (and matches) one message.
+                iov.push(iovec { iov_base: blocks.first().map_or(null_mut(), |b| b.0 as *mut c_void), iov_len: 0 });
+            }
+            assert!(
+                iov.len() <= self.iov_limit,
+                "a direct transfer's piece over the provider's iov_limit (blocks_fit)"
+            );
+            let mut desc = vec![null_mut(); iov.len()];
+            if rail.mr_mode() & sys::FI_MR_LOCAL != 0 {
+                for (v, dsc) in iov.iter().zip(desc.iter_mut()).filter(|(v, _)| v.iov_len > 0) {
+                    let mut mr = null_mut();
+                    // SAFETY: the domain is open; the region covers one of the caller's blocks,
+                    // which stays allocated until the transfer finishes (the region is closed
+                    // then).
+                    unsafe {
+                        let access = sys::FI_SEND | sys::FI_RECV;
+                        let ret =
+                            fabric::fi_mr_reg(rail.domain, v.iov_base, v.iov_len, access, 0, 0, 0, &mut mr, null_mut());
+                        if ret < 0 {
+                            self.fail(&format!(
+                                "fi_mr_reg of {} bytes: {}",
+                                v.iov_len,
+                                self.fabric.strerror(ret.into())
+                            ));
+                        }
+                        if rail.mr_mode() & sys::FI_MR_ENDPOINT != 0 {
+                            fabric::fi_mr_bind(mr, &raw mut (*rail.ep).fid, 0);
+                            fabric::fi_mr_enable(mr);
+                        }
+                        *dsc = fabric::fi_mr_desc(mr);
                     }
-                    if rail.mr_mode() & sys::FI_MR_ENDPOINT != 0 {
-                        fabric::fi_mr_bind(mr, &raw mut (*rail.ep).fid, 0);
-                        fabric::fi_mr_enable(mr);
-                    }
-                    fabric::fi_mr_desc(mr)
-                } else {
-                    null_mut()
+                    d.mrs.push(mr);
                 }
-            };
-            self.direct[slot].as_mut().unwrap().mrs[r] = mr;
+            }
+            d.iovs.push((iov, desc));
+        }
+        self.direct[slot] = Some(d);
+        for r in 0..self.direct[slot].as_ref().unwrap().iovs.len() {
             let ctx = (&raw mut self.contexts[RECV_BUFFERS + SEND_BUFFERS + slot * MAX_RAILS + r]).cast::<c_void>();
-            let ret = self.post_until_taken(|net| post(&net.rails[r], piece.clone(), ctx, desc));
+            // The arrays stay in `direct[slot]` (heap memory that does not move) until the
+            // transfer finishes.
+            let (iov, desc) = &mut self.direct[slot].as_mut().unwrap().iovs[r];
+            let (iov, desc) = (iov.as_slice() as *const [iovec], desc.as_mut_slice() as *mut [*mut c_void]);
+            // SAFETY: the arrays are not touched elsewhere while the post runs (`post` gets
+            // the rail only).
+            let ret = self.post_until_taken(|net| post(&net.rails[r], unsafe { &*iov }, unsafe { &mut *desc }, ctx));
             if ret < 0 {
                 self.fail(&format!("direct transfer of {len} bytes: {}", self.fabric.strerror(ret as i64)));
             }
@@ -1022,6 +1116,18 @@ impl Net {
         unsafe { libc::fflush(null_mut()) };
         std::process::exit(70)
     }
+}
+
+/// The parts of the memory `blocks` (address, length) that hold bytes `range` of the data
+/// they hold one after the other, as (address, length), empty blocks left out.
+fn blocks_of(blocks: &[(usize, usize)], range: std::ops::Range<usize>) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut at = 0usize;
+    blocks.iter().filter_map(move |&(addr, n)| {
+        let (start, end) = (at, at + n);
+        at = end;
+        let (from, to) = (start.max(range.start), end.min(range.end));
+        (from < to).then(|| (addr + (from - start), to - from))
+    })
 }
 
 /// The byte ranges of a direct transfer of `len` bytes between two ranks that share `rails`
@@ -1096,5 +1202,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn blocks_of_a_range_are_the_parts_holding_its_bytes() {
+        // Blocks of 10, 0, 5 and 20 bytes at scattered addresses: bytes 0..10, 10..15, 15..35.
+        let blocks = [(1000, 10), (5000, 0), (2000, 5), (100, 20)];
+        let of = |r: std::ops::Range<usize>| blocks_of(&blocks, r).collect::<Vec<_>>();
+        assert_eq!(of(0..35), vec![(1000, 10), (2000, 5), (100, 20)]);
+        assert_eq!(of(3..12), vec![(1003, 7), (2000, 2)]);
+        assert_eq!(of(10..15), vec![(2000, 5)]);
+        assert_eq!(of(14..16), vec![(2004, 1), (100, 1)]);
+        assert_eq!(of(20..20), vec![]);
+        assert_eq!(of(30..100), vec![(115, 5)]);
     }
 }
