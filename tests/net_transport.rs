@@ -102,14 +102,14 @@ fn direct_transfer_lands_whole() {
             rx.recv().unwrap();
             assert!(a.can_direct(LEN));
             // SAFETY: `data` lives, unchanged, until the transfer finished below.
-            unsafe { a.send_direct(1, 42, data.as_ptr(), LEN, 9) };
+            unsafe { a.send_direct(1, 42, &[(data.as_ptr() as usize, LEN)], LEN, 9) };
             wait_finished(a, 9, "direct send");
         },
         move |b| {
             let mut into = vec![0u8; LEN];
             assert!(b.can_direct(LEN));
             // SAFETY: `into` lives, untouched, until the transfer finished below.
-            unsafe { b.receive_direct(0, 42, into.as_mut_ptr(), LEN, 7) };
+            unsafe { b.receive_direct(0, 42, &[(into.as_mut_ptr() as usize, LEN)], LEN, 7) };
             tx.send(()).unwrap();
             wait_finished(b, 7, "direct receive");
             assert!(into == payload(5, LEN), "direct transfer bytes differ");
@@ -131,7 +131,7 @@ fn direct_transfer_gathers_and_scatters_blocks() {
             assert!(a.blocks_fit(1, &blocks, LEN), "two blocks must fit the provider's iov_limit");
             rx.recv().unwrap();
             // SAFETY: `data` lives, unchanged, until the transfer finished below.
-            unsafe { a.send_direct_blocks(1, 43, &blocks, LEN, 11) };
+            unsafe { a.send_direct(1, 43, &blocks, LEN, 11) };
             wait_finished(a, 11, "send of blocks");
         },
         move |b| {
@@ -143,7 +143,7 @@ fn direct_transfer_gathers_and_scatters_blocks() {
             let many: Vec<(usize, usize)> = (0..1024).map(|i| (base + i * 1024, 1024)).collect();
             assert!(!b.blocks_fit(0, &many, LEN));
             // SAFETY: `into` lives, untouched, until the transfer finished below.
-            unsafe { b.receive_direct_blocks(0, 43, &blocks, LEN, 12) };
+            unsafe { b.receive_direct(0, 43, &blocks, LEN, 12) };
             tx.send(()).unwrap();
             wait_finished(b, 12, "receive into blocks");
             let sent = payload(3, LEN + 4096);

@@ -1100,7 +1100,7 @@ impl Engine {
                     // SAFETY: the blocks (the user's memory, or the staging copy the request
                     // owns) hold `n` bytes and are left alone until the transfer's token
                     // completes the request.
-                    unsafe { net.receive_direct_blocks(msg.from, req, &blocks, n, u64::from(req)) };
+                    unsafe { net.receive_direct(msg.from, req, &blocks, n, u64::from(req)) };
                     self.rndv_in_flight += 1;
                     self.control(msg.from, Out::Cts { sreq, rreq: req, direct: true });
                     return;
@@ -1543,7 +1543,7 @@ impl Engine {
                     };
                     // SAFETY: the blocks (the user's memory, or the packed copy the request
                     // keeps) stay valid and unchanged until the token completes the send.
-                    unsafe { net.send_direct_blocks(dst, rreq, &blocks, len, DIRECT_SEND | u64::from(req)) };
+                    unsafe { net.send_direct(dst, rreq, &blocks, len, DIRECT_SEND | u64::from(req)) };
                     self.rndv_in_flight += 1;
                 }
                 Out::Help(ref h) => {

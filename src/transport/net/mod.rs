@@ -899,32 +899,15 @@ impl Net {
             || stripes(len, self.peer_rails[peer]).all(|piece| blocks_of(blocks, piece).count() <= self.iov_limit)
     }
 
-    /// Posts the receive of direct transfer `id` from world rank `from` (`len` bytes into
-    /// `buf`); its `token` comes out of `take_finished` once the data is there. The caller
-    /// checked `can_direct`.
-    ///
-    /// # Safety
-    /// `buf` is writable for `len` bytes, and stays valid and untouched by anyone else until
-    /// `token` comes out of `take_finished` (the provider writes it meanwhile).
-    pub unsafe fn receive_direct(&mut self, from: usize, id: u32, buf: *mut u8, len: usize, token: u64) {
-        // SAFETY: one block, the caller's buffer (same contract).
-        unsafe { self.receive_direct_blocks(from, id, &[(buf as usize, len)], len, token) }
-    }
-
-    /// `receive_direct` straight into `blocks` (address, length; `len` bytes in all, in
-    /// message order: receive-scatter), for which the caller checked `blocks_fit`.
+    /// Posts the receive of direct transfer `id` from world rank `from`: `len` bytes into the
+    /// memory `blocks` (address, length, in message order: one block, or several for a
+    /// receive-scatter, for which the caller checked `blocks_fit`); its `token` comes out of
+    /// `take_finished` once the data is there. The caller checked `can_direct`.
     ///
     /// # Safety
     /// Every block is writable, and stays valid and untouched by anyone else until `token`
-    /// comes out of `take_finished`.
-    pub unsafe fn receive_direct_blocks(
-        &mut self,
-        from: usize,
-        id: u32,
-        blocks: &[(usize, usize)],
-        len: usize,
-        token: u64,
-    ) {
+    /// comes out of `take_finished` (the provider writes it meanwhile).
+    pub unsafe fn receive_direct(&mut self, from: usize, id: u32, blocks: &[(usize, usize)], len: usize, token: u64) {
         self.start_direct(token, from, blocks, len, |rail, iov, desc, ctx| {
             let tag = DIRECT_TAG | u64::from(id);
             // SAFETY: the endpoint is open; the blocks are the caller's contract, the iovec
@@ -940,35 +923,17 @@ impl Net {
         });
     }
 
-    /// Sends direct transfer `id` to world rank `dst` (`len` bytes from `buf`), which posted
-    /// its receive; `token` comes out of `take_finished` once the data has left. The caller
-    /// checked `can_direct`.
-    ///
-    /// # Safety
-    /// `buf` is readable for `len` bytes, and stays valid and unchanged until `token` comes
-    /// out of `take_finished` (the provider reads it meanwhile).
-    pub unsafe fn send_direct(&mut self, dst: usize, id: u32, buf: *const u8, len: usize, token: u64) {
-        // SAFETY: one block, the caller's buffer (same contract).
-        unsafe { self.send_direct_blocks(dst, id, &[(buf as usize, len)], len, token) }
-    }
-
-    /// `send_direct` of the memory `blocks` (address, length; `len` bytes in all, in message
-    /// order: send-gather), for which the caller checked `blocks_fit`.
+    /// Sends direct transfer `id` to world rank `dst`, which posted its receive: `len` bytes
+    /// from the memory `blocks` (as in `receive_direct`: several for a send-gather); `token`
+    /// comes out of `take_finished` once the data has left. The caller checked `can_direct`.
     ///
     /// # Safety
     /// Every block is readable, and stays valid and unchanged until `token` comes out of
-    /// `take_finished`.
-    pub unsafe fn send_direct_blocks(
-        &mut self,
-        dst: usize,
-        id: u32,
-        blocks: &[(usize, usize)],
-        len: usize,
-        token: u64,
-    ) {
+    /// `take_finished` (the provider reads it meanwhile).
+    pub unsafe fn send_direct(&mut self, dst: usize, id: u32, blocks: &[(usize, usize)], len: usize, token: u64) {
         self.start_direct(token, dst, blocks, len, |rail, iov, desc, ctx| {
             let (tag, to) = (DIRECT_TAG | u64::from(id), rail.addr[dst]);
-            // SAFETY: as in `receive_direct_blocks`.
+            // SAFETY: as in `receive_direct`.
             unsafe {
                 if iov.len() == 1 {
                     fabric::fi_tsend(rail.ep, iov[0].iov_base, iov[0].iov_len, desc[0], to, tag, ctx)
