@@ -129,6 +129,7 @@ ctests! {
     type_predefined => "type_predefined.c",
     err_return => "err_return.c",
     err_truncate => "err_truncate.c",
+    err_signature => "err_signature.c",
     err_user => "err_user.c",
     err_codes => "err_codes.c",
     errhandler_default => "errhandler_default.c",

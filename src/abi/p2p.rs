@@ -467,6 +467,9 @@ fn status_result(s: &Status) -> MpiResult {
 fn error_text(code: c_int) -> &'static str {
     match code {
         MPI_ERR_TRUNCATE => "message truncated (the receive buffer is smaller than the message)",
+        MPI_ERR_TYPE => {
+            "the message is not a whole number of the receive datatype's basic elements (its type signature does not match the send's)"
+        }
         _ => "operation failed",
     }
 }
@@ -573,8 +576,14 @@ unsafe fn recv_direct_now(rt: &mut Runtime, buf: *mut c_void, d: &Direct) -> Opt
             // SAFETY: forwarded from the caller; the payload is at most `cap` bytes, the packed
             // size of the `count` elements.
             let unpack = |at: usize, payload: &[u8]| unsafe { layout.unpack(buf.cast(), count, at, payload) };
-            e.try_recv_packed_now(d.world, d.env, cap, unpack)
-                .or_else(|| if watch { e.recv_packed_arriving(d.world, d.env, cap, unpack) } else { None })
+            let mut s = e
+                .try_recv_packed_now(d.world, d.env, cap, unpack)
+                .or_else(|| if watch { e.recv_packed_arriving(d.world, d.env, cap, unpack) } else { None })?;
+            // As `RecvBuf::whole_elements`: a shorter message must be whole basic elements.
+            if s.bytes < cap && !s.bytes.is_multiple_of(layout.unit) {
+                s.error = MPI_ERR_TYPE;
+            }
+            Some(s)
         }
     }
 }

@@ -39,11 +39,17 @@ pub struct Layout {
     true_ub: isize,
     /// The blocks of one element; `None` for basic types (one run of `size` bytes at 0).
     flat: Option<Arc<Flat>>,
+    /// Every message of whole basic elements of this type is a multiple of this many bytes
+    /// (`Sig::unit`): a receive of fewer bytes than its buffer holds checks the message's
+    /// length against it.
+    pub unit: usize,
 }
 
 impl Layout {
-    const fn contiguous(size: usize) -> Layout {
-        Layout { size, extent: size, ext: size as isize, true_lb: 0, true_ub: size as isize, flat: None }
+    /// A basic type of `size` bytes whose basic elements have `unit` bytes (less than `size`
+    /// for the pairs, such as MPI_2INT).
+    const fn contiguous(size: usize, unit: usize) -> Layout {
+        Layout { size, extent: size, ext: size as isize, true_lb: 0, true_ub: size as isize, flat: None, unit }
     }
 
     fn of(d: &TypeData) -> Layout {
@@ -55,6 +61,7 @@ impl Layout {
             true_lb: d.true_lb,
             true_ub: d.true_ub,
             flat: Some(d.flat.clone()),
+            unit: d.sig.unit,
         }
     }
 
@@ -225,7 +232,7 @@ impl Layout {
 }
 
 /// The layout of MPI_BYTE, used for the engine's own messages.
-pub const BYTE: Layout = Layout::contiguous(1);
+pub const BYTE: Layout = Layout::contiguous(1, 1);
 
 /// Everything about a type that does not depend on its handle.
 #[derive(Debug, Clone)]
@@ -571,7 +578,8 @@ static PAIR_LAYOUTS: LazyLock<Vec<Layout>> =
 #[inline]
 pub fn layout(dt: MPI_Datatype) -> MpiResult<Layout> {
     if let Some(b) = builtin::builtin(dt) {
-        return Ok(Layout::contiguous(b.size));
+        // MPI_LB and MPI_UB have no bytes: unit 1.
+        return Ok(Layout::contiguous(b.size, (b.size / builtin::basic_parts(b).1).max(1)));
     }
     layout_of_other(dt)
 }

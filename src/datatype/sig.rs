@@ -7,6 +7,10 @@ use super::builtin::{self, Builtin, Ext32};
 use crate::abi::types::MPI_Datatype;
 use std::sync::Arc;
 
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
 #[derive(Debug, PartialEq, Eq)]
 pub enum Item {
     /// `n` consecutive elements of the basic type `dt`.
@@ -24,6 +28,9 @@ pub struct Sig {
     pub elems: usize,
     /// Bytes in external32.
     pub ext_size: usize,
+    /// The greatest common divisor of the sizes of its basic elements (1 when it has none):
+    /// every prefix of whole basic elements is a multiple of it.
+    pub unit: usize,
 }
 
 fn basic(dt: MPI_Datatype) -> &'static Builtin {
@@ -150,7 +157,7 @@ impl SigBuilder {
     }
 
     pub fn finish(self) -> Arc<Sig> {
-        let (mut size, mut elems, mut ext_size) = (0, 0, 0);
+        let (mut size, mut elems, mut ext_size, mut unit) = (0, 0, 0, 0);
         for it in &self.items {
             match it {
                 &Item::Basic { dt, n } => {
@@ -158,15 +165,17 @@ impl SigBuilder {
                     size += n * b.size;
                     elems += n;
                     ext_size += n * builtin::ext32_size(b);
+                    unit = gcd(unit, b.size);
                 }
                 Item::Repeat { n, body } => {
                     size += n * body.size;
                     elems += n * body.elems;
                     ext_size += n * body.ext_size;
+                    unit = gcd(unit, body.unit);
                 }
             }
         }
-        Arc::new(Sig { items: self.items, size, elems, ext_size })
+        Arc::new(Sig { items: self.items, size, elems, ext_size, unit: unit.max(1) })
     }
 }
 
@@ -246,6 +255,20 @@ mod tests {
         assert_eq!(r.elements_in(48 + 4), (10, true));
         assert_eq!(r.elements_in(48 + 10), (11, false));
         assert_eq!(r.elements_in(0), (0, true));
+        // Every whole prefix is a multiple of 4 bytes (ints and doubles).
+        assert_eq!(r.unit, 4);
+    }
+
+    #[test]
+    fn unit_is_the_gcd_of_the_basic_sizes() {
+        assert_eq!(sig_of(&[(MPI_DOUBLE, 3)]).unit, 8);
+        assert_eq!(sig_of(&[(MPI_SHORT, 1), (MPI_DOUBLE, 2)]).unit, 2);
+        assert_eq!(sig_of(&[(MPI_INT, 1), (MPI_CHAR, 1)]).unit, 1);
+        assert_eq!(sig_of(&[]).unit, 1, "no basic elements");
+        let mut r = SigBuilder::default();
+        r.repeat(5, &sig_of(&[(MPI_LONG, 1), (MPI_INT, 1)]));
+        r.basic(MPI_DOUBLE, 1);
+        assert_eq!(r.finish().unit, 4);
     }
 
     #[test]

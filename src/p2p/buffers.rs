@@ -378,6 +378,19 @@ impl RecvBuf {
         self.capacity
     }
 
+    /// Whether a message of `n` bytes (at most the capacity) can be whole basic elements of
+    /// this receive's type. False means the send's type signature does not match (3 chars
+    /// received into a vector of ints). Checked, as MPICH does, for non-contiguous types only:
+    /// contiguous bytes land as they came whatever their type (MPICH 4.0.2 accepts 6 bytes
+    /// into MPI_INT), and a message as long as the buffer ends on an element anyway.
+    #[inline]
+    pub fn whole_elements(&self, n: usize) -> bool {
+        match &self.dest {
+            Dest::Scattered(s) => n == self.capacity || n.is_multiple_of(s.layout.unit),
+            Dest::Contiguous | Dest::Owned(_) => true,
+        }
+    }
+
     /// Bytes `[offset, offset + len)` of this receive's destination as a receive of their own:
     /// any range of contiguous data, whole elements of non-contiguous data; None for other
     /// ranges and for engine-owned memory.

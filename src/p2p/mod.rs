@@ -71,6 +71,20 @@ mod kind {
 /// Token of a direct transfer's send (`Net::take_finished`); receives have the request id.
 const DIRECT_SEND: u64 = 1 << 32;
 
+/// The error of a receive into `buf` of a message of `len` bytes: MPI_ERR_TRUNCATE when it
+/// does not fit, MPI_ERR_TYPE when it is shorter and not whole basic elements of the
+/// receive's type (its type signature does not match the send's).
+#[inline]
+fn receive_error(buf: &RecvBuf, len: usize) -> i32 {
+    if len > buf.capacity() {
+        MPI_ERR_TRUNCATE
+    } else if !buf.whole_elements(len) {
+        MPI_ERR_TYPE
+    } else {
+        MPI_SUCCESS
+    }
+}
+
 /// Takes the `left` bytes of pieces of a message from `from`'s ring as they arrive (the
 /// sender is writing them, one per slot, without waiting for anything), handing each to
 /// `put(offset, bytes)`; returns the bytes taken.
@@ -1386,9 +1400,8 @@ impl Engine {
     fn set_matched_status(&mut self, req: u32, env: Envelope, len: usize) -> usize {
         let r = self.reqs.get_mut(req).unwrap();
         let Op::Recv { buf, .. } = &r.op else { unreachable!("a match for a request that is not a receive") };
-        let cap = buf.capacity();
-        let n = len.min(cap);
-        let error = if len > cap { MPI_ERR_TRUNCATE } else { MPI_SUCCESS };
+        let n = len.min(buf.capacity());
+        let error = receive_error(buf, len);
         r.status = Status { source: env.src, tag: env.tag, bytes: n, cancelled: false, error };
         n
     }
@@ -1404,7 +1417,7 @@ impl Engine {
         let n = data.len().min(cap);
         buf.put(0, &data[..n]);
         buf.finish(n);
-        let error = if data.len() > cap { MPI_ERR_TRUNCATE } else { MPI_SUCCESS };
+        let error = receive_error(buf, data.len());
         r.status = Status { source: env.src, tag: env.tag, bytes: n, cancelled: false, error };
         r.complete = true;
         if r.freed {
