@@ -106,9 +106,9 @@ pub fn run_delete<H: AttrHost>(h: c_int, keyval: c_int, value: AttrValue) -> Mpi
     let kv = attr::get_for(H::KIND, keyval)?;
     let Some(delete) = kv.delete else { return Ok(()) };
     let mut copy = 0;
-    let rc = match kv.lang {
+    let rc = match (kv.proxy, kv.lang) {
         // SAFETY: a proxy the binding that created the keyval registered for its callbacks.
-        _ if let Some(proxy) = kv.proxy => unsafe {
+        (Some(proxy), _) => unsafe {
             (proxy.delete)(
                 kv.delete,
                 h,
@@ -121,11 +121,11 @@ pub fn run_delete<H: AttrHost>(h: c_int, keyval: c_int, value: AttrValue) -> Mpi
         // SAFETY: `delete` was registered by the program as the delete function of this kind
         // (`int (HANDLE, int, void *, void *)`, HANDLE an int); value and extra state are the
         // pointers it gave us (or points at `copy`, alive across the call).
-        CallbackLang::C => unsafe {
+        (None, CallbackLang::C) => unsafe {
             delete(h, keyval, c_callback_value(value, &mut copy), kv.extra_state as *mut c_void)
         },
         // SAFETY: a Fortran keyval's pointer is a Fortran delete subroutine of that form.
-        lang => unsafe { super::fortran::call_delete_attr(lang, delete, h, keyval, value.raw, kv.extra_state) },
+        (None, lang) => unsafe { super::fortran::call_delete_attr(lang, delete, h, keyval, value.raw, kv.extra_state) },
     };
     if rc == MPI_SUCCESS { Ok(()) } else { Err(callback_error(rc, "delete", keyval)) }
 }
@@ -162,8 +162,8 @@ pub fn copy_all<H: AttrHost>(parent: c_int, child: c_int) -> MpiResult {
         let (keyval, value) = list[i];
         let Ok(kv) = attr::get_for(H::KIND, keyval) else { continue };
         let Some(copy) = kv.copy else { continue };
-        let (rc, flag, out) = match kv.lang {
-            _ if let Some(proxy) = kv.proxy => {
+        let (rc, flag, out) = match (kv.proxy, kv.lang) {
+            (Some(proxy), _) => {
                 let mut out: *mut c_void = std::ptr::null_mut();
                 let mut flag: c_int = 0;
                 // SAFETY: a proxy the binding that created the keyval registered for its
@@ -182,7 +182,7 @@ pub fn copy_all<H: AttrHost>(parent: c_int, child: c_int) -> MpiResult {
                 };
                 (rc, flag != 0, out as usize)
             }
-            CallbackLang::C => {
+            (None, CallbackLang::C) => {
                 let mut out: *mut c_void = std::ptr::null_mut();
                 let mut flag: c_int = 0;
                 let mut value_copy = 0;
@@ -202,7 +202,9 @@ pub fn copy_all<H: AttrHost>(parent: c_int, child: c_int) -> MpiResult {
                 (rc, flag != 0, out as usize)
             }
             // SAFETY: a Fortran keyval's pointer is a Fortran copy subroutine of that form.
-            lang => unsafe { super::fortran::call_copy_attr(lang, copy, parent, keyval, value.raw, kv.extra_state) },
+            (None, lang) => unsafe {
+                super::fortran::call_copy_attr(lang, copy, parent, keyval, value.raw, kv.extra_state)
+            },
         };
         if rc != MPI_SUCCESS {
             return Err(callback_error(rc, "copy", keyval));
