@@ -580,7 +580,7 @@ unsafe fn recv_direct_now(rt: &mut Runtime, buf: *mut c_void, d: &Direct) -> Opt
                 .try_recv_packed_now(d.world, d.env, cap, unpack)
                 .or_else(|| if watch { e.recv_packed_arriving(d.world, d.env, cap, unpack) } else { None })?;
             // As `RecvBuf::whole_elements`: a shorter message must be whole basic elements.
-            if s.bytes < cap && !s.bytes.is_multiple_of(layout.unit) {
+            if !layout.may_end_at(s.bytes, cap) {
                 s.error = MPI_ERR_TYPE;
             }
             Some(s)

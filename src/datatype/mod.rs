@@ -40,9 +40,8 @@ pub struct Layout {
     /// The blocks of one element; `None` for basic types (one run of `size` bytes at 0).
     flat: Option<Arc<Flat>>,
     /// Every message of whole basic elements of this type is a multiple of this many bytes
-    /// (`Sig::unit`): a receive of fewer bytes than its buffer holds checks the message's
-    /// length against it.
-    pub unit: usize,
+    /// (`Sig::unit`; `may_end_at`).
+    unit: usize,
 }
 
 impl Layout {
@@ -77,6 +76,15 @@ impl Layout {
         flats
             && (self.size, self.ext, self.true_lb, self.true_ub)
                 == (other.size, other.ext, other.true_lb, other.true_ub)
+    }
+
+    /// Whether a message of `n` bytes received into `capacity` bytes of this type can be
+    /// whole basic elements: a full buffer always is; a shorter message must be a multiple
+    /// of the gcd of the type's basic sizes (a cheap check, blind to a struct mixing chars
+    /// and ints, whose gcd is 1).
+    #[inline]
+    pub fn may_end_at(&self, n: usize, capacity: usize) -> bool {
+        n == capacity || n.is_multiple_of(self.unit)
     }
 
     /// Whether `count` elements occupy exactly `count * size` bytes from the buffer pointer,

@@ -386,7 +386,7 @@ impl RecvBuf {
     #[inline]
     pub fn whole_elements(&self, n: usize) -> bool {
         match &self.dest {
-            Dest::Scattered(s) => n == self.capacity || n.is_multiple_of(s.layout.unit),
+            Dest::Scattered(s) => s.layout.may_end_at(n, self.capacity),
             Dest::Contiguous | Dest::Owned(_) => true,
         }
     }

@@ -1107,14 +1107,19 @@ impl Engine {
                 {
                     let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
                     let net = self.net.as_mut().unwrap();
-                    let blocks = match buf.block_list(n, &mut self.plans) {
-                        Some(blocks) if net.blocks_fit(msg.from, &blocks, n) => blocks,
-                        _ => std::sync::Arc::new([(buf.slice_mut(0, n).as_mut_ptr() as usize, n)]),
+                    let plan = buf.block_list(n, &mut self.plans).filter(|b| net.blocks_fit(msg.from, b, n));
+                    let one;
+                    let blocks: &[(usize, usize)] = match &plan {
+                        Some(blocks) => blocks,
+                        None => {
+                            one = [(buf.slice_mut(0, n).as_mut_ptr() as usize, n)];
+                            &one
+                        }
                     };
                     // SAFETY: the blocks (the user's memory, or the staging copy the request
                     // owns) hold `n` bytes and are left alone until the transfer's token
                     // completes the request.
-                    unsafe { net.receive_direct(msg.from, req, &blocks, n, u64::from(req)) };
+                    unsafe { net.receive_direct(msg.from, req, blocks, n, u64::from(req)) };
                     self.rndv_in_flight += 1;
                     self.control(msg.from, Out::Cts { sreq, rreq: req, direct: true });
                     return;
@@ -1550,13 +1555,18 @@ impl Engine {
                     // enough and few enough for the provider (send-gather), else packed first
                     // (kept in the request until done).
                     let len = buf.len();
-                    let blocks = match buf.block_list(&mut self.plans) {
-                        Some(blocks) if net.blocks_fit(dst, &blocks, len) => blocks,
-                        _ => std::sync::Arc::new([(buf.packed_bytes().as_ptr() as usize, len)]),
+                    let plan = buf.block_list(&mut self.plans).filter(|b| net.blocks_fit(dst, b, len));
+                    let one;
+                    let blocks: &[(usize, usize)] = match &plan {
+                        Some(blocks) => blocks,
+                        None => {
+                            one = [(buf.packed_bytes().as_ptr() as usize, len)];
+                            &one
+                        }
                     };
                     // SAFETY: the blocks (the user's memory, or the packed copy the request
                     // keeps) stay valid and unchanged until the token completes the send.
-                    unsafe { net.send_direct(dst, rreq, &blocks, len, DIRECT_SEND | u64::from(req)) };
+                    unsafe { net.send_direct(dst, rreq, blocks, len, DIRECT_SEND | u64::from(req)) };
                     self.rndv_in_flight += 1;
                 }
                 Out::Help(ref h) => {

@@ -961,11 +961,18 @@ impl Segment {
         Some(Incoming { packet, payload })
     }
 
+    /// The index of `src`'s cell that slot header `h` (with `FLAG_CELL`) names, kept within
+    /// the cells whatever the slot holds.
+    #[inline]
+    fn named_cell(&self, h: &SlotHeader) -> usize {
+        (h.cell as usize).min(self.geo.ncells - 1)
+    }
+
     /// The packet of a full slot from `src` whose payload is in `src`'s cell.
     #[inline(never)]
     fn in_cell(&self, src: usize, h: &SlotHeader) -> Incoming<'_> {
         let cells = self.rings[src].cells;
-        let c = (h.cell as usize).min(self.geo.ncells - 1);
+        let c = self.named_cell(h);
         let n = (h.packet.len as usize).min(self.geo.cell_size - CELL_HEADER);
         // SAFETY: `src` has cells: its geometry is ours (`verify`) and it sets FLAG_CELL only
         // with cells. c < ncells, so the cell lies inside the mapping; the slot naming it hands
@@ -1006,7 +1013,7 @@ impl Segment {
         let p = self.slot_at(self.rings[src].recv);
         let h = self.slot_header(p);
         if self.geo.ncells > 0 && h.full.load(Ordering::Relaxed) & FLAG_CELL != 0 {
-            let c = (h.cell as usize).min(self.geo.ncells - 1);
+            let c = self.named_cell(h);
             // Release: our reads of the cell before the sender's next writes to it.
             Self::cell_busy(self.rings[src].cells, &self.geo, c).store(0, Ordering::Release);
         }
