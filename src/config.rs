@@ -142,6 +142,7 @@ pub const NET_PROVIDER: &str = "OXMPI_NET_PROVIDER";
 pub const NET_DOMAIN: &str = "OXMPI_NET_DOMAIN";
 pub const NET_EAGER_LIMIT: &str = "OXMPI_NET_EAGER_LIMIT";
 pub const NET_RAILS: &str = "OXMPI_NET_RAILS";
+pub const NET_RNDV_READ: &str = "OXMPI_NET_RNDV_READ";
 
 pub const TUNABLES: &[Tunable] = &[
     Tunable { name: LOG, default: "warn", what: "log filter (env_logger syntax), e.g. debug", kind: Kind::Text },
@@ -457,6 +458,13 @@ pub const TUNABLES: &[Tunable] = &[
         default: "every NIC of the provider (at most 4); 1 over TCP",
         what: "network endpoints per rank, one per NIC (domain) of the chosen provider, in libfabric's order from OXMPI_NET_DOMAIN; transfers of 256 KiB or more are striped over the rails two ranks share",
         kind: Kind::Number { min: 1, max: 4 },
+    },
+    Tunable {
+        name: NET_RNDV_READ,
+        default: "1 where the provider does RMA",
+        what: "0: contiguous rendezvous messages to another node move as one tagged message the receiver asked for (clear to send), \
+               instead of an RDMA read by the receiver of the sender's registered buffer",
+        kind: Kind::Switch,
     },
     Tunable {
         name: FAKE_NODES,

@@ -4,7 +4,7 @@
 //! lands whole, also gathered from and scattered into blocks.
 //! Needs libfabric (package libfabric1); fails, not skips, without it.
 
-use oxmpi::transport::net::{Net, PAYLOAD_CAPACITY};
+use oxmpi::transport::net::{Net, PAYLOAD_CAPACITY, Way};
 use oxmpi::transport::shm::Packet;
 use std::time::{Duration, Instant};
 
@@ -100,14 +100,14 @@ fn direct_transfer_lands_whole() {
             let data = payload(5, LEN);
             // The receive is posted before the send starts (the protocol's clear-to-send).
             rx.recv().unwrap();
-            assert!(a.can_direct(LEN));
+            assert!(a.can_direct(LEN, Way::Out));
             // SAFETY: `data` lives, unchanged, until the transfer finished below.
             unsafe { a.send_direct(1, 42, &[(data.as_ptr() as usize, LEN)], LEN, 9) };
             wait_finished(a, 9, "direct send");
         },
         move |b| {
             let mut into = vec![0u8; LEN];
-            assert!(b.can_direct(LEN));
+            assert!(b.can_direct(LEN, Way::In));
             // SAFETY: `into` lives, untouched, until the transfer finished below.
             unsafe { b.receive_direct(0, 42, &[(into.as_mut_ptr() as usize, LEN)], LEN, 7) };
             tx.send(()).unwrap();
@@ -138,7 +138,7 @@ fn direct_transfer_gathers_and_scatters_blocks() {
             let mut into = vec![0xeeu8; LEN + 100];
             let base = into.as_mut_ptr() as usize;
             let blocks = [(base + 100, 700_000), (base, 100), (base + 700_100, LEN - 700_100)];
-            assert!(b.blocks_fit(0, &blocks, LEN) && b.can_direct(LEN));
+            assert!(b.blocks_fit(0, &blocks, LEN) && b.can_direct(LEN, Way::In));
             // A list longer than any provider's iov_limit does not fit (the data is staged).
             let many: Vec<(usize, usize)> = (0..1024).map(|i| (base + i * 1024, 1024)).collect();
             assert!(!b.blocks_fit(0, &many, LEN));
@@ -154,6 +154,67 @@ fn direct_transfer_gathers_and_scatters_blocks() {
             assert!(got == sent, "bytes differ");
         },
     );
+}
+
+#[test]
+fn rdma_read_of_exposed_memory_lands_whole() {
+    // 3 MiB exposed by one endpoint and read by the other into three blocks, out of order
+    // (rendezvous by RDMA read, with receive-scatter).
+    const LEN: usize = 3 << 20;
+    let (offer, offered) = std::sync::mpsc::channel::<Vec<(u64, u64)>>();
+    let (done, read) = std::sync::mpsc::channel::<()>();
+    run_pair(
+        move |a| {
+            let data = payload(8, LEN);
+            assert!(a.can_read(), "the providers here do RMA");
+            // SAFETY: `data` lives, unchanged, until withdrawn below.
+            let remote = unsafe { a.expose(1, data.as_ptr() as usize, LEN, 5) }.expect("exposing 3 MiB");
+            assert_eq!(remote.len(), a.pieces(1, LEN), "one region per piece");
+            offer.send(remote).unwrap();
+            // The exposing side only progresses (the provider may serve reads through it).
+            let deadline = Instant::now() + PATIENCE;
+            while read.try_recv().is_err() {
+                assert!(Instant::now() < deadline, "the reader did not finish");
+                a.read_completions();
+            }
+            a.withdraw(5);
+            a.withdraw(5); // a second time: nothing left to do
+        },
+        move |b| {
+            let remote = offered.recv().unwrap();
+            let mut into = vec![0xeeu8; LEN + 50];
+            let base = into.as_mut_ptr() as usize;
+            let blocks = [(base + 50, 1_000_000), (base, 50), (base + 1_000_050, LEN - 1_000_050)];
+            assert!(b.blocks_fit(0, &blocks, LEN) && b.can_direct(LEN, Way::In));
+            // SAFETY: `into` lives, untouched, until the read finished below.
+            unsafe { b.read_direct(0, &blocks, LEN, &remote, 21) };
+            wait_finished(b, 21, "RDMA read");
+            done.send(()).unwrap();
+            let mut got = into[50..1_000_050].to_vec();
+            got.extend_from_slice(&into[..50]);
+            got.extend_from_slice(&into[1_000_050..LEN]);
+            assert!(got == payload(8, LEN), "bytes read differ");
+        },
+    );
+}
+
+#[test]
+fn incoming_transfers_leave_slots_for_outgoing_ones() {
+    // Receives that wait for data take only the incoming half of the slots: a rank whose
+    // peer waits the same way can still send (else both would wait for a slot forever).
+    let mut into = vec![0u8; 1 << 20];
+    let (mut a, _b) = pair();
+    let mut posted = 0;
+    while a.can_direct(4096, Way::In) {
+        let at = into.as_mut_ptr() as usize + (posted % 256) * 4096;
+        // SAFETY: `into` outlives `a` (declared first, dropped last); nothing sends to these.
+        unsafe { a.receive_direct(1, posted as u32, &[(at, 4096)], 4096, posted as u64) };
+        posted += 1;
+        assert!(posted <= 256, "receives never run out of slots");
+    }
+    assert!(posted >= 64, "only {posted} receives in flight");
+    assert!(a.can_direct(4096, Way::Out), "receives took the slots of sends");
+    drop(a);
 }
 
 /// Adds the other endpoint (of a one-process job, position 0 in its group) as the group of

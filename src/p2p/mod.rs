@@ -14,7 +14,7 @@ pub mod stats;
 use crate::abi::consts::*;
 use crate::config;
 use crate::error::MpiResult;
-use crate::transport::net::Net;
+use crate::transport::net::{Net, Way};
 use crate::transport::shm::{self, Packet, Segment};
 use crate::transport::{self, Route};
 use buffers::{RecvBuf, SendBuf};
@@ -47,6 +47,12 @@ const RTS_BLOCK_BYTES: usize = 16;
 /// sender packs straight into ring slots.
 const RTS_STREAM: u32 = u32::MAX;
 
+/// `rreq` of a request-to-send from another node whose (contiguous) data the sender exposed
+/// for the receiver to read (rendezvous by RDMA read): the payload holds, per piece of the
+/// transfer (`Net::pieces`), the remote address and key (`Net::expose`). The receiver reads
+/// and sends FIN, or asks for a stream (CTS) when it cannot read.
+const RTS_READ: u32 = u32::MAX - 1;
+
 mod kind {
     /// The kind compact eager slots decode to (the transport writes them).
     pub const EAGER: u32 = crate::transport::shm::EAGER_KIND;
@@ -70,6 +76,8 @@ mod kind {
 
 /// Token of a direct transfer's send (`Net::take_finished`); receives have the request id.
 const DIRECT_SEND: u64 = 1 << 32;
+/// Token of an RDMA read of a rendezvous message (`Net::read_direct`), with the receive's id.
+const DIRECT_READ: u64 = 1 << 33;
 
 /// The error of a receive into `buf` of a message of `len` bytes: MPI_ERR_TRUNCATE when it
 /// does not fit, MPI_ERR_TYPE when it is shorter and not whole basic elements of the
@@ -130,8 +138,9 @@ pub enum Body {
     Eager { data: Vec<u8>, ack: Option<u32> },
     /// A rendezvous request: the data is still in the sender, at `addr` (contiguous) or in
     /// `blocks` (address, length) when the sender offers its non-contiguous layout; `stream`:
-    /// neither (too sparse), the data can only be streamed.
-    Rts { addr: u64, sreq: u32, blocks: Vec<(u64, u64)>, stream: bool },
+    /// neither (too sparse), the data can only be streamed; `read`: from another node, the
+    /// data is exposed for an RDMA read, `blocks` holding each piece's address and key.
+    Rts { addr: u64, sreq: u32, blocks: Vec<(u64, u64)>, stream: bool, read: bool },
 }
 
 /// Work queued for a peer because its ring was full, kept in order.
@@ -238,6 +247,21 @@ const SPLIT_CHUNK_MIN: usize = 32768;
 fn split_chunk(len: usize) -> usize {
     let chunk = (len / 8).max(len.div_ceil(shm::SPLIT_MAX_CHUNKS)).max(SPLIT_CHUNK_MIN);
     chunk.next_multiple_of(4096)
+}
+
+/// Whether rendezvous messages to other nodes offer their data for an RDMA read: where the
+/// provider does RMA, unless `OXMPI_NET_RNDV_READ=0`.
+fn reads_rendezvous(net: &Net) -> bool {
+    net.can_read() && std::env::var(config::NET_RNDV_READ).map_or(true, |v| v.trim() != "0")
+}
+
+/// Writes (u64, u64) pairs in the wire form of an RTS's block list.
+fn write_pairs(slot: &mut [u8], pairs: &[(u64, u64)]) {
+    for (i, &(a, b)) in pairs.iter().enumerate() {
+        let at = i * RTS_BLOCK_BYTES;
+        slot[at..at + 8].copy_from_slice(&a.to_ne_bytes());
+        slot[at + 8..at + 16].copy_from_slice(&b.to_ne_bytes());
+    }
 }
 
 /// Reads a block list of `n` (address, length) entries in wire form at `addr` in process `pid`.
@@ -380,6 +404,11 @@ pub struct Engine {
     /// Largest message sent eagerly to a peer on this node, and to one on another node.
     eager_limit: usize,
     net_eager_limit: usize,
+    /// Rendezvous messages to other nodes offer their data for an RDMA read
+    /// (`OXMPI_NET_RNDV_READ`, where the provider does RMA).
+    net_read: bool,
+    /// RDMA reads of rendezvous messages in flight: per receive, the sender and its request.
+    reads: std::collections::HashMap<u32, (usize, u32)>,
     /// Peer pid for single-copy reads, when the kernel allowed the probe read.
     cma_pid: Vec<Option<u32>>,
     pub reqs: Slab,
@@ -465,6 +494,7 @@ impl Engine {
             self.net_eager_limit = config::usize_var(config::NET_EAGER_LIMIT)
                 .unwrap_or(NET_EAGER_LIMIT_DEFAULT)
                 .min(transport::net::PAYLOAD_CAPACITY);
+            self.net_read = reads_rendezvous(&net);
             self.net = Some(net);
         }
         self.net.as_ref().expect("opened above").address()
@@ -549,6 +579,7 @@ impl Engine {
                 .min(transport::net::PAYLOAD_CAPACITY),
             None => 0,
         };
+        let net_read = net.as_ref().is_some_and(reads_rendezvous);
         let wait = WaitPolicy::for_node(local_peers.len() + 1, shm.as_ref());
         // The receiver of a message in pieces waits for them: only with a core per rank.
         let piece =
@@ -569,6 +600,8 @@ impl Engine {
             any_oversubscribed,
             eager_limit,
             net_eager_limit,
+            net_read,
+            reads: std::collections::HashMap::new(),
             cma_pid: vec![None; nranks],
             split_peer: vec![false; nranks],
             split_min: usize::MAX,
@@ -1093,7 +1126,7 @@ impl Engine {
                 self.complete_eager(req, msg.env, &data, ack, msg.from);
                 self.recycle_payload(data);
             }
-            Body::Rts { addr, sreq, blocks, stream } => {
+            Body::Rts { addr, sreq, blocks, stream, read } => {
                 self.stats.received.add(self.route[msg.from], msg.len);
                 let n = self.set_matched_status(req, msg.env, msg.len);
                 // From another node: the data comes as one transfer straight into the receive
@@ -1101,9 +1134,13 @@ impl Engine {
                 // enough and few enough for the provider: receive-scatter) or a staging copy,
                 // the provider's own large-message protocol. A truncated message streams
                 // instead (the excess is dropped).
+                // An RDMA read offer names each piece's region: `blocks` are not the data's.
+                let (remote, blocks) = if read { (blocks, Vec::new()) } else { (Vec::new(), blocks) };
                 if self.route[msg.from] == Route::Net
                     && n == msg.len
-                    && self.net.as_ref().is_some_and(|net| net.can_direct(n))
+                    && self.net.as_ref().is_some_and(|net| {
+                        net.can_direct(n, Way::In) && (!read || remote.len() == net.pieces(msg.from, n))
+                    })
                 {
                     let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
                     let net = self.net.as_mut().unwrap();
@@ -1116,12 +1153,19 @@ impl Engine {
                             &one
                         }
                     };
-                    // SAFETY: the blocks (the user's memory, or the staging copy the request
-                    // owns) hold `n` bytes and are left alone until the transfer's token
-                    // completes the request.
-                    unsafe { net.receive_direct(msg.from, req, blocks, n, u64::from(req)) };
                     self.rndv_in_flight += 1;
-                    self.control(msg.from, Out::Cts { sreq, rreq: req, direct: true });
+                    // SAFETY (both): the blocks (the user's memory, or the staging copy the
+                    // request owns) hold `n` bytes and are left alone until the transfer's
+                    // token completes the request.
+                    if read {
+                        // Rendezvous by RDMA read; FIN once the data is here.
+                        unsafe { net.read_direct(msg.from, blocks, n, &remote, DIRECT_READ | u64::from(req)) };
+                        self.reads.insert(req, (msg.from, sreq));
+                        self.stats.rdma_reads += 1;
+                    } else {
+                        unsafe { net.receive_direct(msg.from, req, blocks, n, u64::from(req)) };
+                        self.control(msg.from, Out::Cts { sreq, rreq: req, direct: true });
+                    }
                     return;
                 }
                 // Data too sparse to read in place on either side streams through the ring:
@@ -1132,6 +1176,7 @@ impl Engine {
                     _ => unreachable!(),
                 };
                 if !stream
+                    && !read
                     && !sparse_here
                     && !self.stream_for_bandwidth(msg.from, n, !blocks.is_empty())
                     && let Some(pid) = self.cma_pid[msg.from]
@@ -1434,6 +1479,13 @@ impl Engine {
     }
 
     /// Sends a control packet, or acts on it directly when it is for this rank.
+    /// Ends the exposure of send `sreq`'s data to `peer` for an RDMA read, if it had one.
+    fn withdraw_exposure(&mut self, peer: usize, sreq: u32) {
+        if self.route[peer] == Route::Net {
+            self.net.as_mut().expect("a network route").withdraw(u64::from(sreq));
+        }
+    }
+
     fn control(&mut self, to: usize, out: Out) {
         if to == self.me {
             match out {
@@ -1516,7 +1568,20 @@ impl Engine {
                         len: buf.len() as u64,
                         addr: 0,
                     };
-                    if !offers || blocks.is_empty() && !buf.is_contiguous() {
+                    let exposed = match &mut seg {
+                        // To another node, contiguous data waits for the receiver to read it.
+                        transport::Channel::Net(net) if self.net_read && buf.is_contiguous() => {
+                            // SAFETY: the send's buffer stays valid and unchanged until the
+                            // send completes, after the receiver's FIN (or CTS, which ends
+                            // the exposure) came.
+                            unsafe { net.expose(dst, buf.addr() as usize, buf.len(), u64::from(req)) }
+                        }
+                        _ => None,
+                    };
+                    if let Some(remote) = exposed {
+                        pk.rreq = RTS_READ;
+                        seg.send(dst, &pk, remote.len() * RTS_BLOCK_BYTES, |slot| write_pairs(slot, &remote));
+                    } else if !offers || blocks.is_empty() && !buf.is_contiguous() {
                         pk.rreq = RTS_STREAM;
                         seg.send(dst, &pk, 0, |_| {});
                     } else {
@@ -1548,7 +1613,7 @@ impl Engine {
                         unreachable!("direct transfers are for the network")
                     };
                     let Op::Send { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
-                    if !net.can_direct(buf.len()) {
+                    if !net.can_direct(buf.len(), Way::Out) {
                         break;
                     }
                     // Non-contiguous data goes from where it is when its blocks are large
@@ -1672,8 +1737,11 @@ impl Engine {
             kind::RTS => {
                 let word = |b: &[u8]| u64::from_ne_bytes(b[..8].try_into().unwrap());
                 let stream = pk.rreq == RTS_STREAM;
+                let read = pk.rreq == RTS_READ;
                 let blocks = if stream {
                     Vec::new()
+                } else if read {
+                    payload.chunks_exact(RTS_BLOCK_BYTES).map(|b| (word(&b[..8]), word(&b[8..]))).collect()
                 } else if pk.rreq as usize * RTS_BLOCK_BYTES <= payload.len() {
                     payload
                         .chunks_exact(RTS_BLOCK_BYTES)
@@ -1683,16 +1751,21 @@ impl Engine {
                 } else {
                     self.read_block_list(src, pk.addr, pk.rreq as usize)
                 };
-                let body = Body::Rts { addr: pk.addr, sreq: pk.sreq, blocks, stream };
+                let body = Body::Rts { addr: pk.addr, sreq: pk.sreq, blocks, stream, read };
                 self.on_message(Unexpected { env, from: src, len: pk.len as usize, body })
             }
             kind::ACK => self.complete_send(pk.sreq),
             kind::FIN => {
                 self.rndv_out[src] = self.rndv_out[src].saturating_sub(1);
+                self.withdraw_exposure(src, pk.sreq);
                 self.complete_send(pk.sreq)
             }
             kind::HELP => self.help_split(src, &pk),
-            kind::CTS => self.push_out(src, Out::Data { req: pk.sreq, rreq: pk.rreq, offset: 0 }),
+            kind::CTS => {
+                // The receiver could not read what was exposed: it is streamed instead.
+                self.withdraw_exposure(src, pk.sreq);
+                self.push_out(src, Out::Data { req: pk.sreq, rreq: pk.rreq, offset: 0 })
+            }
             kind::CTS_DIRECT => self.push_out(src, Out::Direct { req: pk.sreq, rreq: pk.rreq }),
             kind::DATA => {
                 let req = pk.rreq;
@@ -1978,6 +2051,10 @@ impl Engine {
             } else {
                 let n = self.reqs.get(req).expect("a direct transfer for an unknown receive").status.bytes;
                 self.complete_recv(req, n);
+                if token & DIRECT_READ != 0 {
+                    let (from, sreq) = self.reads.remove(&req).expect("an RDMA read in flight");
+                    self.control(from, Out::Fin { sreq });
+                }
             }
             did = true;
         }

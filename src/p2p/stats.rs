@@ -29,6 +29,8 @@ pub struct Stats {
     /// Sends to other ranks that went by rendezvous (a request to send first); the others
     /// went eagerly.
     pub rendezvous_sent: u64,
+    /// Rendezvous messages from other nodes received by an RDMA read of the sender's buffer.
+    pub rdma_reads: u64,
     /// Most messages the unexpected queue held at once.
     pub unexpected_high: u64,
     /// Messages in the unexpected queue now (filled in by `Engine::stats`).

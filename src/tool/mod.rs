@@ -173,6 +173,7 @@ enum Source {
     ReceivedBytes(Route),
     EagerSent,
     RendezvousSent,
+    RdmaReads,
     UnexpectedNow,
     UnexpectedHigh,
 }
@@ -189,6 +190,7 @@ impl Source {
                 others.saturating_sub(s.rendezvous_sent)
             }
             Source::RendezvousSent => s.rendezvous_sent,
+            Source::RdmaReads => s.rdma_reads,
             Source::UnexpectedNow => s.unexpected_now,
             Source::UnexpectedHigh => s.unexpected_high,
         }
@@ -251,6 +253,11 @@ pub const PVARS: &[Pvar] = &[
         "rendezvous_messages_sent",
         "messages sent to other ranks by rendezvous (a request to send, the data once the receive matched)",
         Source::RendezvousSent
+    ),
+    counter!(
+        "net_rdma_reads",
+        "rendezvous messages from ranks of other nodes received by an RDMA read of the sender's buffer",
+        Source::RdmaReads
     ),
     Pvar {
         name: "unexpected_recvq_length",

@@ -30,7 +30,7 @@ use crate::error::{MpiError, MpiResult};
 use crate::transport::shm::Packet;
 use fabric::{FI_ADDR_UNSPEC, Fabric, sys};
 use libc::iovec;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::{CStr, c_void};
 use std::ptr::null_mut;
 
@@ -50,8 +50,20 @@ const BUFFER_BYTES: usize = (HEADER + PAYLOAD_CAPACITY).div_ceil(64) * 64;
 /// Receive buffers kept posted, and send buffers in flight at most.
 const RECV_BUFFERS: usize = 64;
 const SEND_BUFFERS: usize = 64;
-/// Direct transfers (a message straight between the users' buffers) in flight at most.
+/// Direct transfers (a message straight between the users' buffers) in flight at most: the
+/// first half for data coming in (receives and reads), the second for data going out. Were
+/// they one pool, two ranks each receiving many messages from the other could fill their
+/// slots with receives whose data waits for the other's sends, which would wait for a slot.
 const DIRECT_TRANSFERS: usize = 256;
+const DIRECT_IN: std::ops::Range<usize> = 0..DIRECT_TRANSFERS / 2;
+const DIRECT_OUT: std::ops::Range<usize> = DIRECT_TRANSFERS / 2..DIRECT_TRANSFERS;
+
+/// Which way a direct transfer's data goes, from this rank's side: each has its slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Way {
+    In = 0,
+    Out = 1,
+}
 
 /// Tag bit of direct transfers; the packets' tags (the sender's rank) never have it, and the
 /// posted packet buffers match only tags without it.
@@ -206,7 +218,7 @@ pub struct Net {
     arrived: Vec<Option<Arrival>>,
     /// Direct transfers in flight, the free slots, and the tokens of finished ones.
     direct: Vec<Option<Direct>>,
-    direct_free: Vec<usize>,
+    direct_free: [Vec<usize>; 2],
     finished: Vec<u64>,
     /// Largest message the provider moves in one operation, and the largest it sends at
     /// once from the caller's memory (`fi_tinject`: no completion to read).
@@ -215,6 +227,13 @@ pub struct Net {
     /// Most blocks one direct transfer's piece may have (the provider's `iov_limit` for
     /// sends and receives, the smaller).
     iov_limit: usize,
+    /// The endpoints do RMA (`FI_RMA`): peers may read memory this rank exposes.
+    rma: bool,
+    /// The key asked for the next exposed region, where the provider takes the caller's
+    /// keys (no `FI_MR_PROV_KEY`): unique within each domain.
+    next_key: u64,
+    /// Memory exposed to a peer's RDMA reads (`expose`), per token, until `withdraw`.
+    exposed: HashMap<u64, Vec<*mut sys::fid_mr>>,
 }
 
 // SAFETY: the libfabric objects are used by one thread at a time (the engine is behind the
@@ -282,9 +301,17 @@ fn choose(entries: &[(*mut sys::fi_info, Choice)], named: bool) -> Option<usize>
     best(&|c| domain_ok(c)).or_else(|| if wanted_domain.is_none() { best(&|_| true) } else { None })
 }
 
-/// Asks libfabric for RDM endpoints with what the engine needs; returns the list (freed by
-/// the caller with `freeinfo`) and whether a provider was named.
-fn query(fabric: &Fabric) -> MpiResult<(*mut sys::fi_info, bool)> {
+/// Asks libfabric for RDM endpoints with what the engine needs, with RMA (rendezvous by RDMA
+/// read) where providers offer it, else without; returns the list (freed by the caller with
+/// `freeinfo`), whether a provider was named, and whether the endpoints do RMA.
+fn query(fabric: &Fabric) -> MpiResult<(*mut sys::fi_info, bool, bool)> {
+    match query_caps(fabric, sys::FI_TAGGED | sys::FI_RMA) {
+        Ok((list, named)) => Ok((list, named, true)),
+        Err(_) => query_caps(fabric, sys::FI_TAGGED).map(|(list, named)| (list, named, false)),
+    }
+}
+
+fn query_caps(fabric: &Fabric, caps: u64) -> MpiResult<(*mut sys::fi_info, bool)> {
     let provider = std::env::var(config::NET_PROVIDER).ok().filter(|p| !p.is_empty());
     let hints = fabric.allocinfo();
     if hints.is_null() {
@@ -293,7 +320,7 @@ fn query(fabric: &Fabric) -> MpiResult<(*mut sys::fi_info, bool)> {
     // SAFETY: allocinfo gave a zeroed fi_info with every attribute struct allocated;
     // prov_name is strdup'd so that freeinfo frees it.
     let ret = unsafe {
-        (*hints).caps = sys::FI_TAGGED;
+        (*hints).caps = caps;
         (*hints).mode = sys::FI_CONTEXT | sys::FI_CONTEXT2;
         (*(*hints).ep_attr).type_ = sys::FI_EP_RDM;
         (*(*hints).tx_attr).msg_order = sys::FI_ORDER_SAS;
@@ -353,7 +380,7 @@ fn rails(entries: &[(*mut sys::fi_info, Choice)], first: usize) -> Vec<usize> {
 /// (empty: none usable).
 pub fn describe() -> Result<(Vec<Choice>, Vec<Choice>), String> {
     let fabric = Fabric::open().map_err(|e| e.to_string())?;
-    let (list, named) = query(fabric).map_err(|e| e.msg.clone())?;
+    let (list, named, _) = query(fabric).map_err(|e| e.msg.clone())?;
     // SAFETY: `list` came from getinfo and is freed once, after its entries were read.
     let entries = unsafe { offers(list) };
     let chosen = match choose(&entries, named) {
@@ -377,7 +404,7 @@ impl Net {
     /// `connect` once every rank published its `address`.
     pub fn open(me: usize, world: usize) -> MpiResult<Net> {
         let fabric = Fabric::open().map_err(|e| MpiError::new(MPI_ERR_OTHER, e.to_string()))?;
-        let (list, named) = query(fabric)?;
+        let (list, named, rma) = query(fabric)?;
         // SAFETY: `list` came from getinfo.
         let entries = unsafe { offers(list) };
         let Some(first) = choose(&entries, named) else {
@@ -409,11 +436,14 @@ impl Net {
             posted: VecDeque::with_capacity(RECV_BUFFERS),
             arrived: vec![None; RECV_BUFFERS],
             direct: (0..DIRECT_TRANSFERS).map(|_| None).collect(),
-            direct_free: (0..DIRECT_TRANSFERS).rev().collect(),
+            direct_free: [DIRECT_IN.rev().collect(), DIRECT_OUT.rev().collect()],
             finished: Vec::new(),
             max_message: usize::MAX,
             inject_size: usize::MAX,
             iov_limit: usize::MAX,
+            rma,
+            next_key: 1,
+            exposed: HashMap::new(),
         };
         for i in rails(&entries, first) {
             // SAFETY: the entry belongs to `list`; the copy outlives it and is freed in Drop.
@@ -455,7 +485,8 @@ impl Net {
             net.post_receive(b)?;
         }
         let names: Vec<&str> = net.rails.iter().map(|r| r.choice.domain.as_str()).collect();
-        log::debug!("network: provider {} on {}", net.rails[0].choice.provider, names.join(" + "));
+        let rma = if net.rma { "with RMA" } else { "without RMA" };
+        log::debug!("network: provider {} on {} ({rma})", net.rails[0].choice.provider, names.join(" + "));
         Ok(net)
     }
 
@@ -884,10 +915,10 @@ impl Net {
         unsafe { libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, &ts, std::ptr::null()) };
     }
 
-    /// Whether a direct transfer of `len` bytes can start now (one operation of the provider
-    /// per rail, a free slot).
-    pub fn can_direct(&self, len: usize) -> bool {
-        len <= self.max_message && !self.direct_free.is_empty()
+    /// Whether a direct transfer of `len` bytes whose data goes `way` can start now (one
+    /// operation of the provider per rail, a free slot).
+    pub fn can_direct(&self, len: usize, way: Way) -> bool {
+        len <= self.max_message && !self.direct_free[way as usize].is_empty()
     }
 
     /// Whether a direct transfer of `len` bytes with `peer` can read or write the memory
@@ -902,13 +933,13 @@ impl Net {
     /// Posts the receive of direct transfer `id` from world rank `from`: `len` bytes into the
     /// memory `blocks` (address, length, in message order: one block, or several for a
     /// receive-scatter, for which the caller checked `blocks_fit`); its `token` comes out of
-    /// `take_finished` once the data is there. The caller checked `can_direct`.
+    /// `take_finished` once the data is there. The caller checked `can_direct(len, Way::In)`.
     ///
     /// # Safety
     /// Every block is writable, and stays valid and untouched by anyone else until `token`
     /// comes out of `take_finished` (the provider writes it meanwhile).
     pub unsafe fn receive_direct(&mut self, from: usize, id: u32, blocks: &[(usize, usize)], len: usize, token: u64) {
-        self.start_direct(token, from, blocks, len, |rail, iov, desc, ctx| {
+        self.start_direct(Way::In, token, from, blocks, len, |_, rail, iov, desc, ctx| {
             let tag = DIRECT_TAG | u64::from(id);
             // SAFETY: the endpoint is open; the blocks are the caller's contract, the iovec
             // and descriptor arrays live in the transfer's `Direct` until it finishes; the
@@ -925,13 +956,13 @@ impl Net {
 
     /// Sends direct transfer `id` to world rank `dst`, which posted its receive: `len` bytes
     /// from the memory `blocks` (as in `receive_direct`: several for a send-gather); `token`
-    /// comes out of `take_finished` once the data has left. The caller checked `can_direct`.
+    /// comes out of `take_finished` once the data has left. The caller checked `can_direct(len, Way::Out)`.
     ///
     /// # Safety
     /// Every block is readable, and stays valid and unchanged until `token` comes out of
     /// `take_finished` (the provider reads it meanwhile).
     pub unsafe fn send_direct(&mut self, dst: usize, id: u32, blocks: &[(usize, usize)], len: usize, token: u64) {
-        self.start_direct(token, dst, blocks, len, |rail, iov, desc, ctx| {
+        self.start_direct(Way::Out, token, dst, blocks, len, |_, rail, iov, desc, ctx| {
             let (tag, to) = (DIRECT_TAG | u64::from(id), rail.addr[dst]);
             // SAFETY: as in `receive_direct`.
             unsafe {
@@ -944,24 +975,137 @@ impl Net {
         });
     }
 
+    /// Whether peers can read memory this rank exposes (`expose`), and this rank theirs
+    /// (`read_direct`): the endpoints do RMA.
+    pub fn can_read(&self) -> bool {
+        self.rma
+    }
+
+    /// Exposes `len` bytes at `addr` to RDMA reads by world rank `peer` (rendezvous by
+    /// RDMA read: the peer then calls `read_direct` with what this returns), until
+    /// `withdraw(token)`. One region per piece of the transfer (`stripes`, one per rail the
+    /// two share); returns each piece's remote address and key, or None when the provider
+    /// refuses a registration (the caller then moves the data another way).
+    ///
+    /// # Safety
+    /// The memory is readable and stays valid and unchanged until `withdraw(token)`.
+    pub unsafe fn expose(&mut self, peer: usize, addr: usize, len: usize, token: u64) -> Option<Vec<(u64, u64)>> {
+        debug_assert!(self.rma && !self.exposed.contains_key(&token));
+        let mut mrs = Vec::new();
+        let mut remote = Vec::new();
+        for (r, piece) in stripes(len, self.peer_rails[peer]).enumerate() {
+            let at = addr + piece.start;
+            match self.register(r, at, piece.len(), sys::FI_REMOTE_READ) {
+                Ok(mr) => {
+                    // Without FI_MR_VIRT_ADDR, remote addresses are offsets into the region.
+                    let base = if self.rails[r].mr_mode() & sys::FI_MR_VIRT_ADDR != 0 { at as u64 } else { 0 };
+                    // SAFETY: the region was just registered.
+                    remote.push((base, unsafe { fabric::fi_mr_key(mr) }));
+                    mrs.push(mr);
+                }
+                Err(e) => {
+                    log::debug!("network: cannot expose {len} bytes to rank {peer} ({e}); moving them otherwise");
+                    for mr in mrs {
+                        // SAFETY: registered above, not handed to anyone.
+                        unsafe { fabric::fi_close(&raw mut (*mr).fid) };
+                    }
+                    return None;
+                }
+            }
+        }
+        self.exposed.insert(token, mrs);
+        Some(remote)
+    }
+
+    /// Ends the exposure `expose` made for `token` (none: nothing to do).
+    pub fn withdraw(&mut self, token: u64) {
+        if self.exposed.is_empty() {
+            return;
+        }
+        for mr in self.exposed.remove(&token).into_iter().flatten() {
+            // SAFETY: the region was registered by `expose`; the peer is done reading it.
+            unsafe { fabric::fi_close(&raw mut (*mr).fid) };
+        }
+    }
+
+    /// Reads `len` bytes that world rank `from` exposed (`remote`: its `expose` result) into
+    /// the memory `blocks` (as in `receive_direct`); `token` comes out of `take_finished`
+    /// once the data is there. The caller checked `can_direct(len, Way::In)` and that `remote` has one
+    /// entry per piece (`pieces`).
+    ///
+    /// # Safety
+    /// As `receive_direct`.
+    pub unsafe fn read_direct(
+        &mut self,
+        from: usize,
+        blocks: &[(usize, usize)],
+        len: usize,
+        remote: &[(u64, u64)],
+        token: u64,
+    ) {
+        debug_assert_eq!(remote.len(), self.pieces(from, len));
+        self.start_direct(Way::In, token, from, blocks, len, |r, rail, iov, desc, ctx| {
+            let (addr, key) = remote[r];
+            // SAFETY: as in `receive_direct`; the peer keeps the region exposed until this
+            // rank says it is done.
+            unsafe {
+                fabric::fi_readv(rail.ep, iov.as_ptr(), desc.as_mut_ptr(), iov.len(), rail.addr[from], addr, key, ctx)
+            }
+        });
+    }
+
+    /// The pieces (one per rail used) of a direct transfer of `len` bytes with `peer`.
+    pub fn pieces(&self, peer: usize, len: usize) -> usize {
+        stripes(len, self.peer_rails[peer]).count()
+    }
+
+    /// Registers `len` bytes at `addr` with rail `r`'s domain for `access`, bound to its
+    /// endpoint where the provider wants that.
+    fn register(&mut self, r: usize, addr: usize, len: usize, access: u64) -> Result<*mut sys::fid_mr, String> {
+        // Keys must differ within a domain where the caller chooses them.
+        let key = self.next_key;
+        self.next_key += 1;
+        let rail = &self.rails[r];
+        let mut mr = null_mut();
+        // SAFETY: the domain and endpoint are open; the caller keeps the memory allocated
+        // until it closes the region.
+        unsafe {
+            let ret =
+                fabric::fi_mr_reg(rail.domain, addr as *const c_void, len, access, 0, key, 0, &mut mr, null_mut());
+            if ret < 0 {
+                return Err(format!("fi_mr_reg of {len} bytes: {}", self.fabric.strerror(ret.into())));
+            }
+            if rail.mr_mode() & sys::FI_MR_ENDPOINT != 0 {
+                let ret = fabric::fi_mr_bind(mr, &raw mut (*rail.ep).fid, 0);
+                let ret = if ret == 0 { fabric::fi_mr_enable(mr) } else { ret };
+                if ret < 0 {
+                    fabric::fi_close(&raw mut (*mr).fid);
+                    return Err(format!("fi_mr_bind of {len} bytes: {}", self.fabric.strerror(ret.into())));
+                }
+            }
+        }
+        Ok(mr)
+    }
+
     /// Starts one direct transfer of the memory `blocks` (`len` bytes) with `peer`, a piece
-    /// per rail, each with `post(rail, iovecs, descriptors, context)`, registering the
-    /// user's memory first when the provider needs it, and retrying while the provider's
-    /// queue is full.
+    /// per rail, each with `post(rail index, rail, iovecs, descriptors, context)`,
+    /// registering the user's memory first when the provider needs it, and retrying while
+    /// the provider's queue is full.
     fn start_direct(
         &mut self,
+        way: Way,
         token: u64,
         peer: usize,
         blocks: &[(usize, usize)],
         len: usize,
-        post: impl Fn(&Rail, &[iovec], &mut [*mut c_void], *mut c_void) -> isize,
+        post: impl Fn(usize, &Rail, &[iovec], &mut [*mut c_void], *mut c_void) -> isize,
     ) {
-        let slot = self.direct_free.pop().expect("direct transfer without a free slot (can_direct)");
+        let slot = self.direct_free[way as usize].pop().expect("direct transfer without a free slot (can_direct)");
         let pieces: Vec<std::ops::Range<usize>> = stripes(len, self.peer_rails[peer]).collect();
         let mut d =
             Direct { token, pieces_left: pieces.len(), mrs: Vec::new(), iovs: Vec::with_capacity(pieces.len()) };
+        let access = sys::FI_SEND | sys::FI_RECV | if self.rma { sys::FI_READ | sys::FI_WRITE } else { 0 };
         for (r, piece) in pieces.into_iter().enumerate() {
-            let rail = &self.rails[r];
             let mut iov: Vec<iovec> =
                 blocks_of(blocks, piece).map(|(at, n)| iovec { iov_base: at as *mut c_void, iov_len: n }).collect();
             if iov.is_empty() {
@@ -973,29 +1117,13 @@ impl Net {
                 "a direct transfer's piece over the provider's iov_limit (blocks_fit)"
             );
             let mut desc = vec![null_mut(); iov.len()];
-            if rail.mr_mode() & sys::FI_MR_LOCAL != 0 {
+            if self.rails[r].mr_mode() & sys::FI_MR_LOCAL != 0 {
                 for (v, dsc) in iov.iter().zip(desc.iter_mut()).filter(|(v, _)| v.iov_len > 0) {
-                    let mut mr = null_mut();
-                    // SAFETY: the domain is open; the region covers one of the caller's blocks,
-                    // which stays allocated until the transfer finishes (the region is closed
-                    // then).
-                    unsafe {
-                        let access = sys::FI_SEND | sys::FI_RECV;
-                        let ret =
-                            fabric::fi_mr_reg(rail.domain, v.iov_base, v.iov_len, access, 0, 0, 0, &mut mr, null_mut());
-                        if ret < 0 {
-                            self.fail(&format!(
-                                "fi_mr_reg of {} bytes: {}",
-                                v.iov_len,
-                                self.fabric.strerror(ret.into())
-                            ));
-                        }
-                        if rail.mr_mode() & sys::FI_MR_ENDPOINT != 0 {
-                            fabric::fi_mr_bind(mr, &raw mut (*rail.ep).fid, 0);
-                            fabric::fi_mr_enable(mr);
-                        }
-                        *dsc = fabric::fi_mr_desc(mr);
-                    }
+                    // The region covers one of the caller's blocks, which stays allocated until
+                    // the transfer finishes (the region is closed then).
+                    let mr = self.register(r, v.iov_base as usize, v.iov_len, access).unwrap_or_else(|e| self.fail(&e));
+                    // SAFETY: just registered.
+                    *dsc = unsafe { fabric::fi_mr_desc(mr) };
                     d.mrs.push(mr);
                 }
             }
@@ -1010,7 +1138,7 @@ impl Net {
             let (iov, desc) = (iov.as_slice() as *const [iovec], desc.as_mut_slice() as *mut [*mut c_void]);
             // SAFETY: the arrays are not touched elsewhere while the post runs (`post` gets
             // the rail only).
-            let ret = self.post_until_taken(|net| post(&net.rails[r], unsafe { &*iov }, unsafe { &mut *desc }, ctx));
+            let ret = self.post_until_taken(|net| post(r, &net.rails[r], unsafe { &*iov }, unsafe { &mut *desc }, ctx));
             if ret < 0 {
                 self.fail(&format!("direct transfer of {len} bytes: {}", self.fabric.strerror(ret as i64)));
             }
@@ -1029,7 +1157,8 @@ impl Net {
             // SAFETY: the region was registered for this transfer, which is over.
             unsafe { fabric::fi_close(&raw mut (*mr).fid) };
         }
-        self.direct_free.push(slot);
+        let way = if DIRECT_IN.contains(&slot) { Way::In } else { Way::Out };
+        self.direct_free[way as usize].push(slot);
         self.finished.push(d.token);
         true
     }
@@ -1117,6 +1246,10 @@ fn words_as_bytes(words: &[u64]) -> &[u8] {
 
 impl Drop for Net {
     fn drop(&mut self) {
+        for mr in self.exposed.drain().flat_map(|(_, mrs)| mrs) {
+            // SAFETY: registered by `expose`, closed once, before the domains.
+            unsafe { fabric::fi_close(&raw mut (*mr).fid) };
+        }
         for rail in &mut self.rails {
             // SAFETY: each object is closed once, the endpoint before what it is bound to,
             // the region before its domain and the domain before the fabric; null ones were
