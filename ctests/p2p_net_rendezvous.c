@@ -1,4 +1,4 @@
-/* oxmpi-test: np=2,3,4,8 timeout=180 */
+/* oxmpi-test: np=2,3,4,8 timeout=180 env=OXMPI_NET_RNDV_READ=1 */
 /* Rendezvous messages (larger than the eager limits) around a ring, which across hosts mixes
  * local and remote peers: contiguous messages to another node are read by the receiver
  * straight from the sender's registered buffer (RDMA read), the rest move as before. Covers
@@ -6,9 +6,10 @@
  * transport has transfer slots, synchronous sends, messages arriving before their receive,
  * MPI_ANY_SOURCE, non-contiguous receives of contiguous sends (and the reverse), truncation
  * (MPI_ERR_TRUNCATE, the prefix delivered), and a send buffer overwritten as soon as its send
- * completed (the receiver must already hold the data). With oxmpi, the performance variable
- * net_rdma_reads must count reads where a peer is remote, and none with
- * OXMPI_NET_RNDV_READ=0 (p2p_net_rendezvous_cts.c). */
+ * completed (the receiver must already hold the data). RDMA reads are forced on here (over
+ * TCP they are off by default) and off in p2p_net_rendezvous_cts.c; with oxmpi the
+ * performance variable net_rdma_reads must count reads where the previous rank is remote,
+ * and none where it is local or reads are off. */
 #include "mtest.h"
 
 #define TAG 31
@@ -222,9 +223,10 @@ int main(int argc, char **argv)
         unsigned long long n = 0;
         MPI_CHECK(MPI_T_pvar_read(session, reads, &n));
         const char *env = getenv("OXMPI_NET_RNDV_READ");
-        int off = env && strcmp(env, "0") == 0;
+        int on = env && strcmp(env, "1") == 0, off = env && strcmp(env, "0") == 0;
         int remote = mt_size > 1 && !on_my_node(prev_rank);
-        if (remote && !off)
+        CHECK(on || off, "OXMPI_NET_RNDV_READ is %s; the test sets it", env ? env : "unset");
+        if (remote && on)
             CHECK(n >= 8, "%llu rendezvous messages from remote rank %d read by RDMA, expected at least 8", n,
                   prev_rank);
         else

@@ -250,9 +250,12 @@ fn split_chunk(len: usize) -> usize {
 }
 
 /// Whether rendezvous messages to other nodes offer their data for an RDMA read: where the
-/// provider does RMA, unless `OXMPI_NET_RNDV_READ=0`.
+/// provider does RMA, by default only in the NIC (over TCP the emulated read took 10-15%
+/// longer than a tagged message for 64-256 KiB, docs/performance.md); `OXMPI_NET_RNDV_READ`
+/// chooses.
 fn reads_rendezvous(net: &Net) -> bool {
-    net.can_read() && std::env::var(config::NET_RNDV_READ).map_or(true, |v| v.trim() != "0")
+    let wanted = std::env::var(config::NET_RNDV_READ).ok().map(|v| v.trim() != "0");
+    net.can_read() && wanted.unwrap_or(net.rma_is_native())
 }
 
 /// Writes (u64, u64) pairs in the wire form of an RTS's block list.

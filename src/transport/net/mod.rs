@@ -361,9 +361,9 @@ pub const MAX_RAILS: usize = 4;
 /// are not on, such as a container bridge whose address is the same on every host).
 fn rails(entries: &[(*mut sys::fi_info, Choice)], first: usize) -> Vec<usize> {
     let provider = &entries[first].1.provider;
-    let over_sockets = ["tcp", "net", "udp", "sockets"].iter().any(|p| provider.split(';').next() == Some(p));
-    let wanted =
-        config::usize_var(config::NET_RAILS).unwrap_or(if over_sockets { 1 } else { MAX_RAILS }).clamp(1, MAX_RAILS);
+    let wanted = config::usize_var(config::NET_RAILS)
+        .unwrap_or(if over_sockets(provider) { 1 } else { MAX_RAILS })
+        .clamp(1, MAX_RAILS);
     let mut out = vec![first];
     for (i, (_, c)) in entries.iter().enumerate() {
         if out.len() == wanted {
@@ -374,6 +374,12 @@ fn rails(entries: &[(*mut sys::fi_info, Choice)], first: usize) -> Vec<usize> {
         }
     }
     out
+}
+
+/// Whether `provider` (a name as libfabric gives it, layers after `;`) runs over the kernel's
+/// sockets, where RMA is emulated with messages.
+fn over_sockets(provider: &str) -> bool {
+    ["tcp", "net", "udp", "sockets"].iter().any(|p| provider.split(';').next() == Some(p))
 }
 
 /// What `oxmpi-info` shows: every provider and domain offered, and the rails a job would use
@@ -979,6 +985,12 @@ impl Net {
     /// (`read_direct`): the endpoints do RMA.
     pub fn can_read(&self) -> bool {
         self.rma
+    }
+
+    /// Whether the provider does RMA in the NIC (not emulated over sockets): a peer's reads
+    /// then take nothing from this rank's CPU.
+    pub fn rma_is_native(&self) -> bool {
+        self.rma && !over_sockets(&self.rails[0].choice.provider)
     }
 
     /// Exposes `len` bytes at `addr` to RDMA reads by world rank `peer` (rendezvous by
