@@ -143,6 +143,7 @@ pub const NET_DOMAIN: &str = "OXMPI_NET_DOMAIN";
 pub const NET_EAGER_LIMIT: &str = "OXMPI_NET_EAGER_LIMIT";
 pub const NET_RAILS: &str = "OXMPI_NET_RAILS";
 pub const NET_RNDV_READ: &str = "OXMPI_NET_RNDV_READ";
+pub const NET_EAGER_RDMA: &str = "OXMPI_NET_EAGER_RDMA";
 
 pub const TUNABLES: &[Tunable] = &[
     Tunable { name: LOG, default: "warn", what: "log filter (env_logger syntax), e.g. debug", kind: Kind::Text },
@@ -458,6 +459,12 @@ pub const TUNABLES: &[Tunable] = &[
         default: "every NIC of the provider (at most 4); 1 over TCP",
         what: "network endpoints per rank, one per NIC (domain) of the chosen provider, in libfabric's order from OXMPI_NET_DOMAIN; transfers of 256 KiB or more are striped over the rails two ranks share",
         kind: Kind::Number { min: 1, max: 4 },
+    },
+    Tunable {
+        name: NET_EAGER_RDMA,
+        default: "1 where the provider does RMA in the NIC, 0 over TCP",
+        what: "1: a rank offers each of up to 16 peers on other nodes that sent it 16 packets a ring of 16 slots in its memory, which the peer writes its packets into by RDMA and this rank polls (the RDMA eager channel, where the provider does RMA); 0: packets always travel as tagged messages",
+        kind: Kind::Switch,
     },
     Tunable {
         name: NET_RNDV_READ,

@@ -120,6 +120,8 @@ ctests! {
     p2p_isendrecv => "p2p_isendrecv.c",
     p2p_probe => "p2p_probe.c",
     p2p_mprobe => "p2p_mprobe.c",
+    p2p_net_eager_rdma => "p2p_net_eager_rdma.c",
+    p2p_net_eager_rdma_off => "p2p_net_eager_rdma_off.c",
     p2p_net_rendezvous => "p2p_net_rendezvous.c",
     p2p_net_rendezvous_cts => "p2p_net_rendezvous_cts.c",
     p2p_cancel => "p2p_cancel.c",

@@ -78,6 +78,62 @@ fn packets_arrive_in_order_with_their_bytes() {
     );
 }
 
+#[test]
+fn packets_through_an_rdma_eager_ring_keep_their_order() {
+    // The receiver offers a ring after 16 packets; the sender, which sees the offer (and the
+    // credits handed back) when it looks at its own arrivals, waits for it after 20 and
+    // writes the other 280 there: more than the ring has slots, of sizes up to a whole
+    // payload, all in order, the first ring packets possibly before the last tagged ones.
+    const COUNT: usize = 300;
+    let len_of = |i: usize| [0, 1, 48, 4096, PAYLOAD_CAPACITY][i % 5];
+    let (mut a, mut b) = pair();
+    assert!(a.can_read(), "the providers here do RMA");
+    b.set_eager_rdma(true);
+    let receiver = std::thread::spawn(move || {
+        let deadline = Instant::now() + PATIENCE;
+        let mut got = 0;
+        while got < COUNT {
+            assert!(Instant::now() < deadline, "{got} of {COUNT} packets arrived");
+            b.read_completions();
+            while let Some((from, pk, data)) = b.front() {
+                assert_eq!(from, 0);
+                assert_eq!(pk.tag, got as i32, "packets out of order");
+                assert_eq!(data, payload(got, len_of(got)).as_slice(), "bytes of packet {got}");
+                b.release_front();
+                got += 1;
+            }
+        }
+        b
+    });
+    for i in 0..COUNT {
+        let deadline = Instant::now() + PATIENCE;
+        while !a.can_send(1) {
+            assert!(Instant::now() < deadline, "no send buffer or ring slot came back");
+            a.read_completions();
+            assert!(a.front().is_none(), "the ring's offer and credits are the transport's");
+        }
+        let len = len_of(i);
+        let pk = Packet { kind: 1, tag: i as i32, len: len as u64, ..Default::default() };
+        let bytes = payload(i, len);
+        a.send(1, &pk, len, |out| out[..len].copy_from_slice(&bytes));
+        // After the 20th, wait for the offer: the rest go through the ring.
+        while i == 19 && !a.writes_to_ring(1) {
+            assert!(Instant::now() < deadline, "no ring offered after 20 packets");
+            a.read_completions();
+            assert!(a.front().is_none(), "the ring's offer and credits are the transport's");
+        }
+    }
+    let deadline = Instant::now() + PATIENCE;
+    while !receiver.is_finished() {
+        assert!(Instant::now() < deadline, "the receiving endpoint did not finish");
+        a.read_completions();
+        assert!(a.front().is_none());
+    }
+    let b = receiver.join().expect("receiver failed");
+    assert_eq!(b.ring_packets(), (COUNT - 20) as u64, "packets that came through the ring");
+    drop((a, b));
+}
+
 /// Progresses `net` until a direct transfer finishes; it must be the one with `token`.
 fn wait_finished(net: &mut Net, token: u64, what: &str) {
     let deadline = Instant::now() + PATIENCE;

@@ -1698,7 +1698,8 @@ impl Engine {
 
     /// The message counts for the tools interface, with the unexpected queue's length now.
     pub fn stats(&self) -> stats::Stats {
-        stats::Stats { unexpected_now: self.unexpected.len() as u64, ..self.stats }
+        let ring_packets = self.net.as_ref().map_or(0, Net::ring_packets);
+        stats::Stats { unexpected_now: self.unexpected.len() as u64, ring_packets, ..self.stats }
     }
 
     /// Removes and returns the first posted receive that takes a message with `env`.

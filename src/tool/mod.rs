@@ -174,6 +174,7 @@ enum Source {
     EagerSent,
     RendezvousSent,
     RdmaReads,
+    RingPackets,
     UnexpectedNow,
     UnexpectedHigh,
 }
@@ -191,6 +192,7 @@ impl Source {
             }
             Source::RendezvousSent => s.rendezvous_sent,
             Source::RdmaReads => s.rdma_reads,
+            Source::RingPackets => s.ring_packets,
             Source::UnexpectedNow => s.unexpected_now,
             Source::UnexpectedHigh => s.unexpected_high,
         }
@@ -258,6 +260,11 @@ pub const PVARS: &[Pvar] = &[
         "net_rdma_reads",
         "rendezvous messages from ranks of other nodes received by an RDMA read of the sender's buffer",
         Source::RdmaReads
+    ),
+    counter!(
+        "net_ring_packets",
+        "packets (eager messages and the protocols' control packets) from ranks of other nodes taken from RDMA eager rings",
+        Source::RingPackets
     ),
     Pvar {
         name: "unexpected_recvq_length",

@@ -44,8 +44,31 @@ const HEADER: usize = size_of::<Packet>();
 /// Payload bytes a message carries at most: eager messages and the chunks of a stream.
 pub const PAYLOAD_CAPACITY: usize = 64 * 1024;
 
-/// Bytes of one buffer: header and payload, rounded to whole cache lines.
-const BUFFER_BYTES: usize = (HEADER + PAYLOAD_CAPACITY).div_ceil(64) * 64;
+/// Bytes of the packet area of one buffer: header and payload, rounded to whole words.
+const BUFFER_BYTES: usize = (HEADER + PAYLOAD_CAPACITY).div_ceil(8) * 8;
+
+/// An RDMA eager ring slot: `RING_HEAD` bytes (the slot's sequence number and the packet's
+/// length, then how many packets the sender had sent to the receiver by tagged message
+/// before it), the packet, and the sequence number again (`RING_TAIL`), after the packet's
+/// bytes rounded to whole words. Send buffers have the same layout (the packet area after
+/// `RING_HEAD` bytes), so a packet is written to a ring straight from its send buffer.
+const RING_HEAD: usize = 16;
+const RING_TAIL: usize = 8;
+/// Bytes from one buffer (or ring slot) to the next: whole cache lines.
+const BUFFER_STRIDE: usize = (RING_HEAD + BUFFER_BYTES + RING_TAIL).div_ceil(64) * 64;
+
+/// Slots of one RDMA eager ring (one per sender that was offered one).
+const RING_SLOTS: usize = 16;
+/// Packets a rank takes from a peer by tagged message before it offers the peer a ring.
+const RING_AFTER: u32 = 16;
+/// Rings a rank offers at most (memory: `RING_SLOTS` x `BUFFER_STRIDE` each, about 1 MiB).
+const MAX_RINGS: usize = 16;
+
+/// Kinds of the transport's own packets (never handed to the engine): a ring offered to the
+/// packet's receiver (`addr` its address, `len` its key), and slots of the receiver's ring
+/// free again (`len` of them).
+const RING_OFFER_KIND: u32 = u32::MAX - 1;
+const RING_CREDIT_KIND: u32 = u32::MAX - 2;
 
 /// Receive buffers kept posted, and send buffers in flight at most.
 const RECV_BUFFERS: usize = 64;
@@ -94,6 +117,11 @@ const AVOIDED_PROVIDERS: [&str; 4] = ["shm", "sockets", "udp;ofi_rxd", "ofi_hook
 const MR_MODES: i32 =
     sys::FI_MR_LOCAL | sys::FI_MR_VIRT_ADDR | sys::FI_MR_ALLOCATED | sys::FI_MR_PROV_KEY | sys::FI_MR_ENDPOINT;
 
+/// The key asked for the next registration, where the provider takes the caller's keys (no
+/// `FI_MR_PROV_KEY`): keys must differ within a domain, and a provider may share one domain
+/// among the endpoints of a process.
+static NEXT_KEY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// Storage the provider may use for each posted operation (`struct fi_context2`), handed in
 /// as the operation's context; the completion returns its address.
 type Context = [*mut c_void; 8];
@@ -119,8 +147,32 @@ struct Arrival {
     /// process has not mapped yet (`tag` tells who it is).
     from: Option<usize>,
     tag: u64,
-    /// A hello (`Net::add_other_job`), for the transport alone.
-    hello: bool,
+    /// A hello (`Net::add_other_job`) or a packet about rings: for the transport alone.
+    internal: bool,
+}
+
+/// A ring this rank offered to a peer: memory the peer writes its packets into.
+struct RingIn {
+    memory: Box<[u64]>,
+    mr: *mut sys::fid_mr,
+    /// Packets taken from it so far: the next is in slot `taken % RING_SLOTS`.
+    taken: u64,
+    /// Slots handed back to the sender so far (`RING_CREDIT_KIND`).
+    credited: u64,
+}
+
+/// A ring a peer offered: where this rank writes its packets to the peer.
+struct RingOut {
+    addr: u64,
+    key: u64,
+    /// Packets written so far, and slots known to be free.
+    sent: u64,
+    free: u64,
+}
+
+/// The sequence number of the `k`th packet of a ring (never 0, which a cleared slot holds).
+fn ring_seq(k: u64) -> u32 {
+    (k % (1 << 31)) as u32 + 1
 }
 
 /// The provider and domain a job uses, as `oxmpi-info` and the debug log show them.
@@ -229,11 +281,28 @@ pub struct Net {
     iov_limit: usize,
     /// The endpoints do RMA (`FI_RMA`): peers may read memory this rank exposes.
     rma: bool,
-    /// The key asked for the next exposed region, where the provider takes the caller's
-    /// keys (no `FI_MR_PROV_KEY`): unique within each domain.
-    next_key: u64,
     /// Memory exposed to a peer's RDMA reads (`expose`), per token, until `withdraw`.
     exposed: HashMap<u64, Vec<*mut sys::fid_mr>>,
+    /// This rank offers RDMA eager rings to peers of its job that send it many packets
+    /// (`OXMPI_NET_EAGER_RDMA`).
+    eager_rdma: bool,
+    /// Per peer: the ring offered to it (its packets come there), the ring it offered
+    /// (packets to it go there).
+    ring_in: Vec<Option<RingIn>>,
+    ring_out: Vec<Option<RingOut>>,
+    /// The peers with a ring here, in the order they got it.
+    ring_peers: Vec<usize>,
+    /// Per peer: packets taken from it, and sent to it, by tagged message (the engine's and
+    /// the transport's own). A ring packet waits until its sender's earlier tagged ones
+    /// were taken.
+    tagged_taken: Vec<u32>,
+    tagged_sent: Vec<u32>,
+    /// The packet `front` returned comes from this peer's ring.
+    serving_ring: Option<usize>,
+    /// Peers whose ring has slots to hand back for which no send buffer was free.
+    credits_due: Vec<usize>,
+    /// Packets taken from rings so far.
+    ring_packets: u64,
 }
 
 // SAFETY: the libfabric objects are used by one thread at a time (the engine is behind the
@@ -435,7 +504,7 @@ impl Net {
             serving_held: None,
             job_size: world,
             me,
-            buffers: vec![0u64; (RECV_BUFFERS + SEND_BUFFERS) * BUFFER_BYTES / 8].into_boxed_slice(),
+            buffers: vec![0u64; (RECV_BUFFERS + SEND_BUFFERS) * BUFFER_STRIDE / 8].into_boxed_slice(),
             contexts: vec![[null_mut(); 8]; RECV_BUFFERS + SEND_BUFFERS + DIRECT_TRANSFERS * MAX_RAILS]
                 .into_boxed_slice(),
             send_free: (RECV_BUFFERS..RECV_BUFFERS + SEND_BUFFERS).rev().collect(),
@@ -448,8 +517,16 @@ impl Net {
             inject_size: usize::MAX,
             iov_limit: usize::MAX,
             rma,
-            next_key: 1,
             exposed: HashMap::new(),
+            eager_rdma: false,
+            ring_in: (0..world).map(|_| None).collect(),
+            ring_out: (0..world).map(|_| None).collect(),
+            ring_peers: Vec::new(),
+            tagged_taken: vec![0; world],
+            tagged_sent: vec![0; world],
+            serving_ring: None,
+            credits_due: Vec::new(),
+            ring_packets: 0,
         };
         for i in rails(&entries, first) {
             // SAFETY: the entry belongs to `list`; the copy outlives it and is freed in Drop.
@@ -491,7 +568,13 @@ impl Net {
             net.post_receive(b)?;
         }
         let names: Vec<&str> = net.rails.iter().map(|r| r.choice.domain.as_str()).collect();
-        let rma = if net.rma { "with RMA" } else { "without RMA" };
+        let wanted = std::env::var(config::NET_EAGER_RDMA).ok().map(|v| v.trim() != "0");
+        net.eager_rdma = net.rma && wanted.unwrap_or(net.rma_is_native());
+        let rma = match (net.rma, net.eager_rdma) {
+            (true, true) => "with RMA, RDMA eager rings",
+            (true, false) => "with RMA",
+            _ => "without RMA",
+        };
         log::debug!("network: provider {} on {} ({rma})", net.rails[0].choice.provider, names.join(" + "));
         Ok(net)
     }
@@ -501,6 +584,7 @@ impl Net {
         let null = null_mut();
         let f = self.fabric;
         let (base, bytes) = (self.buffers.as_ptr().cast::<c_void>(), self.buffers.len() * 8);
+        let rma = self.rma;
         let rail = &mut self.rails[r];
         // SAFETY: each object is opened from the one before it, from `info` (owned until Drop);
         // Drop closes whichever were opened, in reverse order.
@@ -532,7 +616,8 @@ impl Net {
             check(f, "fi_enable", fabric::fi_enable(rail.ep))?;
             let mr_mode = rail.mr_mode();
             if r == 0 && mr_mode & sys::FI_MR_LOCAL != 0 {
-                let access = sys::FI_SEND | sys::FI_RECV;
+                // Send buffers are also the sources of writes to rings.
+                let access = sys::FI_SEND | sys::FI_RECV | if rma { sys::FI_WRITE } else { 0 };
                 check(
                     f,
                     "fi_mr_reg",
@@ -624,6 +709,10 @@ impl Net {
             rail.addr.resize(first + n, FI_ADDR_UNSPEC);
         }
         self.peer_rails.resize(first + n, 0);
+        self.ring_in.resize_with(first + n, || None);
+        self.ring_out.resize_with(first + n, || None);
+        self.tagged_taken.resize(first + n, 0);
+        self.tagged_sent.resize(first + n, 0);
         self.sent_as.extend(peers.iter().map(|&(_, tag)| tag));
         let mine = self.address()?;
         let opens: Vec<bool> = peers.iter().map(|(address, _)| mine < *address).collect();
@@ -661,9 +750,16 @@ impl Net {
         Some(first + (tag & 0xffff_ffff) as usize)
     }
 
+    /// The packet area of buffer `i`.
     fn buffer(&mut self, i: usize) -> &mut [u8] {
         let bytes: &mut [u8] = words_as_bytes_mut(&mut self.buffers);
-        &mut bytes[i * BUFFER_BYTES..(i + 1) * BUFFER_BYTES]
+        &mut bytes[i * BUFFER_STRIDE + RING_HEAD..][..BUFFER_BYTES]
+    }
+
+    /// The first `len` bytes (at most a buffer) of the packet area of buffer `i`.
+    fn packet_bytes(&self, i: usize, len: usize) -> &[u8] {
+        let bytes: &[u8] = words_as_bytes(&self.buffers);
+        &bytes[i * BUFFER_STRIDE + RING_HEAD..][..len.min(BUFFER_BYTES)]
     }
 
     /// Calls `post` until the provider takes the operation: while its queues are full
@@ -692,27 +788,42 @@ impl Net {
         Ok(())
     }
 
-    /// Whether a packet can be sent to `dst` now (a send buffer is free, and the process
-    /// greeted this one if it opens the connection: `add_other_job`).
+    /// Whether a packet can be sent to `dst` now (a send buffer is free, the process greeted
+    /// this one if it opens the connection: `add_other_job`, and a slot of the ring `dst`
+    /// offered, if it did, is free).
     #[inline]
     pub fn can_send(&self, dst: usize) -> bool {
-        !self.send_free.is_empty() && self.greeted[dst]
+        !self.send_free.is_empty() && self.greeted[dst] && self.ring_out[dst].as_ref().is_none_or(|r| r.free > 0)
     }
 
     /// Sends `packet` and `payload` bytes written by `fill` (which gets `PAYLOAD_CAPACITY`
-    /// bytes) to world rank `dst`. The caller checked `can_send`.
+    /// bytes) to world rank `dst`: into the ring it offered, else as a tagged message. The
+    /// caller checked `can_send`.
     pub fn send(&mut self, dst: usize, packet: &Packet, payload: usize, fill: impl FnOnce(&mut [u8])) {
         debug_assert!(payload <= PAYLOAD_CAPACITY);
+        let b = *self.send_free.last().expect("send without a free buffer (can_send)");
+        let buf = self.buffer(b);
+        fill(&mut buf[HEADER..HEADER + PAYLOAD_CAPACITY]);
+        if self.ring_out[dst].is_some() {
+            self.write_to_ring(dst, b, packet, payload);
+        } else {
+            self.send_tagged(dst, packet, payload);
+        }
+    }
+
+    /// Sends `packet` and the `payload` bytes after the header in the last free send buffer
+    /// as a tagged message to `dst`.
+    fn send_tagged(&mut self, dst: usize, packet: &Packet, payload: usize) {
         let b = *self.send_free.last().expect("send without a free buffer (can_send)");
         let buf = self.buffer(b);
         // SAFETY: Packet is plain old data (repr(C) integers), HEADER bytes long.
         let header = unsafe { std::slice::from_raw_parts((packet as *const Packet).cast::<u8>(), HEADER) };
         buf[..HEADER].copy_from_slice(header);
-        fill(&mut buf[HEADER..HEADER + PAYLOAD_CAPACITY]);
         let ptr = buf.as_ptr().cast::<c_void>();
         let to = self.rails[0].addr[dst];
         let tag = self.sent_as[dst];
         debug_assert_ne!(to, FI_ADDR_UNSPEC, "rank {dst} is not reached through the network");
+        self.tagged_sent[dst] = self.tagged_sent[dst].wrapping_add(1);
         if HEADER + payload <= self.inject_size {
             // The provider copies the message before returning: the buffer stays free.
             let ret = self.post_until_taken(|net| {
@@ -737,6 +848,43 @@ impl Net {
         }
     }
 
+    /// Writes `packet` and the `payload` bytes after the header in send buffer `b` into the
+    /// next slot of the ring `dst` offered, framed as `RING_HEAD` describes, with one RDMA
+    /// write; the buffer is free again once the write completes.
+    fn write_to_ring(&mut self, dst: usize, b: usize, packet: &Packet, payload: usize) {
+        let len = HEADER + payload;
+        let before = self.tagged_sent[dst];
+        let ring = self.ring_out[dst].as_mut().expect("a ring to write to");
+        debug_assert!(ring.free > 0, "a ring write without a free slot (can_send)");
+        let seq = ring_seq(ring.sent);
+        let remote = ring.addr + ((ring.sent as usize % RING_SLOTS) * BUFFER_STRIDE) as u64;
+        let key = ring.key;
+        ring.sent += 1;
+        ring.free -= 1;
+        let frame = RING_HEAD + len.next_multiple_of(8) + RING_TAIL;
+        let bytes = words_as_bytes_mut(&mut self.buffers);
+        let slot = &mut bytes[b * BUFFER_STRIDE..][..frame];
+        slot[..8].copy_from_slice(&(u64::from(seq) | (len as u64) << 32).to_ne_bytes());
+        slot[8..16].copy_from_slice(&u64::from(before).to_ne_bytes());
+        // SAFETY: Packet is plain old data (repr(C) integers), HEADER bytes long.
+        let header = unsafe { std::slice::from_raw_parts((packet as *const Packet).cast::<u8>(), HEADER) };
+        slot[RING_HEAD..RING_HEAD + HEADER].copy_from_slice(header);
+        slot[frame - RING_TAIL..].copy_from_slice(&u64::from(seq).to_ne_bytes());
+        let ptr = slot.as_ptr().cast::<c_void>();
+        self.send_free.pop();
+        let ctx = (&raw mut self.contexts[b]).cast::<c_void>();
+        let to = self.rails[0].addr[dst];
+        let ret = self.post_until_taken(|net| {
+            let rail = &net.rails[0];
+            // SAFETY: the buffer and context stay put and untouched until the write completes
+            // (the buffer returns to `send_free` then); the remote slot is free (credits).
+            unsafe { fabric::fi_write(rail.ep, ptr, frame, rail.desc, to, remote, key, ctx) }
+        });
+        if ret < 0 {
+            self.fail(&format!("fi_write to the ring of rank {dst}: {}", self.fabric.strerror(ret as i64)));
+        }
+    }
+
     /// Reads completions of every rail (which also drives the providers): finished sends
     /// free their buffers, arrivals queue for `front`, finished direct transfers for
     /// `take_finished`. Returns whether anything arrived or finished.
@@ -744,6 +892,9 @@ impl Net {
         let mut arrived = false;
         for r in 0..self.rails.len() {
             arrived |= self.read_rail(r);
+        }
+        if !self.credits_due.is_empty() {
+            self.send_credits();
         }
         arrived
     }
@@ -774,18 +925,22 @@ impl Net {
                     // Only processes of other jobs greet: the job's own packets are not looked at.
                     // A packet can come before this process adds its sender: the mark waits
                     // for `add_other_job`.
-                    let mut hello = false;
+                    // With RMA, the job's ranks may send packets about rings.
+                    let mut internal = false;
                     if e.tag >> 32 != 0 {
                         match from {
                             Some(f) => self.greeted[f] = true,
                             None => self.early_greetings.push(e.tag),
                         }
-                        hello = e.len >= HEADER && self.packet_kind(b) == HELLO_KIND;
+                        internal = e.len >= HEADER && self.packet_kind(b) == HELLO_KIND;
+                    } else if self.rma {
+                        internal = e.len >= HEADER && self.packet_kind(b) >= RING_CREDIT_KIND;
                     }
-                    self.arrived[b] = Some(Arrival { len: e.len, from, tag: e.tag, hello });
+                    self.arrived[b] = Some(Arrival { len: e.len, from, tag: e.tag, internal });
                     arrived = true;
                 } else if b < RECV_BUFFERS + SEND_BUFFERS {
                     self.send_free.push(b);
+                    arrived |= !self.credits_due.is_empty();
                 } else {
                     arrived |= self.finish_piece((b - RECV_BUFFERS - SEND_BUFFERS) / MAX_RAILS);
                 }
@@ -820,24 +975,88 @@ impl Net {
             let packet = unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<Packet>()) };
             return Some((from, packet, &bytes[HEADER..]));
         }
-        loop {
-            let a = self.arrived[*self.posted.front()?]?;
-            if a.hello {
+        while let Some(a) = self.posted.front().and_then(|&b| self.arrived[b]) {
+            if a.internal {
+                self.take_internal();
                 self.release_front();
             } else if a.from.is_none() {
                 self.hold_front(a);
             } else {
-                break;
+                return self.peek_front();
             }
         }
-        self.peek_front()
+        if self.ring_peers.is_empty() { None } else { self.ring_front() }
+    }
+
+    /// Acts on the transport's own packet at the front (a hello needs nothing).
+    fn take_internal(&mut self) {
+        let b = *self.posted.front().expect("a packet at the front");
+        let a = self.arrived[b].expect("an arrived packet");
+        // SAFETY: internal packets hold at least a header (checked on arrival); Packet is
+        // plain old data, read unaligned.
+        let pk = unsafe { std::ptr::read_unaligned(self.packet_bytes(b, a.len).as_ptr().cast::<Packet>()) };
+        let Some(from) = a.from else { return };
+        match pk.kind {
+            RING_OFFER_KIND => {
+                log::debug!("network: rank {from} offered a ring; packets to it go there");
+                self.ring_out[from] = Some(RingOut { addr: pk.addr, key: pk.len, sent: 0, free: RING_SLOTS as u64 });
+            }
+            RING_CREDIT_KIND => {
+                let ring = self.ring_out[from].as_mut().expect("credits for a ring never offered");
+                ring.free += pk.len;
+            }
+            _ => {}
+        }
+    }
+
+    /// The next packet in one of the rings offered to peers, if one was written whole and
+    /// every packet its sender sent before it by tagged message was taken. The ring's memory
+    /// is zero but for packets not yet taken (`release_front` clears each), and the provider
+    /// writes a packet's bytes in order (as RDMA eager channels assume of NICs; libfabric's
+    /// TCP providers copy them in order): so a slot whose head and the word after the
+    /// packet (by the head's length) hold its sequence number, the head unchanged after the
+    /// tail was seen, was written whole.
+    fn ring_front(&mut self) -> Option<(usize, Packet, &[u8])> {
+        let n = self.ring_peers.len();
+        let found = (0..n).map(|i| self.ring_peers[i]).find(|&p| {
+            let ring = self.ring_in[p].as_ref().expect("a peer with a ring");
+            let words = ring.memory.as_ptr();
+            let base = (ring.taken as usize % RING_SLOTS) * BUFFER_STRIDE / 8;
+            let seq = ring_seq(ring.taken);
+            // SAFETY (the reads): aligned words of the slot, which the provider may be writing
+            // meanwhile: volatile reads.
+            let head = unsafe { std::ptr::read_volatile(words.add(base)) };
+            let len = (head >> 32) as usize;
+            // A head read while its length was still being written may be short or zero.
+            if head as u32 != seq || !(HEADER..=BUFFER_BYTES).contains(&len) {
+                return false;
+            }
+            let tail_at = base + (RING_HEAD + len.next_multiple_of(8)) / 8;
+            // SAFETY: as above; the tail lies within the slot (len <= BUFFER_BYTES).
+            let tail = unsafe { std::ptr::read_volatile(words.add(tail_at)) };
+            // The tail is written, so is everything before it: the head read again is whole,
+            // and the length read first was the packet's if it is the same.
+            // SAFETY: as above.
+            let (again, before) =
+                unsafe { (std::ptr::read_volatile(words.add(base)), std::ptr::read_volatile(words.add(base + 1))) };
+            tail as u32 == seq && again == head && self.tagged_taken[p].wrapping_sub(before as u32) as i32 >= 0
+        })?;
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+        self.serving_ring = Some(found);
+        let ring = self.ring_in[found].as_ref().unwrap();
+        let base = (ring.taken as usize % RING_SLOTS) * BUFFER_STRIDE;
+        let bytes: &[u8] = words_as_bytes(&ring.memory);
+        let len = u32::from_ne_bytes(bytes[base + 4..base + 8].try_into().unwrap()) as usize;
+        let packet = &bytes[base + RING_HEAD..][..len];
+        // SAFETY: the packet holds at least HEADER bytes (checked above); plain old data.
+        let pk = unsafe { std::ptr::read_unaligned(packet.as_ptr().cast::<Packet>()) };
+        Some((found, pk, &packet[HEADER..]))
     }
 
     /// Copies the first packet, from a process not added yet, into `held`.
     fn hold_front(&mut self, a: Arrival) {
         let b = *self.posted.front().expect("a packet to hold");
-        let bytes: &[u8] = words_as_bytes(&self.buffers);
-        let packet = &bytes[b * BUFFER_BYTES..b * BUFFER_BYTES + a.len.min(BUFFER_BYTES)];
+        let packet = self.packet_bytes(b, a.len);
         if packet.len() < HEADER {
             self.fail(&format!("a message of {} bytes (tag {:#x}), shorter than a header", a.len, a.tag));
         }
@@ -848,9 +1067,8 @@ impl Net {
 
     /// The kind of the packet in receive buffer `b`, which holds at least a header.
     fn packet_kind(&self, b: usize) -> u32 {
-        let bytes: &[u8] = words_as_bytes(&self.buffers);
-        let at = b * BUFFER_BYTES + std::mem::offset_of!(Packet, kind);
-        u32::from_ne_bytes(bytes[at..at + 4].try_into().expect("four bytes"))
+        let at = std::mem::offset_of!(Packet, kind);
+        u32::from_ne_bytes(self.packet_bytes(b, HEADER)[at..at + 4].try_into().expect("four bytes"))
     }
 
     /// The next packet in order, if it arrived.
@@ -858,8 +1076,7 @@ impl Net {
     fn peek_front(&self) -> Option<(usize, Packet, &[u8])> {
         let b = *self.posted.front()?;
         let a = self.arrived[b]?;
-        let bytes: &[u8] = words_as_bytes(&self.buffers);
-        let buf = &bytes[b * BUFFER_BYTES..b * BUFFER_BYTES + a.len.min(BUFFER_BYTES)];
+        let buf = self.packet_bytes(b, a.len);
         let from = a.from.expect("`front` holds packets of unknown senders");
         if buf.len() < HEADER {
             self.fail(&format!("a message of {} bytes from rank {from}, shorter than a header", a.len));
@@ -877,10 +1094,73 @@ impl Net {
             self.held.remove(at);
             return;
         }
+        if let Some(p) = self.serving_ring.take() {
+            let ring = self.ring_in[p].as_mut().expect("a ring being served");
+            let base = (ring.taken as usize % RING_SLOTS) * BUFFER_STRIDE / 8;
+            let len = (ring.memory[base] >> 32) as usize;
+            // Cleared for the next lap: only packets not taken yet are ever nonzero.
+            ring.memory[base..base + (RING_HEAD + len.next_multiple_of(8) + RING_TAIL) / 8].fill(0);
+            ring.taken += 1;
+            self.ring_packets += 1;
+            if ring.taken - ring.credited >= RING_SLOTS as u64 / 2 && !self.credits_due.contains(&p) {
+                self.credits_due.push(p);
+            }
+            self.send_credits();
+            return;
+        }
         let b = self.posted.pop_front().expect("release without a packet");
-        self.arrived[b].take().expect("release of a packet that has not arrived");
+        let a = self.arrived[b].take().expect("release of a packet that has not arrived");
         if let Err(e) = self.post_receive(b) {
             self.fail(&e.msg);
+        }
+        if let Some(from) = a.from {
+            self.tagged_taken[from] = self.tagged_taken[from].wrapping_add(1);
+            if self.eager_rdma
+                && from < self.job_size
+                && self.ring_in[from].is_none()
+                && self.ring_peers.len() < MAX_RINGS
+                && self.tagged_taken[from] >= RING_AFTER
+            {
+                self.offer_ring(from);
+            }
+        }
+    }
+
+    /// Offers `peer` a ring for its packets to this rank: registers it for remote writes
+    /// and tells the peer where it is. Without a free send buffer, a later packet tries
+    /// again; if the provider refuses the registration, the peer keeps to tagged messages.
+    fn offer_ring(&mut self, peer: usize) {
+        if self.send_free.is_empty() {
+            return;
+        }
+        let memory = vec![0u64; RING_SLOTS * BUFFER_STRIDE / 8].into_boxed_slice();
+        let mr = match self.register(0, memory.as_ptr() as usize, memory.len() * 8, sys::FI_REMOTE_WRITE) {
+            Ok(mr) => mr,
+            Err(e) => {
+                log::debug!("network: no ring for rank {peer} ({e})");
+                self.eager_rdma = false;
+                return;
+            }
+        };
+        let addr = if self.rails[0].mr_mode() & sys::FI_MR_VIRT_ADDR != 0 { memory.as_ptr() as u64 } else { 0 };
+        // SAFETY: just registered.
+        let key = unsafe { fabric::fi_mr_key(mr) };
+        // The memory is boxed: it stays where it was registered until Drop closes the region.
+        self.ring_in[peer] = Some(RingIn { memory, mr, taken: 0, credited: 0 });
+        self.ring_peers.push(peer);
+        log::debug!("network: offering rank {peer} a ring");
+        self.send_tagged(peer, &Packet { kind: RING_OFFER_KIND, addr, len: key, ..Default::default() }, 0);
+    }
+
+    /// Hands back the slots of rings that `credits_due` names, as send buffers allow.
+    fn send_credits(&mut self) {
+        while !self.send_free.is_empty()
+            && let Some(p) = self.credits_due.pop()
+        {
+            let ring = self.ring_in[p].as_mut().expect("credits of a ring");
+            let n = ring.taken - ring.credited;
+            ring.credited = ring.taken;
+            self.send_tagged(p, &Packet { kind: RING_CREDIT_KIND, len: n, ..Default::default() }, 0);
         }
     }
 
@@ -987,6 +1267,22 @@ impl Net {
         self.rma
     }
 
+    /// Whether this rank offers RDMA eager rings (the choice `OXMPI_NET_EAGER_RDMA` makes
+    /// when the endpoint opens; only where the endpoints do RMA).
+    pub fn set_eager_rdma(&mut self, on: bool) {
+        self.eager_rdma = on && self.rma;
+    }
+
+    /// Whether packets to `dst` go into a ring it offered.
+    pub fn writes_to_ring(&self, dst: usize) -> bool {
+        self.ring_out[dst].is_some()
+    }
+
+    /// Packets taken from RDMA eager rings so far.
+    pub fn ring_packets(&self) -> u64 {
+        self.ring_packets
+    }
+
     /// Whether the provider does RMA in the NIC (not emulated over sockets): a peer's reads
     /// then take nothing from this rank's CPU.
     pub fn rma_is_native(&self) -> bool {
@@ -1075,8 +1371,7 @@ impl Net {
     /// endpoint where the provider wants that.
     fn register(&mut self, r: usize, addr: usize, len: usize, access: u64) -> Result<*mut sys::fid_mr, String> {
         // Keys must differ within a domain where the caller chooses them.
-        let key = self.next_key;
-        self.next_key += 1;
+        let key = NEXT_KEY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let rail = &self.rails[r];
         let mut mr = null_mut();
         // SAFETY: the domain and endpoint are open; the caller keeps the memory allocated
@@ -1258,6 +1553,11 @@ fn words_as_bytes(words: &[u64]) -> &[u8] {
 
 impl Drop for Net {
     fn drop(&mut self) {
+        for ring in self.ring_in.iter_mut().filter_map(Option::take) {
+            // SAFETY: registered by `offer_ring`, closed once, before the domains; the
+            // memory is freed after (it is dropped with `ring`).
+            unsafe { fabric::fi_close(&raw mut (*ring.mr).fid) };
+        }
         for mr in self.exposed.drain().flat_map(|(_, mrs)| mrs) {
             // SAFETY: registered by `expose`, closed once, before the domains.
             unsafe { fabric::fi_close(&raw mut (*mr).fid) };
