@@ -10,6 +10,8 @@
  * previous rank is remote and rings are on, and none where no peer is remote or rings are
  * off (p2p_net_eager_rdma_off.c). */
 #include "mtest.h"
+#include "pvar_counter.h"
+#include "same_host.h"
 
 #define TAG 41
 #define BURST 200
@@ -106,37 +108,14 @@ static void sync_ping_pong(void)
     }
 }
 
-/* Whether world rank `peer` shares this rank's node. */
-static int on_my_node(int peer)
-{
-    MPI_Comm node;
-    MPI_Group world_group, node_group;
-    int in_node = MPI_UNDEFINED;
-    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-    MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
-    MPI_CHECK(MPI_Comm_group(node, &node_group));
-    MPI_CHECK(MPI_Group_translate_ranks(world_group, 1, &peer, node_group, &in_node));
-    MPI_Group_free(&world_group);
-    MPI_Group_free(&node_group);
-    MPI_Comm_free(&node);
-    return in_node != MPI_UNDEFINED;
-}
-
 int main(int argc, char **argv)
 {
-    MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
-    MPI_T_pvar_handle packets = MPI_T_PVAR_HANDLE_NULL;
-    int provided, index = -1, count;
+    mt_counter packets;
     mt_init(&argc, &argv);
     next_rank = (mt_rank + 1) % mt_size;
     prev_rank = (mt_rank + mt_size - 1) % mt_size;
-    if (MT_OXMPI) {
-        MPI_CHECK(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
-        MPI_CHECK(MPI_T_pvar_get_index("net_ring_packets", MPI_T_PVAR_CLASS_COUNTER, &index));
-        MPI_CHECK(MPI_T_pvar_session_create(&session));
-        MPI_CHECK(MPI_T_pvar_handle_alloc(session, index, NULL, &packets, &count));
-        MPI_CHECK(MPI_T_pvar_start(session, packets));
-    }
+    if (MT_OXMPI)
+        mt_counter_start(&packets, "net_ring_packets");
 
     if (mt_size > 1) {
         burst(1, 0);
@@ -147,18 +126,13 @@ int main(int argc, char **argv)
     }
 
     if (MT_OXMPI) {
-        unsigned long long n = 0;
-        MPI_CHECK(MPI_T_pvar_read(session, packets, &n));
+        unsigned long long n = mt_counter_read(&packets);
+        int *same = mt_malloc((size_t)mt_size * sizeof *same);
+        int any_remote = same_host_ranks(same) < mt_size, remote = !same[prev_rank];
+        free(same);
         const char *env = getenv("OXMPI_NET_EAGER_RDMA");
         int on = env && strcmp(env, "1") == 0, off = env && strcmp(env, "0") == 0;
-        int remote = mt_size > 1 && !on_my_node(prev_rank);
         CHECK(on || off, "OXMPI_NET_EAGER_RDMA is %s; the test sets it", env ? env : "unset");
-        int node_size = 0, any_remote;
-        MPI_Comm node;
-        MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-        MPI_Comm_size(node, &node_size);
-        MPI_Comm_free(&node);
-        any_remote = node_size < mt_size;
         /* Rings carry packets from every remote peer (barriers, the ping-pong), not only
          * from the previous rank. */
         if (remote && on)
@@ -167,9 +141,7 @@ int main(int argc, char **argv)
         if (off || !any_remote)
             CHECK(n == 0, "%llu packets taken from rings (a remote peer: %d, OXMPI_NET_EAGER_RDMA %s)", n,
                   any_remote, env ? env : "unset");
-        MPI_CHECK(MPI_T_pvar_handle_free(session, &packets));
-        MPI_CHECK(MPI_T_pvar_session_free(&session));
-        MPI_CHECK(MPI_T_finalize());
+        mt_counter_end(&packets);
     }
     return mt_finalize();
 }

@@ -41,11 +41,32 @@ fn run_pair(sender: impl FnOnce(&mut Net), receiver: impl FnOnce(&mut Net) + Sen
     drop(other.join().expect("receiver failed"));
 }
 
+/// Packets of the order tests: 300, more than the send or receive buffers (and the slots of
+/// a ring), of sizes up to a whole payload.
+const COUNT: usize = 300;
+fn len_of(i: usize) -> usize {
+    [0, 1, 48, 4096, PAYLOAD_CAPACITY][i % 5]
+}
+
+/// Takes the `COUNT` packets of the order tests from rank 0, checking their order and bytes.
+fn take_in_order(b: &mut Net) {
+    let deadline = Instant::now() + PATIENCE;
+    let mut got = 0;
+    while got < COUNT {
+        assert!(Instant::now() < deadline, "{got} of {COUNT} packets arrived");
+        b.read_completions();
+        while let Some((from, pk, data)) = b.front() {
+            assert_eq!(from, 0);
+            assert_eq!(pk.tag, got as i32, "packets out of order");
+            assert_eq!(data, payload(got, len_of(got)).as_slice(), "bytes of packet {got}");
+            b.release_front();
+            got += 1;
+        }
+    }
+}
+
 #[test]
 fn packets_arrive_in_order_with_their_bytes() {
-    // More packets than send or receive buffers, of sizes up to a whole payload.
-    const COUNT: usize = 300;
-    let len_of = |i: usize| [0, 1, 48, 4096, PAYLOAD_CAPACITY][i % 5];
     run_pair(
         |a| {
             for i in 0..COUNT {
@@ -60,21 +81,7 @@ fn packets_arrive_in_order_with_their_bytes() {
                 a.send(1, &pk, len, |out| out[..len].copy_from_slice(&bytes));
             }
         },
-        move |b| {
-            let deadline = Instant::now() + PATIENCE;
-            let mut got = 0;
-            while got < COUNT {
-                assert!(Instant::now() < deadline, "{got} of {COUNT} packets arrived");
-                b.read_completions();
-                while let Some((from, pk, data)) = b.front() {
-                    assert_eq!(from, 0);
-                    assert_eq!(pk.tag, got as i32, "packets out of order");
-                    assert_eq!(data, payload(got, len_of(got)).as_slice(), "bytes of packet {got}");
-                    b.release_front();
-                    got += 1;
-                }
-            }
-        },
+        take_in_order,
     );
 }
 
@@ -84,25 +91,11 @@ fn packets_through_an_rdma_eager_ring_keep_their_order() {
     // credits handed back) when it looks at its own arrivals, waits for it after 20 and
     // writes the other 280 there: more than the ring has slots, of sizes up to a whole
     // payload, all in order, the first ring packets possibly before the last tagged ones.
-    const COUNT: usize = 300;
-    let len_of = |i: usize| [0, 1, 48, 4096, PAYLOAD_CAPACITY][i % 5];
     let (mut a, mut b) = pair();
     assert!(a.can_read(), "the providers here do RMA");
     b.set_eager_rdma(true);
     let receiver = std::thread::spawn(move || {
-        let deadline = Instant::now() + PATIENCE;
-        let mut got = 0;
-        while got < COUNT {
-            assert!(Instant::now() < deadline, "{got} of {COUNT} packets arrived");
-            b.read_completions();
-            while let Some((from, pk, data)) = b.front() {
-                assert_eq!(from, 0);
-                assert_eq!(pk.tag, got as i32, "packets out of order");
-                assert_eq!(data, payload(got, len_of(got)).as_slice(), "bytes of packet {got}");
-                b.release_front();
-                got += 1;
-            }
-        }
+        take_in_order(&mut b);
         b
     });
     for i in 0..COUNT {

@@ -28,7 +28,7 @@ fn main() {
     }
     // What a job spanning nodes would use (libfabric is only loaded here and by such jobs).
     match oxmpi::transport::net::describe() {
-        Ok((offers, chosen)) => {
+        Ok(oxmpi::transport::net::Description { offers, chosen, rma }) => {
             println!("network (libfabric providers and domains offering reliable tagged endpoints):");
             for c in &offers {
                 let mark = match chosen.iter().position(|r| r == c) {
@@ -40,6 +40,25 @@ fn main() {
             }
             if chosen.is_empty() {
                 println!("  none usable: jobs that span nodes cannot start");
+            }
+            // Each is on by default where the NIC does RMA; the tunable decides otherwise.
+            let switch = |name: &str, native: bool| match std::env::var(name).ok().map(|v| v.trim() != "0") {
+                Some(true) => format!("on ({name}=1)"),
+                Some(false) => format!("off ({name}=0)"),
+                None if native => "on".to_string(),
+                None => format!("off by default over sockets ({name}=1 turns it on)"),
+            };
+            match rma {
+                Some(native) => println!(
+                    "  RMA {}: rendezvous by RDMA read {}; RDMA eager rings {}",
+                    if native { "in the NIC" } else { "emulated over sockets" },
+                    switch(oxmpi::config::NET_RNDV_READ, native),
+                    switch(oxmpi::config::NET_EAGER_RDMA, native)
+                ),
+                None if !chosen.is_empty() => {
+                    println!("  no RMA: rendezvous by tagged messages, no RDMA eager rings")
+                }
+                None => {}
             }
         }
         Err(why) => println!("network: unavailable: {why}"),

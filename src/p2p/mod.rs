@@ -259,8 +259,8 @@ fn reads_rendezvous(net: &Net) -> bool {
 }
 
 /// Writes (u64, u64) pairs in the wire form of an RTS's block list.
-fn write_pairs(slot: &mut [u8], pairs: &[(u64, u64)]) {
-    for (i, &(a, b)) in pairs.iter().enumerate() {
+fn write_pairs(slot: &mut [u8], pairs: impl IntoIterator<Item = (u64, u64)>) {
+    for (i, (a, b)) in pairs.into_iter().enumerate() {
         let at = i * RTS_BLOCK_BYTES;
         slot[at..at + 8].copy_from_slice(&a.to_ne_bytes());
         slot[at + 8..at + 16].copy_from_slice(&b.to_ne_bytes());
@@ -1135,9 +1135,10 @@ impl Engine {
                 // From another node: the data comes as one transfer straight into the receive
                 // buffer: the user's memory (its blocks, when non-contiguous ones are large
                 // enough and few enough for the provider: receive-scatter) or a staging copy,
-                // the provider's own large-message protocol. A truncated message streams
-                // instead (the excess is dropped).
-                // An RDMA read offer names each piece's region: `blocks` are not the data's.
+                // read by RDMA from where the sender exposed it, or else sent once this rank
+                // says so (the provider's own large-message protocol). A truncated message
+                // streams instead (the excess is dropped). An RDMA read offer names each
+                // piece's region: its `blocks` are not the data's layout.
                 let (remote, blocks) = if read { (blocks, Vec::new()) } else { (Vec::new(), blocks) };
                 if self.route[msg.from] == Route::Net
                     && n == msg.len
@@ -1583,7 +1584,7 @@ impl Engine {
                     };
                     if let Some(remote) = exposed {
                         pk.rreq = RTS_READ;
-                        seg.send(dst, &pk, remote.len() * RTS_BLOCK_BYTES, |slot| write_pairs(slot, &remote));
+                        seg.send(dst, &pk, remote.len() * RTS_BLOCK_BYTES, |slot| write_pairs(slot, remote));
                     } else if !offers || blocks.is_empty() && !buf.is_contiguous() {
                         pk.rreq = RTS_STREAM;
                         seg.send(dst, &pk, 0, |_| {});
@@ -1597,11 +1598,7 @@ impl Engine {
                         };
                         let in_slot = if inline { blocks } else { &[] };
                         seg.send(dst, &pk, in_slot.len() * RTS_BLOCK_BYTES, |slot| {
-                            for (i, &(addr, len)) in in_slot.iter().enumerate() {
-                                let at = i * RTS_BLOCK_BYTES;
-                                slot[at..at + 8].copy_from_slice(&(addr as u64).to_ne_bytes());
-                                slot[at + 8..at + 16].copy_from_slice(&(len as u64).to_ne_bytes());
-                            }
+                            write_pairs(slot, in_slot.iter().map(|&(addr, len)| (addr as u64, len as u64)))
                         });
                     }
                 }

@@ -14,8 +14,13 @@
 //! reports them sent; both live in one allocation, registered once when the provider needs
 //! local registration (`FI_MR_LOCAL`). Large messages move as direct transfers: one tagged
 //! message (tag bit 63 and the receiver's id for it) from the sender's buffer straight into
-//! the receiver's, which posted its receive before telling the sender to go. Progress is
+//! the receiver's, which posted its receive before telling the sender to go, or an RDMA read
+//! by the receiver of the memory the sender exposed (`expose`, `read_direct`). Progress is
 //! manual: reading the completion queue drives the provider.
+//!
+//! RDMA eager channel: a rank offers peers that send it many packets a ring in its memory
+//! (`offer_ring`); they then write their packets there with RDMA writes (`write_to_ring`)
+//! and this rank polls the ring (`ring_front`), handing slots back with credit packets.
 //!
 //! `fabric` loads libfabric (OFI) at run time and wraps the calls made here; `fabric_sys`
 //! holds the structs and constants generated from libfabric's headers
@@ -451,11 +456,21 @@ fn over_sockets(provider: &str) -> bool {
     ["tcp", "net", "udp", "sockets"].iter().any(|p| provider.split(';').next() == Some(p))
 }
 
-/// What `oxmpi-info` shows: every provider and domain offered, and the rails a job would use
-/// (empty: none usable).
-pub fn describe() -> Result<(Vec<Choice>, Vec<Choice>), String> {
+/// What `oxmpi-info` shows of the network.
+pub struct Description {
+    /// Every provider and domain offered.
+    pub offers: Vec<Choice>,
+    /// The rails a job would use (empty: none usable).
+    pub chosen: Vec<Choice>,
+    /// Whether they do RMA: `Some(true)` in the NIC, `Some(false)` emulated over sockets,
+    /// `None` not at all.
+    pub rma: Option<bool>,
+}
+
+/// What a job spanning nodes would use here.
+pub fn describe() -> Result<Description, String> {
     let fabric = Fabric::open().map_err(|e| e.to_string())?;
-    let (list, named, _) = query(fabric).map_err(|e| e.msg.clone())?;
+    let (list, named, rma) = query(fabric).map_err(|e| e.msg.clone())?;
     // SAFETY: `list` came from getinfo and is freed once, after its entries were read.
     let entries = unsafe { offers(list) };
     let chosen = match choose(&entries, named) {
@@ -471,7 +486,8 @@ pub fn describe() -> Result<(Vec<Choice>, Vec<Choice>), String> {
     }
     // SAFETY: as above.
     unsafe { fabric.freeinfo(list) };
-    Ok((all, chosen))
+    let rma = chosen.first().filter(|_| rma).map(|c| !over_sockets(&c.provider));
+    Ok(Description { offers: all, chosen, rma })
 }
 
 impl Net {
@@ -959,9 +975,10 @@ impl Net {
     }
 
     /// The next packet for the engine, if it arrived: its sender (world rank), header and
-    /// payload. It stays until `release_front`. Hellos (`add_other_job`) are dropped here;
-    /// packets of processes not added yet wait in `held` (copied), and come first once they
-    /// are.
+    /// payload. It stays until `release_front`. The transport's own packets (hellos of
+    /// `add_other_job`, ring offers and credits) are acted on here; packets of processes
+    /// not added yet wait in `held` (copied), and come first once they are; then tagged
+    /// packets in order, then those written into rings (`ring_front`).
     #[inline]
     pub fn front(&mut self) -> Option<(usize, Packet, &[u8])> {
         if !self.held.is_empty()
