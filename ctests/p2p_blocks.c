@@ -1,9 +1,10 @@
 /* oxmpi-test: np=2,4 */
 /* Large non-contiguous messages whose layouts are a few large blocks (across nodes they go
- * straight from and into the blocks, as iovec messages: send-gather, receive-scatter) or
- * many small ones (packed and staged), between ranks paired 0-1, 2-3 (on different hosts
- * when the multi-node tests spread them round robin). Checks every byte that arrives and
- * that the holes of the receive layouts are left alone. */
+ * straight from and into the blocks, as iovec messages: send-gather, receive-scatter, in
+ * more pieces when one operation cannot take them all) or many small ones (packed and
+ * staged), between ranks paired 0-1, 2-3 (on different hosts when the multi-node tests
+ * spread them round robin). Checks every byte that arrives and that the holes of the receive
+ * layouts are left alone. */
 #include "mtest.h"
 
 #define HOLE 0xee
@@ -60,6 +61,10 @@ int main(int argc, char **argv)
         {"2 blocks to 3", 2, 393216, 400000, 3, 262144, 270000},
         {"2000 small blocks to 1000", 2000, 512, 700, 1000, 1024, 1500},
         {"64 blocks of 8 KiB to 8 of 64 KiB", 64, 8192, 9000, 8, 65536, 70000},
+        /* More large blocks than one operation takes: across nodes the receiver cuts the
+         * transfer into more pieces, which the sender follows. */
+        {"12 blocks of 128 KiB to 24 of 64 KiB", 12, 131072, 140000, 24, 65536, 70000},
+        {"6 blocks of 100000 to 20 of 30000", 6, 100000, 100100, 20, 30000, 30001},
     };
     mt_init(&argc, &argv);
     int partner = mt_rank ^ 1;

@@ -151,14 +151,14 @@ fn direct_transfer_lands_whole() {
             rx.recv().unwrap();
             assert!(a.can_direct(LEN, Way::Out));
             // SAFETY: `data` lives, unchanged, until the transfer finished below.
-            unsafe { a.send_direct(1, 42, &[(data.as_ptr() as usize, LEN)], LEN, 9) };
+            unsafe { a.send_direct(1, 42, &[(data.as_ptr() as usize, LEN)], LEN, 1, 9) };
             wait_finished(a, 9, "direct send");
         },
         move |b| {
             let mut into = vec![0u8; LEN];
             assert!(b.can_direct(LEN, Way::In));
             // SAFETY: `into` lives, untouched, until the transfer finished below.
-            unsafe { b.receive_direct(0, 42, &[(into.as_mut_ptr() as usize, LEN)], LEN, 7) };
+            unsafe { b.receive_direct(0, 42, &[(into.as_mut_ptr() as usize, LEN)], LEN, 1, 7) };
             tx.send(()).unwrap();
             wait_finished(b, 7, "direct receive");
             assert!(into == payload(5, LEN), "direct transfer bytes differ");
@@ -177,22 +177,23 @@ fn direct_transfer_gathers_and_scatters_blocks() {
             let data = payload(3, LEN + 4096);
             let (first, second) = (300_000, LEN - 300_000);
             let blocks = [(data.as_ptr() as usize, first), (data.as_ptr() as usize + first + 4096, second)];
-            assert!(a.blocks_fit(1, &blocks, LEN), "two blocks must fit the provider's iov_limit");
+            assert!(a.fits(1, &blocks, LEN, 1), "two blocks must fit the provider's iov_limit");
             rx.recv().unwrap();
             // SAFETY: `data` lives, unchanged, until the transfer finished below.
-            unsafe { a.send_direct(1, 43, &blocks, LEN, 11) };
+            unsafe { a.send_direct(1, 43, &blocks, LEN, 1, 11) };
             wait_finished(a, 11, "send of blocks");
         },
         move |b| {
             let mut into = vec![0xeeu8; LEN + 100];
             let base = into.as_mut_ptr() as usize;
             let blocks = [(base + 100, 700_000), (base, 100), (base + 700_100, LEN - 700_100)];
-            assert!(b.blocks_fit(0, &blocks, LEN) && b.can_direct(LEN, Way::In));
-            // A list longer than any provider's iov_limit does not fit (the data is staged).
+            assert_eq!(b.split_for(0, &blocks, LEN), Some(1), "three blocks fit the provider's iov_limit");
+            assert!(b.can_direct(LEN, Way::In));
+            // A list of more blocks than any cut into MAX_PIECES pieces takes (the data is staged).
             let many: Vec<(usize, usize)> = (0..1024).map(|i| (base + i * 1024, 1024)).collect();
-            assert!(!b.blocks_fit(0, &many, LEN));
+            assert_eq!(b.split_for(0, &many, LEN), None);
             // SAFETY: `into` lives, untouched, until the transfer finished below.
-            unsafe { b.receive_direct(0, 43, &blocks, LEN, 12) };
+            unsafe { b.receive_direct(0, 43, &blocks, LEN, 1, 12) };
             tx.send(()).unwrap();
             wait_finished(b, 12, "receive into blocks");
             let sent = payload(3, LEN + 4096);
@@ -218,7 +219,7 @@ fn rdma_read_of_exposed_memory_lands_whole() {
             assert!(a.can_read(), "the providers here do RMA");
             // SAFETY: `data` lives, unchanged, until withdrawn below.
             let remote = unsafe { a.expose(1, data.as_ptr() as usize, LEN, 5) }.expect("exposing 3 MiB");
-            assert_eq!(remote.len(), a.pieces(1, LEN), "one region per piece");
+            assert_eq!(remote.len(), a.stripes(1, LEN), "one region per stripe");
             offer.send(remote).unwrap();
             // The exposing side only progresses (the provider may serve reads through it).
             let deadline = Instant::now() + PATIENCE;
@@ -234,15 +235,96 @@ fn rdma_read_of_exposed_memory_lands_whole() {
             let mut into = vec![0xeeu8; LEN + 50];
             let base = into.as_mut_ptr() as usize;
             let blocks = [(base + 50, 1_000_000), (base, 50), (base + 1_000_050, LEN - 1_000_050)];
-            assert!(b.blocks_fit(0, &blocks, LEN) && b.can_direct(LEN, Way::In));
+            assert!(b.fits(0, &blocks, LEN, 1) && b.can_direct(LEN, Way::In));
             // SAFETY: `into` lives, untouched, until the read finished below.
-            unsafe { b.read_direct(0, &blocks, LEN, &remote, 21) };
+            unsafe { b.read_direct(0, &blocks, LEN, &remote, 1, 21) };
             wait_finished(b, 21, "RDMA read");
             done.send(()).unwrap();
             let mut got = into[50..1_000_050].to_vec();
             got.extend_from_slice(&into[..50]);
             got.extend_from_slice(&into[1_000_050..LEN]);
             assert!(got == payload(8, LEN), "bytes read differ");
+        },
+    );
+}
+
+/// `count` blocks of `block` bytes taking every other block-sized space of `memory`, in
+/// reverse order (the last space first).
+fn reversed_blocks(memory: &mut [u8], count: usize, block: usize) -> Vec<(usize, usize)> {
+    let base = memory.as_mut_ptr() as usize;
+    (0..count).rev().map(|i| (base + 2 * i * block, block)).collect()
+}
+
+/// The bytes `reversed_blocks` hold, in their order.
+fn gathered(memory: &[u8], count: usize, block: usize) -> Vec<u8> {
+    (0..count).rev().flat_map(|i| memory[2 * i * block..][..block].iter().copied()).collect()
+}
+
+#[test]
+fn transfers_of_more_blocks_than_the_iov_limit_go_in_more_pieces() {
+    // 1 MiB sent from 8 blocks of 128 KiB and received into 16 of 64 KiB (more than the
+    // providers' iov_limit of 4): the receiver cuts the transfer finer (split 4: pieces of
+    // 256 KiB), the sender follows, and both move the bytes where they are.
+    const LEN: usize = 1 << 20;
+    let (tx, rx) = std::sync::mpsc::channel::<usize>();
+    run_pair(
+        move |a| {
+            let mut memory = payload(4, 2 * LEN);
+            let blocks = reversed_blocks(&mut memory, 8, 128 << 10);
+            let split = rx.recv().unwrap();
+            assert!(a.fits(1, &blocks, LEN, split), "the sender's blocks fit the receiver's cut");
+            // SAFETY: `memory` lives, unchanged, until the transfer finished below.
+            unsafe { a.send_direct(1, 44, &blocks, LEN, split, 13) };
+            wait_finished(a, 13, "send of 8 blocks");
+        },
+        move |b| {
+            let mut memory = vec![0xeeu8; 2 * LEN];
+            let blocks = reversed_blocks(&mut memory, 16, 64 << 10);
+            assert!(!b.fits(0, &blocks, LEN, 1), "16 blocks in one piece");
+            let split = b.split_for(0, &blocks, LEN).expect("a cut that fits 16 blocks");
+            assert_eq!(split, 4);
+            // SAFETY: `memory` lives, untouched, until the transfer finished below.
+            unsafe { b.receive_direct(0, 44, &blocks, LEN, split, 14) };
+            tx.send(split).unwrap();
+            wait_finished(b, 14, "receive into 16 blocks");
+            let sent = gathered(&payload(4, 2 * LEN), 8, 128 << 10);
+            assert!(gathered(&memory, 16, 64 << 10) == sent, "bytes differ");
+            for i in 0..16 {
+                assert!(memory[(2 * i + 1) * (64 << 10)..][..64 << 10].iter().all(|&x| x == 0xee), "hole {i} written");
+            }
+        },
+    );
+}
+
+#[test]
+fn rdma_reads_into_more_blocks_than_the_iov_limit_go_in_more_pieces() {
+    // 1 MiB exposed contiguously and read into 16 blocks of 64 KiB, in pieces of 256 KiB.
+    const LEN: usize = 1 << 20;
+    let (offer, offered) = std::sync::mpsc::channel::<Vec<(u64, u64)>>();
+    let (done, read) = std::sync::mpsc::channel::<()>();
+    run_pair(
+        move |a| {
+            let data = payload(9, LEN);
+            // SAFETY: `data` lives, unchanged, until withdrawn below.
+            let remote = unsafe { a.expose(1, data.as_ptr() as usize, LEN, 6) }.expect("exposing 1 MiB");
+            offer.send(remote).unwrap();
+            let deadline = Instant::now() + PATIENCE;
+            while read.try_recv().is_err() {
+                assert!(Instant::now() < deadline, "the reader did not finish");
+                a.read_completions();
+            }
+            a.withdraw(6);
+        },
+        move |b| {
+            let remote = offered.recv().unwrap();
+            let mut memory = vec![0xeeu8; 2 * LEN];
+            let blocks = reversed_blocks(&mut memory, 16, 64 << 10);
+            let split = b.split_for(0, &blocks, LEN).expect("a cut that fits 16 blocks");
+            // SAFETY: `memory` lives, untouched, until the read finished below.
+            unsafe { b.read_direct(0, &blocks, LEN, &remote, split, 22) };
+            wait_finished(b, 22, "RDMA read into 16 blocks");
+            done.send(()).unwrap();
+            assert!(gathered(&memory, 16, 64 << 10) == payload(9, LEN), "bytes read differ");
         },
     );
 }
@@ -257,7 +339,7 @@ fn incoming_transfers_leave_slots_for_outgoing_ones() {
     while a.can_direct(4096, Way::In) {
         let at = into.as_mut_ptr() as usize + (posted % 256) * 4096;
         // SAFETY: `into` outlives `a` (declared first, dropped last); nothing sends to these.
-        unsafe { a.receive_direct(1, posted as u32, &[(at, 4096)], 4096, posted as u64) };
+        unsafe { a.receive_direct(1, posted as u32, &[(at, 4096)], 4096, 1, posted as u64) };
         posted += 1;
         assert!(posted <= 256, "receives never run out of slots");
     }

@@ -157,21 +157,24 @@ enum Out {
     Fin {
         sreq: u32,
     },
-    /// Clear to send: stream the data (`direct`: send it as one direct transfer instead).
+    /// Clear to send: stream the data (`direct`: send it as one direct transfer instead, its
+    /// stripes cut that many ways: `Net::split_for`).
     Cts {
         sreq: u32,
         rreq: u32,
-        direct: bool,
+        direct: Option<usize>,
     },
     Data {
         req: u32,
         rreq: u32,
         offset: usize,
     },
-    /// The data of send `req` as direct transfer `rreq` (a peer on another node).
+    /// The data of send `req` as direct transfer `rreq` (a peer on another node), cut as the
+    /// receiver said.
     Direct {
         req: u32,
         rreq: u32,
+        split: usize,
     },
     Help(Help),
 }
@@ -1143,18 +1146,22 @@ impl Engine {
                 if self.route[msg.from] == Route::Net
                     && n == msg.len
                     && self.net.as_ref().is_some_and(|net| {
-                        net.can_direct(n, Way::In) && (!read || remote.len() == net.pieces(msg.from, n))
+                        net.can_direct(n, Way::In) && (!read || remote.len() == net.stripes(msg.from, n))
                     })
                 {
                     let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
                     let net = self.net.as_mut().unwrap();
-                    let plan = buf.block_list(n, &mut self.plans).filter(|b| net.blocks_fit(msg.from, b, n));
+                    // The transfer is cut as finely as this rank's blocks need (`split`, which
+                    // the sender follows), or it lands in one staging block.
+                    let plan = buf
+                        .block_list(n, &mut self.plans)
+                        .and_then(|b| net.split_for(msg.from, &b, n).map(|split| (b, split)));
                     let one;
-                    let blocks: &[(usize, usize)] = match &plan {
-                        Some(blocks) => blocks,
+                    let (blocks, split): (&[(usize, usize)], usize) = match &plan {
+                        Some((blocks, split)) => (blocks, *split),
                         None => {
                             one = [(buf.slice_mut(0, n).as_mut_ptr() as usize, n)];
-                            &one
+                            (&one, 1)
                         }
                     };
                     self.rndv_in_flight += 1;
@@ -1163,12 +1170,12 @@ impl Engine {
                     // token completes the request.
                     if read {
                         // Rendezvous by RDMA read; FIN once the data is here.
-                        unsafe { net.read_direct(msg.from, blocks, n, &remote, DIRECT_READ | u64::from(req)) };
+                        unsafe { net.read_direct(msg.from, blocks, n, &remote, split, DIRECT_READ | u64::from(req)) };
                         self.reads.insert(req, (msg.from, sreq));
                         self.stats.rdma_reads += 1;
                     } else {
-                        unsafe { net.receive_direct(msg.from, req, blocks, n, u64::from(req)) };
-                        self.control(msg.from, Out::Cts { sreq, rreq: req, direct: true });
+                        unsafe { net.receive_direct(msg.from, req, blocks, n, split, u64::from(req)) };
+                        self.control(msg.from, Out::Cts { sreq, rreq: req, direct: Some(split) });
                     }
                     return;
                 }
@@ -1217,7 +1224,7 @@ impl Engine {
                     *expected = msg.len;
                     *arrived = 0;
                 }
-                self.control(msg.from, Out::Cts { sreq, rreq: req, direct: false });
+                self.control(msg.from, Out::Cts { sreq, rreq: req, direct: None });
             }
         }
     }
@@ -1605,10 +1612,13 @@ impl Engine {
                 Out::Ack { sreq } => seg.send(dst, &Packet { kind: kind::ACK, sreq, ..Default::default() }, 0, |_| {}),
                 Out::Fin { sreq } => seg.send(dst, &Packet { kind: kind::FIN, sreq, ..Default::default() }, 0, |_| {}),
                 Out::Cts { sreq, rreq, direct } => {
-                    let kind = if direct { kind::CTS_DIRECT } else { kind::CTS };
-                    seg.send(dst, &Packet { kind, sreq, rreq, ..Default::default() }, 0, |_| {})
+                    let (kind, len) = match direct {
+                        Some(split) => (kind::CTS_DIRECT, split as u64),
+                        None => (kind::CTS, 0),
+                    };
+                    seg.send(dst, &Packet { kind, sreq, rreq, len, ..Default::default() }, 0, |_| {})
                 }
-                Out::Direct { req, rreq } => {
+                Out::Direct { req, rreq, split } => {
                     let transport::Channel::Net(net) = &mut seg else {
                         unreachable!("direct transfers are for the network")
                     };
@@ -1617,10 +1627,11 @@ impl Engine {
                         break;
                     }
                     // Non-contiguous data goes from where it is when its blocks are large
-                    // enough and few enough for the provider (send-gather), else packed first
-                    // (kept in the request until done).
+                    // enough and each piece of the receiver's cut spans few enough for the
+                    // provider (send-gather), else packed first (kept in the request until
+                    // done).
                     let len = buf.len();
-                    let plan = buf.block_list(&mut self.plans).filter(|b| net.blocks_fit(dst, b, len));
+                    let plan = buf.block_list(&mut self.plans).filter(|b| net.fits(dst, b, len, split));
                     let one;
                     let blocks: &[(usize, usize)] = match &plan {
                         Some(blocks) => blocks,
@@ -1631,7 +1642,7 @@ impl Engine {
                     };
                     // SAFETY: the blocks (the user's memory, or the packed copy the request
                     // keeps) stay valid and unchanged until the token completes the send.
-                    unsafe { net.send_direct(dst, rreq, blocks, len, DIRECT_SEND | u64::from(req)) };
+                    unsafe { net.send_direct(dst, rreq, blocks, len, split, DIRECT_SEND | u64::from(req)) };
                     self.rndv_in_flight += 1;
                 }
                 Out::Help(ref h) => {
@@ -1767,7 +1778,14 @@ impl Engine {
                 self.withdraw_exposure(src, pk.sreq);
                 self.push_out(src, Out::Data { req: pk.sreq, rreq: pk.rreq, offset: 0 })
             }
-            kind::CTS_DIRECT => self.push_out(src, Out::Direct { req: pk.sreq, rreq: pk.rreq }),
+            kind::CTS_DIRECT => {
+                let split = pk.len as usize;
+                if !split.is_power_of_two() || split > transport::net::MAX_PIECES {
+                    log::error!("a clear-to-send from rank {src} cuts the transfer {split} ways");
+                    return;
+                }
+                self.push_out(src, Out::Direct { req: pk.sreq, rreq: pk.rreq, split })
+            }
             kind::DATA => {
                 let req = pk.rreq;
                 let r = self.reqs.get_mut(req).expect("data for an unknown receive");

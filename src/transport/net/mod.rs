@@ -216,7 +216,7 @@ impl Rail {
     }
 }
 
-/// A direct transfer in flight: the engine's token, the pieces (one per rail used) not
+/// A direct transfer in flight: the engine's token, the pieces (`pieces`) not
 /// finished yet, and the registrations of the user's memory made for it.
 struct Direct {
     token: u64,
@@ -231,6 +231,11 @@ struct Direct {
 /// Smallest direct transfer striped over several rails: below it one rail's message costs
 /// less than the extra completions.
 const STRIPE_MIN: usize = 256 * 1024;
+
+/// Pieces (operations) a direct transfer is cut into at most: its stripes, each cut further
+/// when the memory on either side has more blocks than the provider takes in one operation
+/// (`Net::split_for`).
+pub const MAX_PIECES: usize = 16;
 
 /// This rank's network endpoints, one per rail.
 pub struct Net {
@@ -263,7 +268,7 @@ pub struct Net {
     me: usize,
     /// Receive buffers, then send buffers; never moved while the endpoint is open.
     buffers: Box<[u64]>,
-    /// One context per buffer, same order, then `MAX_RAILS` per direct-transfer slot.
+    /// One context per buffer, same order, then `MAX_PIECES` per direct-transfer slot.
     contexts: Box<[Context]>,
     /// Send buffers free to fill (indices into the send half).
     send_free: Vec<usize>,
@@ -521,7 +526,7 @@ impl Net {
             job_size: world,
             me,
             buffers: vec![0u64; (RECV_BUFFERS + SEND_BUFFERS) * BUFFER_STRIDE / 8].into_boxed_slice(),
-            contexts: vec![[null_mut(); 8]; RECV_BUFFERS + SEND_BUFFERS + DIRECT_TRANSFERS * MAX_RAILS]
+            contexts: vec![[null_mut(); 8]; RECV_BUFFERS + SEND_BUFFERS + DIRECT_TRANSFERS * MAX_PIECES]
                 .into_boxed_slice(),
             send_free: (RECV_BUFFERS..RECV_BUFFERS + SEND_BUFFERS).rev().collect(),
             posted: VecDeque::with_capacity(RECV_BUFFERS),
@@ -611,7 +616,7 @@ impl Net {
             // providers without one get a plain queue (idle ranks then nap).
             let mut cq_attr: sys::fi_cq_attr = std::mem::zeroed();
             cq_attr.format = sys::FI_CQ_FORMAT_TAGGED;
-            cq_attr.size = RECV_BUFFERS + SEND_BUFFERS + DIRECT_TRANSFERS;
+            cq_attr.size = RECV_BUFFERS + SEND_BUFFERS + DIRECT_TRANSFERS * MAX_PIECES;
             cq_attr.wait_obj = sys::FI_WAIT_FD;
             if fabric::fi_cq_open(rail.domain, &mut cq_attr, &mut rail.cq, null) == 0 {
                 let mut fd: libc::c_int = -1;
@@ -958,7 +963,7 @@ impl Net {
                     self.send_free.push(b);
                     arrived |= !self.credits_due.is_empty();
                 } else {
-                    arrived |= self.finish_piece((b - RECV_BUFFERS - SEND_BUFFERS) / MAX_RAILS);
+                    arrived |= self.finish_piece((b - RECV_BUFFERS - SEND_BUFFERS) / MAX_PIECES);
                 }
             }
             if (ret as usize) < entries.len() {
@@ -1224,25 +1229,47 @@ impl Net {
         len <= self.max_message && !self.direct_free[way as usize].is_empty()
     }
 
-    /// Whether a direct transfer of `len` bytes with `peer` can read or write the memory
-    /// `blocks` (address, length; `len` bytes in all) where it is: every piece (one per rail
-    /// used) spans at most the provider's `iov_limit` blocks. Otherwise the data goes
-    /// through one contiguous buffer (packed, or staged and unpacked).
-    pub fn blocks_fit(&self, peer: usize, blocks: &[(usize, usize)], len: usize) -> bool {
+    /// How finely a direct transfer of `len` bytes with `peer` must be cut (`split`: parts
+    /// per stripe) for every piece to span at most the provider's `iov_limit` of the memory
+    /// `blocks` (address, length; `len` bytes in all), so that it moves from or into them
+    /// where they are: 1 when the stripes fit, more (up to `MAX_PIECES` pieces in all) for
+    /// layouts of more blocks; None when no cut fits, and the data goes through one
+    /// contiguous buffer (packed, or staged and unpacked).
+    pub fn split_for(&self, peer: usize, blocks: &[(usize, usize)], len: usize) -> Option<usize> {
+        let rails = self.peer_rails[peer];
+        let stripes = stripes(len, rails).count();
+        (0..=MAX_PIECES.ilog2())
+            .map(|k| 1 << k)
+            .take_while(|&split| stripes * split <= MAX_PIECES)
+            .find(|&split| self.fits(peer, blocks, len, split))
+    }
+
+    /// Whether every piece of a direct transfer of `len` bytes with `peer` cut `split` ways
+    /// spans at most the provider's `iov_limit` of the memory `blocks`.
+    pub fn fits(&self, peer: usize, blocks: &[(usize, usize)], len: usize, split: usize) -> bool {
         blocks.len() <= self.iov_limit
-            || stripes(len, self.peer_rails[peer]).all(|piece| blocks_of(blocks, piece).count() <= self.iov_limit)
+            || pieces(len, self.peer_rails[peer], split).all(|(_, _, p)| blocks_of(blocks, p).count() <= self.iov_limit)
     }
 
     /// Posts the receive of direct transfer `id` from world rank `from`: `len` bytes into the
     /// memory `blocks` (address, length, in message order: one block, or several for a
-    /// receive-scatter, for which the caller checked `blocks_fit`); its `token` comes out of
-    /// `take_finished` once the data is there. The caller checked `can_direct(len, Way::In)`.
+    /// receive-scatter, for which the caller found `split` with `split_for`), as pieces cut
+    /// `split` ways per stripe; its `token` comes out of `take_finished` once the data is
+    /// there. The caller checked `can_direct(len, Way::In)`.
     ///
     /// # Safety
     /// Every block is writable, and stays valid and untouched by anyone else until `token`
     /// comes out of `take_finished` (the provider writes it meanwhile).
-    pub unsafe fn receive_direct(&mut self, from: usize, id: u32, blocks: &[(usize, usize)], len: usize, token: u64) {
-        self.start_direct(Way::In, token, from, blocks, len, |_, rail, iov, desc, ctx| {
+    pub unsafe fn receive_direct(
+        &mut self,
+        from: usize,
+        id: u32,
+        blocks: &[(usize, usize)],
+        len: usize,
+        split: usize,
+        token: u64,
+    ) {
+        self.start_direct(Way::In, token, from, blocks, len, split, |_, _, rail, iov, desc, ctx| {
             let tag = DIRECT_TAG | u64::from(id);
             // SAFETY: the endpoint is open; the blocks are the caller's contract, the iovec
             // and descriptor arrays live in the transfer's `Direct` until it finishes; the
@@ -1257,15 +1284,24 @@ impl Net {
         });
     }
 
-    /// Sends direct transfer `id` to world rank `dst`, which posted its receive: `len` bytes
-    /// from the memory `blocks` (as in `receive_direct`: several for a send-gather); `token`
-    /// comes out of `take_finished` once the data has left. The caller checked `can_direct(len, Way::Out)`.
+    /// Sends direct transfer `id` to world rank `dst`, which posted its receive cut `split`
+    /// ways: `len` bytes from the memory `blocks` (as in `receive_direct`: several for a
+    /// send-gather, for which the caller checked `fits`); `token` comes out of
+    /// `take_finished` once the data has left. The caller checked `can_direct(len, Way::Out)`.
     ///
     /// # Safety
     /// Every block is readable, and stays valid and unchanged until `token` comes out of
     /// `take_finished` (the provider reads it meanwhile).
-    pub unsafe fn send_direct(&mut self, dst: usize, id: u32, blocks: &[(usize, usize)], len: usize, token: u64) {
-        self.start_direct(Way::Out, token, dst, blocks, len, |_, rail, iov, desc, ctx| {
+    pub unsafe fn send_direct(
+        &mut self,
+        dst: usize,
+        id: u32,
+        blocks: &[(usize, usize)],
+        len: usize,
+        split: usize,
+        token: u64,
+    ) {
+        self.start_direct(Way::Out, token, dst, blocks, len, split, |_, _, rail, iov, desc, ctx| {
             let (tag, to) = (DIRECT_TAG | u64::from(id), rail.addr[dst]);
             // SAFETY: as in `receive_direct`.
             unsafe {
@@ -1354,9 +1390,10 @@ impl Net {
     }
 
     /// Reads `len` bytes that world rank `from` exposed (`remote`: its `expose` result) into
-    /// the memory `blocks` (as in `receive_direct`); `token` comes out of `take_finished`
-    /// once the data is there. The caller checked `can_direct(len, Way::In)` and that `remote` has one
-    /// entry per piece (`pieces`).
+    /// the memory `blocks` (as in `receive_direct`, cut `split` ways per stripe: reads lie
+    /// within the stripes `remote` names); `token` comes out of `take_finished` once the data
+    /// is there. The caller checked `can_direct(len, Way::In)` and that `remote` has one
+    /// entry per stripe (`stripes`).
     ///
     /// # Safety
     /// As `receive_direct`.
@@ -1366,21 +1403,23 @@ impl Net {
         blocks: &[(usize, usize)],
         len: usize,
         remote: &[(u64, u64)],
+        split: usize,
         token: u64,
     ) {
-        debug_assert_eq!(remote.len(), self.pieces(from, len));
-        self.start_direct(Way::In, token, from, blocks, len, |r, rail, iov, desc, ctx| {
+        debug_assert_eq!(remote.len(), self.stripes(from, len));
+        self.start_direct(Way::In, token, from, blocks, len, split, |r, offset, rail, iov, desc, ctx| {
             let (addr, key) = remote[r];
+            let at = addr + offset as u64;
             // SAFETY: as in `receive_direct`; the peer keeps the region exposed until this
             // rank says it is done.
             unsafe {
-                fabric::fi_readv(rail.ep, iov.as_ptr(), desc.as_mut_ptr(), iov.len(), rail.addr[from], addr, key, ctx)
+                fabric::fi_readv(rail.ep, iov.as_ptr(), desc.as_mut_ptr(), iov.len(), rail.addr[from], at, key, ctx)
             }
         });
     }
 
-    /// The pieces (one per rail used) of a direct transfer of `len` bytes with `peer`.
-    pub fn pieces(&self, peer: usize, len: usize) -> usize {
+    /// The stripes (one per rail used) of a direct transfer of `len` bytes with `peer`.
+    pub fn stripes(&self, peer: usize, len: usize) -> usize {
         stripes(len, self.peer_rails[peer]).count()
     }
 
@@ -1411,10 +1450,12 @@ impl Net {
         Ok(mr)
     }
 
-    /// Starts one direct transfer of the memory `blocks` (`len` bytes) with `peer`, a piece
-    /// per rail, each with `post(rail index, rail, iovecs, descriptors, context)`,
-    /// registering the user's memory first when the provider needs it, and retrying while
-    /// the provider's queue is full.
+    /// Starts one direct transfer of the memory `blocks` (`len` bytes) with `peer`, cut into
+    /// `pieces(len, rails, split)`, each posted on its rail with `post(rail index, the
+    /// piece's offset in its stripe, rail, iovecs, descriptors, context)`, registering the
+    /// user's memory first when the provider needs it, and retrying while the provider's
+    /// queue is full.
+    #[allow(clippy::too_many_arguments)]
     fn start_direct(
         &mut self,
         way: Way,
@@ -1422,24 +1463,24 @@ impl Net {
         peer: usize,
         blocks: &[(usize, usize)],
         len: usize,
-        post: impl Fn(usize, &Rail, &[iovec], &mut [*mut c_void], *mut c_void) -> isize,
+        split: usize,
+        post: impl Fn(usize, usize, &Rail, &[iovec], &mut [*mut c_void], *mut c_void) -> isize,
     ) {
         let slot = self.direct_free[way as usize].pop().expect("direct transfer without a free slot (can_direct)");
-        let pieces: Vec<std::ops::Range<usize>> = stripes(len, self.peer_rails[peer]).collect();
-        let mut d =
-            Direct { token, pieces_left: pieces.len(), mrs: Vec::new(), iovs: Vec::with_capacity(pieces.len()) };
+        let cut: Vec<(usize, usize, std::ops::Range<usize>)> = pieces(len, self.peer_rails[peer], split).collect();
+        assert!(cut.len() <= MAX_PIECES, "a direct transfer of more than MAX_PIECES pieces (split_for)");
+        let mut d = Direct { token, pieces_left: cut.len(), mrs: Vec::new(), iovs: Vec::with_capacity(cut.len()) };
         let access = sys::FI_SEND | sys::FI_RECV | if self.rma { sys::FI_READ | sys::FI_WRITE } else { 0 };
-        for (r, piece) in pieces.into_iter().enumerate() {
-            let mut iov: Vec<iovec> =
-                blocks_of(blocks, piece).map(|(at, n)| iovec { iov_base: at as *mut c_void, iov_len: n }).collect();
+        for (r, _, piece) in &cut {
+            let r = *r;
+            let mut iov: Vec<iovec> = blocks_of(blocks, piece.clone())
+                .map(|(at, n)| iovec { iov_base: at as *mut c_void, iov_len: n })
+                .collect();
             if iov.is_empty() {
                 // An empty transfer still sends (and matches) one message.
                 iov.push(iovec { iov_base: blocks.first().map_or(null_mut(), |b| b.0 as *mut c_void), iov_len: 0 });
             }
-            assert!(
-                iov.len() <= self.iov_limit,
-                "a direct transfer's piece over the provider's iov_limit (blocks_fit)"
-            );
+            assert!(iov.len() <= self.iov_limit, "a direct transfer's piece over the provider's iov_limit (fits)");
             let mut desc = vec![null_mut(); iov.len()];
             if self.rails[r].mr_mode() & sys::FI_MR_LOCAL != 0 {
                 for (v, dsc) in iov.iter().zip(desc.iter_mut()).filter(|(v, _)| v.iov_len > 0) {
@@ -1454,15 +1495,17 @@ impl Net {
             d.iovs.push((iov, desc));
         }
         self.direct[slot] = Some(d);
-        for r in 0..self.direct[slot].as_ref().unwrap().iovs.len() {
-            let ctx = (&raw mut self.contexts[RECV_BUFFERS + SEND_BUFFERS + slot * MAX_RAILS + r]).cast::<c_void>();
+        for (i, (r, stripe_start, piece)) in cut.into_iter().enumerate() {
+            let ctx = (&raw mut self.contexts[RECV_BUFFERS + SEND_BUFFERS + slot * MAX_PIECES + i]).cast::<c_void>();
             // The arrays stay in `direct[slot]` (heap memory that does not move) until the
             // transfer finishes.
-            let (iov, desc) = &mut self.direct[slot].as_mut().unwrap().iovs[r];
+            let (iov, desc) = &mut self.direct[slot].as_mut().unwrap().iovs[i];
             let (iov, desc) = (iov.as_slice() as *const [iovec], desc.as_mut_slice() as *mut [*mut c_void]);
+            let offset = piece.start - stripe_start;
             // SAFETY: the arrays are not touched elsewhere while the post runs (`post` gets
             // the rail only).
-            let ret = self.post_until_taken(|net| post(r, &net.rails[r], unsafe { &*iov }, unsafe { &mut *desc }, ctx));
+            let ret = self
+                .post_until_taken(|net| post(r, offset, &net.rails[r], unsafe { &*iov }, unsafe { &mut *desc }, ctx));
             if ret < 0 {
                 self.fail(&format!("direct transfer of {len} bytes: {}", self.fabric.strerror(ret as i64)));
             }
@@ -1551,10 +1594,27 @@ fn blocks_of(blocks: &[(usize, usize)], range: std::ops::Range<usize>) -> impl I
 /// The byte ranges of a direct transfer of `len` bytes between two ranks that share `rails`
 /// rails, one per rail used: both ends cut it alike (they know the same `len` and rails).
 fn stripes(len: usize, rails: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
-    let rails = if len >= STRIPE_MIN { rails.max(1) } else { 1 };
-    // Whole pages per piece but the last.
-    let chunk = len.div_ceil(rails).next_multiple_of(4096).max(1);
+    let chunk = stripe_chunk(len, rails);
     (0..len.div_ceil(chunk).max(1)).map(move |i| i * chunk..len.min((i + 1) * chunk))
+}
+
+/// Bytes of each stripe of a transfer of `len` bytes over `rails` rails but the last: whole
+/// pages (so a multiple of every `split`).
+fn stripe_chunk(len: usize, rails: usize) -> usize {
+    let rails = if len >= STRIPE_MIN { rails.max(1) } else { 1 };
+    len.div_ceil(rails).next_multiple_of(4096).max(4096)
+}
+
+/// The pieces of a direct transfer of `len` bytes over `rails` rails whose stripes are each
+/// cut into `split` parts (a power of two; the last part of a stripe shorter, empty ones
+/// left out): (rail, the stripe's first byte, the piece's bytes), in order. One operation
+/// each; both ends cut alike (the receiver tells the sender `split`).
+fn pieces(len: usize, rails: usize, split: usize) -> impl Iterator<Item = (usize, usize, std::ops::Range<usize>)> {
+    let part = stripe_chunk(len, rails) / split;
+    stripes(len, rails).enumerate().flat_map(move |(r, s)| {
+        let n = s.len().div_ceil(part).max(1);
+        (0..n).map(move |i| (r, s.start, s.start + i * part..s.end.min(s.start + (i + 1) * part)))
+    })
 }
 
 /// The bytes of a buffer of words (for alignment the buffers are allocated as `u64`).
@@ -1627,6 +1687,32 @@ mod tests {
                     assert_eq!(w[0].len() % 4096, 0, "pieces but the last are whole pages");
                     assert!(!w[1].is_empty());
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn pieces_cut_each_stripe_and_cover_the_transfer_once_in_order() {
+        for rails in 1..=MAX_RAILS {
+            for len in [1, 4096, STRIPE_MIN - 1, STRIPE_MIN, 3 << 20, (3 << 20) + 4095] {
+                let stripes: Vec<_> = stripes(len, rails).collect();
+                for split in [1, 2, 4, 8, 16] {
+                    let cut: Vec<_> = pieces(len, rails, split).collect();
+                    assert!(cut.len() <= stripes.len() * split, "{len} bytes, {rails} rails, split {split}");
+                    assert_eq!(cut[0].2.start, 0);
+                    assert_eq!(cut.last().unwrap().2.end, len);
+                    for w in cut.windows(2) {
+                        assert_eq!(w[0].2.end, w[1].2.start, "{len} bytes, split {split}: a gap or overlap");
+                    }
+                    for (r, start, piece) in &cut {
+                        let stripe = &stripes[*r];
+                        assert_eq!(*start, stripe.start);
+                        assert!(stripe.start <= piece.start && piece.end <= stripe.end, "a piece crosses stripes");
+                        assert!(!piece.is_empty());
+                    }
+                }
+                let whole: Vec<_> = pieces(len, rails, 1).map(|(_, _, p)| p).collect();
+                assert_eq!(whole, stripes, "split 1 is the stripes");
             }
         }
     }
