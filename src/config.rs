@@ -522,6 +522,11 @@ pub fn connect_timeout() -> std::time::Duration {
     std::time::Duration::from_secs(seconds.max(1))
 }
 
+/// The value of switch tunable `name`, if set: anything but 0 turns it on.
+pub fn switch_var(name: &str) -> Option<bool> {
+    std::env::var(name).ok().map(|v| v.trim() != "0")
+}
+
 /// The value of tunable `name` as a number, if set and valid.
 pub fn usize_var(name: &str) -> Option<usize> {
     let v = std::env::var(name).ok()?;

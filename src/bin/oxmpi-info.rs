@@ -42,7 +42,7 @@ fn main() {
                 println!("  none usable: jobs that span nodes cannot start");
             }
             // Each is on by default where the NIC does RMA; the tunable decides otherwise.
-            let switch = |name: &str, native: bool| match std::env::var(name).ok().map(|v| v.trim() != "0") {
+            let switch = |name: &str, native: bool| match oxmpi::config::switch_var(name) {
                 Some(true) => format!("on ({name}=1)"),
                 Some(false) => format!("off ({name}=0)"),
                 None if native => "on".to_string(),

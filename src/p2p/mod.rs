@@ -257,8 +257,7 @@ fn split_chunk(len: usize) -> usize {
 /// longer than a tagged message for 64-256 KiB, docs/performance.md); `OXMPI_NET_RNDV_READ`
 /// chooses.
 fn reads_rendezvous(net: &Net) -> bool {
-    let wanted = std::env::var(config::NET_RNDV_READ).ok().map(|v| v.trim() != "0");
-    net.can_read() && wanted.unwrap_or(net.rma_is_native())
+    net.can_read() && config::switch_var(config::NET_RNDV_READ).unwrap_or(net.rma_is_native())
 }
 
 /// Writes (u64, u64) pairs in the wire form of an RTS's block list.

@@ -589,8 +589,7 @@ impl Net {
             net.post_receive(b)?;
         }
         let names: Vec<&str> = net.rails.iter().map(|r| r.choice.domain.as_str()).collect();
-        let wanted = std::env::var(config::NET_EAGER_RDMA).ok().map(|v| v.trim() != "0");
-        net.eager_rdma = net.rma && wanted.unwrap_or(net.rma_is_native());
+        net.eager_rdma = net.rma && config::switch_var(config::NET_EAGER_RDMA).unwrap_or(net.rma_is_native());
         let rma = match (net.rma, net.eager_rdma) {
             (true, true) => "with RMA, RDMA eager rings",
             (true, false) => "with RMA",
@@ -961,7 +960,6 @@ impl Net {
                     arrived = true;
                 } else if b < RECV_BUFFERS + SEND_BUFFERS {
                     self.send_free.push(b);
-                    arrived |= !self.credits_due.is_empty();
                 } else {
                     arrived |= self.finish_piece((b - RECV_BUFFERS - SEND_BUFFERS) / MAX_PIECES);
                 }
