@@ -3,8 +3,9 @@
  * MPI_Win_create over malloc'ed memory and over MPI_Alloc_mem memory (which other ranks map): Put, Get, Accumulate, Get_accumulate,
  * Fetch_and_op, Compare_and_swap, Rput/Rget, with derived datatypes on both sides, under
  * fence, lock/unlock, lock_all/flush and post/start/complete/wait. Across hosts, targets on
- * other nodes are reached by messages their agents apply (and MPI_Win_allocate_shared over
- * several nodes is MPI_ERR_RMA_SHARED); rma_nocma.c runs it with single copy disabled, where
+ * other nodes are reached by RDMA of their window memory (Put and Get of contiguous target
+ * data) and by messages their agents apply (the rest), and MPI_Win_allocate_shared over
+ * several nodes is MPI_ERR_RMA_SHARED; rma_nocma.c runs it with single copy disabled, where
  * windows over the program's memory reach the other ranks of the node by messages too. */
 #include "mtest.h"
 

@@ -144,6 +144,7 @@ pub const NET_EAGER_LIMIT: &str = "OXMPI_NET_EAGER_LIMIT";
 pub const NET_RAILS: &str = "OXMPI_NET_RAILS";
 pub const NET_RNDV_READ: &str = "OXMPI_NET_RNDV_READ";
 pub const NET_EAGER_RDMA: &str = "OXMPI_NET_EAGER_RDMA";
+pub const NET_RDMA_RMA: &str = "OXMPI_NET_RDMA_RMA";
 
 pub const TUNABLES: &[Tunable] = &[
     Tunable { name: LOG, default: "warn", what: "log filter (env_logger syntax), e.g. debug", kind: Kind::Text },
@@ -471,6 +472,14 @@ pub const TUNABLES: &[Tunable] = &[
         default: "1 where the provider does RMA in the NIC, 0 over TCP",
         what: "1: contiguous rendezvous messages to another node are read by the receiver from the sender's registered buffer (RDMA read, \
                where the provider does RMA); 0: they move as one tagged message the receiver asked for (clear to send)",
+        kind: Kind::Switch,
+    },
+    Tunable {
+        name: NET_RDMA_RMA,
+        default: "1 where the provider does RMA (also emulated over TCP)",
+        what: "1: MPI_Put and MPI_Get toward window members on other nodes write and read their registered window memory by RDMA \
+               (MPI_Win_create and MPI_Win_allocate windows, contiguous target data; where the provider does RMA); 0: they go as \
+               requests the target's agent applies, like accumulates",
         kind: Kind::Switch,
     },
     Tunable {

@@ -193,6 +193,8 @@ ctests! {
     reduce_grouping => "reduce_grouping.c",
     rma_basic => "rma_basic.c",
     rma_nocma => "rma_nocma.c",
+    rma_net_messages => "rma_net_messages.c",
+    rma_net_rdma => "rma_net_rdma.c",
     rma_stress => "rma_stress.c",
     rma_dynamic => "rma_dynamic.c",
     rma_lock_contention => "rma_lock_contention.c",

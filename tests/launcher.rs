@@ -709,7 +709,8 @@ fn oxmpi_info_says_how_windows_reach_their_targets() {
 #[test]
 fn oxmpi_info_says_what_the_network_does_with_rma() {
     // libfabric's TCP providers here do RMA, emulated over sockets: reads and rings are off
-    // unless asked for (needs libfabric, as tests/net_transport.rs).
+    // unless asked for, one-sided Put and Get by RDMA on (needs libfabric, as
+    // tests/net_transport.rs).
     let info = env!("CARGO_BIN_EXE_oxmpi-info");
     let line = |envs: &[(&str, &str)]| {
         let output = Command::new(info).envs(envs.iter().copied()).output().unwrap();
@@ -720,9 +721,11 @@ fn oxmpi_info_says_what_the_network_does_with_rma() {
     let default = line(&[]);
     assert!(default.starts_with("  RMA emulated over sockets: rendezvous by RDMA read off by default"), "{default}");
     assert!(default.contains("RDMA eager rings off by default over sockets (OXMPI_NET_EAGER_RDMA=1"), "{default}");
-    let forced = line(&[("OXMPI_NET_RNDV_READ", "1"), ("OXMPI_NET_EAGER_RDMA", "1")]);
+    assert!(default.ends_with("one-sided Put and Get by RDMA on"), "{default}");
+    let forced = line(&[("OXMPI_NET_RNDV_READ", "1"), ("OXMPI_NET_EAGER_RDMA", "1"), ("OXMPI_NET_RDMA_RMA", "0")]);
     assert!(forced.contains("read on (OXMPI_NET_RNDV_READ=1)"), "{forced}");
     assert!(forced.contains("rings on (OXMPI_NET_EAGER_RDMA=1)"), "{forced}");
+    assert!(forced.ends_with("one-sided Put and Get by RDMA off (OXMPI_NET_RDMA_RMA=0)"), "{forced}");
 }
 
 #[test]

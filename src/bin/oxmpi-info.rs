@@ -50,14 +50,15 @@ fn main() {
             };
             match rma {
                 Some(native) => println!(
-                    "  RMA {}: rendezvous by RDMA read {}; RDMA eager rings {}",
+                    "  RMA {}: rendezvous by RDMA read {}; RDMA eager rings {}; one-sided Put and Get by RDMA {}",
                     if native { "in the NIC" } else { "emulated over sockets" },
                     switch(oxmpi::config::NET_RNDV_READ, native),
-                    switch(oxmpi::config::NET_EAGER_RDMA, native)
+                    switch(oxmpi::config::NET_EAGER_RDMA, native),
+                    switch(oxmpi::config::NET_RDMA_RMA, true)
                 ),
-                None if !chosen.is_empty() => {
-                    println!("  no RMA: rendezvous by tagged messages, no RDMA eager rings")
-                }
+                None if !chosen.is_empty() => println!(
+                    "  no RMA: rendezvous by tagged messages, no RDMA eager rings, one-sided operations by messages"
+                ),
                 None => {}
             }
         }
@@ -100,6 +101,6 @@ fn one_sided_paths() -> String {
         "off: requests wait until the target calls MPI (OXMPI_ASYNC_PROGRESS=1 starts one)"
     };
     format!(
-        "windows of MPI-allocated memory on the same node by shared memory; windows over the program's memory on the same node {same_node}; targets on other nodes by messages their progress engine applies; progress thread {thread}"
+        "windows of MPI-allocated memory on the same node by shared memory; windows over the program's memory on the same node {same_node}; targets on other nodes: Put and Get of contiguous target data by RDMA where the network does RMA (OXMPI_NET_RDMA_RMA), the rest by messages their progress engine applies; progress thread {thread}"
     )
 }

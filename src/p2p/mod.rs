@@ -10,6 +10,7 @@ pub mod buffers;
 pub mod part;
 pub mod request;
 pub mod stats;
+mod window_rdma;
 
 use crate::abi::consts::*;
 use crate::config;
@@ -414,6 +415,11 @@ pub struct Engine {
     net_read: bool,
     /// RDMA reads of rendezvous messages in flight: per receive, the sender and its request.
     reads: std::collections::HashMap<u32, (usize, u32)>,
+    /// One-sided operations toward other nodes go by RDMA (`window_rdma`); the number of
+    /// the next token and the window accesses done, not asked about yet.
+    window_rdma: bool,
+    next_window_token: u32,
+    window_accesses_done: std::collections::HashSet<u64>,
     /// Peer pid for single-copy reads, when the kernel allowed the probe read.
     cma_pid: Vec<Option<u32>>,
     pub reqs: Slab,
@@ -500,6 +506,7 @@ impl Engine {
                 .unwrap_or(NET_EAGER_LIMIT_DEFAULT)
                 .min(transport::net::PAYLOAD_CAPACITY);
             self.net_read = reads_rendezvous(&net);
+            self.window_rdma = window_rdma::rdma_windows(&net);
             self.net = Some(net);
         }
         self.net.as_ref().expect("opened above").address()
@@ -585,6 +592,7 @@ impl Engine {
             None => 0,
         };
         let net_read = net.as_ref().is_some_and(reads_rendezvous);
+        let window_rdma = net.as_ref().is_some_and(window_rdma::rdma_windows);
         let wait = WaitPolicy::for_node(local_peers.len() + 1, shm.as_ref());
         // The receiver of a message in pieces waits for them: only with a core per rank.
         let piece =
@@ -607,6 +615,9 @@ impl Engine {
             net_eager_limit,
             net_read,
             reads: std::collections::HashMap::new(),
+            window_rdma,
+            next_window_token: 0,
+            window_accesses_done: std::collections::HashSet::new(),
             cma_pid: vec![None; nranks],
             split_peer: vec![false; nranks],
             split_min: usize::MAX,
@@ -2059,6 +2070,11 @@ impl Engine {
         }
         while let Some(token) = self.net.as_mut().unwrap().take_finished() {
             self.rndv_in_flight -= 1;
+            did = true;
+            if token & window_rdma::WINDOW_ACCESS != 0 {
+                self.window_accesses_done.insert(token);
+                continue;
+            }
             let req = token as u32;
             if token & DIRECT_SEND != 0 {
                 if let Some(Request { op: Op::Send { dst, .. }, .. }) = self.reqs.get(req) {

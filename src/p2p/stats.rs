@@ -31,6 +31,8 @@ pub struct Stats {
     pub rendezvous_sent: u64,
     /// Rendezvous messages from other nodes received by an RDMA read of the sender's buffer.
     pub rdma_reads: u64,
+    /// One-sided Puts and Gets toward members on other nodes done by RDMA.
+    pub rdma_window_accesses: u64,
     /// Packets from other nodes taken from RDMA eager rings (filled in by `Engine::stats`).
     pub ring_packets: u64,
     /// Most messages the unexpected queue held at once.

@@ -21,10 +21,11 @@
 //! `alloc_mem` hands out MPI_Alloc_mem memory that the other members can map, so windows of
 //! MPI_Win_create over it are reached directly too.
 //!
-//! Not yet: RDMA toward members on other nodes, a progress thread for targets that compute
-//! outside MPI.
+//! Toward members on other nodes, Put and Get of contiguous target data go by RDMA of the
+//! member's registered window memory where the network does RMA (`rdma`).
 
 pub mod alloc_mem;
+mod rdma;
 mod remote;
 
 pub use remote::{Agent, Channel};
@@ -34,6 +35,7 @@ use crate::datatype::Layout;
 use crate::error::{MpiResult, err};
 use crate::op::{Op, Reduction};
 use crate::runtime;
+use crate::transport::net::{WindowKeys, Way};
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 use std::sync::{Mutex, MutexGuard};
@@ -206,6 +208,10 @@ pub struct Rma {
     /// windows).
     own_regions: Mutex<Box<[[u64; 2]]>>,
     seen_regions: Mutex<Vec<(u64, Regions)>>,
+    /// How to reach each member's memory by RDMA (members on other nodes that exposed it,
+    /// when this process does RDMA of windows), and the accesses in flight toward each.
+    rdma_keys: Vec<Option<WindowKeys>>,
+    rdma_pending: Mutex<Vec<Vec<u64>>>,
 }
 
 /// Attached regions of a dynamic window: (address, length), sorted, adjacent ones merged.
@@ -402,7 +408,8 @@ impl Rma {
     /// `control` is the address of this window's control area (`control_bytes(n)` bytes,
     /// zeroed, mapped by every member), valid until the window is freed.
     /// `node_worlds` are the members of this node (world ranks), `channel` the window's own
-    /// communicator's.
+    /// communicator's, `rdma_keys` how to reach members' memory by RDMA (`rdma`).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         rank: usize,
         worlds: Vec<usize>,
@@ -411,6 +418,7 @@ impl Rma {
         control: usize,
         dynamic: bool,
         channel: remote::Channel,
+        rdma_keys: Vec<Option<WindowKeys>>,
     ) -> Rma {
         let n = worlds.len();
         let epochs =
@@ -428,7 +436,13 @@ impl Rma {
             own_regions: Mutex::new(Box::new([])),
             // Sequence numbers are even once published: 1 means never read.
             seen_regions: Mutex::new(vec![(1, Vec::new()); n]),
+            rdma_keys,
+            rdma_pending: Mutex::new(vec![Vec::new(); n]),
         }
+    }
+
+    fn rdma_pending(&self) -> MutexGuard<'_, Vec<Vec<u64>>> {
+        self.rdma_pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn n(&self) -> usize {
@@ -580,8 +594,11 @@ impl Rma {
         let len = origin.bytes();
         same_bytes(len, place.bytes())?;
         match place.access {
-            // SAFETY: the caller's contract.
-            Access::Message => unsafe { self.put_by_message(target.rank as usize, &place, origin) },
+            // SAFETY (both): the caller's contract.
+            Access::Message => unsafe {
+                let t = target.rank as usize;
+                if self.access_by_rdma(Way::Out, t, &place, origin)? { Ok(()) } else { self.put_by_message(t, &place, origin) }
+            },
             // One copy when either side is contiguous, unless the two overlap (a Put to
             // itself).
             Access::Direct if !place.overlaps(origin) && place.copy_from(origin) => Ok(()),
@@ -606,8 +623,11 @@ impl Rma {
         let len = origin.bytes();
         same_bytes(len, place.bytes())?;
         match place.access {
-            // SAFETY: the caller's contract.
-            Access::Message => unsafe { self.get_by_message(target.rank as usize, &place, origin) },
+            // SAFETY (both): the caller's contract.
+            Access::Message => unsafe {
+                let t = target.rank as usize;
+                if self.access_by_rdma(Way::In, t, &place, origin)? { Ok(()) } else { self.get_by_message(t, &place, origin) }
+            },
             Access::Direct if !place.overlaps(origin) && place.copy_to(origin) => Ok(()),
             Access::SingleCopy { pid } => {
                 // SAFETY: the origin blocks are this process's, writable, and MPI forbids

@@ -334,6 +334,9 @@ impl Rma {
         if targets.is_empty() && also_wait.is_empty() {
             return Ok(());
         }
+        // Writes by RDMA land before the request that ends their epoch goes.
+        let all: Vec<usize> = targets.iter().chain(also_wait).copied().collect();
+        self.finish_rdma(&all)?;
         let waited: Vec<(usize, Vec<u32>)> = runtime::with(|rt| {
             for &t in targets {
                 self.send_acknowledged(&mut rt.engine, t, request(kind, 0, a, 0, &[], 0));

@@ -174,6 +174,7 @@ enum Source {
     EagerSent,
     RendezvousSent,
     RdmaReads,
+    RdmaWindowAccesses,
     RingPackets,
     UnexpectedNow,
     UnexpectedHigh,
@@ -192,6 +193,7 @@ impl Source {
             }
             Source::RendezvousSent => s.rendezvous_sent,
             Source::RdmaReads => s.rdma_reads,
+            Source::RdmaWindowAccesses => s.rdma_window_accesses,
             Source::RingPackets => s.ring_packets,
             Source::UnexpectedNow => s.unexpected_now,
             Source::UnexpectedHigh => s.unexpected_high,
@@ -260,6 +262,11 @@ pub const PVARS: &[Pvar] = &[
         "net_rdma_reads",
         "rendezvous messages from ranks of other nodes received by an RDMA read of the sender's buffer",
         Source::RdmaReads
+    ),
+    counter!(
+        "net_rdma_rma",
+        "one-sided Puts and Gets toward members of other nodes done by RDMA of their window memory",
+        Source::RdmaWindowAccesses
     ),
     counter!(
         "net_ring_packets",

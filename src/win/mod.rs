@@ -25,6 +25,7 @@ use crate::error::{MpiError, MpiResult, err};
 use crate::info::Info;
 use crate::runtime;
 use crate::transport::shared_file::{SharedFile, named_files};
+use crate::transport::net::WindowKeys;
 use std::borrow::Cow;
 use std::ffi::c_int;
 use std::sync::{Mutex, MutexGuard};
@@ -91,6 +92,9 @@ pub struct Win {
     /// The task request of this member's agent (`rma::Agent`), when some member reaches
     /// others by messages.
     agent: Option<u32>,
+    /// The exposure of this member's memory to RDMA by members on other nodes
+    /// (`Engine::expose_window`), until MPI_Win_free.
+    rdma_exposure: Option<u64>,
 }
 
 /// How the memory of a new window comes about.
@@ -313,6 +317,13 @@ fn build(
     let (targets, peer_maps) = targets_of(flavor, &peers, &files, &worlds, &local, &node_worlds, rank);
     let by_message = targets.iter().any(|t| t.access == crate::rma::Access::Message);
     let channel = runtime::with(|rt| Ok(crate::rma::Channel { ctx: rt.comms.get(own)?.ctx, comm: own }))?;
+    let (rdma_keys, rdma_exposure) = match expose_for_rdma(own, flavor, base, size, &local) {
+        Ok(exposed) => exposed,
+        Err(e) => {
+            unmap(addr, len);
+            return Err(e);
+        }
+    };
     let rma = std::sync::Arc::new(crate::rma::Rma::new(
         rank,
         worlds,
@@ -321,6 +332,7 @@ fn build(
         addr,
         flavor == Flavor::Dynamic,
         channel,
+        rdma_keys,
     ));
     // Every member runs an agent when any reaches another by messages (the vote keeps
     // members that reach everyone directly serving those that do not).
@@ -331,6 +343,7 @@ fn build(
             Some(runtime::with(|rt| Ok(crate::rma::Agent::start(&mut rt.engine, rma.clone())))?)
         }
         Err(e) => {
+            withdraw_exposure(rdma_exposure);
             unmap(addr, len);
             return Err(e);
         }
@@ -353,8 +366,56 @@ fn build(
         segment: Segment { addr, len },
         peer_maps,
         agent,
+        rdma_exposure,
     };
     Ok((insert(win)?, base))
+}
+
+/// Exposes this member's memory (`size` bytes at `base`) to RDMA by the members on other
+/// nodes and learns how to reach theirs, for windows that span nodes and whose memory is
+/// fixed at creation (not dynamic ones). Returns each member's keys where this process uses
+/// them (members elsewhere that exposed theirs), and this member's exposure.
+fn expose_for_rdma(
+    own: MPI_Comm,
+    flavor: Flavor,
+    base: usize,
+    size: usize,
+    local: &[bool],
+) -> MpiResult<(Vec<Option<WindowKeys>>, Option<u64>)> {
+    let none = vec![None; local.len()];
+    if local.iter().all(|&here| here) || !matches!(flavor, Flavor::Create(_) | Flavor::Allocate) {
+        return Ok((none, None));
+    }
+    // SAFETY: the window's memory stays allocated until MPI_Win_free withdraws the exposure
+    // (MPI forbids freeing the memory of MPI_Win_create earlier).
+    let exposed = runtime::with(|rt| Ok(unsafe { rt.engine.expose_window(base, size) }))?;
+    let token = exposed.map(|(token, _)| token);
+    let mine = exposed.map_or([0u8; WindowKeys::WIRE_BYTES], |(_, keys)| keys.to_wire());
+    let all = match on_comm(own, |g| allgather_bytes(g, &mine)) {
+        Ok(all) => all,
+        Err(e) => {
+            withdraw_exposure(token);
+            return Err(e);
+        }
+    };
+    if !runtime::with(|rt| Ok(rt.engine.window_rdma()))? {
+        return Ok((none, token));
+    }
+    let keys = all
+        .chunks_exact(WindowKeys::WIRE_BYTES)
+        .zip(local)
+        .map(|(wire, &here)| if here { None } else { WindowKeys::from_wire(wire) })
+        .collect();
+    Ok((keys, token))
+}
+
+fn withdraw_exposure(token: Option<u64>) {
+    if let Some(token) = token {
+        let _ = runtime::with(|rt| {
+            rt.engine.withdraw_window(token);
+            Ok(())
+        });
+    }
 }
 
 /// Makes and maps a window's shared segment of `total` bytes, zeroed, on every member: one
@@ -464,6 +525,8 @@ pub fn free(handle: MPI_Win) -> MpiResult<()> {
             Ok(())
         })?;
     }
+    // Every member is done with this one's memory (the barrier).
+    withdraw_exposure(win.rdma_exposure);
     for (keyval, _) in win.attrs.iter() {
         crate::attr::release(keyval);
     }

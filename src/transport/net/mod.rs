@@ -434,6 +434,47 @@ fn query_caps(fabric: &Fabric, caps: u64) -> MpiResult<(*mut sys::fi_info, bool)
 /// Rails a job uses at most (endpoints on as many NICs).
 pub const MAX_RAILS: usize = 4;
 
+/// How peers reach a window's memory by RDMA (`Net::expose_window`): its remote address
+/// and key on each rail of the member that exposed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowKeys {
+    pub rails: usize,
+    pub regions: [(u64, u64); MAX_RAILS],
+}
+
+impl WindowKeys {
+    /// Bytes of the wire form: the rail count, then each rail's address and key.
+    pub const WIRE_BYTES: usize = 8 + 16 * MAX_RAILS;
+
+    pub fn to_wire(self) -> [u8; Self::WIRE_BYTES] {
+        let mut w = [0u8; Self::WIRE_BYTES];
+        w[..8].copy_from_slice(&(self.rails as u64).to_le_bytes());
+        for (i, (addr, key)) in self.regions.iter().enumerate() {
+            w[8 + 16 * i..16 + 16 * i].copy_from_slice(&addr.to_le_bytes());
+            w[16 + 16 * i..24 + 16 * i].copy_from_slice(&key.to_le_bytes());
+        }
+        w
+    }
+
+    /// The keys in wire form; None for a member that exposed nothing (a rail count of 0)
+    /// or a malformed entry.
+    pub fn from_wire(w: &[u8]) -> Option<WindowKeys> {
+        let word = |at: usize| u64::from_le_bytes(w[at..at + 8].try_into().unwrap());
+        if w.len() != Self::WIRE_BYTES {
+            return None;
+        }
+        let rails = word(0) as usize;
+        if rails == 0 || rails > MAX_RAILS {
+            return None;
+        }
+        let mut regions = [(0, 0); MAX_RAILS];
+        for (i, r) in regions.iter_mut().enumerate() {
+            *r = (word(8 + 16 * i), word(16 + 16 * i));
+        }
+        Some(WindowKeys { rails, regions })
+    }
+}
+
 /// The rails of a job: the chosen entry first, then one entry of each further domain of the
 /// same provider, in libfabric's order, up to `OXMPI_NET_RAILS` (default: every NIC of a
 /// native fabric; one over sockets, where other interfaces are often networks the peers
@@ -1267,7 +1308,7 @@ impl Net {
         split: usize,
         token: u64,
     ) {
-        self.start_direct(Way::In, token, from, blocks, len, split, |_, _, rail, iov, desc, ctx| {
+        self.start_direct(Way::In, token, from, blocks, len, split, |_, _, _, rail, iov, desc, ctx| {
             let tag = DIRECT_TAG | u64::from(id);
             // SAFETY: the endpoint is open; the blocks are the caller's contract, the iovec
             // and descriptor arrays live in the transfer's `Direct` until it finishes; the
@@ -1299,7 +1340,7 @@ impl Net {
         split: usize,
         token: u64,
     ) {
-        self.start_direct(Way::Out, token, dst, blocks, len, split, |_, _, rail, iov, desc, ctx| {
+        self.start_direct(Way::Out, token, dst, blocks, len, split, |_, _, _, rail, iov, desc, ctx| {
             let (tag, to) = (DIRECT_TAG | u64::from(id), rail.addr[dst]);
             // SAFETY: as in `receive_direct`.
             unsafe {
@@ -1349,12 +1390,41 @@ impl Net {
     /// # Safety
     /// The memory is readable and stays valid and unchanged until `withdraw(token)`.
     pub unsafe fn expose(&mut self, peer: usize, addr: usize, len: usize, token: u64) -> Option<Vec<(u64, u64)>> {
+        let parts: Vec<(usize, usize, usize)> =
+            stripes(len, self.peer_rails[peer]).enumerate().map(|(r, s)| (r, addr + s.start, s.len())).collect();
+        // SAFETY: the caller's contract.
+        unsafe { self.expose_regions(&parts, sys::FI_REMOTE_READ, token) }
+    }
+
+    /// Exposes a window's memory, `len` bytes at `addr`, to RDMA writes and reads by every
+    /// peer (one-sided operations: peers call `window_access` with what this returns), until
+    /// `withdraw(token)`: one region on each rail. None when the provider refuses one (the
+    /// window's operations then go by messages).
+    ///
+    /// # Safety
+    /// The memory stays allocated until `withdraw(token)`; peers change it meanwhile.
+    pub unsafe fn expose_window(&mut self, addr: usize, len: usize, token: u64) -> Option<WindowKeys> {
+        let parts: Vec<(usize, usize, usize)> = (0..self.rails.len()).map(|r| (r, addr, len)).collect();
+        // SAFETY: the caller's contract.
+        let regions = unsafe { self.expose_regions(&parts, sys::FI_REMOTE_READ | sys::FI_REMOTE_WRITE, token)? };
+        let mut keys = WindowKeys { rails: regions.len(), regions: [(0, 0); MAX_RAILS] };
+        keys.regions[..regions.len()].copy_from_slice(&regions);
+        Some(keys)
+    }
+
+    /// Registers each of `parts` (rail, address, length) for remote `access`, kept under
+    /// `token`; returns each one's remote address (the address itself, or 0 where the
+    /// provider addresses regions by offset) and key, or None (nothing kept) when the
+    /// provider refuses one.
+    ///
+    /// # Safety
+    /// The memory stays allocated until `withdraw(token)`.
+    unsafe fn expose_regions(&mut self, parts: &[(usize, usize, usize)], access: u64, token: u64) -> Option<Vec<(u64, u64)>> {
         debug_assert!(self.rma && !self.exposed.contains_key(&token));
         let mut mrs = Vec::new();
         let mut remote = Vec::new();
-        for (r, piece) in stripes(len, self.peer_rails[peer]).enumerate() {
-            let at = addr + piece.start;
-            match self.register(r, at, piece.len(), sys::FI_REMOTE_READ) {
+        for &(r, at, len) in parts {
+            match self.register(r, at, len, access) {
                 Ok(mr) => {
                     // Without FI_MR_VIRT_ADDR, remote addresses are offsets into the region.
                     let base = if self.rails[r].mr_mode() & sys::FI_MR_VIRT_ADDR != 0 { at as u64 } else { 0 };
@@ -1363,7 +1433,7 @@ impl Net {
                     mrs.push(mr);
                 }
                 Err(e) => {
-                    log::debug!("network: cannot expose {len} bytes to rank {peer} ({e}); moving them otherwise");
+                    log::debug!("network: cannot expose {len} bytes ({e}); moving data otherwise");
                     for mr in mrs {
                         // SAFETY: registered above, not handed to anyone.
                         unsafe { fabric::fi_close(&raw mut (*mr).fid) };
@@ -1405,13 +1475,64 @@ impl Net {
         token: u64,
     ) {
         debug_assert_eq!(remote.len(), self.stripes(from, len));
-        self.start_direct(Way::In, token, from, blocks, len, split, |r, offset, rail, iov, desc, ctx| {
+        self.start_direct(Way::In, token, from, blocks, len, split, |r, stripe_start, piece_start, rail, iov, desc, ctx| {
             let (addr, key) = remote[r];
-            let at = addr + offset as u64;
+            let at = addr + (piece_start - stripe_start) as u64;
             // SAFETY: as in `receive_direct`; the peer keeps the region exposed until this
             // rank says it is done.
             unsafe {
                 fabric::fi_readv(rail.ep, iov.as_ptr(), desc.as_mut_ptr(), iov.len(), rail.addr[from], at, key, ctx)
+            }
+        });
+    }
+
+    /// One-sided access to a window of world rank `peer` (`keys`: its `expose_window`
+    /// result): writes (`Way::Out`) the memory `blocks` (`len` bytes, as in `send_direct`,
+    /// cut `split` ways per stripe) to the window's bytes from `offset` on, or reads
+    /// (`Way::In`) them into `blocks`; `token` comes out of `take_finished` once done: a
+    /// write then is in the peer's memory (delivery complete), so a later message (an
+    /// unlock, a fence) finds it there. The caller checked `can_direct(len, way)`, `fits`
+    /// and that the peer exposed a region on every rail the two share.
+    ///
+    /// # Safety
+    /// As `send_direct` (writes) or `receive_direct` (reads).
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn window_access(
+        &mut self,
+        way: Way,
+        peer: usize,
+        blocks: &[(usize, usize)],
+        len: usize,
+        keys: &WindowKeys,
+        offset: u64,
+        split: usize,
+        token: u64,
+    ) {
+        debug_assert!(keys.rails >= self.peer_rails[peer]);
+        self.start_direct(way, token, peer, blocks, len, split, |r, _, piece_start, rail, iov, desc, ctx| {
+            let (base, key) = keys.regions[r];
+            let at = base + offset + piece_start as u64;
+            let to = rail.addr[peer];
+            // SAFETY: as in `send_direct` and `receive_direct`; the peer keeps its window
+            // exposed until every member is done with it (MPI_Win_free's barrier).
+            unsafe {
+                match way {
+                    Way::In => fabric::fi_readv(rail.ep, iov.as_ptr(), desc.as_mut_ptr(), iov.len(), to, at, key, ctx),
+                    Way::Out => {
+                        let rma_iov = sys::fi_rma_iov { addr: at, len: iov.iter().map(|v| v.iov_len).sum(), key };
+                        let msg = sys::fi_msg_rma {
+                            msg_iov: iov.as_ptr(),
+                            desc: desc.as_mut_ptr(),
+                            iov_count: iov.len(),
+                            addr: to,
+                            rma_iov: &rma_iov,
+                            rma_iov_count: 1,
+                            context: ctx,
+                            data: 0,
+                        };
+                        fabric::fi_writemsg(rail.ep, &msg, sys::FI_COMPLETION | sys::FI_DELIVERY_COMPLETE)
+                    }
+                }
             }
         });
     }
@@ -1449,8 +1570,8 @@ impl Net {
     }
 
     /// Starts one direct transfer of the memory `blocks` (`len` bytes) with `peer`, cut into
-    /// `pieces(len, rails, split)`, each posted on its rail with `post(rail index, the
-    /// piece's offset in its stripe, rail, iovecs, descriptors, context)`, registering the
+    /// `pieces(len, rails, split)`, each posted on its rail with `post(rail index, its
+    /// stripe's first byte, the piece's first byte, rail, iovecs, descriptors, context)`, registering the
     /// user's memory first when the provider needs it, and retrying while the provider's
     /// queue is full.
     #[allow(clippy::too_many_arguments)]
@@ -1462,7 +1583,7 @@ impl Net {
         blocks: &[(usize, usize)],
         len: usize,
         split: usize,
-        post: impl Fn(usize, usize, &Rail, &[iovec], &mut [*mut c_void], *mut c_void) -> isize,
+        post: impl Fn(usize, usize, usize, &Rail, &[iovec], &mut [*mut c_void], *mut c_void) -> isize,
     ) {
         let slot = self.direct_free[way as usize].pop().expect("direct transfer without a free slot (can_direct)");
         let cut: Vec<(usize, usize, std::ops::Range<usize>)> = pieces(len, self.peer_rails[peer], split).collect();
@@ -1499,11 +1620,11 @@ impl Net {
             // transfer finishes.
             let (iov, desc) = &mut self.direct[slot].as_mut().unwrap().iovs[i];
             let (iov, desc) = (iov.as_slice() as *const [iovec], desc.as_mut_slice() as *mut [*mut c_void]);
-            let offset = piece.start - stripe_start;
             // SAFETY: the arrays are not touched elsewhere while the post runs (`post` gets
             // the rail only).
-            let ret = self
-                .post_until_taken(|net| post(r, offset, &net.rails[r], unsafe { &*iov }, unsafe { &mut *desc }, ctx));
+            let ret = self.post_until_taken(|net| {
+                post(r, stripe_start, piece.start, &net.rails[r], unsafe { &*iov }, unsafe { &mut *desc }, ctx)
+            });
             if ret < 0 {
                 self.fail(&format!("direct transfer of {len} bytes: {}", self.fabric.strerror(ret as i64)));
             }
@@ -1713,6 +1834,19 @@ mod tests {
                 assert_eq!(whole, stripes, "split 1 is the stripes");
             }
         }
+    }
+
+    #[test]
+    fn window_keys_survive_their_wire_form() {
+        let mut keys = WindowKeys { rails: 2, regions: [(0, 0); MAX_RAILS] };
+        keys.regions[0] = (0x7f00_1234_5000, 17);
+        keys.regions[1] = (0, u64::MAX);
+        assert_eq!(WindowKeys::from_wire(&keys.to_wire()), Some(keys));
+        assert_eq!(WindowKeys::from_wire(&[0u8; WindowKeys::WIRE_BYTES]), None, "no rails: nothing exposed");
+        let mut too_many = keys.to_wire();
+        too_many[0] = MAX_RAILS as u8 + 1;
+        assert_eq!(WindowKeys::from_wire(&too_many), None);
+        assert_eq!(WindowKeys::from_wire(&keys.to_wire()[1..]), None, "a short entry");
     }
 
     #[test]
