@@ -8,7 +8,7 @@
 
 use super::{Engine, config};
 use crate::transport::Route;
-use crate::transport::net::{Net, WindowKeys, Way};
+use crate::transport::net::{Net, Way, WindowKeys};
 
 /// Token bit of window accesses (`Net::take_finished`), above the request-id tokens'.
 pub(super) const WINDOW_ACCESS: u64 = 1 << 34;

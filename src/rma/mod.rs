@@ -35,7 +35,7 @@ use crate::datatype::Layout;
 use crate::error::{MpiResult, err};
 use crate::op::{Op, Reduction};
 use crate::runtime;
-use crate::transport::net::{WindowKeys, Way};
+use crate::transport::net::{Way, WindowKeys};
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 use std::sync::{Mutex, MutexGuard};
@@ -597,7 +597,11 @@ impl Rma {
             // SAFETY (both): the caller's contract.
             Access::Message => unsafe {
                 let t = target.rank as usize;
-                if self.access_by_rdma(Way::Out, t, &place, origin)? { Ok(()) } else { self.put_by_message(t, &place, origin) }
+                if self.access_by_rdma(Way::Out, t, &place, origin)? {
+                    Ok(())
+                } else {
+                    self.put_by_message(t, &place, origin)
+                }
             },
             // One copy when either side is contiguous, unless the two overlap (a Put to
             // itself).
@@ -626,7 +630,11 @@ impl Rma {
             // SAFETY (both): the caller's contract.
             Access::Message => unsafe {
                 let t = target.rank as usize;
-                if self.access_by_rdma(Way::In, t, &place, origin)? { Ok(()) } else { self.get_by_message(t, &place, origin) }
+                if self.access_by_rdma(Way::In, t, &place, origin)? {
+                    Ok(())
+                } else {
+                    self.get_by_message(t, &place, origin)
+                }
             },
             Access::Direct if !place.overlaps(origin) && place.copy_to(origin) => Ok(()),
             Access::SingleCopy { pid } => {

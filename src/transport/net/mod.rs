@@ -1419,7 +1419,12 @@ impl Net {
     ///
     /// # Safety
     /// The memory stays allocated until `withdraw(token)`.
-    unsafe fn expose_regions(&mut self, parts: &[(usize, usize, usize)], access: u64, token: u64) -> Option<Vec<(u64, u64)>> {
+    unsafe fn expose_regions(
+        &mut self,
+        parts: &[(usize, usize, usize)],
+        access: u64,
+        token: u64,
+    ) -> Option<Vec<(u64, u64)>> {
         debug_assert!(self.rma && !self.exposed.contains_key(&token));
         let mut mrs = Vec::new();
         let mut remote = Vec::new();
@@ -1475,15 +1480,23 @@ impl Net {
         token: u64,
     ) {
         debug_assert_eq!(remote.len(), self.stripes(from, len));
-        self.start_direct(Way::In, token, from, blocks, len, split, |r, stripe_start, piece_start, rail, iov, desc, ctx| {
-            let (addr, key) = remote[r];
-            let at = addr + (piece_start - stripe_start) as u64;
-            // SAFETY: as in `receive_direct`; the peer keeps the region exposed until this
-            // rank says it is done.
-            unsafe {
-                fabric::fi_readv(rail.ep, iov.as_ptr(), desc.as_mut_ptr(), iov.len(), rail.addr[from], at, key, ctx)
-            }
-        });
+        self.start_direct(
+            Way::In,
+            token,
+            from,
+            blocks,
+            len,
+            split,
+            |r, stripe_start, piece_start, rail, iov, desc, ctx| {
+                let (addr, key) = remote[r];
+                let at = addr + (piece_start - stripe_start) as u64;
+                // SAFETY: as in `receive_direct`; the peer keeps the region exposed until this
+                // rank says it is done.
+                unsafe {
+                    fabric::fi_readv(rail.ep, iov.as_ptr(), desc.as_mut_ptr(), iov.len(), rail.addr[from], at, key, ctx)
+                }
+            },
+        );
     }
 
     /// One-sided access to a window of world rank `peer` (`keys`: its `expose_window`
