@@ -388,7 +388,7 @@ fn describe(fn_name: &str, msg: &str) -> String {
 /// Reports `err`, raised by MPI function `fn_name` on `comm`, through the error handler that
 /// applies, and returns the code C gets back. Fatal handlers end the job and do not return.
 pub fn raise(fn_name: &str, comm: Option<MPI_Comm>, err: MpiError) -> c_int {
-    let (comm, action) = action_for(comm);
+    let (comm, action) = action_for(err.comm.or(comm));
     dispatch(fn_name, comm, action, err)
 }
 

@@ -19,6 +19,9 @@ pub struct ErrorDetail {
     /// The code came from the program (`MPI_*_call_errhandler`, a code a callback returned):
     /// it reaches the handler and the caller unchanged instead of as a new code of its class.
     pub supplied: bool,
+    /// The communicator whose error handler applies when it is not the call's own: a
+    /// request's, for an error found when a completion call (MPI_Wait, ...) collects it.
+    pub comm: Option<c_int>,
 }
 
 impl std::ops::Deref for MpiError {
@@ -31,13 +34,21 @@ impl std::ops::Deref for MpiError {
 impl MpiError {
     #[cold]
     pub fn new(code: c_int, msg: impl Into<String>) -> Self {
-        MpiError(Box::new(ErrorDetail { code, msg: msg.into(), supplied: false }))
+        MpiError(Box::new(ErrorDetail { code, msg: msg.into(), supplied: false, comm: None }))
     }
 
     /// An error whose code the program supplied (see `ErrorDetail::supplied`).
     #[cold]
     pub fn supplied(code: c_int, msg: impl Into<String>) -> Self {
-        MpiError(Box::new(ErrorDetail { code, msg: msg.into(), supplied: true }))
+        MpiError(Box::new(ErrorDetail { code, msg: msg.into(), supplied: true, comm: None }))
+    }
+
+    /// The error, raised on communicator `comm` (when Some) rather than the call's own.
+    pub fn raised_on(mut self, comm: Option<c_int>) -> Self {
+        if comm.is_some() {
+            self.0.comm = comm;
+        }
+        self
     }
 
     /// A function that is exported but not implemented yet.

@@ -133,6 +133,7 @@ ctests! {
     type_predefined => "type_predefined.c",
     err_return => "err_return.c",
     err_truncate => "err_truncate.c",
+    err_request_comm => "err_request_comm.c",
     err_signature => "err_signature.c",
     err_user => "err_user.c",
     err_codes => "err_codes.c",

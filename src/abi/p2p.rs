@@ -854,14 +854,20 @@ unsafe fn set_status_errors(statuses: *mut MPI_Status, n: usize, errors: &[(usiz
 /// stays alive as an inactive persistent request). A generalized request's status is what
 /// its query_fn reports, and its free_fn runs once it is gone (their error codes become the
 /// status's error, which the caller returns).
+/// The communicator of the first request that failed is left in `failed_on` (its handler
+/// takes the completion call's error), unless one is there already.
 #[inline]
-fn collect_into(engine: &mut Engine, id: u32, handle: &mut MPI_Request) -> Status {
+fn collect_into(engine: &mut Engine, id: u32, handle: &mut MPI_Request, failed_on: &mut Option<MPI_Comm>) -> Status {
     if id == COMPLETED_SEND {
         *handle = MPI_REQUEST_NULL;
         return engine.collect(id);
     }
     let generalized = grequest::generalized(engine, id);
+    let comm = engine.reqs.get(id).map(|r| r.comm);
     let mut s = engine.collect(id);
+    if s.error != MPI_SUCCESS && failed_on.is_none() && generalized.is_none() {
+        *failed_on = comm;
+    }
     if engine.reqs.get(id).is_none() {
         *handle = MPI_REQUEST_NULL;
     }
@@ -895,23 +901,25 @@ pub unsafe fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> Mp
         |e, id| id.is_none_or(|id| e.is_done(id)),
         |rt, id| {
             Ok(Some(match *id {
-                None => (Status::empty(), false),
+                None => (Status::empty(), false, None),
                 Some(id) => {
                     let generalized = grequest::generalized(&rt.engine, id).is_some();
+                    let mut failed_on = None;
                     // SAFETY: checked non-null.
-                    (collect_into(&mut rt.engine, id, unsafe { &mut *request }), generalized)
+                    let s = collect_into(&mut rt.engine, id, unsafe { &mut *request }, &mut failed_on);
+                    (s, generalized, failed_on)
                 }
             }))
         },
     )?;
-    let (s, generalized) = s;
+    let (s, generalized, failed_on) = s;
     // SAFETY: status is MPI_STATUS_IGNORE or the caller's status.
     unsafe { write_status(status, &s, false) };
     // The code a generalized request's callback returned is the caller's result as it is.
     if generalized && s.error != MPI_SUCCESS {
         return Err(MpiError::supplied(s.error, "the generalized request's query_fn or free_fn failed"));
     }
-    status_result(&s)
+    status_result(&s).map_err(|e| e.raised_on(failed_on))
 }
 
 /// MPI_Wait on a request the library made for the caller (a blocking collective run as its
@@ -928,6 +936,7 @@ pub unsafe fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut
     runtime::with(|rt| {
         // SAFETY: checked non-null.
         let handle = unsafe { &mut *request };
+        let mut failed_on = None;
         let s = if *handle == MPI_REQUEST_NULL {
             Some(Status::empty())
         } else {
@@ -935,7 +944,7 @@ pub unsafe fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut
             if !rt.engine.is_done(id) {
                 rt.engine.progress();
             }
-            rt.engine.is_done(id).then(|| collect_into(&mut rt.engine, id, handle))
+            rt.engine.is_done(id).then(|| collect_into(&mut rt.engine, id, handle, &mut failed_on))
         };
         // SAFETY: flag checked non-null; status per MPI.
         unsafe {
@@ -944,7 +953,7 @@ pub unsafe fn MPI_Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut
                 write_status(status, s, false);
             }
         }
-        s.as_ref().map_or(Ok(()), status_result)
+        s.as_ref().map_or(Ok(()), status_result).map_err(|e| e.raised_on(failed_on))
     })
 }
 
@@ -989,9 +998,10 @@ fn waitall_finish(
     {
         // Errors are rare: only they allocate.
         let mut errors: Vec<(usize, c_int)> = Vec::new();
+        let mut failed_on = None;
         for (i, id) in ids.iter().enumerate() {
             let s = match id {
-                Some(id) => collect_into(&mut rt.engine, *id, &mut hs[i]),
+                Some(id) => collect_into(&mut rt.engine, *id, &mut hs[i], &mut failed_on),
                 None => Status::empty(),
             };
             if s.error != MPI_SUCCESS {
@@ -1005,7 +1015,7 @@ fn waitall_finish(
         }
         // SAFETY: statuses is IGNORE or an array of n.
         unsafe { set_status_errors(array_of_statuses, n, &errors) };
-        err(MPI_ERR_IN_STATUS, "one or more requests failed (see the statuses)")
+        err(MPI_ERR_IN_STATUS, "one or more requests failed (see the statuses)").map_err(|e| e.raised_on(failed_on))
     }
 }
 
@@ -1030,9 +1040,10 @@ pub unsafe fn MPI_Testall(
             return Ok(());
         }
         let mut any_error = false;
+        let mut failed_on = None;
         let mut all = Vec::with_capacity(n);
         for (i, id) in ids.iter().enumerate() {
-            let s = id.map_or(Status::empty(), |id| collect_into(&mut rt.engine, id, &mut hs[i]));
+            let s = id.map_or(Status::empty(), |id| collect_into(&mut rt.engine, id, &mut hs[i], &mut failed_on));
             any_error |= s.error != MPI_SUCCESS;
             all.push(s);
         }
@@ -1040,7 +1051,11 @@ pub unsafe fn MPI_Testall(
             // SAFETY: statuses is IGNORE or an array of n.
             unsafe { write_status(status_at(array_of_statuses, i), s, any_error) };
         }
-        if any_error { err(MPI_ERR_IN_STATUS, "one or more requests failed (see the statuses)") } else { Ok(()) }
+        if any_error {
+            err(MPI_ERR_IN_STATUS, "one or more requests failed (see the statuses)").map_err(|e| e.raised_on(failed_on))
+        } else {
+            Ok(())
+        }
     })
 }
 
@@ -1108,7 +1123,8 @@ fn any_of_finish(
         }
         match pick(&rt.engine) {
             Some((i, id)) => {
-                let s = collect_into(&mut rt.engine, id, &mut hs[i]);
+                let mut failed_on = None;
+                let s = collect_into(&mut rt.engine, id, &mut hs[i], &mut failed_on);
                 // SAFETY: as above.
                 unsafe {
                     *index = i as c_int;
@@ -1117,7 +1133,7 @@ fn any_of_finish(
                     }
                     write_status(status, &s, false);
                 }
-                status_result(&s)
+                status_result(&s).map_err(|e| e.raised_on(failed_on))
             }
             None => {
                 // SAFETY: as above.
@@ -1199,10 +1215,11 @@ fn some_of_finish(
         }
         let done: Vec<(usize, u32)> = active.iter().copied().filter(|(_, id)| rt.engine.is_complete(*id)).collect();
         let mut any_error = false;
+        let mut failed_on = None;
         let statuses: Vec<(usize, Status)> = done
             .iter()
             .map(|&(i, id)| {
-                let s = collect_into(&mut rt.engine, id, &mut hs[i]);
+                let s = collect_into(&mut rt.engine, id, &mut hs[i], &mut failed_on);
                 any_error |= s.error != MPI_SUCCESS;
                 (i, s)
             })
@@ -1215,7 +1232,11 @@ fn some_of_finish(
                 write_status(status_at(array_of_statuses, k), s, any_error);
             }
         }
-        if any_error { err(MPI_ERR_IN_STATUS, "one or more requests failed (see the statuses)") } else { Ok(()) }
+        if any_error {
+            err(MPI_ERR_IN_STATUS, "one or more requests failed (see the statuses)").map_err(|e| e.raised_on(failed_on))
+        } else {
+            Ok(())
+        }
     }
 }
 
