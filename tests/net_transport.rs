@@ -1,7 +1,8 @@
 //! The network transport's endpoint (`transport::net::Net`) between two endpoints of this
 //! process over the provider a job here would choose (libfabric 1.17: `net`): packets keep
 //! their order and bytes across more packets than there are buffers, and a direct transfer
-//! lands whole, also gathered from and scattered into blocks.
+//! lands whole, also gathered from and scattered into blocks; a window's memory takes RDMA
+//! writes and reads.
 //! Needs libfabric (package libfabric1); fails, not skips, without it.
 
 use oxmpi::transport::net::{Net, PAYLOAD_CAPACITY, Way};
@@ -244,6 +245,57 @@ fn rdma_read_of_exposed_memory_lands_whole() {
             got.extend_from_slice(&into[..50]);
             got.extend_from_slice(&into[1_000_050..LEN]);
             assert!(got == payload(8, LEN), "bytes read differ");
+        },
+    );
+}
+
+#[test]
+fn window_writes_and_reads_land_in_the_exposed_memory() {
+    // One endpoint exposes 1 MiB as a window; the other writes 600,000 bytes from two blocks
+    // at offset 1000, reads them back into one buffer, and tells the owner, which then finds
+    // them in its memory and the rest untouched (one-sided Put and Get by RDMA).
+    const LEN: usize = 1 << 20;
+    const AT: usize = 1000;
+    const N: usize = 600_000;
+    let (offer, offered) = std::sync::mpsc::channel::<(usize, oxmpi::transport::net::WindowKeys)>();
+    let (done, written) = std::sync::mpsc::channel::<()>();
+    run_pair(
+        move |a| {
+            let mut window = vec![0x5au8; LEN];
+            let at = window.as_mut_ptr() as usize;
+            // SAFETY: `window` lives until withdrawn below; only the peer changes it meanwhile.
+            let keys = unsafe { a.expose_window(at, LEN, 7) }.expect("exposing 1 MiB");
+            assert_eq!(oxmpi::transport::net::WindowKeys::from_wire(&keys.to_wire()), Some(keys));
+            offer.send((at, keys)).unwrap();
+            let deadline = Instant::now() + PATIENCE;
+            while written.try_recv().is_err() {
+                assert!(Instant::now() < deadline, "the writer did not finish");
+                a.read_completions();
+            }
+            // The peer is done with the window (the provider wrote it through `at`).
+            let now = &window[..];
+            assert!(now[..AT].iter().all(|&b| b == 0x5a), "bytes before the write changed");
+            assert!(now[AT..AT + N] == payload(9, N)[..], "the written bytes differ");
+            assert!(now[AT + N..].iter().all(|&b| b == 0x5a), "bytes after the write changed");
+            a.withdraw(7);
+        },
+        move |b| {
+            let (_, keys) = offered.recv().unwrap();
+            let data = payload(9, N);
+            let base = data.as_ptr() as usize;
+            let blocks = [(base, 250_000), (base + 250_000, N - 250_000)];
+            let split = b.split_for(0, &blocks, N).expect("two blocks fit");
+            assert!(b.can_direct(N, Way::Out));
+            // SAFETY: `data` lives, unchanged, until the write finished below.
+            unsafe { b.window_access(Way::Out, 0, &blocks, N, &keys, AT as u64, split, 31) };
+            wait_finished(b, 31, "RDMA write");
+            let mut back = vec![0u8; N];
+            let one = [(back.as_mut_ptr() as usize, N)];
+            // SAFETY: `back` lives, untouched, until the read finished below.
+            unsafe { b.window_access(Way::In, 0, &one, N, &keys, AT as u64, 1, 32) };
+            wait_finished(b, 32, "RDMA read");
+            assert!(back == data, "the bytes read back differ");
+            done.send(()).unwrap();
         },
     );
 }

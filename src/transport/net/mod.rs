@@ -5,9 +5,10 @@
 //! by MPI_Comm_spawn, the index the receiver gave it: `Net::add_other_job`). Matching
 //! stays in the engine: every receive buffer takes any packet, so `MPI_ANY_SOURCE`, probes,
 //! cancellation and ordering work as they do over shared memory. Packets between two ranks
-//! keep their order: the provider matches them to receive buffers in the senders' order
-//! (`FI_ORDER_SAS`, required) and buffers are handed to the engine in the order they were
-//! posted, whatever order their completions come in.
+//! keep their order: they travel on one rail (`packet_rail`; a rank's peers spread over the
+//! rails), the provider matches them to receive buffers in the senders' order
+//! (`FI_ORDER_SAS`, required) and each rail's buffers are handed to the engine in the order
+//! they were posted, whatever order their completions come in.
 //!
 //! Buffers: `RECV_BUFFERS` receive buffers stay posted (each reposted once the engine has
 //! handled its packet) and `SEND_BUFFERS` send buffers carry packets until the provider
@@ -197,8 +198,8 @@ struct Rail {
     cq: *mut sys::fid_cq,
     av: *mut sys::fid_av,
     ep: *mut sys::fid_ep,
-    /// The registration of the packet buffers (rail 0) when the provider needs one
-    /// (`FI_MR_LOCAL`), and its descriptor.
+    /// The registration of the packet buffers with this rail's domain when the provider
+    /// needs one (`FI_MR_LOCAL`), and its descriptor.
     mr: *mut sys::fid_mr,
     desc: *mut c_void,
     /// Address of each world rank's endpoint on this rail (unspecified for ranks not
@@ -272,11 +273,17 @@ pub struct Net {
     contexts: Box<[Context]>,
     /// Send buffers free to fill (indices into the send half).
     send_free: Vec<usize>,
-    /// Receive buffers in the order they were posted, which is the order messages match
-    /// them (each takes any packet), hence the senders' order. Completions may come in
-    /// another order (a large packet finishes after a small one behind it), so packets are
-    /// handed to the engine in this order, each once its buffer completed (`arrived`).
-    posted: VecDeque<usize>,
+    /// Per rail, its receive buffers in the order they were posted, which is the order
+    /// messages match them (each takes any packet), hence the senders' order on that rail.
+    /// Completions may come in another order (a large packet finishes after a small one
+    /// behind it), so packets are handed to the engine in this order, each once its buffer
+    /// completed (`arrived`). Buffer `b` is posted on rail `b % rails`.
+    posted: Vec<VecDeque<usize>>,
+    /// The rail whose packet `front` returned (or acts on), for `release_front`.
+    front_rail: usize,
+    /// Per peer: the rail its packets travel on, both ways (`packet_rail`): peers spread
+    /// over the rails two ranks share, each pair keeping to one so its packets stay in order.
+    packet_rail: Vec<usize>,
     arrived: Vec<Option<Arrival>>,
     /// Direct transfers in flight, the free slots, and the tokens of finished ones.
     direct: Vec<Option<Direct>>,
@@ -570,7 +577,9 @@ impl Net {
             contexts: vec![[null_mut(); 8]; RECV_BUFFERS + SEND_BUFFERS + DIRECT_TRANSFERS * MAX_PIECES]
                 .into_boxed_slice(),
             send_free: (RECV_BUFFERS..RECV_BUFFERS + SEND_BUFFERS).rev().collect(),
-            posted: VecDeque::with_capacity(RECV_BUFFERS),
+            posted: Vec::new(),
+            front_rail: 0,
+            packet_rail: vec![0; world],
             arrived: vec![None; RECV_BUFFERS],
             direct: (0..DIRECT_TRANSFERS).map(|_| None).collect(),
             direct_free: [DIRECT_IN.rev().collect(), DIRECT_OUT.rev().collect()],
@@ -626,6 +635,7 @@ impl Net {
         for r in 0..net.rails.len() {
             net.open_rail(r)?;
         }
+        net.posted = (0..net.rails.len()).map(|_| VecDeque::with_capacity(RECV_BUFFERS)).collect();
         for b in 0..RECV_BUFFERS {
             net.post_receive(b)?;
         }
@@ -640,7 +650,7 @@ impl Net {
         Ok(net)
     }
 
-    /// Opens rail `r`'s objects; rail 0 also registers the packet buffers.
+    /// Opens rail `r`'s objects and registers the packet buffers with its domain.
     fn open_rail(&mut self, r: usize) -> MpiResult<()> {
         let null = null_mut();
         let f = self.fabric;
@@ -676,7 +686,7 @@ impl Net {
             check(f, "fi_ep_bind(av)", fabric::fi_ep_bind(rail.ep, &raw mut (*rail.av).fid, 0))?;
             check(f, "fi_enable", fabric::fi_enable(rail.ep))?;
             let mr_mode = rail.mr_mode();
-            if r == 0 && mr_mode & sys::FI_MR_LOCAL != 0 {
+            if mr_mode & sys::FI_MR_LOCAL != 0 {
                 // Send buffers are also the sources of writes to rings.
                 let access = sys::FI_SEND | sys::FI_RECV | if rma { sys::FI_WRITE } else { 0 };
                 check(
@@ -736,6 +746,7 @@ impl Net {
                 rail.addr[*rank] = fi_addr;
             }
             self.peer_rails[*rank] = shared;
+            self.packet_rail[*rank] = packet_rail(self.me, *rank, shared);
         }
         Ok(())
     }
@@ -758,8 +769,9 @@ impl Net {
     /// managers pick one by the processes' ids, which they read from connection records they
     /// recycle without clearing: after an earlier peer went away (a spawned job that ended)
     /// they may keep the connection both sides just closed, and the packets on it are lost.
-    /// Only rail 0 carries packets, so processes of other jobs are reached on rail 0 alone
-    /// (a direct transfer on another rail would open a connection from either side).
+    /// So processes of other jobs are reached on rail 0 alone (packets of the job's own ranks
+    /// spread over rails, and a direct transfer on another rail would open a connection from
+    /// either side).
     pub fn add_other_job(&mut self, slot: u64, peers: &[(Vec<u8>, u64)]) -> MpiResult<usize> {
         let first = self.sent_as.len();
         let n = peers.len();
@@ -770,6 +782,7 @@ impl Net {
             rail.addr.resize(first + n, FI_ADDR_UNSPEC);
         }
         self.peer_rails.resize(first + n, 0);
+        self.packet_rail.resize(first + n, 0);
         self.ring_in.resize_with(first + n, || None);
         self.ring_out.resize_with(first + n, || None);
         self.tagged_taken.resize(first + n, 0);
@@ -789,6 +802,7 @@ impl Net {
         for (k, &open) in opens.iter().enumerate() {
             let peer = first + k;
             self.peer_rails[peer] = self.peer_rails[peer].min(1);
+            self.packet_rail[peer] = 0;
             let opener = if open { "this process sends a hello" } else { "it sends a hello" };
             log::debug!("network: process {peer} of another job added (slot {slot}); {opener}");
             if open {
@@ -838,14 +852,15 @@ impl Net {
     fn post_receive(&mut self, b: usize) -> MpiResult<()> {
         let ctx = (&raw mut self.contexts[b]).cast::<c_void>();
         let buf = self.buffer(b).as_mut_ptr().cast::<c_void>();
+        let r = b % self.rails.len();
         let ret = self.post_until_taken(|net| {
-            let rail = &net.rails[0];
+            let rail = &net.rails[r];
             // SAFETY: the buffer and its context live in boxes that stay put until Drop,
             // which closes the endpoint first; the buffer is not touched until its completion.
             unsafe { fabric::fi_trecv(rail.ep, buf, BUFFER_BYTES, rail.desc, FI_ADDR_UNSPEC, 0, !DIRECT_TAG, ctx) }
         });
         check(self.fabric, "fi_trecv", ret as i64)?;
-        self.posted.push_back(b);
+        self.posted[r].push_back(b);
         Ok(())
     }
 
@@ -881,7 +896,8 @@ impl Net {
         let header = unsafe { std::slice::from_raw_parts((packet as *const Packet).cast::<u8>(), HEADER) };
         buf[..HEADER].copy_from_slice(header);
         let ptr = buf.as_ptr().cast::<c_void>();
-        let to = self.rails[0].addr[dst];
+        let r = self.packet_rail[dst];
+        let to = self.rails[r].addr[dst];
         let tag = self.sent_as[dst];
         debug_assert_ne!(to, FI_ADDR_UNSPEC, "rank {dst} is not reached through the network");
         self.tagged_sent[dst] = self.tagged_sent[dst].wrapping_add(1);
@@ -889,7 +905,7 @@ impl Net {
             // The provider copies the message before returning: the buffer stays free.
             let ret = self.post_until_taken(|net| {
                 // SAFETY: the endpoint is open; the buffer holds HEADER + payload bytes.
-                unsafe { fabric::fi_tinject(net.rails[0].ep, ptr, HEADER + payload, to, tag) }
+                unsafe { fabric::fi_tinject(net.rails[r].ep, ptr, HEADER + payload, to, tag) }
             });
             if ret < 0 {
                 self.fail(&format!("fi_tinject to rank {dst}: {}", self.fabric.strerror(ret as i64)));
@@ -899,7 +915,7 @@ impl Net {
         self.send_free.pop();
         let ctx = (&raw mut self.contexts[b]).cast::<c_void>();
         let ret = self.post_until_taken(|net| {
-            let rail = &net.rails[0];
+            let rail = &net.rails[r];
             // SAFETY: as in `post_receive`: buffer and context stay put and untouched until
             // the send completes (the buffer returns to `send_free` then).
             unsafe { fabric::fi_tsend(rail.ep, ptr, HEADER + payload, rail.desc, to, tag, ctx) }
@@ -1036,22 +1052,27 @@ impl Net {
             let packet = unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<Packet>()) };
             return Some((from, packet, &bytes[HEADER..]));
         }
-        while let Some(a) = self.posted.front().and_then(|&b| self.arrived[b]) {
-            if a.internal {
-                self.take_internal();
-                self.release_front();
-            } else if a.from.is_none() {
-                self.hold_front(a);
-            } else {
-                return self.peek_front();
+        // From the rail served last on (its packets, in order, then the next rail's).
+        let rails = self.posted.len();
+        for _ in 0..rails {
+            while let Some(a) = self.posted[self.front_rail].front().and_then(|&b| self.arrived[b]) {
+                if a.internal {
+                    self.take_internal();
+                    self.release_front();
+                } else if a.from.is_none() {
+                    self.hold_front(a);
+                } else {
+                    return self.peek_front();
+                }
             }
+            self.front_rail = (self.front_rail + 1) % rails;
         }
         if self.ring_peers.is_empty() { None } else { self.ring_front() }
     }
 
     /// Acts on the transport's own packet at the front (a hello needs nothing).
     fn take_internal(&mut self) {
-        let b = *self.posted.front().expect("a packet at the front");
+        let b = *self.posted[self.front_rail].front().expect("a packet at the front");
         let a = self.arrived[b].expect("an arrived packet");
         // SAFETY: internal packets hold at least a header (checked on arrival); Packet is
         // plain old data, read unaligned.
@@ -1116,7 +1137,7 @@ impl Net {
 
     /// Copies the first packet, from a process not added yet, into `held`.
     fn hold_front(&mut self, a: Arrival) {
-        let b = *self.posted.front().expect("a packet to hold");
+        let b = *self.posted[self.front_rail].front().expect("a packet to hold");
         let packet = self.packet_bytes(b, a.len);
         if packet.len() < HEADER {
             self.fail(&format!("a message of {} bytes (tag {:#x}), shorter than a header", a.len, a.tag));
@@ -1135,7 +1156,7 @@ impl Net {
     /// The next packet in order, if it arrived.
     #[inline]
     fn peek_front(&self) -> Option<(usize, Packet, &[u8])> {
-        let b = *self.posted.front()?;
+        let b = *self.posted[self.front_rail].front()?;
         let a = self.arrived[b]?;
         let buf = self.packet_bytes(b, a.len);
         let from = a.from.expect("`front` holds packets of unknown senders");
@@ -1169,7 +1190,7 @@ impl Net {
             self.send_credits();
             return;
         }
-        let b = self.posted.pop_front().expect("release without a packet");
+        let b = self.posted[self.front_rail].pop_front().expect("release without a packet");
         let a = self.arrived[b].take().expect("release of a packet that has not arrived");
         if let Err(e) = self.post_receive(b) {
             self.fail(&e.msg);
@@ -1711,6 +1732,12 @@ impl Net {
     }
 }
 
+/// The rail the packets between ranks `a` and `b` travel on when they share `rails` rails:
+/// the same both ways, the pairs of a rank spread round robin over the rails.
+fn packet_rail(a: usize, b: usize, rails: usize) -> usize {
+    if rails > 1 { (a + b) % rails } else { 0 }
+}
+
 /// The parts of the memory `blocks` (address, length) that hold bytes `range` of the data
 /// they hold one after the other, as (address, length), empty blocks left out.
 fn blocks_of(blocks: &[(usize, usize)], range: std::ops::Range<usize>) -> impl Iterator<Item = (usize, usize)> + '_ {
@@ -1845,6 +1872,23 @@ mod tests {
                 }
                 let whole: Vec<_> = pieces(len, rails, 1).map(|(_, _, p)| p).collect();
                 assert_eq!(whole, stripes, "split 1 is the stripes");
+            }
+        }
+    }
+
+    #[test]
+    fn packet_rails_are_symmetric_and_spread_a_ranks_peers() {
+        for rails in 1..=MAX_RAILS {
+            for a in 0..12 {
+                let mut used = vec![0; rails];
+                for b in 0..12 {
+                    let r = packet_rail(a, b, rails);
+                    assert!(r < rails);
+                    assert_eq!(r, packet_rail(b, a, rails), "ranks {a} and {b}: one rail both ways");
+                    used[r] += 1;
+                }
+                // 12 peers over `rails` rails: each rail carries as many.
+                assert!(used.iter().all(|&u| u == 12 / rails), "rank {a} over {rails} rails: {used:?}");
             }
         }
     }
