@@ -470,7 +470,7 @@ pub const TUNABLES: &[Tunable] = &[
     Tunable {
         name: NET_RNDV_READ,
         default: "1 where the provider does RMA in the NIC, 0 over TCP",
-        what: "1: contiguous rendezvous messages to another node are read by the receiver from the sender's registered buffer (RDMA read, \
+        what: "1: rendezvous messages to another node (contiguous, or in blocks that are not tiny) are read by the receiver from the sender's registered buffer (RDMA read, \
                where the provider does RMA); 0: they move as one tagged message the receiver asked for (clear to send)",
         kind: Kind::Switch,
     },

@@ -250,6 +250,53 @@ fn rdma_read_of_exposed_memory_lands_whole() {
 }
 
 #[test]
+fn rdma_read_of_exposed_blocks_lands_whole() {
+    // A message in 40 blocks of 20,000 bytes at every other 20,000-byte space of a buffer
+    // (a strided send), exposed as their span and read into two blocks, in as many pieces
+    // as the provider's iovec limits need.
+    const BLOCK: usize = 20_000;
+    const COUNT: usize = 40;
+    const LEN: usize = BLOCK * COUNT;
+    let (offer, offered) = std::sync::mpsc::channel::<(Vec<(u64, u64)>, Vec<(usize, usize)>)>();
+    let (done, read) = std::sync::mpsc::channel::<()>();
+    run_pair(
+        move |a| {
+            let mut memory = payload(10, 2 * LEN);
+            let at = memory.as_mut_ptr() as usize;
+            let span = 2 * LEN - BLOCK;
+            // SAFETY: `memory` lives, unchanged, until withdrawn below.
+            let regions = unsafe { a.expose_span(1, at, span, 6) }.expect("exposing the span");
+            assert_eq!(regions.len(), 1, "a region per rail the two share");
+            let blocks: Vec<(usize, usize)> = (0..COUNT).map(|i| (2 * i * BLOCK, BLOCK)).collect();
+            offer.send((regions, blocks)).unwrap();
+            let deadline = Instant::now() + PATIENCE;
+            while read.try_recv().is_err() {
+                assert!(Instant::now() < deadline, "the reader did not finish");
+                a.read_completions();
+            }
+            a.withdraw(6);
+        },
+        move |b| {
+            let (regions, remote) = offered.recv().unwrap();
+            let mut into = vec![0u8; LEN];
+            let base = into.as_mut_ptr() as usize;
+            let local = [(base + 300_000, LEN - 300_000), (base, 300_000)];
+            let split = b.split_for_read(0, &local, &remote, LEN).expect("a cut that fits");
+            assert!(b.can_direct(LEN, Way::In));
+            // SAFETY: `into` lives, untouched, until the read finished below.
+            unsafe { b.read_blocks(0, &local, LEN, &regions, &remote, split, 22) };
+            wait_finished(b, 22, "RDMA read of blocks");
+            done.send(()).unwrap();
+            let memory = payload(10, 2 * LEN);
+            let sent: Vec<u8> = (0..COUNT).flat_map(|i| memory[2 * i * BLOCK..(2 * i + 1) * BLOCK].to_vec()).collect();
+            let mut got = into[300_000..].to_vec();
+            got.extend_from_slice(&into[..300_000]);
+            assert!(got == sent, "bytes read differ");
+        },
+    );
+}
+
+#[test]
 fn window_writes_and_reads_land_in_the_exposed_memory() {
     // One endpoint exposes 1 MiB as a window; the other writes 600,000 bytes from two blocks
     // at offset 1000, reads them back into one buffer, and tells the owner, which then finds

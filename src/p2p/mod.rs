@@ -54,6 +54,12 @@ const RTS_STREAM: u32 = u32::MAX;
 /// and sends FIN, or asks for a stream (CTS) when it cannot read.
 const RTS_READ: u32 = u32::MAX - 1;
 
+/// `rreq` of a request-to-send from another node whose non-contiguous data the sender
+/// exposed for an RDMA read of its blocks: `addr` is the number of regions, one per rail
+/// (`Net::expose_span`: remote address and key), and the payload holds them, then the
+/// blocks as offsets from the span's start and lengths, in order (`Net::read_blocks`).
+const RTS_READ_BLOCKS: u32 = u32::MAX - 2;
+
 mod kind {
     /// The kind compact eager slots decode to (the transport writes them).
     pub const EAGER: u32 = crate::transport::shm::EAGER_KIND;
@@ -140,7 +146,8 @@ pub enum Body {
     /// A rendezvous request: the data is still in the sender, at `addr` (contiguous) or in
     /// `blocks` (address, length) when the sender offers its non-contiguous layout; `stream`:
     /// neither (too sparse), the data can only be streamed; `read`: from another node, the
-    /// data is exposed for an RDMA read, `blocks` holding each piece's address and key.
+    /// data is exposed for an RDMA read, `blocks` holding each piece's address and key, or
+    /// when `addr` is not 0, `addr` regions then the sender's blocks (`RTS_READ_BLOCKS`).
     Rts { addr: u64, sreq: u32, blocks: Vec<(u64, u64)>, stream: bool, read: bool },
 }
 
@@ -1153,25 +1160,45 @@ impl Engine {
                 // streams instead (the excess is dropped). An RDMA read offer names each
                 // piece's region: its `blocks` are not the data's layout.
                 let (remote, blocks) = if read { (blocks, Vec::new()) } else { (Vec::new(), blocks) };
+                // An offer of a non-contiguous sender's blocks: `addr` regions, then the blocks.
+                let regions = if read { addr as usize } else { 0 };
+                let remote_blocks: Vec<(usize, usize)> = match remote.get(regions..) {
+                    Some(rest) if regions > 0 => rest.iter().map(|&(o, l)| (o as usize, l as usize)).collect(),
+                    _ => Vec::new(),
+                };
+                let readable = |net: &Net| {
+                    let stripes = net.stripes(msg.from, n);
+                    if regions == 0 {
+                        remote.len() == stripes
+                    } else {
+                        (stripes..=remote.len()).contains(&regions)
+                            && remote_blocks.iter().map(|b| b.1).sum::<usize>() == n
+                            && net.split_for_read(msg.from, &[(0, n)], &remote_blocks, n).is_some()
+                    }
+                };
                 if self.route[msg.from] == Route::Net
                     && n == msg.len
-                    && self.net.as_ref().is_some_and(|net| {
-                        net.can_direct(n, Way::In) && (!read || remote.len() == net.stripes(msg.from, n))
-                    })
+                    && self.net.as_ref().is_some_and(|net| net.can_direct(n, Way::In) && (!read || readable(net)))
                 {
                     let Op::Recv { buf, .. } = &mut self.reqs.get_mut(req).unwrap().op else { unreachable!() };
                     let net = self.net.as_mut().unwrap();
                     // The transfer is cut as finely as this rank's blocks need (`split`, which
                     // the sender follows), or it lands in one staging block.
-                    let plan = buf
-                        .block_list(n, &mut self.plans)
-                        .and_then(|b| net.split_for(msg.from, &b, n).map(|split| (b, split)));
+                    let split_for = |net: &Net, b: &[(usize, usize)]| {
+                        if regions > 0 {
+                            net.split_for_read(msg.from, b, &remote_blocks, n)
+                        } else {
+                            net.split_for(msg.from, b, n)
+                        }
+                    };
+                    let plan =
+                        buf.block_list(n, &mut self.plans).and_then(|b| split_for(net, &b).map(|split| (b, split)));
                     let one;
                     let (blocks, split): (&[(usize, usize)], usize) = match &plan {
                         Some((blocks, split)) => (blocks, *split),
                         None => {
                             one = [(buf.slice_mut(0, n).as_mut_ptr() as usize, n)];
-                            (&one, 1)
+                            (&one, split_for(net, &one).expect("one block fits (`readable`)"))
                         }
                     };
                     self.rndv_in_flight += 1;
@@ -1180,7 +1207,13 @@ impl Engine {
                     // token completes the request.
                     if read {
                         // Rendezvous by RDMA read; FIN once the data is here.
-                        unsafe { net.read_direct(msg.from, blocks, n, &remote, split, DIRECT_READ | u64::from(req)) };
+                        let token = DIRECT_READ | u64::from(req);
+                        if regions > 0 {
+                            let regions = &remote[..regions];
+                            unsafe { net.read_blocks(msg.from, blocks, n, regions, &remote_blocks, split, token) };
+                        } else {
+                            unsafe { net.read_direct(msg.from, blocks, n, &remote, split, token) };
+                        }
                         self.reads.insert(req, (msg.from, sreq));
                         self.stats.rdma_reads += 1;
                     } else {
@@ -1589,19 +1622,44 @@ impl Engine {
                         len: buf.len() as u64,
                         addr: 0,
                     };
+                    // To another node, the data waits for the receiver to read it: contiguous
+                    // data per stripe; dense blocks as their span, named in the slot.
+                    // SAFETY (both): the send's buffer stays valid and unchanged until the
+                    // send completes, after the receiver's FIN (or CTS, which ends the
+                    // exposure) came.
                     let exposed = match &mut seg {
-                        // To another node, contiguous data waits for the receiver to read it.
                         transport::Channel::Net(net) if self.net_read && buf.is_contiguous() => {
-                            // SAFETY: the send's buffer stays valid and unchanged until the
-                            // send completes, after the receiver's FIN (or CTS, which ends
-                            // the exposure) came.
                             unsafe { net.expose(dst, buf.addr() as usize, buf.len(), u64::from(req)) }
+                                .map(|regions| (regions, Vec::new()))
+                        }
+                        transport::Channel::Net(net) if self.net_read => {
+                            let room = transport::net::PAYLOAD_CAPACITY / RTS_BLOCK_BYTES - transport::net::MAX_RAILS;
+                            match buf.block_list(&mut self.plans) {
+                                Some(list) if list.len() <= room => {
+                                    let lo = list.iter().map(|b| b.0).min().unwrap_or(0);
+                                    let hi = list.iter().map(|b| b.0 + b.1).max().unwrap_or(0);
+                                    // Not a span mostly of gaps (pinned for nothing, or not all
+                                    // mapped: data of separate allocations).
+                                    if hi - lo <= 2 * buf.len() {
+                                        unsafe { net.expose_span(dst, lo, hi - lo, u64::from(req)) }.map(|regions| {
+                                            (regions, list.iter().map(|&(a, l)| ((a - lo) as u64, l as u64)).collect())
+                                        })
+                                    } else {
+                                        None
+                                    }
+                                }
+                                _ => None,
+                            }
                         }
                         _ => None,
                     };
-                    if let Some(remote) = exposed {
-                        pk.rreq = RTS_READ;
-                        seg.send(dst, &pk, remote.len() * RTS_BLOCK_BYTES, |slot| write_pairs(slot, remote));
+                    if let Some((regions, blocks)) = exposed {
+                        pk.rreq = if blocks.is_empty() { RTS_READ } else { RTS_READ_BLOCKS };
+                        pk.addr = if blocks.is_empty() { 0 } else { regions.len() as u64 };
+                        let n = regions.len() + blocks.len();
+                        seg.send(dst, &pk, n * RTS_BLOCK_BYTES, |slot| {
+                            write_pairs(slot, regions.into_iter().chain(blocks))
+                        });
                     } else if !offers || blocks.is_empty() && !buf.is_contiguous() {
                         pk.rreq = RTS_STREAM;
                         seg.send(dst, &pk, 0, |_| {});
@@ -1759,7 +1817,7 @@ impl Engine {
             kind::RTS => {
                 let word = |b: &[u8]| u64::from_ne_bytes(b[..8].try_into().unwrap());
                 let stream = pk.rreq == RTS_STREAM;
-                let read = pk.rreq == RTS_READ;
+                let read = pk.rreq == RTS_READ || pk.rreq == RTS_READ_BLOCKS;
                 let blocks = if stream {
                     Vec::new()
                 } else if read {

@@ -296,6 +296,8 @@ pub struct Net {
     /// Most blocks one direct transfer's piece may have (the provider's `iov_limit` for
     /// sends and receives, the smaller).
     iov_limit: usize,
+    /// Most remote blocks one RDMA read may name (the provider's `rma_iov_limit`).
+    rma_iov_limit: usize,
     /// The endpoints do RMA (`FI_RMA`): peers may read memory this rank exposes.
     rma: bool,
     /// Memory exposed to a peer's RDMA reads (`expose`), per token, until `withdraw`.
@@ -587,6 +589,7 @@ impl Net {
             max_message: usize::MAX,
             inject_size: usize::MAX,
             iov_limit: usize::MAX,
+            rma_iov_limit: usize::MAX,
             rma,
             exposed: HashMap::new(),
             eager_rdma: false,
@@ -608,13 +611,14 @@ impl Net {
                 return Err(net_error("fi_dupinfo: out of memory"));
             }
             // SAFETY: `info` is a valid fi_info with its endpoint and transmit attributes.
-            let (max_message, inject_size, iov_limit) = unsafe {
+            let (max_message, inject_size, iov_limit, rma_iov_limit) = unsafe {
                 let (tx, rx) = (&*(*info).tx_attr, &*(*info).rx_attr);
-                ((*(*info).ep_attr).max_msg_size, tx.inject_size, tx.iov_limit.min(rx.iov_limit))
+                ((*(*info).ep_attr).max_msg_size, tx.inject_size, tx.iov_limit.min(rx.iov_limit), tx.rma_iov_limit)
             };
             net.max_message = net.max_message.min(max_message);
             net.inject_size = net.inject_size.min(inject_size);
             net.iov_limit = net.iov_limit.min(iov_limit.max(1));
+            net.rma_iov_limit = net.rma_iov_limit.min(rma_iov_limit.max(1));
             net.rails.push(Rail {
                 info,
                 fabric_fid: null_mut(),
@@ -1311,6 +1315,25 @@ impl Net {
             || pieces(len, self.peer_rails[peer], split).all(|(_, _, p)| blocks_of(blocks, p).count() <= self.iov_limit)
     }
 
+    /// As `split_for`, for an RDMA read of `len` bytes from the memory `remote` (offset,
+    /// length; `read_blocks`) of `peer` into `blocks`: every piece must also name at most
+    /// the provider's `rma_iov_limit` of the remote blocks.
+    pub fn split_for_read(
+        &self,
+        peer: usize,
+        blocks: &[(usize, usize)],
+        remote: &[(usize, usize)],
+        len: usize,
+    ) -> Option<usize> {
+        let stripes = stripes(len, self.peer_rails[peer]).count();
+        (0..=MAX_PIECES.ilog2()).map(|k| 1 << k).take_while(|&split| stripes * split <= MAX_PIECES).find(|&split| {
+            self.fits(peer, blocks, len, split)
+                && (remote.len() <= self.rma_iov_limit
+                    || pieces(len, self.peer_rails[peer], split)
+                        .all(|(_, _, p)| blocks_of(remote, p).count() <= self.rma_iov_limit))
+        })
+    }
+
     /// Posts the receive of direct transfer `id` from world rank `from`: `len` bytes into the
     /// memory `blocks` (address, length, in message order: one block, or several for a
     /// receive-scatter, for which the caller found `split` with `split_for`), as pieces cut
@@ -1417,6 +1440,19 @@ impl Net {
         unsafe { self.expose_regions(&parts, sys::FI_REMOTE_READ, token) }
     }
 
+    /// Exposes the `len` bytes at `addr` that hold a non-contiguous message's blocks to RDMA
+    /// reads by world rank `peer` (which then calls `read_blocks`), until `withdraw(token)`:
+    /// the whole span, once on each rail the two share. Returns each region's remote address
+    /// and key, or None when the provider refuses one.
+    ///
+    /// # Safety
+    /// As `expose`.
+    pub unsafe fn expose_span(&mut self, peer: usize, addr: usize, len: usize, token: u64) -> Option<Vec<(u64, u64)>> {
+        let parts: Vec<(usize, usize, usize)> = (0..self.peer_rails[peer].max(1)).map(|r| (r, addr, len)).collect();
+        // SAFETY: the caller's contract.
+        unsafe { self.expose_regions(&parts, sys::FI_REMOTE_READ, token) }
+    }
+
     /// Exposes a window's memory, `len` bytes at `addr`, to RDMA writes and reads by every
     /// peer (one-sided operations: peers call `window_access` with what this returns), until
     /// `withdraw(token)`: one region on each rail. None when the provider refuses one (the
@@ -1518,6 +1554,49 @@ impl Net {
                 }
             },
         );
+    }
+
+    /// Reads the `len` bytes of a non-contiguous message that world rank `from` exposed with
+    /// `expose_span` (`regions`: its result, one per rail; `remote`: the message's blocks as
+    /// offsets from the span's start and lengths, in order) into the memory `blocks`, cut
+    /// `split` ways per stripe (found with `split_for_read`); `token` comes out of
+    /// `take_finished` once the data is here. The caller checked `can_direct(len, Way::In)`
+    /// and that `regions` has an entry per stripe.
+    ///
+    /// # Safety
+    /// As `receive_direct`.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn read_blocks(
+        &mut self,
+        from: usize,
+        blocks: &[(usize, usize)],
+        len: usize,
+        regions: &[(u64, u64)],
+        remote: &[(usize, usize)],
+        split: usize,
+        token: u64,
+    ) {
+        debug_assert!(regions.len() >= self.stripes(from, len));
+        self.start_direct(Way::In, token, from, blocks, len, split, |r, _, piece_start, rail, iov, desc, ctx| {
+            let (base, key) = regions[r];
+            let piece = piece_start..piece_start + iov.iter().map(|v| v.iov_len).sum::<usize>();
+            let rma_iov: Vec<sys::fi_rma_iov> = blocks_of(remote, piece)
+                .map(|(offset, n)| sys::fi_rma_iov { addr: base + offset as u64, len: n, key })
+                .collect();
+            let msg = sys::fi_msg_rma {
+                msg_iov: iov.as_ptr(),
+                desc: desc.as_mut_ptr(),
+                iov_count: iov.len(),
+                addr: rail.addr[from],
+                rma_iov: rma_iov.as_ptr(),
+                rma_iov_count: rma_iov.len(),
+                context: ctx,
+                data: 0,
+            };
+            // SAFETY: as in `receive_direct`; the arrays are read during the call; the peer
+            // keeps the span exposed until this rank says it is done.
+            unsafe { fabric::fi_readmsg(rail.ep, &msg, sys::FI_COMPLETION) }
+        });
     }
 
     /// One-sided access to a window of world rank `peer` (`keys`: its `expose_window`
