@@ -207,6 +207,16 @@ fn direct_transfer_gathers_and_scatters_blocks() {
     );
 }
 
+/// Progresses `net` (the exposing side: the provider may serve the peer's RDMA through it)
+/// until `peer` says it is done.
+fn progress_until(net: &mut Net, peer: &std::sync::mpsc::Receiver<()>, who: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    while peer.try_recv().is_err() {
+        assert!(Instant::now() < deadline, "{who} did not finish");
+        net.read_completions();
+    }
+}
+
 #[test]
 fn rdma_read_of_exposed_memory_lands_whole() {
     // 3 MiB exposed by one endpoint and read by the other into three blocks, out of order
@@ -223,11 +233,7 @@ fn rdma_read_of_exposed_memory_lands_whole() {
             assert_eq!(remote.len(), a.stripes(1, LEN), "one region per stripe");
             offer.send(remote).unwrap();
             // The exposing side only progresses (the provider may serve reads through it).
-            let deadline = Instant::now() + PATIENCE;
-            while read.try_recv().is_err() {
-                assert!(Instant::now() < deadline, "the reader did not finish");
-                a.read_completions();
-            }
+            progress_until(a, &read, "the reader");
             a.withdraw(5);
             a.withdraw(5); // a second time: nothing left to do
         },
@@ -269,11 +275,7 @@ fn rdma_read_of_exposed_blocks_lands_whole() {
             assert_eq!(regions.len(), 1, "a region per rail the two share");
             let blocks: Vec<(usize, usize)> = (0..COUNT).map(|i| (2 * i * BLOCK, BLOCK)).collect();
             offer.send((regions, blocks)).unwrap();
-            let deadline = Instant::now() + PATIENCE;
-            while read.try_recv().is_err() {
-                assert!(Instant::now() < deadline, "the reader did not finish");
-                a.read_completions();
-            }
+            progress_until(a, &read, "the reader");
             a.withdraw(6);
         },
         move |b| {
@@ -314,11 +316,7 @@ fn window_writes_and_reads_land_in_the_exposed_memory() {
             let keys = unsafe { a.expose_window(at, LEN, 7) }.expect("exposing 1 MiB");
             assert_eq!(oxmpi::transport::net::WindowKeys::from_wire(&keys.to_wire()), Some(keys));
             offer.send((at, keys)).unwrap();
-            let deadline = Instant::now() + PATIENCE;
-            while written.try_recv().is_err() {
-                assert!(Instant::now() < deadline, "the writer did not finish");
-                a.read_completions();
-            }
+            progress_until(a, &written, "the writer");
             // The peer is done with the window (the provider wrote it through `at`).
             let now = &window[..];
             assert!(now[..AT].iter().all(|&b| b == 0x5a), "bytes before the write changed");
@@ -407,11 +405,7 @@ fn rdma_reads_into_more_blocks_than_the_iov_limit_go_in_more_pieces() {
             // SAFETY: `data` lives, unchanged, until withdrawn below.
             let remote = unsafe { a.expose(1, data.as_ptr() as usize, LEN, 6) }.expect("exposing 1 MiB");
             offer.send(remote).unwrap();
-            let deadline = Instant::now() + PATIENCE;
-            while read.try_recv().is_err() {
-                assert!(Instant::now() < deadline, "the reader did not finish");
-                a.read_completions();
-            }
+            progress_until(a, &read, "the reader");
             a.withdraw(6);
         },
         move |b| {
