@@ -863,10 +863,9 @@ fn collect_into(engine: &mut Engine, id: u32, handle: &mut MPI_Request, failed_o
         return engine.collect(id);
     }
     let generalized = grequest::generalized(engine, id);
-    let comm = engine.reqs.get(id).map(|r| r.comm);
-    let mut s = engine.collect(id);
+    let (mut s, comm) = engine.collect_with_comm(id);
     if s.error != MPI_SUCCESS && failed_on.is_none() && generalized.is_none() {
-        *failed_on = comm;
+        *failed_on = Some(comm);
     }
     if engine.reqs.get(id).is_none() {
         *handle = MPI_REQUEST_NULL;

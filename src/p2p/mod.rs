@@ -2263,9 +2263,17 @@ impl Engine {
     /// Collects a finished request: frees it unless persistent (then it becomes inactive).
     /// Returns its status; an inactive persistent request gives the empty status.
     pub fn collect(&mut self, req: u32) -> Status {
+        self.collect_with_comm(req).0
+    }
+
+    /// As `collect`, also giving the request's communicator (whose handler its error goes
+    /// to).
+    #[inline]
+    pub fn collect_with_comm(&mut self, req: u32) -> (Status, i32) {
         let r = self.reqs.get_mut(req).expect("collect of an unknown request");
+        let comm = r.comm;
         if !r.active {
-            return Status::empty();
+            return (Status::empty(), comm);
         }
         debug_assert!(r.complete);
         let status = r.status;
@@ -2275,7 +2283,7 @@ impl Engine {
         } else {
             self.reqs.discard(req);
         }
-        status
+        (status, comm)
     }
 
     /// Starts an inactive persistent request again.
