@@ -458,7 +458,7 @@ pub const TUNABLES: &[Tunable] = &[
     Tunable {
         name: NET_RAILS,
         default: "every NIC of the provider (at most 4); 1 over TCP",
-        what: "network endpoints per rank, one per NIC (domain) of the chosen provider, in libfabric's order from OXMPI_NET_DOMAIN; transfers of 256 KiB or more are striped over the rails two ranks share",
+        what: "network endpoints per rank, one per NIC (domain) of the chosen provider, in libfabric's order from OXMPI_NET_DOMAIN; transfers of 256 KiB or more are striped over the rails two ranks share, and a rank's peers spread over them for packets (each pair keeps to one)",
         kind: Kind::Number { min: 1, max: 4 },
     },
     Tunable {
