@@ -37,8 +37,7 @@ impl Engine {
         if !self.window_rdma || len == 0 {
             return None;
         }
-        let token = WINDOW_ACCESS | u64::from(self.next_window_token);
-        self.next_window_token = self.next_window_token.wrapping_add(1);
+        let token = self.new_window_token();
         // SAFETY: the caller's contract.
         let keys = unsafe { self.net.as_mut()?.expose_window(addr, len, token)? };
         Some((token, keys))
@@ -76,13 +75,18 @@ impl Engine {
             return None;
         }
         let split = net.split_for(peer, blocks, len)?;
-        let token = WINDOW_ACCESS | u64::from(self.next_window_token);
-        self.next_window_token = self.next_window_token.wrapping_add(1);
+        let token = self.new_window_token();
         // SAFETY: the caller's contract; the checks above are `window_access`'s.
-        unsafe { net.window_access(way, peer, blocks, len, keys, offset, split, token) };
+        unsafe { self.net.as_mut()?.window_access(way, peer, blocks, len, keys, offset, split, token) };
         self.rndv_in_flight += 1;
         self.stats.rdma_window_accesses += 1;
         Some(token)
+    }
+
+    /// A token for an exposure or an access, unlike any other in flight.
+    fn new_window_token(&mut self) -> u64 {
+        self.next_window_token = self.next_window_token.wrapping_add(1);
+        WINDOW_ACCESS | u64::from(self.next_window_token)
     }
 
     /// Whether the window access `token` is done (true once: the token is forgotten).

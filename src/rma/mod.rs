@@ -594,15 +594,8 @@ impl Rma {
         let len = origin.bytes();
         same_bytes(len, place.bytes())?;
         match place.access {
-            // SAFETY (both): the caller's contract.
-            Access::Message => unsafe {
-                let t = target.rank as usize;
-                if self.access_by_rdma(Way::Out, t, &place, origin)? {
-                    Ok(())
-                } else {
-                    self.put_by_message(t, &place, origin)
-                }
-            },
+            // SAFETY: the caller's contract.
+            Access::Message => unsafe { self.put_or_get_remote(Way::Out, target.rank as usize, &place, origin) },
             // One copy when either side is contiguous, unless the two overlap (a Put to
             // itself).
             Access::Direct if !place.overlaps(origin) && place.copy_from(origin) => Ok(()),
@@ -627,15 +620,8 @@ impl Rma {
         let len = origin.bytes();
         same_bytes(len, place.bytes())?;
         match place.access {
-            // SAFETY (both): the caller's contract.
-            Access::Message => unsafe {
-                let t = target.rank as usize;
-                if self.access_by_rdma(Way::In, t, &place, origin)? {
-                    Ok(())
-                } else {
-                    self.get_by_message(t, &place, origin)
-                }
-            },
+            // SAFETY: the caller's contract.
+            Access::Message => unsafe { self.put_or_get_remote(Way::In, target.rank as usize, &place, origin) },
             Access::Direct if !place.overlaps(origin) && place.copy_to(origin) => Ok(()),
             Access::SingleCopy { pid } => {
                 // SAFETY: the origin blocks are this process's, writable, and MPI forbids

@@ -19,6 +19,22 @@ use crate::runtime;
 use crate::transport::net::Way;
 
 impl Rma {
+    /// Puts (`Way::Out`) or gets (`Way::In`) `origin`'s data to or from target `t`, reached
+    /// by messages: by RDMA when it can, else as a request to its agent.
+    ///
+    /// # Safety
+    /// As `access_by_rdma`.
+    pub(super) unsafe fn put_or_get_remote(&self, way: Way, t: usize, place: &Place, origin: &Local) -> MpiResult<()> {
+        // SAFETY (all three): the caller's contract.
+        if unsafe { self.access_by_rdma(way, t, place, origin)? } {
+            return Ok(());
+        }
+        match way {
+            Way::Out => unsafe { self.put_by_message(t, place, origin) },
+            Way::In => unsafe { self.get_by_message(t, place, origin) },
+        }
+    }
+
     /// Puts (`Way::Out`) or gets (`Way::In`) `origin`'s data to or from target `t`'s
     /// `place` by RDMA; false (nothing done) when this cannot be done now or at all that
     /// way, for the caller to send a request instead.
@@ -26,7 +42,7 @@ impl Rma {
     /// # Safety
     /// `origin` holds its elements, readable for a Put, writable for a Get, and left alone
     /// until the operation completes (MPI's rule for origin buffers).
-    pub(super) unsafe fn access_by_rdma(&self, way: Way, t: usize, place: &Place, origin: &Local) -> MpiResult<bool> {
+    unsafe fn access_by_rdma(&self, way: Way, t: usize, place: &Place, origin: &Local) -> MpiResult<bool> {
         let Some(keys) = self.rdma_keys[t] else { return Ok(false) };
         let len = place.bytes();
         let Some(at) = place.layout.contiguous_at() else { return Ok(false) };

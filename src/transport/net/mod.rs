@@ -1300,12 +1300,7 @@ impl Net {
     /// layouts of more blocks; None when no cut fits, and the data goes through one
     /// contiguous buffer (packed, or staged and unpacked).
     pub fn split_for(&self, peer: usize, blocks: &[(usize, usize)], len: usize) -> Option<usize> {
-        let rails = self.peer_rails[peer];
-        let stripes = stripes(len, rails).count();
-        (0..=MAX_PIECES.ilog2())
-            .map(|k| 1 << k)
-            .take_while(|&split| stripes * split <= MAX_PIECES)
-            .find(|&split| self.fits(peer, blocks, len, split))
+        self.split_for_read(peer, blocks, &[], len)
     }
 
     /// Whether every piece of a direct transfer of `len` bytes with `peer` cut `split` ways
@@ -1317,7 +1312,7 @@ impl Net {
 
     /// As `split_for`, for an RDMA read of `len` bytes from the memory `remote` (offset,
     /// length; `read_blocks`) of `peer` into `blocks`: every piece must also name at most
-    /// the provider's `rma_iov_limit` of the remote blocks.
+    /// the provider's `rma_iov_limit` of the remote blocks (none: `split_for`).
     pub fn split_for_read(
         &self,
         peer: usize,
@@ -1583,16 +1578,7 @@ impl Net {
             let rma_iov: Vec<sys::fi_rma_iov> = blocks_of(remote, piece)
                 .map(|(offset, n)| sys::fi_rma_iov { addr: base + offset as u64, len: n, key })
                 .collect();
-            let msg = sys::fi_msg_rma {
-                msg_iov: iov.as_ptr(),
-                desc: desc.as_mut_ptr(),
-                iov_count: iov.len(),
-                addr: rail.addr[from],
-                rma_iov: rma_iov.as_ptr(),
-                rma_iov_count: rma_iov.len(),
-                context: ctx,
-                data: 0,
-            };
+            let msg = rma_msg(iov, desc, rail.addr[from], &rma_iov, ctx);
             // SAFETY: as in `receive_direct`; the arrays are read during the call; the peer
             // keeps the span exposed until this rank says it is done.
             unsafe { fabric::fi_readmsg(rail.ep, &msg, sys::FI_COMPLETION) }
@@ -1632,17 +1618,8 @@ impl Net {
                 match way {
                     Way::In => fabric::fi_readv(rail.ep, iov.as_ptr(), desc.as_mut_ptr(), iov.len(), to, at, key, ctx),
                     Way::Out => {
-                        let rma_iov = sys::fi_rma_iov { addr: at, len: iov.iter().map(|v| v.iov_len).sum(), key };
-                        let msg = sys::fi_msg_rma {
-                            msg_iov: iov.as_ptr(),
-                            desc: desc.as_mut_ptr(),
-                            iov_count: iov.len(),
-                            addr: to,
-                            rma_iov: &rma_iov,
-                            rma_iov_count: 1,
-                            context: ctx,
-                            data: 0,
-                        };
+                        let rma_iov = [sys::fi_rma_iov { addr: at, len: iov.iter().map(|v| v.iov_len).sum(), key }];
+                        let msg = rma_msg(iov, desc, to, &rma_iov, ctx);
                         fabric::fi_writemsg(rail.ep, &msg, sys::FI_COMPLETION | sys::FI_DELIVERY_COMPLETE)
                     }
                 }
@@ -1808,6 +1785,28 @@ impl Net {
         // SAFETY: fflush(NULL) flushes every open C output stream.
         unsafe { libc::fflush(null_mut()) };
         std::process::exit(70)
+    }
+}
+
+/// An RMA operation's description: local `iov` (with its descriptors) against the
+/// `remote` blocks of the peer at `addr`, completing with `ctx`. It points into the arrays,
+/// which must outlive the call that takes it.
+fn rma_msg(
+    iov: &[iovec],
+    desc: &mut [*mut c_void],
+    addr: sys::fi_addr_t,
+    remote: &[sys::fi_rma_iov],
+    ctx: *mut c_void,
+) -> sys::fi_msg_rma {
+    sys::fi_msg_rma {
+        msg_iov: iov.as_ptr(),
+        desc: desc.as_mut_ptr(),
+        iov_count: iov.len(),
+        addr,
+        rma_iov: remote.as_ptr(),
+        rma_iov_count: remote.len(),
+        context: ctx,
+        data: 0,
     }
 }
 
