@@ -361,7 +361,8 @@ pub unsafe fn MPI_Intercomm_create(
         return err(MPI_ERR_TAG, format!("invalid tag argument (tag={tag})"));
     }
     non_null(newintercomm, "newintercomm")?;
-    let made = construct(|rt| rt.comms.intercomm_create(local_comm, local_leader, peer_comm, remote_leader, tag))?;
+    let made =
+        construct(|rt| rt.comms.intercomm_create(&rt.engine, local_comm, local_leader, peer_comm, remote_leader, tag))?;
     // SAFETY: checked non-null.
     unsafe { store_new(local_comm, made, newintercomm) }
 }

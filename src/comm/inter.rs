@@ -109,8 +109,16 @@ pub(super) fn post_send(engine: &mut Engine, dst: usize, env: Envelope, data: Ve
 
 /// MPI_Intercomm_create's exchange of the groups, advanced step by step (so that at
 /// MPI_THREAD_MULTIPLE the library is released while it waits): the members report to their
-/// leader, the leaders swap their groups over the peer communicator (sizes first), and each
-/// leader sends the remote leader's world rank and the remote group to its members.
+/// leader, the leaders swap their groups over the peer communicator (a header first), and
+/// each leader sends the outcome to its members.
+///
+/// What the groups are swapped as depends on who is in them. Table indices (world ranks)
+/// mean the same on both sides only when both groups and both leaders belong to one job; the
+/// first swap's headers say whether each side's do, and when either does not (a group
+/// reaching processes of another job, as after MPI_Comm_spawn), the swap ends there and a
+/// second one swaps every member's connection record instead (`spawn::own_record`), from
+/// which every member connects to every member of the other group as MPI_Comm_accept and
+/// MPI_Comm_connect do.
 pub struct GroupSwap {
     ctx: u32,
     rank: usize,
@@ -119,87 +127,158 @@ pub struct GroupSwap {
     /// At the leader: the remote leader's world rank, the envelope of the swap, and the
     /// remote leader's rank in the peer communicator.
     link: Option<(usize, Envelope, i32)>,
+    /// What this member contributes: nothing when the groups are swapped as table indices,
+    /// its connection record when they are swapped as records.
+    record: Option<Vec<u8>>,
+    /// At the leader, swapping indices: whether its side's indices mean nothing to the other
+    /// job (its group or the remote leader is of another job).
+    needs_records: bool,
     state: SwapState,
 }
 
+/// The first word of a swap of table indices' outcome: the indices follow, or the groups
+/// are to be swapped as records.
+const SWAPPED_INDICES: u64 = 0;
+const SWAP_RECORDS: u64 = 1;
+
+/// The longest connection record a member sends its leader (its slot and network address,
+/// a few dozen bytes).
+const RECORD_MAX: usize = 4096;
+
 enum SwapState {
     Start,
-    Gather(Vec<u32>),
-    Header(u32),
-    Members(u32, u64),
+    /// At the leader: the members' reports still awaited (rank, receive), and those in.
+    Gather(Vec<(usize, u32)>, Vec<Vec<u8>>),
+    /// At the leader: the remote header awaited, and this group's part of the swap.
+    Header(u32, Vec<u8>),
+    /// At the leader: the remote group's part awaited, the remote leader's world rank, and
+    /// this group's part.
+    Members(u32, u64, Vec<u8>),
     Length(u32),
     Data(u32),
     Done,
 }
 
 impl GroupSwap {
+    /// A swap of the group `members` (this process `rank`, its leader `leader`) on context
+    /// `ctx`; `link` and `needs_records` at the leader only; `record` for a swap of records.
+    fn new(
+        ctx: u32,
+        rank: usize,
+        leader: usize,
+        members: Vec<usize>,
+        link: Option<(usize, Envelope, i32)>,
+        record: Option<Vec<u8>>,
+        needs_records: bool,
+    ) -> GroupSwap {
+        GroupSwap { ctx, rank, leader, members, link, record, needs_records, state: SwapState::Start }
+    }
+
     /// The receive the current step waits for.
     pub(super) fn waiting_on(&self) -> Option<u32> {
         match &self.state {
-            SwapState::Gather(reqs) => reqs.first().copied(),
-            SwapState::Header(r) | SwapState::Members(r, _) | SwapState::Length(r) | SwapState::Data(r) => Some(*r),
+            SwapState::Gather(reqs, _) => reqs.first().map(|&(_, r)| r),
+            SwapState::Header(r, _) | SwapState::Members(r, ..) | SwapState::Length(r) | SwapState::Data(r) => Some(*r),
             SwapState::Start | SwapState::Done => None,
         }
     }
 
-    /// Runs what can run now; the outcome (remote leader's world rank, then the remote
-    /// group's, as `u64`s) once over.
+    /// Sends the outcome to the other members.
+    fn tell_members(&self, e: &mut Engine, out: &[u8]) {
+        let env = Envelope { ctx: self.ctx, src: self.leader as i32, tag: TAG_INTER_BCAST };
+        for (_, &w) in self.members.iter().enumerate().filter(|&(r, _)| r != self.leader) {
+            post_send(e, w, env, (out.len() as u64).to_ne_bytes().to_vec());
+            post_send(e, w, env, out.to_vec());
+        }
+    }
+
+    /// Runs what can run now; the outcome once over: swapping indices, `SWAPPED_INDICES`,
+    /// the remote leader's world rank and the remote group's (as `u64`s), or `SWAP_RECORDS`
+    /// alone; swapping records, a name both groups share, then the remote group's records
+    /// (`spawn::group_records`).
     pub(super) fn advance(&mut self, e: &mut Engine) -> Option<Vec<u8>> {
         loop {
             match std::mem::replace(&mut self.state, SwapState::Done) {
                 SwapState::Start if self.rank == self.leader => {
+                    let capacity = if self.record.is_some() { RECORD_MAX } else { 0 };
                     let reqs = (0..self.members.len())
                         .filter(|&r| r != self.leader)
                         .map(|r| {
                             let env = Envelope { ctx: self.ctx, src: r as i32, tag: TAG_INTER_GATHER };
-                            e.irecv(env, RecvBuf::owned(0), MPI_COMM_NULL)
+                            (r, e.irecv(env, RecvBuf::owned(capacity), MPI_COMM_NULL))
                         })
                         .collect();
-                    self.state = SwapState::Gather(reqs);
+                    self.state = SwapState::Gather(reqs, vec![Vec::new(); self.members.len()]);
                 }
                 SwapState::Start => {
                     let env = Envelope { ctx: self.ctx, src: self.rank as i32, tag: TAG_INTER_GATHER };
-                    post_send(e, self.members[self.leader], env, Vec::new());
+                    post_send(e, self.members[self.leader], env, self.record.clone().unwrap_or_default());
                     let env = Envelope { ctx: self.ctx, src: self.leader as i32, tag: TAG_INTER_BCAST };
                     self.state = SwapState::Length(e.irecv(env, RecvBuf::owned(8), MPI_COMM_NULL));
                 }
-                SwapState::Gather(mut reqs) => {
-                    reqs.retain(|&r| !e.is_complete(r) || e.reqs.remove(r).is_none());
+                SwapState::Gather(mut reqs, mut reports) => {
+                    reqs.retain(|&(r, req)| {
+                        let done = e.is_complete(req);
+                        if done {
+                            reports[r] = received(e, req);
+                        }
+                        !done
+                    });
                     if !reqs.is_empty() {
-                        self.state = SwapState::Gather(reqs);
+                        self.state = SwapState::Gather(reqs, reports);
                         return None;
                     }
+                    let part = match &self.record {
+                        Some(own) => {
+                            reports[self.leader] = own.clone();
+                            super::spawn::group_records(self.leader, &reports)
+                        }
+                        None => u64s(&self.members.iter().map(|&w| w as u64).collect::<Vec<_>>()),
+                    };
                     let (dst, env, src) = self.link.expect("the leader has the peer link");
-                    let header = [self.members.len() as u64, self.members[self.leader] as u64];
+                    let header = [part.len() as u64, self.members[self.leader] as u64, self.needs_records as u64];
                     post_send(e, dst, env, u64s(&header));
-                    let r = e.irecv(Envelope { src, ..env }, RecvBuf::owned(16), MPI_COMM_NULL);
-                    self.state = SwapState::Header(r);
+                    let r = e.irecv(Envelope { src, ..env }, RecvBuf::owned(24), MPI_COMM_NULL);
+                    self.state = SwapState::Header(r, part);
                 }
-                SwapState::Header(r) => {
+                SwapState::Header(r, part) => {
                     if !e.is_complete(r) {
-                        self.state = SwapState::Header(r);
+                        self.state = SwapState::Header(r, part);
                         return None;
                     }
                     let header = from_u64s(&received(e, r));
+                    if self.record.is_none() && (self.needs_records || header[2] != 0) {
+                        // Both leaders see both flags: neither sends its indices.
+                        let out = u64s(&[SWAP_RECORDS]);
+                        self.tell_members(e, &out);
+                        return Some(out);
+                    }
                     let (dst, env, src) = self.link.expect("the leader has the peer link");
-                    let ours: Vec<u64> = self.members.iter().map(|&w| w as u64).collect();
-                    post_send(e, dst, env, u64s(&ours));
-                    let r = e.irecv(Envelope { src, ..env }, RecvBuf::owned(header[0] as usize * 8), MPI_COMM_NULL);
-                    self.state = SwapState::Members(r, header[1]);
+                    post_send(e, dst, env, part.clone());
+                    let r = e.irecv(Envelope { src, ..env }, RecvBuf::owned(header[0] as usize), MPI_COMM_NULL);
+                    self.state = SwapState::Members(r, header[1], part);
                 }
-                SwapState::Members(r, their_leader) => {
+                SwapState::Members(r, their_leader, part) => {
                     if !e.is_complete(r) {
-                        self.state = SwapState::Members(r, their_leader);
+                        self.state = SwapState::Members(r, their_leader, part);
                         return None;
                     }
-                    let mut out = u64s(&[their_leader]);
-                    out.extend(received(e, r));
-                    let env = Envelope { ctx: self.ctx, src: self.leader as i32, tag: TAG_INTER_BCAST };
-                    for (r, &w) in self.members.iter().enumerate().filter(|&(r, _)| r != self.leader) {
-                        let _ = r;
-                        post_send(e, w, env, (out.len() as u64).to_ne_bytes().to_vec());
-                        post_send(e, w, env, out.clone());
-                    }
+                    let theirs = received(e, r);
+                    let out = if self.record.is_some() {
+                        // Each side's records hold fresh connection slots: their pair names
+                        // this connection on both sides, apart from any other.
+                        let (lo, hi) = if part < theirs { (&part, &theirs) } else { (&theirs, &part) };
+                        let name = format!("intercomm:{:016x}:{:016x}", fnv1a(lo), fnv1a(hi));
+                        let mut out = Vec::new();
+                        super::spawn::put_bytes(&mut out, name.as_bytes());
+                        out.extend(theirs);
+                        out
+                    } else {
+                        let mut out = u64s(&[SWAPPED_INDICES, their_leader]);
+                        out.extend(theirs);
+                        out
+                    };
+                    self.tell_members(e, &out);
                     return Some(out);
                 }
                 SwapState::Length(r) => {
@@ -233,9 +312,11 @@ fn with_color(table: &[(i32, i32)], members: &[usize], color: i32) -> Vec<usize>
 
 impl Comms {
     /// MPI_Intercomm_create (collective over `local`, whose `local_leader` talks to rank
-    /// `remote_leader` of `peer` with `tag`).
+    /// `remote_leader` of `peer` with `tag`). `peer` may be an intercommunicator, whose
+    /// remote group `remote_leader` then names, as in MPICH.
     pub fn intercomm_create(
         &mut self,
+        engine: &Engine,
         local: MPI_Comm,
         local_leader: i32,
         peer: MPI_Comm,
@@ -255,17 +336,20 @@ impl Comms {
         // The leader's view of the peer communicator, checked before any traffic.
         let peer_info = if rank == leader {
             let p = self.get(peer)?;
-            p.check_intra("MPI_Intercomm_create's peer_comm")?;
-            if remote_leader < 0 || remote_leader as usize >= p.size() {
+            if remote_leader < 0 || remote_leader as usize >= p.peer_count() {
                 return err(
                     MPI_ERR_RANK,
-                    format!("invalid remote_leader argument (rank={remote_leader}, communicator size {})", p.size()),
+                    format!(
+                        "invalid remote_leader argument (rank={remote_leader}, {} size {})",
+                        if p.is_inter() { "remote group" } else { "communicator" },
+                        p.peer_count()
+                    ),
                 );
             }
-            if p.world_rank(remote_leader as usize) == members[rank] {
+            if p.peer_world_rank(remote_leader as usize) == members[rank] {
                 return err(MPI_ERR_RANK, "local and remote leaders are the same process");
             }
-            Some((p.world_rank(remote_leader as usize), p.coll_ctx(), p.rank as i32))
+            Some((p.peer_world_rank(remote_leader as usize), p.coll_ctx(), p.rank as i32))
         } else {
             None
         };
@@ -273,10 +357,27 @@ impl Comms {
         // agreement on the context.
         let link = peer_info
             .map(|(dst, pctx, psrc)| (dst, Envelope { ctx: pctx, src: psrc, tag: leader_tag(tag) }, remote_leader));
-        let exchange = GroupSwap { ctx, rank, leader, members: members.clone(), link, state: SwapState::Start };
+        let needs_records = peer_info.is_some_and(|(their_world, ..)| {
+            engine.is_foreign(their_world) || members.iter().any(|&w| engine.is_foreign(w))
+        });
+        let exchange = GroupSwap::new(ctx, rank, leader, members.clone(), link, None, needs_records);
         let then = move |comms: &mut Comms, engine: &mut Engine, out: Vec<u8>| {
             let out = from_u64s(&out);
-            let (remote_leader_world, remote) = (out[0] as usize, out[1..].iter().map(|&w| w as usize).collect());
+            if out[0] == SWAP_RECORDS {
+                // Every member connects to every member of the other group.
+                let (slot, record) = super::spawn::own_record(engine)?;
+                let records = GroupSwap::new(ctx, rank, leader, members.clone(), link, Some(record), true);
+                let join = move |comms: &mut Comms, engine: &mut Engine, out: Vec<u8>| {
+                    let mut b = &out[..];
+                    let garbled = || super::spawn::garbled("MPI_Intercomm_create's records");
+                    let name = super::spawn::take_bytes(&mut b).ok_or_else(garbled)?;
+                    let remote = super::spawn::parse_group_records(b)?;
+                    let name = String::from_utf8(name).map_err(|_| garbled())?;
+                    super::spawn::join_groups(comms, engine, members, rank, leader, slot, remote, &name)
+                };
+                return Ok(Construction::Exchanging(records, Box::new(join)));
+            }
+            let (remote_leader_world, remote) = (out[1] as usize, out[2..].iter().map(|&w| w as usize).collect());
             let key = (u32::MAX, members[leader].min(remote_leader_world) as u64, tag as u64);
             let leader_swap = peer_info.map(|(their_world, pctx, psrc)| LeaderSwap {
                 ctx: pctx,

@@ -162,10 +162,15 @@ fn handle_of(slot: usize) -> MPI_Comm {
     }
 }
 
+/// FNV-1a of `bytes`.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+}
+
 /// A tag for a string tag (MPI_Comm_create_from_group, MPI_Intercomm_create_from_groups):
 /// FNV-1a of its bytes, positive.
 fn string_tag(s: &str) -> i32 {
-    let h = s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+    let h = fnv1a(s.as_bytes());
     ((h ^ (h >> 32)) & 0x3fff_ffff) as i32
 }
 

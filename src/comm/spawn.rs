@@ -68,12 +68,12 @@ fn take_u64(b: &mut &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(*head))
 }
 
-fn put_bytes(out: &mut Vec<u8>, v: &[u8]) {
+pub(super) fn put_bytes(out: &mut Vec<u8>, v: &[u8]) {
     put_u64(out, v.len() as u64);
     out.extend_from_slice(v);
 }
 
-fn take_bytes(b: &mut &[u8]) -> Option<Vec<u8>> {
+pub(super) fn take_bytes(b: &mut &[u8]) -> Option<Vec<u8>> {
     let n = take_u64(b)? as usize;
     let v = b.get(..n)?.to_vec();
     *b = &b[n..];
@@ -91,7 +91,7 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
     (0..text.len() / 2).map(|i| u8::from_str_radix(&text.get(2 * i..2 * i + 2)?, 16).ok()).collect()
 }
 
-fn garbled(what: &str) -> MpiError {
+pub(super) fn garbled(what: &str) -> MpiError {
     MpiError::new(MPI_ERR_INTERN, format!("dynamic processes: garbled {what}"))
 }
 
@@ -267,16 +267,10 @@ fn start_connection(rt: &mut Runtime, comm: MPI_Comm, root: usize, what: &str) -
     if root >= c.size() {
         return err(MPI_ERR_ROOT, format!("invalid root argument (root={root}, communicator size {})", c.size()));
     }
-    // Accepts and connects may hold processes of several jobs (a communicator merged from a
-    // spawn's intercommunicator): every member announces its own slot, and the agreement on
-    // the group context learns their indices from the transport. Spawning from one is not
-    // tested yet.
-    if what == "MPI_Comm_spawn" && c.members.iter().any(|&w| rt.engine.is_foreign(w)) {
-        return err(
-            MPI_ERR_UNSUPPORTED_OPERATION,
-            format!("{what} over a communicator with processes of several jobs is not implemented yet"),
-        );
-    }
+    // The communicator may hold processes of several jobs (one merged from a spawn's
+    // intercommunicator): every member announces its own slot, the other group numbers the
+    // members by their positions in it, and the agreement on the group context learns their
+    // indices from the transport.
     let g = Members { ctx: c.coll_ctx(), rank: c.rank, members: c.members.clone() };
     let (slot, record) = own_record(&mut rt.engine)?;
     Ok((g, slot, record))
@@ -403,7 +397,7 @@ impl Comms {
 
 /// A new slot of this process for a connection, and its record: the slot and its network
 /// address.
-fn own_record(engine: &mut Engine) -> MpiResult<(u64, Vec<u8>)> {
+pub(super) fn own_record(engine: &mut Engine) -> MpiResult<(u64, Vec<u8>)> {
     let slot = engine.reserve_connection_slot()?;
     let address = engine.network_address()?;
     let mut record = Vec::new();
@@ -413,7 +407,7 @@ fn own_record(engine: &mut Engine) -> MpiResult<(u64, Vec<u8>)> {
 }
 
 /// A group's records as the roots swap them: its root's rank, then the records by rank.
-fn group_records(root: usize, records: &[Vec<u8>]) -> Vec<u8> {
+pub(super) fn group_records(root: usize, records: &[Vec<u8>]) -> Vec<u8> {
     let mut out = Vec::new();
     put_u64(&mut out, root as u64);
     put_u64(&mut out, records.len() as u64);
@@ -422,7 +416,7 @@ fn group_records(root: usize, records: &[Vec<u8>]) -> Vec<u8> {
 }
 
 /// Parses `group_records`: the root, and each member's (slot, address).
-fn parse_group_records(bytes: &[u8]) -> MpiResult<(usize, Vec<(u64, Vec<u8>)>)> {
+pub(super) fn parse_group_records(bytes: &[u8]) -> MpiResult<(usize, Vec<(u64, Vec<u8>)>)> {
     let mut b = bytes;
     let root = take_u64(&mut b).ok_or_else(|| garbled("group records"))? as usize;
     let n = take_u64(&mut b).ok_or_else(|| garbled("group records"))?;
@@ -441,7 +435,7 @@ fn parse_group_records(bytes: &[u8]) -> MpiResult<(usize, Vec<(u64, Vec<u8>)>)> 
 /// an intercommunicator; `name` is the same on both sides and tells this connection from
 /// others.
 #[allow(clippy::too_many_arguments)]
-fn join_groups(
+pub(super) fn join_groups(
     comms: &Comms,
     engine: &mut Engine,
     members: Vec<usize>,
