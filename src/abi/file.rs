@@ -163,7 +163,7 @@ pub fn MPI_File_sync(fh: MPI_File) -> MpiResult {
 /// The extent of `datatype` in the file: its memory extent (the "native" representation).
 fn type_extent(fh: MPI_File, datatype: MPI_Datatype) -> MpiResult<i64> {
     let view = file_of(fh)?.state().view.clone();
-    view.repr.type_extent(&view.datarep, datatype)
+    view.repr.type_extent(datatype)
 }
 
 /// # Safety

@@ -424,3 +424,158 @@ pub fn match_size(class: i32, size: i32) -> MpiResult<MPI_Datatype> {
         None => err(MPI_ERR_ARG, format!("no datatype of class {class} has size {size}")),
     }
 }
+
+/// Reads a type's constructor arguments back in the order `Args` recorded them.
+struct ArgsReader<'a> {
+    c: &'a Contents,
+    large_form: bool,
+    ints: usize,
+    aints: usize,
+    large: usize,
+}
+
+impl ArgsReader<'_> {
+    fn count(&mut self) -> i64 {
+        if self.large_form {
+            self.large += 1;
+            self.c.large[self.large - 1]
+        } else {
+            self.int()
+        }
+    }
+    fn counts(&mut self, n: usize) -> Vec<i64> {
+        (0..n).map(|_| self.count()).collect()
+    }
+    fn aints(&mut self, n: usize) -> Vec<i64> {
+        (0..n)
+            .map(|_| {
+                if self.large_form {
+                    self.large += 1;
+                    self.c.large[self.large - 1]
+                } else {
+                    self.aints += 1;
+                    self.c.aints[self.aints - 1] as i64
+                }
+            })
+            .collect()
+    }
+    fn int(&mut self) -> i64 {
+        self.ints += 1;
+        self.c.ints[self.ints - 1] as i64
+    }
+    fn ints(&mut self, n: usize) -> Vec<i64> {
+        (0..n).map(|_| self.int()).collect()
+    }
+}
+
+/// `t` made again by the constructors that made it, with every predefined type `p` in it for
+/// which `leaf(p)` gives a type (a handle the caller made) replaced by that type: element
+/// displacements and strides then scale with the new types' extents, byte displacements stay
+/// as they were (the rule of MPI-4.1 section 14.5.1 for file representations). None when no
+/// type was replaced. The caller frees the handle returned; `leaf`'s are freed here.
+pub fn rebuild_leaves(
+    t: &Type,
+    leaf: &mut dyn FnMut(&Type) -> MpiResult<Option<MPI_Datatype>>,
+) -> MpiResult<Option<MPI_Datatype>> {
+    let obj = match t {
+        Type::Derived(o) if !o.permanent && o.contents.combiner != MPI_COMBINER_NAMED => o,
+        _ => return leaf(t),
+    };
+    let c = &obj.contents;
+    // The children, rebuilt or as they are, as handles of our own.
+    let mut handles = Vec::with_capacity(c.types.len());
+    let mut changed = false;
+    let mut result = Ok(());
+    for child in &c.types {
+        let child = match child {
+            Child::Predefined(h) => lookup(*h)?,
+            Child::Derived(o) => Type::Derived(o.clone()),
+        };
+        match rebuild_leaves(&child, leaf) {
+            Ok(Some(h)) => {
+                changed = true;
+                handles.push((h, true));
+            }
+            // A reference of our own to a derived type, to free; a predefined one's handle.
+            Ok(None) => handles.push((user_handle(&child), !child.is_predefined())),
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    let children: Vec<MPI_Datatype> = handles.iter().map(|&(h, _)| h).collect();
+    let made = result.and_then(|()| if changed { remake(c, &children).map(Some) } else { Ok(None) });
+    for (h, owned) in handles {
+        if owned {
+            free(h)?;
+        }
+    }
+    made
+}
+
+/// A new type made by `c.combiner` with `c`'s arguments over the types `children`.
+fn remake(c: &Contents, children: &[MPI_Datatype]) -> MpiResult<MPI_Datatype> {
+    let large = !c.large.is_empty();
+    let mut r = ArgsReader { c, large_form: large, ints: 0, aints: 0, large: 0 };
+    let child = children[0];
+    let h = match c.combiner {
+        MPI_COMBINER_DUP => dup(child)?,
+        MPI_COMBINER_CONTIGUOUS => contiguous(r.count(), child, large)?,
+        MPI_COMBINER_VECTOR => {
+            let v = r.counts(3);
+            vector(v[0], v[1], v[2], child, large)?
+        }
+        MPI_COMBINER_HVECTOR => {
+            let v = r.counts(2);
+            hvector(v[0], v[1], r.aints(1)[0], child, large)?
+        }
+        MPI_COMBINER_INDEXED => {
+            let n = r.count() as usize;
+            let (bls, disps) = (r.counts(n), r.counts(n));
+            indexed(&bls, &disps, child, large)?
+        }
+        MPI_COMBINER_HINDEXED => {
+            let n = r.count() as usize;
+            let (bls, disps) = (r.counts(n), r.aints(n));
+            hindexed(&bls, &disps, child, large)?
+        }
+        MPI_COMBINER_INDEXED_BLOCK => {
+            let (n, bl) = (r.count() as usize, r.count());
+            indexed_block(bl, &r.counts(n), child, large)?
+        }
+        MPI_COMBINER_HINDEXED_BLOCK => {
+            let (n, bl) = (r.count() as usize, r.count());
+            hindexed_block(bl, &r.aints(n), child, large)?
+        }
+        MPI_COMBINER_STRUCT => {
+            let n = r.count() as usize;
+            let (bls, disps) = (r.counts(n), r.aints(n));
+            create_struct(&bls, &disps, children, large)?
+        }
+        MPI_COMBINER_RESIZED => {
+            let v = r.aints(2);
+            resized(child, v[0], v[1], large)?
+        }
+        MPI_COMBINER_SUBARRAY => {
+            let nd = r.int() as usize;
+            let (sizes, subsizes, starts, order) = if large {
+                let order = r.int() as i32;
+                (r.counts(nd), r.counts(nd), r.counts(nd), order)
+            } else {
+                (r.ints(nd), r.ints(nd), r.ints(nd), r.int() as i32)
+            };
+            subarray(&sizes, &subsizes, &starts, order, child, large)?
+        }
+        MPI_COMBINER_DARRAY => {
+            let (size, rank, nd) = (r.int() as i32, r.int() as i32, r.int() as usize);
+            let gsizes = if large { r.counts(nd) } else { r.ints(nd) };
+            let narrow = |v: Vec<i64>| v.into_iter().map(|x| x as i32).collect::<Vec<_>>();
+            let (distribs, dargs, psizes) = (narrow(r.ints(nd)), narrow(r.ints(nd)), narrow(r.ints(nd)));
+            darray(size, rank, &gsizes, &distribs, &dargs, &psizes, r.int() as i32, child, large)?
+        }
+        other => return err(MPI_ERR_INTERN, format!("cannot remake a type of combiner {other}")),
+    };
+    commit(h)?;
+    Ok(h)
+}

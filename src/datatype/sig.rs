@@ -77,6 +77,47 @@ impl Sig {
         (count, bytes)
     }
 
+    /// Bytes of one element when each basic type `b` takes `size_of(b)` bytes (as a file
+    /// representation stores them).
+    pub fn size_by(&self, size_of: &dyn Fn(&'static Builtin) -> usize) -> usize {
+        self.items
+            .iter()
+            .map(|it| match it {
+                &Item::Basic { dt, n } => n * size_of(basic(dt)),
+                Item::Repeat { n, body } => n * body.size_by(size_of),
+            })
+            .sum()
+    }
+
+    /// With basic types sized by `size_of`: the basic elements wholly within the first `bytes`
+    /// bytes of one element (fewer than its `size_by`), and their native bytes.
+    pub fn prefix_by(&self, mut bytes: usize, size_of: &dyn Fn(&'static Builtin) -> usize) -> (usize, usize) {
+        let (mut elems, mut native) = (0, 0);
+        for it in &self.items {
+            match it {
+                &Item::Basic { dt, n } => {
+                    let b = basic(dt);
+                    let s = size_of(b);
+                    let k = bytes.checked_div(s).map_or(n, |q| q.min(n));
+                    (elems, native, bytes) = (elems + k, native + k * b.size, bytes - k * s);
+                    if k < n {
+                        break;
+                    }
+                }
+                Item::Repeat { n, body } => {
+                    let s = body.size_by(size_of);
+                    let k = bytes.checked_div(s).map_or(*n, |q| q.min(*n));
+                    (elems, native, bytes) = (elems + k * body.elems, native + k * body.size, bytes - k * s);
+                    if k < *n {
+                        let (e, b) = body.prefix_by(bytes, size_of);
+                        return (elems + e, native + b);
+                    }
+                }
+            }
+        }
+        (elems, native)
+    }
+
     /// The distinct basic types of the signature, in the order they first appear (each
     /// repeated body looked at once).
     pub fn basic_types(&self) -> Vec<&'static Builtin> {

@@ -54,8 +54,9 @@ impl Memory {
 }
 
 /// The checks every access makes before touching the file: the access mode, the
-/// positioning the file's mode allows, and whole etypes. Returns the length in etypes.
-pub(super) fn check(file: &File, pos: Position, mem: &Memory, dir: Direction, etype_size: usize) -> MpiResult<u64> {
+/// positioning the file's mode allows, and whole etypes in its `len` bytes of the file.
+/// Returns the length in etypes.
+pub(super) fn check(file: &File, pos: Position, len: usize, dir: Direction, etype_size: usize) -> MpiResult<u64> {
     match dir {
         Direction::Read if file.is(MPI_MODE_WRONLY) => {
             return err(MPI_ERR_ACCESS, format!("cannot read {}: opened write-only (MPI_MODE_WRONLY)", file.name));
@@ -68,13 +69,15 @@ pub(super) fn check(file: &File, pos: Position, mem: &Memory, dir: Direction, et
         Position::Explicit(_) | Position::Individual => check_not_sequential(file)?,
         Position::Shared | Position::Reserved(_) => {}
     }
-    if !mem.bytes().is_multiple_of(etype_size) {
+    if !len.is_multiple_of(etype_size) {
         return err(
             MPI_ERR_IO,
-            format!("the data ({} bytes) is not a whole number of the view's etypes ({etype_size} bytes)", mem.bytes()),
+            format!(
+                "the data ({len} bytes in the file) is not a whole number of the view's etypes ({etype_size} bytes)"
+            ),
         );
     }
-    Ok((mem.bytes() / etype_size) as u64)
+    Ok((len / etype_size) as u64)
 }
 
 /// An independent access; returns the bytes moved (fewer than asked when a read meets the
@@ -90,7 +93,9 @@ pub unsafe fn access(file: &File, pos: Position, mem: &Memory, dir: Direction) -
         .as_ref()
         .map(|st| (st.view.clone(), st.atomic, hints::sieve_limit(&st.hints, write)))
         .expect("just taken");
-    let etypes = check(file, pos, mem, dir, view.etype_size)?;
+    let conversion = view.repr.conversion(&view.datarep, mem, dir)?;
+    let len = conversion.as_ref().map_or(mem.bytes(), Conversion::file_len);
+    let etypes = check(file, pos, len, dir, view.etype_size)?;
     let etype = view.etype_size as u64;
     let start = match pos {
         Position::Explicit(o) => o as u64,
@@ -102,47 +107,50 @@ pub unsafe fn access(file: &File, pos: Position, mem: &Memory, dir: Direction) -
     if pos != Position::Individual {
         state = None;
     }
-    let len = mem.bytes();
     if len == 0 {
         return Ok(0);
     }
     let runs = view.runs(start * etype, len);
     // SAFETY: the caller's contract on `mem`.
-    let moved = unsafe { perform(file, &runs, mem, dir, &view, atomic, sieve) };
+    let moved = unsafe { perform(file, &runs, mem, dir, conversion.as_ref(), None, atomic, sieve) };
     if let (Some(st), Ok(n)) = (state.as_mut(), &moved) {
         st.pointer = start + (*n as u64).div_ceil(etype);
     }
-    moved
+    moved.map(|n| conversion.map_or(n, |c| c.memory_bytes(n)))
 }
 
-/// Moves the data of one rank's access, the (file offset, length) `runs` of `view`, with
-/// the system calls (under a byte-range lock in atomic mode).
+/// Moves the data of one rank's access, the (file offset, length) `runs` of its view, with
+/// the system calls (under a byte-range lock in atomic mode). With a `conversion`, a write
+/// takes the data already converted when the caller has it (`written`). Returns the bytes
+/// of the file moved.
 ///
 /// # Safety
 /// As for `access`.
+#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn perform(
     file: &File,
     runs: &[(u64, usize)],
     mem: &Memory,
     dir: Direction,
-    view: &super::view::View,
+    conversion: Option<&Conversion>,
+    written: Option<&[u8]>,
     atomic: bool,
     sieve: Option<usize>,
 ) -> MpiResult<usize> {
     if runs.is_empty() {
         return Ok(0);
     }
-    let conversion = view.repr.conversion(&view.datarep, mem, dir)?;
     // Written data is converted before the lock is taken.
-    let written = match &conversion {
+    let converted = match (conversion, written) {
         // SAFETY: the caller's contract on `mem`.
-        Some(c) if dir == Direction::Write => Some(unsafe { c.to_file(mem) }?),
+        (Some(c), None) if dir == Direction::Write => Some(unsafe { c.to_file(mem) }?),
         _ => None,
     };
+    let written = written.or(converted.as_deref());
     let lock = if atomic { Some(RangeLock::take(file, runs, dir)?) } else { None };
     // SAFETY: the caller's contract on `mem`.
     let moved = unsafe {
-        match (&conversion, written) {
+        match (conversion, written) {
             (None, _) => transfer_native(file, runs, mem, dir, sieve, atomic),
             (Some(_), Some(data)) => transfer(file, runs, &[(data.as_ptr() as usize, data.len())], dir),
             (Some(c), None) => read_converted(file, runs, mem, c),
@@ -382,8 +390,8 @@ unsafe fn read_converted(
     mem: &Memory,
     conversion: &Conversion,
 ) -> MpiResult<usize> {
-    let mut data = vec![0u8; mem.bytes()];
-    // SAFETY: `data` is a live buffer of `mem.bytes()` bytes.
+    let mut data = vec![0u8; conversion.file_len()];
+    // SAFETY: `data` is a live buffer of that many bytes.
     let n = unsafe { transfer(file, runs, &[(data.as_mut_ptr() as usize, data.len())], Direction::Read) }?;
     // SAFETY: the caller's contract on `mem`.
     unsafe { conversion.from_file(mem, &mut data, n) }?;

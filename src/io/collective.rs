@@ -69,20 +69,21 @@ unsafe fn prepare<'m>(file: &File, pos: Position, mem: MpiResult<&'m Memory>, di
         let st = file.state();
         (st.view.clone(), st.atomic, hints::sieve_limit(&st.hints, dir == Direction::Write), st.pointer)
     };
-    let etypes = access::check(file, pos, mem, dir, view.etype_size)?;
+    let conversion = view.repr.conversion(&view.datarep, mem, dir)?;
+    let len = conversion.as_ref().map_or(mem.bytes(), Conversion::file_len);
+    let etypes = access::check(file, pos, len, dir, view.etype_size)?;
     let start = match pos {
         Position::Explicit(o) => o as u64,
         Position::Individual => pointer,
         Position::Shared => file.shared_pointer("shared file pointer access")?.fetch_add(etypes)?,
         Position::Reserved(o) => o,
     };
-    let conversion = view.repr.conversion(&view.datarep, mem, dir)?;
     let written = match &conversion {
         // SAFETY: the caller's contract on `mem` (`access_all`).
         Some(c) if dir == Direction::Write => Some(unsafe { c.to_file(mem) }?),
         _ => None,
     };
-    let runs = view.runs(start * view.etype_size as u64, mem.bytes());
+    let runs = view.runs(start * view.etype_size as u64, len);
     Ok(Mine { mem, start, runs, view, atomic, sieve, conversion, written })
 }
 
@@ -292,7 +293,10 @@ pub unsafe fn access_all(file: &File, pos: Position, mem: MpiResult<&Memory>, di
     } else {
         match &mine {
             // SAFETY: the caller's contract on `mem`.
-            Ok(m) => unsafe { access::perform(file, &m.runs, m.mem, dir, &m.view, m.atomic, m.sieve) },
+            Ok(m) => unsafe {
+                let (conversion, written) = (m.conversion.as_ref(), m.written.as_deref());
+                access::perform(file, &m.runs, m.mem, dir, conversion, written, m.atomic, m.sieve)
+            },
             Err(_) => Ok(0),
         }
     };
@@ -309,7 +313,7 @@ pub unsafe fn access_all(file: &File, pos: Position, mem: MpiResult<&Memory>, di
     if pos == Position::Individual {
         file.state().pointer = mine.start + (moved as u64).div_ceil(mine.view.etype_size as u64);
     }
-    Ok(moved)
+    Ok(mine.conversion.as_ref().map_or(moved, |c| c.memory_bytes(moved)))
 }
 
 /// MPI_File_read_ordered / MPI_File_write_ordered: the members' accesses one after the other
@@ -319,9 +323,10 @@ pub unsafe fn access_all(file: &File, pos: Position, mem: MpiResult<&Memory>, di
 /// # Safety
 /// As for `access_all`.
 pub unsafe fn access_ordered(file: &File, mem: MpiResult<&Memory>, dir: Direction) -> MpiResult<usize> {
-    let etype_size = file.state().view.etype_size;
+    let view = file.state().view.clone();
     let etypes = mem.and_then(|m| {
-        let etypes = access::check(file, Position::Shared, m, dir, etype_size)?;
+        let len = view.repr.stream_len(m)?;
+        let etypes = access::check(file, Position::Shared, len, dir, view.etype_size)?;
         file.shared_pointer("ordered access")?;
         Ok((m, etypes))
     });
@@ -358,7 +363,7 @@ impl Stream {
     /// # Safety
     /// As for `access_all`'s `mem`.
     unsafe fn new(m: &Mine, dir: Direction) -> Stream {
-        let len = m.mem.bytes();
+        let len = m.conversion.as_ref().map_or(m.mem.bytes(), Conversion::file_len);
         if let Some(data) = &m.written {
             // Only read from (a write's stream).
             return Stream { ptr: data.as_ptr().cast_mut(), len, packed: None };

@@ -1,20 +1,20 @@
 //! Data representations (MPI-4.1 section 14.5): `native` and `internal` (stored as native),
 //! `external32`, and the representations the program registers with MPI_Register_datarep.
 //!
-//! The file keeps the native layout of a view's types in every representation, so only the
-//! bytes of each data item change: external32 (big-endian) where every basic type has its
-//! native size there, and a user representation where its `dtype_file_extent_fn` gives every
-//! basic type of the view and of the access its native size. Others are refused with
-//! MPI_ERR_UNSUPPORTED_DATAREP. An access converts its whole data stream in one step: the
-//! program's conversion function is called once per access, with position 0 and the access's
-//! data items.
+//! A representation may store a basic type in another size than memory (external32's
+//! MPI_LONG in 4 bytes, or what a user extent function says). The view is then laid out in
+//! the file's sizes (`Repr::in_file`) and an access's data takes its memory type's signature
+//! summed in them (`Conversion::file_len`). An access converts its whole data stream in one
+//! step: the program's conversion function is called once per access, with position 0 and
+//! the access's data items.
 
 use super::access::{Direction, Memory};
 use crate::abi::consts::*;
 use crate::abi::types::MPI_Datatype;
+use crate::datatype::builtin::{self, Builtin};
 use crate::datatype::sig::{Sig, convert};
-use crate::datatype::{self, TypeData};
-use crate::error::{MpiResult, err};
+use crate::datatype::{self, Type};
+use crate::error::{MpiError, MpiResult, err};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -70,7 +70,8 @@ pub fn register(name: &str, rep: Arc<dyn UserDatarep>) -> MpiResult<()> {
     Ok(())
 }
 
-/// Checks that `rep` (named `name`) stores every basic type of `sig` in its native size.
+/// Checks that `rep` (named `name`) stores every basic type of `sig` in its native size:
+/// what a representation without conversion functions needs, since its data is copied.
 fn check_file_sizes(rep: &dyn UserDatarep, name: &str, sig: &Sig, what: &str) -> MpiResult<()> {
     for b in sig.basic_types() {
         let extent = rep.file_extent(b.handle)?;
@@ -78,8 +79,8 @@ fn check_file_sizes(rep: &dyn UserDatarep, name: &str, sig: &Sig, what: &str) ->
             return err(
                 MPI_ERR_UNSUPPORTED_DATAREP,
                 format!(
-                    "{what}: the data representation \"{name}\" stores {} in {extent} bytes where it has {} in memory; \
-                     representations that change sizes are not implemented yet in oxmpi",
+                    "{what}: the data representation \"{name}\" has no conversion functions but stores {} in \
+                     {extent} bytes where it has {} in memory",
                     b.name, b.size
                 ),
             );
@@ -88,122 +89,176 @@ fn check_file_sizes(rep: &dyn UserDatarep, name: &str, sig: &Sig, what: &str) ->
     Ok(())
 }
 
+/// The bytes each basic type of a signature takes in the file.
+pub struct FileSizes(Vec<(MPI_Datatype, usize)>);
+
+impl FileSizes {
+    fn of(&self, b: &Builtin) -> usize {
+        self.0.iter().find(|&&(h, _)| h == b.handle).map_or(b.size, |&(_, n)| n)
+    }
+}
+
 impl Repr {
-    /// The representation `name` for a view of `types` (its etype and filetype).
-    pub fn for_view(name: &str, types: [&TypeData; 2]) -> MpiResult<Repr> {
+    /// The representation named `name`.
+    pub fn named(name: &str) -> MpiResult<Repr> {
         match name {
             "native" | "internal" => return Ok(Repr::Native),
-            "external32" if types.iter().all(|t| t.sig.ext_size == t.size) => return Ok(Repr::External32),
-            "external32" => {
-                return err(
-                    MPI_ERR_UNSUPPORTED_DATAREP,
-                    "external32 views of types whose external32 size differs from their native size (such as \
-                     MPI_LONG) are not implemented yet in oxmpi",
-                );
-            }
+            "external32" => return Ok(Repr::External32),
             _ => {}
         }
         // Not held while the program's function runs.
         let rep = registered().get(name).cloned();
-        let Some(rep) = rep else {
-            return err(MPI_ERR_UNSUPPORTED_DATAREP, format!("unknown data representation \"{name}\""));
-        };
-        for (t, what) in types.iter().zip(["the etype", "the filetype"]) {
-            check_file_sizes(&*rep, name, &t.sig, what)?;
+        rep.map(Repr::User).ok_or_else(|| {
+            MpiError::new(MPI_ERR_UNSUPPORTED_DATAREP, format!("unknown data representation \"{name}\""))
+        })
+    }
+
+    /// The bytes each basic type of `sig` takes in the file.
+    pub fn file_sizes(&self, sig: &Sig) -> MpiResult<FileSizes> {
+        let sizes = sig.basic_types().into_iter().map(|b| {
+            let n = match self {
+                Repr::Native => b.size,
+                Repr::External32 => builtin::ext32_size(b),
+                Repr::User(rep) => rep.file_extent(b.handle)?,
+            };
+            Ok((b.handle, n))
+        });
+        Ok(FileSizes(sizes.collect::<MpiResult<_>>()?))
+    }
+
+    /// `t` as laid out in the file, when that differs from memory: each predefined type whose
+    /// data takes another size in the file replaced by that many bytes, element displacements
+    /// scaled and byte displacements kept (MPI-4.1 section 14.5.1). A committed handle the
+    /// caller frees; None when the file holds `t` as memory does.
+    pub fn in_file(&self, t: &Type) -> MpiResult<Option<MPI_Datatype>> {
+        if matches!(self, Repr::Native) {
+            return Ok(None);
         }
-        Ok(Repr::User(rep))
+        datatype::rebuild_leaves(t, &mut |leaf| {
+            let d = leaf.data();
+            let sizes = self.file_sizes(&d.sig)?;
+            let in_file = d.sig.size_by(&|b| sizes.of(b));
+            if in_file == d.size {
+                return Ok(None);
+            }
+            let bytes = datatype::contiguous(in_file as i64, MPI_BYTE, false)?;
+            datatype::commit(bytes)?;
+            Ok(Some(bytes))
+        })
     }
 
     /// How an access of `mem` in direction `dir` converts its data (None: it moves as it is),
     /// after checking the memory type against the representation.
     pub fn conversion(&self, name: &str, mem: &Memory, dir: Direction) -> MpiResult<Option<Conversion>> {
-        match self {
-            Repr::Native => Ok(None),
-            Repr::External32 => Ok(Some(Conversion::External32(external32_sig(mem)?))),
-            Repr::User(rep) if !rep.converts(dir) => Ok(None),
-            Repr::User(rep) => {
-                let sig = datatype::lookup(mem.datatype)?.data().sig.clone();
-                check_file_sizes(&**rep, name, &sig, "the memory type")?;
-                Ok(Some(Conversion::User(rep.clone(), sig)))
+        let how = match self {
+            Repr::Native => return Ok(None),
+            Repr::External32 => How::External32,
+            Repr::User(rep) if !rep.converts(dir) => {
+                check_file_sizes(&**rep, name, &datatype::lookup(mem.datatype)?.data().sig, "the memory type")?;
+                return Ok(None);
             }
+            Repr::User(rep) => How::User(rep.clone()),
+        };
+        let sig = datatype::lookup(mem.datatype)?.data().sig.clone();
+        let sizes = self.file_sizes(&sig)?;
+        let item = sig.size_by(&|b| sizes.of(b));
+        Ok(Some(Conversion { how, sig, sizes, item, count: mem.count }))
+    }
+
+    /// Bytes of the file an access of `mem` covers.
+    pub fn stream_len(&self, mem: &Memory) -> MpiResult<usize> {
+        if matches!(self, Repr::Native) {
+            return Ok(mem.bytes());
         }
+        let sig = datatype::lookup(mem.datatype)?.data().sig.clone();
+        let sizes = self.file_sizes(&sig)?;
+        Ok(mem.count * sig.size_by(&|b| sizes.of(b)))
     }
 
     /// MPI_File_get_type_extent of `dt` in this representation.
-    pub fn type_extent(&self, name: &str, dt: MPI_Datatype) -> MpiResult<i64> {
+    pub fn type_extent(&self, dt: MPI_Datatype) -> MpiResult<i64> {
         let t = datatype::lookup(dt)?;
-        if let (Repr::User(rep), Some(b)) = (self, datatype::builtin::builtin(dt)) {
-            return Ok(rep.file_extent(b.handle)? as i64);
-        }
-        if let Repr::User(rep) = self {
-            check_file_sizes(&**rep, name, &t.data().sig, "the datatype")?;
-        }
-        Ok(t.data().extent() as i64)
+        let Some(h) = self.in_file(&t)? else {
+            return Ok(t.data().extent() as i64);
+        };
+        let extent = datatype::lookup(h).map(|f| f.data().extent() as i64);
+        datatype::free(h)?;
+        extent
     }
 }
 
-/// The type signature of a memory type for external32 conversion (only types whose
-/// external32 size is their native size).
-fn external32_sig(mem: &Memory) -> MpiResult<Arc<Sig>> {
-    let sig = datatype::lookup(mem.datatype)?.data().sig.clone();
-    if sig.ext_size != sig.size {
-        return err(
-            MPI_ERR_UNSUPPORTED_DATAREP,
-            "external32 access with a memory type whose external32 size differs from its native size (such as \
-             MPI_LONG) is not implemented yet in oxmpi",
-        );
-    }
-    Ok(sig)
+enum How {
+    External32,
+    User(Arc<dyn UserDatarep>),
 }
 
-/// The conversion of one access's data stream (with the memory type's signature).
-pub enum Conversion {
-    External32(Arc<Sig>),
-    User(Arc<dyn UserDatarep>, Arc<Sig>),
+/// The conversion of one access's data stream: `count` items of the memory type, whose
+/// signature is `sig`, each `item` bytes in the file.
+pub struct Conversion {
+    how: How,
+    sig: Arc<Sig>,
+    sizes: FileSizes,
+    item: usize,
+    count: usize,
 }
 
 impl Conversion {
+    /// Bytes of the access's data in the file.
+    pub fn file_len(&self) -> usize {
+        self.count * self.item
+    }
+
+    /// The bytes in memory of the whole basic elements among the first `n` bytes of the
+    /// access's data in the file, and how many they are.
+    fn in_memory(&self, n: usize) -> (usize, usize) {
+        if self.item == 0 {
+            return (0, 0);
+        }
+        let (elems, bytes) = self.sig.prefix_by(n % self.item, &|b| self.sizes.of(b));
+        (n / self.item * self.sig.size + bytes, n / self.item * self.sig.elems + elems)
+    }
+
+    /// What the program's memory holds of the first `n` bytes of the data in the file (the
+    /// length a status reports).
+    pub fn memory_bytes(&self, n: usize) -> usize {
+        self.in_memory(n).0
+    }
+
     /// The data of a write as the file stores it: the program's memory packed and converted.
     ///
     /// # Safety
     /// `mem` describes memory of the program readable for its `count` elements.
     pub unsafe fn to_file(&self, mem: &Memory) -> MpiResult<Vec<u8>> {
-        let len = mem.bytes();
-        let mut file = vec![0u8; len];
-        match self {
-            Conversion::External32(sig) => {
+        let mut file = vec![0u8; self.file_len()];
+        match &self.how {
+            How::External32 => {
                 // SAFETY: the caller's contract on `mem`.
-                let mut native = unsafe { mem.layout.pack_to_vec(mem.addr as *const u8, mem.count, 0..len) };
-                convert(sig, mem.count, &mut native, &mut file, true);
+                let mut native = unsafe { mem.layout.pack_to_vec(mem.addr as *const u8, mem.count, 0..mem.bytes()) };
+                convert(&self.sig, mem.count, &mut native, &mut file, true);
             }
             // SAFETY: the caller's contract on `mem`.
-            Conversion::User(rep, sig) => {
-                unsafe { rep.write(mem.addr, mem.datatype, mem.count * sig.elems, &mut file) }?
-            }
+            How::User(rep) => unsafe { rep.write(mem.addr, mem.datatype, mem.count * self.sig.elems, &mut file) }?,
         }
         Ok(file)
     }
 
-    /// After a read of the first `n` bytes of `file` (the access's data stream as the file
-    /// stores it): stores what was read into the program's memory (only whole data items,
-    /// for a user representation).
+    /// After a read of the first `n` bytes of `file` (the access's data as the file stores
+    /// it, `file_len` bytes): stores the whole data items read into the program's memory.
     ///
     /// # Safety
     /// `mem` describes memory of the program writable for its `count` elements.
     pub unsafe fn from_file(&self, mem: &Memory, file: &mut [u8], n: usize) -> MpiResult<()> {
-        match self {
-            Conversion::External32(sig) => {
-                let mut native = vec![0u8; file.len()];
-                convert(sig, mem.count, &mut native, file, false);
-                // SAFETY: the caller's contract on `mem`; only the bytes read are stored.
-                unsafe { mem.layout.unpack(mem.addr as *mut u8, mem.count, 0, &native[..n]) };
+        let (bytes, items) = self.in_memory(n);
+        match &self.how {
+            How::External32 => {
+                let mut native = vec![0u8; mem.bytes()];
+                convert(&self.sig, mem.count, &mut native, file, false);
+                // SAFETY: the caller's contract on `mem`; only the elements read are stored.
+                unsafe { mem.layout.unpack(mem.addr as *mut u8, mem.count, 0, &native[..bytes]) };
                 Ok(())
             }
-            Conversion::User(rep, sig) => {
-                let (items, _) = sig.elements_in(n);
-                // SAFETY: the caller's contract on `mem`.
-                unsafe { rep.read(mem.addr, mem.datatype, items, &file[..n]) }
-            }
+            // SAFETY: the caller's contract on `mem`.
+            How::User(rep) => unsafe { rep.read(mem.addr, mem.datatype, items, &file[..n]) },
         }
     }
 }
@@ -242,7 +297,7 @@ mod tests {
     }
 
     #[test]
-    fn user_representations_convert_whole_items_and_keep_native_sizes() {
+    fn user_representations_convert_whole_items_in_their_file_sizes() {
         register("datarep-test-complement", Arc::new(Complement { int_extent: 4 })).unwrap();
         register("datarep-test-wide", Arc::new(Complement { int_extent: 8 })).unwrap();
         let dup = register("datarep-test-complement", Arc::new(Complement { int_extent: 4 }));
@@ -251,12 +306,18 @@ mod tests {
             register("external32", Arc::new(Complement { int_extent: 4 })).unwrap_err().code,
             MPI_ERR_DUP_DATAREP
         );
-        let int = datatype::lookup(MPI_INT).unwrap().data().into_owned();
-        let repr = Repr::for_view("datarep-test-complement", [&int, &int]).unwrap();
-        let wide = Repr::for_view("datarep-test-wide", [&int, &int]);
-        assert_eq!(wide.err().unwrap().code, MPI_ERR_UNSUPPORTED_DATAREP);
-        assert_eq!(repr.type_extent("datarep-test-complement", MPI_INT).unwrap(), 4);
-        let unknown = Repr::for_view("datarep-test-none", [&int, &int]);
+        let repr = Repr::named("datarep-test-complement").unwrap();
+        let wide = Repr::named("datarep-test-wide").unwrap();
+        assert_eq!(repr.type_extent(MPI_INT).unwrap(), 4);
+        assert_eq!(wide.type_extent(MPI_INT).unwrap(), 8);
+        // A vector's stride counts in its elements' extent in the file; an hvector's in bytes.
+        let vector = datatype::vector(2, 1, 3, MPI_INT, false).unwrap();
+        let hvector = datatype::hvector(2, 1, 12, MPI_INT, false).unwrap();
+        assert_eq!(wide.type_extent(vector).unwrap(), 8 * 4);
+        assert_eq!(wide.type_extent(hvector).unwrap(), 12 + 8);
+        datatype::free(vector).unwrap();
+        datatype::free(hvector).unwrap();
+        let unknown = Repr::named("datarep-test-none");
         assert_eq!(unknown.err().unwrap().code, MPI_ERR_UNSUPPORTED_DATAREP);
 
         let values: [i32; 3] = [1, -2, 0x01020304];
@@ -277,5 +338,32 @@ mod tests {
         // SAFETY: `back` holds the 3 ints.
         unsafe { conv.from_file(&out, &mut file, 9) }.unwrap();
         assert_eq!(back, [1, -2, 7]);
+        assert_eq!(conv.memory_bytes(9), 8);
+        let wide_conv = wide.conversion("datarep-test-wide", &out, Direction::Write).unwrap().unwrap();
+        assert_eq!((wide_conv.file_len(), wide_conv.memory_bytes(17)), (24, 8));
+    }
+
+    #[test]
+    fn external32_converts_sizes_that_differ() {
+        let values: [i64; 3] = [1, -2, 0x0102_0304];
+        let mem = Memory {
+            addr: values.as_ptr() as usize,
+            count: 3,
+            datatype: MPI_LONG,
+            layout: datatype::layout(MPI_LONG).unwrap(),
+        };
+        let conv = Repr::External32.conversion("external32", &mem, Direction::Write).unwrap().unwrap();
+        assert_eq!(conv.file_len(), 12);
+        // SAFETY: `values` holds the 3 longs.
+        let mut file = unsafe { conv.to_file(&mem) }.unwrap();
+        assert_eq!(file, [0, 0, 0, 1, 0xff, 0xff, 0xff, 0xfe, 1, 2, 3, 4]);
+        let mut back = [7i64; 3];
+        let out = Memory { addr: back.as_mut_ptr() as usize, ..mem };
+        // SAFETY: `back` holds the 3 longs; 10 bytes read hold 2 whole ones.
+        unsafe { conv.from_file(&out, &mut file, 10) }.unwrap();
+        assert_eq!(back, [1, -2, 7]);
+        assert_eq!(conv.memory_bytes(10), 16);
+        assert_eq!(Repr::External32.type_extent(MPI_LONG).unwrap(), 4);
+        assert_eq!(Repr::External32.type_extent(MPI_INT).unwrap(), 4);
     }
 }

@@ -41,6 +41,17 @@ fn check_typemap(layout: &Layout, data: &datatype::TypeData, what: &str, read_on
     Ok(())
 }
 
+/// The layout and data of type `dt` in the file's representation `repr`.
+fn in_file(repr: &Repr, dt: MPI_Datatype) -> MpiResult<(Layout, datatype::TypeData)> {
+    let t = datatype::lookup(dt)?;
+    let Some(h) = repr.in_file(&t)? else {
+        return Ok((datatype::layout(dt)?, t.data().into_owned()));
+    };
+    let made = datatype::layout(h).and_then(|l| Ok((l, datatype::lookup(h)?.data().into_owned())));
+    datatype::free(h)?;
+    made
+}
+
 /// A file view.
 #[derive(Clone)]
 pub struct View {
@@ -50,8 +61,11 @@ pub struct View {
     /// MPI_File_get_view even after the program freed its own.
     pub etype: Type,
     pub filetype: Type,
+    /// The etype's bytes in the file, and the filetype's flattened layout in the file: with
+    /// a representation that stores some types in another size than memory (MPI_LONG in 4
+    /// bytes in external32), the types as the file lays them out (`Repr::in_file`). Offsets
+    /// and lengths of the view's data stream are in the file's bytes.
     pub etype_size: usize,
-    /// The filetype's flattened layout.
     filetype_layout: Layout,
     /// `Some(at)` when the filetype's tiles form one contiguous run starting `at` bytes
     /// after the displacement (the default view, a contiguous filetype).
@@ -78,14 +92,17 @@ impl View {
         datarep: &str,
         read_only: bool,
     ) -> MpiResult<View> {
-        let etype_layout = datatype::layout(etype)?;
-        let filetype_layout = datatype::layout(filetype)?;
+        // Checks that both are committed.
+        datatype::layout(etype)?;
+        datatype::layout(filetype)?;
         let (etype_obj, filetype_obj) = (datatype::lookup(etype)?, datatype::lookup(filetype)?);
-        let repr = Repr::for_view(datarep, [&etype_obj.data(), &filetype_obj.data()])?;
+        let repr = Repr::named(datarep)?;
+        // The types as the file lays them out: the view counts in the file's bytes.
+        let (etype_layout, et) = in_file(&repr, etype)?;
+        let (filetype_layout, ft) = in_file(&repr, filetype)?;
         if etype_layout.size == 0 {
             return err(MPI_ERR_ARG, "the etype holds no data");
         }
-        let ft = filetype_obj.data().into_owned();
         if ft.size == 0 {
             return err(MPI_ERR_ARG, "the filetype holds no data");
         }
@@ -98,7 +115,7 @@ impl View {
                 ),
             );
         }
-        check_typemap(&etype_layout, &etype_obj.data(), "etype", read_only)?;
+        check_typemap(&etype_layout, &et, "etype", read_only)?;
         check_typemap(&filetype_layout, &ft, "filetype", read_only)?;
         let contiguous_at = filetype_layout.contiguous_at().map(|at| at as u64);
         Ok(View {
@@ -219,6 +236,22 @@ mod tests {
     }
 
     #[test]
+    fn an_external32_view_counts_in_the_file_sizes() {
+        // MPI_LONG takes 4 bytes in external32: blocks of 2 at longs 0, 4, 8 (extent 12).
+        let vector = committed(datatype::vector(3, 2, 4, MPI_LONG, false).unwrap());
+        let v = View::new(100, MPI_LONG, vector, "external32", false).unwrap();
+        assert_eq!(v.etype_size, 4);
+        assert_eq!(v.runs(0, 24), vec![(100, 8), (116, 8), (132, 8)]);
+        assert_eq!(v.byte_offset(3), 120);
+        // A struct's byte displacements stay: a long at 0 and a double at 16.
+        let s = committed(datatype::create_struct(&[1, 1], &[0, 16], &[MPI_LONG, MPI_DOUBLE], false).unwrap());
+        let v = View::new(0, MPI_BYTE, s, "external32", false).unwrap();
+        assert_eq!(v.runs(0, 24), vec![(0, 4), (16, 12), (40, 8)]);
+        datatype::free(vector).unwrap();
+        datatype::free(s).unwrap();
+    }
+
+    #[test]
     fn the_default_view_is_one_run() {
         let v = View::bytes();
         assert_eq!(v.runs(7, 1000), vec![(7, 1000)]);
@@ -244,8 +277,6 @@ mod tests {
         assert_eq!(View::new(0, MPI_INT, uncommitted, "native", false).err().unwrap().code, MPI_ERR_TYPE);
         datatype::free(uncommitted).unwrap();
         assert!(matches!(View::new(0, MPI_INT, MPI_INT, "external32", false).unwrap().repr, Repr::External32));
-        let long = View::new(0, MPI_LONG, MPI_LONG, "external32", false);
-        assert_eq!(long.err().unwrap().code, MPI_ERR_UNSUPPORTED_DATAREP, "4 bytes in external32");
         let unknown = View::new(0, MPI_INT, MPI_INT, "other", false);
         assert_eq!(unknown.err().unwrap().code, MPI_ERR_UNSUPPORTED_DATAREP);
         assert!(View::new(0, MPI_INT, MPI_INT, "internal", false).is_ok());
