@@ -139,3 +139,72 @@ fn cached_layouts_follow_frees_and_reused_handles() {
         free(b).unwrap();
     }
 }
+
+/// Bounds and blocks of one element of `dt`.
+fn shape(dt: MPI_Datatype) -> (usize, isize, isize, Vec<(usize, usize)>) {
+    commit(dt).unwrap();
+    let d = data(dt);
+    let mut blocks = vec![];
+    layout(dt).unwrap().for_each_block(1, |o, n| blocks.push((o, n)));
+    (d.size, d.lb, d.extent(), blocks)
+}
+
+#[test]
+fn rebuilt_types_scale_element_displacements_and_keep_byte_ones() {
+    // MPI_INT replaced by 8 bytes: each type remade from its contents must equal the same
+    // constructor called on an 8-byte type, in both the int and the large-count forms.
+    let wide = contiguous(8, MPI_BYTE, false).unwrap();
+    let makers: Vec<Box<dyn Fn(MPI_Datatype, bool) -> MPI_Datatype>> = vec![
+        Box::new(|t, l| contiguous(3, t, l).unwrap()),
+        Box::new(|t, l| vector(3, 2, 4, t, l).unwrap()),
+        Box::new(|t, l| hvector(3, 2, 40, t, l).unwrap()),
+        Box::new(|t, l| indexed(&[2, 1], &[5, 0], t, l).unwrap()),
+        Box::new(|t, l| hindexed(&[2, 1], &[40, 0], t, l).unwrap()),
+        Box::new(|t, l| indexed_block(2, &[6, 1], t, l).unwrap()),
+        Box::new(|t, l| hindexed_block(2, &[48, 0], t, l).unwrap()),
+        Box::new(|t, l| create_struct(&[1, 2], &[0, 16], &[MPI_DOUBLE, t], l).unwrap()),
+        Box::new(|t, l| resized(t, -4, 20, l).unwrap()),
+        Box::new(|t, l| subarray(&[4, 5], &[2, 3], &[1, 2], MPI_ORDER_C, t, l).unwrap()),
+        Box::new(|t, l| {
+            darray(
+                4,
+                3,
+                &[5, 6],
+                &[MPI_DISTRIBUTE_BLOCK, MPI_DISTRIBUTE_CYCLIC],
+                &[MPI_DISTRIBUTE_DFLT_DARG, 2],
+                &[2, 2],
+                MPI_ORDER_FORTRAN,
+                t,
+                l,
+            )
+            .unwrap()
+        }),
+        Box::new(|t, _| dup(t).unwrap()),
+    ];
+    for (i, make) in makers.iter().enumerate() {
+        for large in [false, true] {
+            let of_ints = make(MPI_INT, large);
+            // Nested once more, so a remade child is remade in its parent too.
+            let nested = vector(2, 1, 3, of_ints, false).unwrap();
+            let rebuilt = rebuild_leaves(&lookup(nested).unwrap(), &mut |leaf| {
+                Ok(matches!(leaf, Type::Builtin(b) if b.handle == MPI_INT).then(|| {
+                    let h = contiguous(8, MPI_BYTE, false).unwrap();
+                    commit(h).unwrap();
+                    h
+                }))
+            })
+            .unwrap()
+            .expect("an int was replaced");
+            let direct_child = make(wide, large);
+            let direct = vector(2, 1, 3, direct_child, false).unwrap();
+            assert_eq!(shape(rebuilt), shape(direct), "constructor {i}, large {large}");
+            for h in [of_ints, nested, rebuilt, direct_child, direct] {
+                free(h).unwrap();
+            }
+        }
+    }
+    let unchanged = vector(2, 1, 3, MPI_DOUBLE, false).unwrap();
+    assert!(rebuild_leaves(&lookup(unchanged).unwrap(), &mut |_| Ok(None)).unwrap().is_none());
+    free(unchanged).unwrap();
+    free(wide).unwrap();
+}
