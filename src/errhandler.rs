@@ -388,6 +388,10 @@ fn describe(fn_name: &str, msg: &str) -> String {
 /// Reports `err`, raised by MPI function `fn_name` on `comm`, through the error handler that
 /// applies, and returns the code C gets back. Fatal handlers end the job and do not return.
 pub fn raise(fn_name: &str, comm: Option<MPI_Comm>, err: MpiError) -> c_int {
+    // A file's request names its file (`abi::file`).
+    if let Some(file) = err.comm.map(|h| h as u32 as usize).filter(|&h| crate::io::file::is_handle(h)) {
+        return raise_on_file(fn_name, file as *mut c_void, err);
+    }
     let (comm, action) = action_for(err.comm.or(comm));
     dispatch(fn_name, comm, action, err)
 }

@@ -20,7 +20,8 @@ pub struct ErrorDetail {
     /// it reaches the handler and the caller unchanged instead of as a new code of its class.
     pub supplied: bool,
     /// The communicator whose error handler applies when it is not the call's own: a
-    /// request's, for an error found when a completion call (MPI_Wait, ...) collects it.
+    /// request's, for an error found when a completion call (MPI_Wait, ...) collects it; for
+    /// a file's request, the file handle's value (`errhandler::raise` tells them apart).
     pub comm: Option<c_int>,
 }
 

@@ -297,6 +297,7 @@ ctests! {
     io_sieve => "io_sieve.c",
     io_datarep => "io_datarep.c",
     io_datarep_sizes => "io_datarep_sizes.c",
+    io_nonblocking => "io_nonblocking.c",
     spawn_basic => "spawn_basic.c",
     spawn_errors => "spawn_errors.c",
     spawn_ports => "spawn_ports.c",

@@ -23,10 +23,11 @@ use super::types::*;
 use crate::errhandler;
 use crate::error::{MpiResult, err};
 use crate::io::access::{self, Direction, Memory, Position};
+use crate::io::background;
 use crate::io::collective;
 use crate::io::file::{self as io_file, File};
 use crate::io::view::View;
-use crate::p2p::request::{Request, Status};
+use crate::p2p::request::Status;
 use crate::runtime;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::Arc;
@@ -511,9 +512,10 @@ unsafe fn data_access_in(
         }
         FileForm::Start(request) | FileForm::StartCollective(request) => {
             super::errors::check_out(request, "request")?;
-            // SAFETY: forwarded.
-            let s = unsafe { data_access(&file, pos, buf, count, datatype, dir, Independent) }?;
-            let id = runtime::with(|rt| Ok(rt.engine.reqs.insert(Request::completed(s, MPI_COMM_NULL))))?;
+            // SAFETY: forwarded; the program leaves `buf` alone until the request completes.
+            let task = unsafe { background::start(access::prepare(&file, pos, memory(buf, count, datatype)?, dir)?) };
+            // The request's errors go to the file's handler (`errhandler::raise`).
+            let id = runtime::with(|rt| Ok(rt.engine.start_task(task, fh as usize as c_int)))?;
             // SAFETY: checked non-null.
             unsafe { put(request, request_handle(id), "request") }
         }

@@ -20,6 +20,7 @@ use crate::abi::types::MPI_Datatype;
 use crate::datatype::Layout;
 use crate::error::{MpiError, MpiResult, err};
 use std::ffi::c_int;
+use std::sync::Arc;
 
 /// Where an access starts.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -117,6 +118,81 @@ pub unsafe fn access(file: &File, pos: Position, mem: &Memory, dir: Direction) -
         st.pointer = start + (*n as u64).div_ceil(etype);
     }
     moved.map(|n| conversion.map_or(n, |c| c.memory_bytes(n)))
+}
+
+/// A nonblocking independent access, made ready by the calling thread for another to move
+/// its data (`background`): checked and positioned (a file pointer moves past the whole
+/// access now, as MPI-4.1 section 14.4.3 says), its runs found, a write's data converted.
+pub struct Prepared {
+    pub file: Arc<File>,
+    runs: Vec<(u64, usize)>,
+    mem: Memory,
+    dir: Direction,
+    conversion: Option<Conversion>,
+    written: Option<Vec<u8>>,
+    atomic: bool,
+    sieve: Option<usize>,
+}
+
+impl Prepared {
+    /// Whether the program's own functions convert what it reads: they run on the thread that
+    /// called, not in the background.
+    pub fn converts_by_program(&self) -> bool {
+        self.dir == Direction::Read && self.conversion.as_ref().is_some_and(Conversion::by_program)
+    }
+
+    /// Moves the data; returns the bytes of memory moved.
+    ///
+    /// # Safety
+    /// The memory the access describes stays valid for it until this returns (the program
+    /// leaves a nonblocking access's buffer alone until its request completes).
+    pub unsafe fn run(self) -> MpiResult<usize> {
+        let conversion = self.conversion.as_ref();
+        // SAFETY: the caller's contract on the access's memory.
+        let moved = unsafe {
+            perform(
+                &self.file,
+                &self.runs,
+                &self.mem,
+                self.dir,
+                conversion,
+                self.written.as_deref(),
+                self.atomic,
+                self.sieve,
+            )
+        }?;
+        Ok(conversion.map_or(moved, |c| c.memory_bytes(moved)))
+    }
+}
+
+/// Makes a nonblocking independent access ready (see `Prepared`).
+///
+/// # Safety
+/// As for `access`.
+pub unsafe fn prepare(file: &Arc<File>, pos: Position, mem: Memory, dir: Direction) -> MpiResult<Prepared> {
+    let mut st = file.state();
+    let (view, atomic, sieve) = (st.view.clone(), st.atomic, hints::sieve_limit(&st.hints, dir == Direction::Write));
+    let conversion = view.repr.conversion(&view.datarep, &mem, dir)?;
+    let len = conversion.as_ref().map_or(mem.bytes(), Conversion::file_len);
+    let etypes = check(file, pos, len, dir, view.etype_size)?;
+    let start = match pos {
+        Position::Explicit(o) => o as u64,
+        Position::Individual => {
+            let at = st.pointer;
+            st.pointer += etypes;
+            at
+        }
+        Position::Shared => file.shared_pointer("shared file pointer access")?.fetch_add(etypes)?,
+        Position::Reserved(o) => o,
+    };
+    drop(st);
+    let runs = view.runs(start * view.etype_size as u64, len);
+    let written = match &conversion {
+        // SAFETY: the caller's contract on `mem`.
+        Some(c) if dir == Direction::Write => Some(unsafe { c.to_file(&mem) }?),
+        _ => None,
+    };
+    Ok(Prepared { file: file.clone(), runs, mem, dir, conversion, written, atomic, sieve })
 }
 
 /// Moves the data of one rank's access, the (file offset, length) `runs` of its view, with

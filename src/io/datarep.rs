@@ -203,6 +203,11 @@ pub struct Conversion {
 }
 
 impl Conversion {
+    /// Whether the program's functions convert the data (a user representation).
+    pub fn by_program(&self) -> bool {
+        matches!(self.how, How::User(_))
+    }
+
     /// Bytes of the access's data in the file.
     pub fn file_len(&self) -> usize {
         self.count * self.item

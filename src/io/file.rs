@@ -66,6 +66,8 @@ pub struct File {
     /// Held by a thread's locked independent write (`access::write_group`): the byte-range
     /// lock belongs to the descriptor, which the process's threads share.
     writes: Mutex<()>,
+    /// Its nonblocking accesses still running on the I/O thread.
+    pub background: super::background::Running,
 }
 
 impl File {
@@ -126,6 +128,12 @@ static TABLE: Mutex<Vec<Option<Arc<File>>>> = Mutex::new(Vec::new());
 
 fn table() -> MutexGuard<'static, Vec<Option<Arc<File>>>> {
     TABLE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Whether `value` is in the range of file handles (open or not): told apart from the
+/// handles of other objects, which lie elsewhere.
+pub fn is_handle(value: usize) -> bool {
+    slot_of(value).is_some()
 }
 
 fn slot_of(handle: usize) -> Option<usize> {
@@ -296,6 +304,7 @@ fn open_on(own: MPI_Comm, name: &str, amode: c_int, info: &Info, members: Vec<us
             split: None,
         }),
         writes: Mutex::new(()),
+        background: Default::default(),
     };
     // MPI_MODE_APPEND: every file pointer starts at the end (the default view counts bytes).
     let start = if amode & MPI_MODE_APPEND != 0 { file.size()? } else { 0 };
@@ -308,7 +317,9 @@ fn open_on(own: MPI_Comm, name: &str, amode: c_int, info: &Info, members: Vec<us
 /// MPI_MODE_DELETE_ON_CLOSE, and releases the handle.
 pub fn close(handle: usize) -> MpiResult<()> {
     let file = get(handle)?;
-    // Every member's accesses are done before the file may go away.
+    // Every member's accesses are done before the file may go away (nonblocking ones too,
+    // which the program should have completed).
+    file.background.wait_idle();
     file.barrier()?;
     let deleted = if file.is(MPI_MODE_DELETE_ON_CLOSE) {
         file.from_rank0(&format!("deleting {}", file.name), || {
@@ -387,6 +398,7 @@ pub fn check_writable(file: &File) -> MpiResult<()> {
 
 /// MPI_File_sync (collective): the data this process wrote reaches storage.
 pub fn sync(file: &File) -> MpiResult<()> {
+    file.background.wait_idle();
     // SAFETY: the descriptor is open (owned by `file`).
     let rc = unsafe { libc::fsync(file.fd()) };
     let mine = if rc != 0 { Err(last_os_error("cannot sync", &file.name)) } else { Ok(()) };

@@ -7,6 +7,7 @@
 //! - `datarep`: data representations (external32, the program's own) and the conversion
 //!   of an access's data.
 //! - `access`: positioning and the vectored system calls (`preadv`/`pwritev`) of one rank.
+//! - `background`: nonblocking independent accesses moved by an I/O thread.
 //! - `collective`: the collective and ordered accesses, independent or two-phase (the
 //!   members' data gathered at aggregators, which do large reads and writes).
 //! - `shared`: the shared file pointer in a page of shared memory.
@@ -14,12 +15,11 @@
 //! - `errors`: `errno` to MPI-IO error classes, in one place.
 //! - `scratch`: byte buffers reused between accesses.
 //!
-//! Not yet: data representations that store a type in another size than in memory
-//! (external32 of MPI_LONG and the like, user representations so defined), shared file
-//! pointers across nodes, nonblocking I/O that overlaps computation (it is done when
-//! started).
+//! Not yet: nonblocking collective accesses that overlap computation (they are done as
+//! independent ones when started).
 
 pub mod access;
+pub mod background;
 pub mod collective;
 pub mod datarep;
 pub mod errors;

@@ -81,6 +81,17 @@ pub trait Task {
     /// Called when the task is ended before it finished (`Engine::end_task`): undoes what it
     /// left in the engine (posted receives).
     fn end(&mut self, _e: &mut super::Engine) {}
+
+    /// The bytes its status reports once it finished.
+    fn bytes(&self) -> usize {
+        0
+    }
+
+    /// Whether another thread finishes it (a background I/O access): nothing rings this
+    /// rank's doorbell then, so a rank waiting on it naps briefly instead of sleeping.
+    fn external(&self) -> bool {
+        false
+    }
 }
 
 /// Arguments kept by a persistent request to start it again.
