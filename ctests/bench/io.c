@@ -10,6 +10,11 @@
  *               (io_ind_wr, io_ind_rd)
  *   indstrided  independent (write/read through the strided view above) (io_inds_wr,
  *               io_inds_rd)
+ *   overlap     nonblocking (iwrite_at/iread_at of contig's parts) overlapped with computation:
+ *               a sample starts the access, computes (spins) for as long as the blocking
+ *               access took in this run ($BENCH_IO_COMPUTE_US microseconds if set), then
+ *               waits (io_ovl_wr, io_ovl_rd). About the blocking time when the I/O runs in the
+ *               background, about twice that when it runs in the call or in the wait.
  * A sample is one call on every rank between two barriers (the time of the slowest rank);
  * open and close are outside it, and so is the disk: files stay in the page cache (no sync).
  * The file is in $BENCH_IO_DIR (default /tmp), removed at the end; records start with
@@ -34,7 +39,8 @@ static const char *record_prefix = "io";
 typedef struct {
     const char *name;   /* record prefix */
     int collective;     /* _all calls */
-    int explicit_at;    /* independent at an offset (contig) */
+    int explicit_at;    /* independent at an offset (contig, overlap) */
+    int overlap;        /* nonblocking, overlapped with computation */
     MPI_Datatype ftype; /* the view's filetype (MPI_BYTE: none) */
     MPI_Offset disp;
     MPI_Offset offset;  /* explicit offset (contig) */
@@ -86,25 +92,46 @@ static int make_pattern(const char *which, size_t size, pattern *p)
         p->name = p->collective ? "io_str" : "io_inds";
         return 1;
     }
-    if (!strcmp(which, "contig")) {
+    if (!strcmp(which, "contig") || !strcmp(which, "overlap")) {
         p->bytes = size / bench_np;
         if (p->bytes == 0)
             return 0;
         p->offset = (MPI_Offset)bench_rank * p->bytes;
         p->total = p->bytes * bench_np;
         p->explicit_at = 1;
-        p->name = "io_ind";
+        p->overlap = !strcmp(which, "overlap");
+        p->name = p->overlap ? "io_ovl" : "io_ind";
         return 1;
     }
-    bench_fail("unknown pattern %s (block3d, strided, contig, indstrided)", which);
+    bench_fail("unknown pattern %s (block3d, strided, contig, indstrided, overlap)", which);
     return 0;
 }
 
-/* One access of the pattern (write when `write`). */
-static int access_once(MPI_File fh, const pattern *p, char *buf, int write)
+/* Computation of the overlap pattern: spins for `us` microseconds. */
+static void compute(double us)
+{
+    double until = MPI_Wtime() + us * 1e-6;
+    volatile double x = 1.0;
+    while (MPI_Wtime() < until)
+        for (int k = 0; k < 1000; k++)
+            x = x * 1.0000001 + 1e-9;
+}
+
+/* One access of the pattern (write when `write`); the overlap pattern computes for
+ * `compute_us` between starting it and waiting. */
+static int access_once(MPI_File fh, const pattern *p, char *buf, int write, double compute_us)
 {
     MPI_Status st;
     int count = (int)p->bytes;
+    if (p->overlap) {
+        MPI_Request req;
+        int rc = write ? MPI_File_iwrite_at(fh, p->offset, buf, count, MPI_BYTE, &req)
+                       : MPI_File_iread_at(fh, p->offset, buf, count, MPI_BYTE, &req);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        compute(compute_us);
+        return MPI_Wait(&req, &st);
+    }
     if (p->explicit_at)
         return write ? MPI_File_write_at(fh, p->offset, buf, count, MPI_BYTE, &st)
                      : MPI_File_read_at(fh, p->offset, buf, count, MPI_BYTE, &st);
@@ -133,11 +160,38 @@ static void run_pattern(const char *which, size_t size, double *t)
         bench_check_rc(MPI_File_set_view(fh, p.disp, MPI_BYTE, p.ftype, "native", MPI_INFO_NULL), "set_view", size);
     for (op = 0; op < 2; op++) {
         int write = op == 0, n = 0;
+        double compute_us = 0;
+        if (p.overlap) {
+            /* As long as the blocking access takes here (the slowest rank's median). */
+            const char *env = getenv("BENCH_IO_COMPUTE_US");
+            pattern blocking = p;
+            blocking.overlap = 0;
+            for (i = 0; i < warm + iters; i++) {
+                double t0;
+                MPI_Barrier(MPI_COMM_WORLD);
+                t0 = MPI_Wtime();
+                bench_check_rc(access_once(fh, &blocking, write ? wbuf : rbuf, write, 0), "blocking access", size);
+                MPI_Barrier(MPI_COMM_WORLD);
+                if (i >= warm)
+                    t[n++] = (MPI_Wtime() - t0) * 1e6;
+            }
+            if (bench_rank == 0) {
+                double p90;
+                bench_stats(t, n, &compute_us, &p90);
+            }
+            MPI_Bcast(&compute_us, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+            if (env && atof(env) > 0)
+                compute_us = atof(env);
+            if (bench_rank == 0)
+                bench_note("overlap %s: computing %.0f us per sample", write ? "write" : "read", compute_us);
+            n = 0;
+        }
         for (i = 0; i < warm + iters; i++) {
             double t0;
             MPI_Barrier(MPI_COMM_WORLD);
             t0 = MPI_Wtime();
-            bench_check_rc(access_once(fh, &p, write ? wbuf : rbuf, write), write ? "write" : "read", size);
+            bench_check_rc(access_once(fh, &p, write ? wbuf : rbuf, write, compute_us), write ? "write" : "read",
+                           size);
             MPI_Barrier(MPI_COMM_WORLD);
             if (i >= warm)
                 t[n++] = (MPI_Wtime() - t0) * 1e6;
@@ -165,7 +219,7 @@ int main(int argc, char **argv)
 {
     static const bench_spec spec = {
         "bench_io", "MPI-IO write and read of one shared file in several patterns", 5, 1, (size_t)64 << 20,
-        0, 0, "--patterns", "comma list of block3d,strided,contig,indstrided", "block3d,strided,contig,indstrided"};
+        0, 0, "--patterns", "comma list of block3d,strided,contig,indstrided,overlap", "block3d,strided,contig,indstrided"};
     char list[BENCH_LIST_MAX], *tok, *save = NULL;
     double *t;
     size_t size;

@@ -6,7 +6,6 @@
 //! closing or syncing a file waits for its accesses still running.
 
 use super::access::Prepared;
-use super::file::File;
 use crate::error::MpiResult;
 use crate::p2p::Engine;
 use crate::p2p::request::Task;
@@ -117,14 +116,16 @@ pub unsafe fn start(access: Prepared) -> Box<dyn Task> {
         *lock(&outcome) = Some(unsafe { access.run() });
         return Box::new(Access { outcome, bytes: 0 });
     }
-    let file: Arc<File> = access.file.clone();
-    file.background.begin();
+    // The job holds the file only inside `run`: the last reference to a file must not go on
+    // this thread, since dropping a file is collective (MPI_File_close waits for `end`).
+    let running = access.file.background.clone();
+    running.begin();
     let slot = outcome.clone();
     let job: Job = Box::new(move || {
         // SAFETY: the caller's contract: the memory stays valid until the outcome is seen.
         let moved = unsafe { access.run() };
         *lock(&slot) = Some(moved);
-        file.background.end();
+        running.end();
     });
     if let Err(job) = queue(job) {
         job();

@@ -67,7 +67,7 @@ pub struct File {
     /// lock belongs to the descriptor, which the process's threads share.
     writes: Mutex<()>,
     /// Its nonblocking accesses still running on the I/O thread.
-    pub background: super::background::Running,
+    pub background: Arc<super::background::Running>,
 }
 
 impl File {
