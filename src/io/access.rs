@@ -9,8 +9,8 @@
 //! file (more only past IOV_MAX blocks or after a partial transfer), never one per element.
 //! Reads of runs that fill most of their span read the span at once instead (data sieving).
 //!
-//! The collective forms are in `collective`. The nonblocking forms do their I/O when they
-//! start (the ABI layer hands back a completed request).
+//! The collective forms are in `collective`. The nonblocking forms are made ready here
+//! (`prepare`) and moved by the I/O thread (`background`).
 
 use super::datarep::Conversion;
 use super::file::{File, check_not_sequential, check_writable};
