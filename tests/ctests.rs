@@ -302,7 +302,7 @@ ctests! {
     spawn_errors => "spawn_errors.c",
     spawn_ports => "spawn_ports.c",
     spawn_churn => "spawn_churn.c",
-    spawn_intercomm_create => "spawn_intercomm_create.c",
+    spawn_intercomm_jobs => "spawn_intercomm_jobs.c",
     ports_errors => "ports_errors.c",
     ports_threads => "ports_threads.c",
 }
