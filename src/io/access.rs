@@ -135,10 +135,13 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// Whether the program's own functions convert what it reads: they run on the thread that
-    /// called, not in the background.
-    pub fn converts_by_program(&self) -> bool {
-        self.dir == Direction::Read && self.conversion.as_ref().is_some_and(Conversion::by_program)
+    /// Whether the access must run on the thread that called rather than in the background:
+    /// when the program's own functions convert what it reads (they run on its thread), and
+    /// in atomic mode (its byte-range locks belong to the open file description, which the
+    /// I/O thread shares with the caller's accesses: one thread's unlock would end the
+    /// other's lock).
+    pub fn runs_in_call(&self) -> bool {
+        self.atomic || self.dir == Direction::Read && self.conversion.as_ref().is_some_and(Conversion::by_program)
     }
 
     /// Moves the data; returns the bytes of memory moved.

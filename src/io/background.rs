@@ -103,15 +103,15 @@ impl Task for Access {
     }
 }
 
-/// Starts `access` in the background (on this thread when the program's conversion
-/// functions must run, or no I/O thread could start); returns the task of its request.
+/// Starts `access` in the background (on this thread when it must run in the call,
+/// `Prepared::runs_in_call`, or no I/O thread could start); returns the task of its request.
 ///
 /// # Safety
 /// The access's memory stays valid until the request completes (the program's contract
 /// for a nonblocking access).
 pub unsafe fn start(access: Prepared) -> Box<dyn Task> {
     let outcome: Outcome = Arc::new(Mutex::new(None));
-    if access.converts_by_program() {
+    if access.runs_in_call() {
         // SAFETY: the caller's contract.
         *lock(&outcome) = Some(unsafe { access.run() });
         return Box::new(Access { outcome, bytes: 0 });
