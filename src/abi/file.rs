@@ -161,7 +161,7 @@ pub fn MPI_File_sync(fh: MPI_File) -> MpiResult {
     io_file::sync(&*file_of(fh)?)
 }
 
-/// The extent of `datatype` in the file: its memory extent (the "native" representation).
+/// The extent of `datatype` in the file, in the view's data representation.
 fn type_extent(fh: MPI_File, datatype: MPI_Datatype) -> MpiResult<i64> {
     let view = file_of(fh)?.state().view.clone();
     view.repr.type_extent(datatype)
